@@ -1,0 +1,48 @@
+/* The control tree: root, README, sessions/ and each session's control files. ctltree.c owns
+ * names, attributes and directories; ctlfile.c owns open files. */
+#ifndef SBX_CTL_H
+#define SBX_CTL_H
+
+#ifndef FUSE_USE_VERSION
+#define FUSE_USE_VERSION 312
+#endif
+#include <fuse_lowlevel.h>
+
+#include "ino.h"
+
+struct session;
+
+/* ctltree.c */
+void ctl_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+void ctl_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void ctl_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		 struct fuse_file_info *fi);
+void ctl_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
+void ctl_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+void ctl_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void ctl_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		 struct fuse_file_info *fi);
+void ctl_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		     struct fuse_file_info *fi);
+void ctl_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+/* Fills st for a control inode; -ENOENT if it no longer exists. */
+int ctl_stat(fuse_ino_t ino, struct stat *st, struct fuse_file_info *fi);
+/* The session a per-session inode belongs to (referenced), or NULL. */
+struct session *ctl_session(fuse_ino_t ino);
+
+/* ctlfile.c */
+void ctl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void ctl_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
+void ctl_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+	       struct fuse_file_info *fi);
+void ctl_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void ctl_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void ctl_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+	      struct fuse_pollhandle *ph);
+/* Size and mtime the file shows through an open handle (fstat), if fi is one of ours. */
+int ctlfile_stat(struct fuse_file_info *fi, struct stat *st);
+
+/* readme.c */
+extern const char readme_text[];
+
+#endif

@@ -1,0 +1,456 @@
+/* Open control files: what each kind does on open, read, write, flush, release and poll.
+ * Readers of output and exit are parked (park.h) rather than blocked; writes are checked in
+ * write() itself so tools see the errno. Every handle is direct_io and uncached. */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl.h"
+#include "log.h"
+#include "park.h"
+#include "run.h"
+#include "session.h"
+#include "xmalloc.h"
+
+struct ctlfh {
+	enum ctl_kind kind;
+	int refs;
+	struct session *s;
+	struct run *run;       /* stdout, stderr, exit: the latest run when opened */
+	char *snap;            /* README, clone, env, cwd, cmd: the text read back */
+	size_t snaplen;
+	pthread_mutex_t lock;  /* wbuf and poll state */
+	char *wbuf;            /* cmd: the script so far; env: a partial last line */
+	size_t wlen;
+	off_t pos;             /* end of the last read, for poll */
+	struct fuse_pollhandle *ph;
+	bool poll_armed;       /* pollw is queued (or being woken) */
+	struct waiter pollw;
+};
+
+static struct ctlfh *fh_of(struct fuse_file_info *fi)
+{
+	return (struct ctlfh *)(uintptr_t)fi->fh;
+}
+
+static void fh_unref(struct ctlfh *fh)
+{
+	if (__atomic_sub_fetch(&fh->refs, 1, __ATOMIC_ACQ_REL) > 0)
+		return;
+	if (fh->run)
+		run_unref(fh->run);
+	if (fh->s)
+		session_unref(fh->s);
+	if (fh->ph)
+		fuse_pollhandle_destroy(fh->ph);
+	pthread_mutex_destroy(&fh->lock);
+	free(fh->snap);
+	free(fh->wbuf);
+	free(fh);
+}
+
+static bool is_stream(enum ctl_kind k)
+{
+	return k == K_STDOUT || k == K_STDERR;
+}
+
+static enum run_stream stream_of(enum ctl_kind k)
+{
+	return k == K_STDOUT ? RUN_STDOUT : RUN_STDERR;
+}
+
+static int open_snapshot(struct ctlfh *fh)
+{
+	char id[SESSION_ID_MAX + 1];
+	int rc;
+
+	switch (fh->kind) {
+	case K_README:
+		fh->snap = xstrdup(readme_text);
+		fh->snaplen = strlen(readme_text);
+		break;
+	case K_CLONE:
+		rc = session_clone(id);
+		if (rc < 0)
+			return rc;
+		fh->snap = xasprintf("%s\n", id);
+		fh->snaplen = strlen(fh->snap);
+		break;
+	case K_ENV:
+		fh->snap = session_env(fh->s, &fh->snaplen);
+		break;
+	case K_CWD:
+		fh->snap = session_cwd(fh->s, &fh->snaplen);
+		break;
+	case K_CMD:
+		if (fh->run) {
+			fh->snap = xmemdup(fh->run->cmd, fh->run->cmdlen);
+			fh->snaplen = fh->run->cmdlen;
+		}
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+void ctl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	enum ctl_kind k = ino_kind(ino);
+	bool writing = (fi->flags & O_ACCMODE) != O_RDONLY;
+	struct ctlfh *fh;
+	int rc;
+
+	if (k >= K_MAX || k == K_ROOT || k == K_SESSIONS || k == K_SDIR) {
+		fuse_reply_err(req, k >= K_MAX ? ENOENT : EISDIR);
+		return;
+	}
+	if (writing && k != K_CMD && k != K_ENV && k != K_CWD) {
+		fuse_reply_err(req, EACCES);
+		return;
+	}
+	fh = xcalloc(1, sizeof(*fh));
+	fh->kind = k;
+	fh->refs = 1;
+	pthread_mutex_init(&fh->lock, NULL);
+	if (k > K_SDIR) {
+		fh->s = ctl_session(ino);
+		if (!fh->s) {
+			fh_unref(fh);
+			fuse_reply_err(req, ENOENT);
+			return;
+		}
+		fh->run = session_latest(fh->s);
+	}
+	rc = open_snapshot(fh);
+	if (rc < 0) {
+		fh_unref(fh);
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	fi->fh = (uint64_t)(uintptr_t)fh;
+	fi->direct_io = 1;
+	fi->keep_cache = 0;
+	fuse_reply_open(req, fi);
+}
+
+static void reply_slice(fuse_req_t req, const char *text, size_t len, size_t size, off_t off)
+{
+	if ((size_t)off >= len) {
+		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
+	fuse_reply_buf(req, text + off, len - (size_t)off < size ? len - (size_t)off : size);
+}
+
+struct read_req {
+	struct ctlfh *fh;
+	size_t size;
+	off_t off;
+};
+
+static void read_req_free(void *arg)
+{
+	struct read_req *rr = arg;
+
+	fh_unref(rr->fh);
+	free(rr);
+}
+
+/* Answers a read of stdout/stderr/exit, or returns -EAGAIN (w queued if given). */
+static int try_read(fuse_req_t req, struct ctlfh *fh, size_t size, off_t off, struct waiter *w)
+{
+	char text[16];
+	size_t n;
+	int fd, status;
+
+	if (fh->kind == K_EXIT) {
+		if (run_wait_exit(fh->run, &status, w) < 0)
+			return -EAGAIN;
+		snprintf(text, sizeof(text), "%d\n", status);
+		reply_slice(req, text, strlen(text), size, off);
+		return 0;
+	}
+	if (run_read_extent(fh->run, stream_of(fh->kind), off, size, &fd, &n, w) < 0)
+		return -EAGAIN;
+	if (n == 0) {
+		fuse_reply_buf(req, NULL, 0);
+	} else {
+		struct fuse_bufvec bv = FUSE_BUFVEC_INIT(n);
+
+		bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+		bv.buf[0].fd = fd;
+		bv.buf[0].pos = off;
+		fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE);
+	}
+	pthread_mutex_lock(&fh->lock);
+	fh->pos = off + (off_t)n;
+	pthread_mutex_unlock(&fh->lock);
+	return 0;
+}
+
+static int read_attempt(struct park *p)
+{
+	struct read_req *rr = park_arg(p);
+
+	return try_read(park_req(p), rr->fh, rr->size, rr->off, park_waiter(p));
+}
+
+void ctl_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct ctlfh *fh = fh_of(fi);
+	struct read_req *rr;
+
+	(void)ino;
+	if (!is_stream(fh->kind) && fh->kind != K_EXIT) {
+		reply_slice(req, fh->snap, fh->snaplen, size, off);
+		return;
+	}
+	if (!fh->run) {
+		fuse_reply_buf(req, NULL, 0); /* no command yet: empty */
+		return;
+	}
+	if (try_read(req, fh, size, off, NULL) == 0)
+		return;
+	rr = xmalloc(sizeof(*rr));
+	__atomic_add_fetch(&fh->refs, 1, __ATOMIC_RELAXED);
+	*rr = (struct read_req){fh, size, off};
+	park_request(req, read_attempt, rr, read_req_free);
+}
+
+static int write_cmd(struct ctlfh *fh, const char *buf, size_t size)
+{
+	int rc = 0;
+
+	if (memchr(buf, '\0', size))
+		return -EINVAL;
+	pthread_mutex_lock(&fh->lock);
+	if (fh->wlen + size > SESSION_CMD_MAX) {
+		rc = -EFBIG;
+	} else {
+		fh->wbuf = xrealloc(fh->wbuf, fh->wlen + size);
+		memcpy(fh->wbuf + fh->wlen, buf, size);
+		fh->wlen += size;
+	}
+	pthread_mutex_unlock(&fh->lock);
+	return rc;
+}
+
+/* Whole lines are applied at once; a partial last line waits for more or for close. */
+static int write_env(struct ctlfh *fh, const char *buf, size_t size)
+{
+	char *all, *nl;
+	size_t len, whole;
+	int rc;
+
+	pthread_mutex_lock(&fh->lock);
+	len = fh->wlen + size;
+	all = xmalloc(len);
+	memcpy(all, fh->wbuf, fh->wlen);
+	memcpy(all + fh->wlen, buf, size);
+	nl = memrchr(all, '\n', len);
+	whole = nl ? (size_t)(nl - all) + 1 : 0;
+	rc = session_setenv(fh->s, all, whole);
+	if (rc == 0) {
+		free(fh->wbuf);
+		fh->wlen = len - whole;
+		fh->wbuf = xmemdup(all + whole, fh->wlen);
+	}
+	pthread_mutex_unlock(&fh->lock);
+	free(all);
+	return rc;
+}
+
+struct cd_req {
+	struct ticket *t;
+	size_t size;
+};
+
+static void cd_req_free(void *arg)
+{
+	struct cd_req *cr = arg;
+
+	ticket_unref(cr->t);
+	free(cr);
+}
+
+static int cd_attempt(struct park *p)
+{
+	struct cd_req *cr = park_arg(p);
+	int result;
+
+	if (ticket_wait(cr->t, &result, park_waiter(p)) < 0)
+		return -EAGAIN;
+	if (result < 0)
+		fuse_reply_err(park_req(p), -result);
+	else
+		fuse_reply_write(park_req(p), cr->size);
+	return 0;
+}
+
+void ctl_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+	       struct fuse_file_info *fi)
+{
+	struct ctlfh *fh = fh_of(fi);
+	struct cd_req *cr;
+	struct ticket *t;
+	int rc = -EBADF;
+
+	(void)ino;
+	(void)off;
+	if (fh->kind == K_CMD)
+		rc = write_cmd(fh, buf, size);
+	else if (fh->kind == K_ENV)
+		rc = write_env(fh, buf, size);
+	else if (fh->kind == K_CWD) {
+		rc = session_chdir(fh->s, buf, size, &t);
+		if (rc == 0) {
+			/* The cd is queued behind running work; answer when the shell did it. */
+			cr = xmalloc(sizeof(*cr));
+			*cr = (struct cd_req){t, size};
+			park_request(req, cd_attempt, cr, cd_req_free);
+			return;
+		}
+	}
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_write(req, size);
+}
+
+/* Submits what was written since the last flush: the shell sees a command when its writer
+ * closes the file (close sends FLUSH and waits for it; RELEASE comes asynchronously). */
+static int flush_pending(struct ctlfh *fh)
+{
+	char *text;
+	size_t len;
+	int rc = 0;
+
+	pthread_mutex_lock(&fh->lock);
+	text = fh->wbuf;
+	len = fh->wlen;
+	fh->wbuf = NULL;
+	fh->wlen = 0;
+	pthread_mutex_unlock(&fh->lock);
+	if (len == 0) {
+		free(text);
+		return 0;
+	}
+	if (fh->kind == K_CMD)
+		rc = session_submit(fh->s, text, len);
+	else if (fh->kind == K_ENV)
+		rc = session_setenv(fh->s, text, len);
+	if (rc < 0)
+		log_warnx("session %s: %s not applied: %s", session_id(fh->s),
+			  fh->kind == K_CMD ? "command" : "env edit", strerror(-rc));
+	free(text);
+	return rc;
+}
+
+void ctl_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	fuse_reply_err(req, -flush_pending(fh_of(fi)));
+}
+
+void ctl_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct ctlfh *fh = fh_of(fi);
+
+	(void)ino;
+	flush_pending(fh);
+	/* A poll waiter still queued holds a reference; drop it if we can take it back. */
+	if (fh->poll_armed && waiter_cancel(&fh->pollw))
+		fh_unref(fh);
+	fh_unref(fh);
+	fuse_reply_err(req, 0);
+}
+
+static void poll_woken(struct waiter *w)
+{
+	struct ctlfh *fh = container_of(w, struct ctlfh, pollw);
+	struct fuse_pollhandle *ph;
+
+	pthread_mutex_lock(&fh->lock);
+	ph = fh->ph;
+	fh->ph = NULL;
+	fh->poll_armed = false;
+	pthread_mutex_unlock(&fh->lock);
+	if (ph) {
+		fuse_lowlevel_notify_poll(ph);
+		fuse_pollhandle_destroy(ph);
+	}
+	fh_unref(fh);
+}
+
+/* True if a read would not block; else, with w, w is queued to learn when it would. */
+static bool poll_ready(struct ctlfh *fh, struct waiter *w)
+{
+	int status;
+
+	if (fh->kind == K_EXIT)
+		return run_wait_exit(fh->run, &status, w) == 0;
+	return run_poll(fh->run, stream_of(fh->kind), fh->pos, w);
+}
+
+void ctl_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+	      struct fuse_pollhandle *ph)
+{
+	struct ctlfh *fh = fh_of(fi);
+	unsigned revents = POLLIN | POLLRDNORM;
+	struct waiter *w = NULL;
+	bool ready;
+
+	(void)ino;
+	if (fh->kind == K_CMD || fh->kind == K_ENV || fh->kind == K_CWD)
+		revents |= POLLOUT | POLLWRNORM;
+	if (!fh->run || (!is_stream(fh->kind) && fh->kind != K_EXIT)) {
+		if (ph)
+			fuse_pollhandle_destroy(ph);
+		fuse_reply_poll(req, revents);
+		return;
+	}
+	pthread_mutex_lock(&fh->lock);
+	if (ph) {
+		if (fh->ph)
+			fuse_pollhandle_destroy(fh->ph);
+		fh->ph = ph;
+		if (!fh->poll_armed) {
+			/* The queued waiter holds a reference until it is woken or cancelled. */
+			fh->poll_armed = true;
+			fh->pollw.wake = poll_woken;
+			__atomic_add_fetch(&fh->refs, 1, __ATOMIC_RELAXED);
+			w = &fh->pollw;
+		}
+	}
+	ready = poll_ready(fh, w);
+	if (ready && w) {
+		fh->poll_armed = false;
+		__atomic_sub_fetch(&fh->refs, 1, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&fh->lock);
+	fuse_reply_poll(req, ready ? revents : 0);
+}
+
+int ctlfile_stat(struct fuse_file_info *fi, struct stat *st)
+{
+	struct ctlfh *fh = fh_of(fi);
+	int status;
+
+	if (!fh->run)
+		return -ENOENT;
+	if (is_stream(fh->kind)) {
+		run_stream_stat(fh->run, stream_of(fh->kind), &st->st_size, &st->st_mtim);
+		return 0;
+	}
+	if (fh->kind == K_EXIT) {
+		if (run_wait_exit(fh->run, &status, NULL) == 0)
+			st->st_size = snprintf(NULL, 0, "%d\n", status);
+		return 0;
+	}
+	return -ENOENT;
+}

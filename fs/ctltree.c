@@ -1,0 +1,411 @@
+/* The control tree's names, attributes and directories: lookup, getattr, readdir, and mkdir /
+ * rmdir of sessions. Inode numbers come from ino.h; sessions from the core. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ctl.h"
+#include "park.h"
+#include "run.h"
+#include "session.h"
+#include "workspace.h"
+#include "xmalloc.h"
+
+struct kind_info {
+	const char *name;
+	mode_t mode;
+};
+
+static const struct kind_info kinds[K_MAX] = {
+	[K_ROOT] = {"", S_IFDIR | 0755},       [K_README] = {"README", S_IFREG | 0444},
+	[K_SESSIONS] = {"sessions", S_IFDIR | 0755}, [K_CLONE] = {"clone", S_IFREG | 0444},
+	[K_SDIR] = {"", S_IFDIR | 0755},       [K_CMD] = {"cmd", S_IFREG | 0644},
+	[K_STDOUT] = {"stdout", S_IFREG | 0444}, [K_STDERR] = {"stderr", S_IFREG | 0444},
+	[K_EXIT] = {"exit", S_IFREG | 0444},   [K_ENV] = {"env", S_IFREG | 0644},
+	[K_CWD] = {"cwd", S_IFREG | 0644},
+};
+
+/* Names at the root and in sessions/ never change: let the kernel keep them. */
+#define FIXED_TIMEOUT 3600.0
+
+static struct timespec mount_time;
+
+struct session *ctl_session(fuse_ino_t ino)
+{
+	uint64_t serial = ino_serial(ino);
+
+	return serial ? session_find_serial(serial) : NULL;
+}
+
+static void stat_stream(struct run *r, enum run_stream s, struct stat *st)
+{
+	if (!r)
+		return;
+	run_stream_stat(r, s, &st->st_size, &st->st_mtim);
+}
+
+static void stat_exit(struct run *r, struct stat *st)
+{
+	int status;
+
+	if (r && run_wait_exit(r, &status, NULL) == 0)
+		st->st_size = snprintf(NULL, 0, "%d\n", status);
+}
+
+static void stat_session_file(struct session *s, enum ctl_kind k, struct stat *st)
+{
+	struct run *r = session_latest(s);
+
+	if (k == K_STDOUT || k == K_STDERR)
+		stat_stream(r, k == K_STDOUT ? RUN_STDOUT : RUN_STDERR, st);
+	else if (k == K_EXIT)
+		stat_exit(r, st);
+	else if (k == K_CMD && r)
+		st->st_size = (off_t)r->cmdlen;
+	if (r)
+		run_unref(r);
+}
+
+int ctl_stat(fuse_ino_t ino, struct stat *st, struct fuse_file_info *fi)
+{
+	enum ctl_kind k = ino_kind(ino);
+	struct session *s = NULL;
+
+	if (k >= K_MAX)
+		return -ENOENT;
+	memset(st, 0, sizeof(*st));
+	st->st_ino = ino;
+	st->st_mode = kinds[k].mode;
+	st->st_nlink = S_ISDIR(st->st_mode) ? 2 : 1;
+	st->st_uid = getuid();
+	st->st_gid = getgid();
+	st->st_blksize = 4096;
+	st->st_mtim = st->st_ctim = st->st_atim = mount_time;
+	if (k >= K_SDIR) {
+		s = ctl_session(ino);
+		if (!s)
+			return -ENOENT;
+		st->st_mtim = st->st_ctim = st->st_atim = session_ctime(s);
+	}
+	if (k == K_README)
+		st->st_size = (off_t)strlen(readme_text);
+	else if (fi && fi->fh && ctlfile_stat(fi, st) == 0)
+		;
+	else if (s && k > K_SDIR)
+		stat_session_file(s, k, st);
+	if (s)
+		session_unref(s);
+	st->st_blocks = (st->st_size + 511) / 512;
+	return 0;
+}
+
+static void reply_entry(fuse_req_t req, fuse_ino_t ino, double timeout)
+{
+	struct fuse_entry_param e = {0};
+	int rc = ctl_stat(ino, &e.attr, NULL);
+
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	e.ino = ino;
+	e.entry_timeout = timeout;
+	e.attr_timeout = 0;
+	fuse_reply_entry(req, &e);
+}
+
+static void lookup_root(fuse_req_t req, const char *name)
+{
+	struct fuse_entry_param e = {0};
+	int rc;
+
+	if (strcmp(name, "README") == 0) {
+		reply_entry(req, ctl_ino(0, K_README), FIXED_TIMEOUT);
+	} else if (strcmp(name, "sessions") == 0) {
+		reply_entry(req, ctl_ino(0, K_SESSIONS), FIXED_TIMEOUT);
+	} else if (strcmp(name, "workspace") == 0) {
+		rc = ws_root_entry(&e);
+		if (rc < 0)
+			fuse_reply_err(req, -rc);
+		else
+			fuse_reply_entry(req, &e);
+	} else {
+		fuse_reply_err(req, ENOENT);
+	}
+}
+
+static void lookup_sessions(fuse_req_t req, const char *name)
+{
+	struct session *s;
+
+	if (strcmp(name, "clone") == 0) {
+		reply_entry(req, ctl_ino(0, K_CLONE), FIXED_TIMEOUT);
+		return;
+	}
+	s = session_find(name);
+	if (!s) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	/* Timeout 0: a session removed and made again under the same name is a new directory. */
+	reply_entry(req, ctl_ino(session_serial(s), K_SDIR), 0);
+	session_unref(s);
+}
+
+static void lookup_session_file(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	for (int k = K_SDIR + 1; k < K_MAX; k++) {
+		if (strcmp(name, kinds[k].name) == 0) {
+			reply_entry(req, ctl_ino(ino_serial(parent), k), FIXED_TIMEOUT);
+			return;
+		}
+	}
+	fuse_reply_err(req, ENOENT);
+}
+
+void ctl_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	switch (ino_kind(parent)) {
+	case K_ROOT:
+		lookup_root(req, name);
+		break;
+	case K_SESSIONS:
+		lookup_sessions(req, name);
+		break;
+	case K_SDIR:
+		lookup_session_file(req, parent, name);
+		break;
+	default:
+		fuse_reply_err(req, ENOTDIR);
+	}
+}
+
+void ctl_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct stat st;
+	int rc = ctl_stat(ino, &st, fi);
+
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_attr(req, &st, 0);
+}
+
+void ctl_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		 struct fuse_file_info *fi)
+{
+	const int harmless = FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |
+			     FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME;
+	mode_t mode = kinds[ino_kind(ino) < K_MAX ? ino_kind(ino) : K_ROOT].mode;
+
+	/* `echo x > cmd` truncates and `touch` sets times: accept both as no-ops on files. */
+	if (!S_ISREG(mode) || (to_set & ~harmless) ||
+	    ((to_set & FUSE_SET_ATTR_SIZE) && attr->st_size != 0)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	ctl_getattr(req, ino, fi);
+}
+
+void ctl_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	struct session *s;
+	int rc;
+
+	(void)mode;
+	if (ino_kind(parent) != K_SESSIONS) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	rc = session_create(name, &s);
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	reply_entry(req, ctl_ino(session_serial(s), K_SDIR), 0);
+	session_unref(s);
+}
+
+static int rmdir_attempt(struct park *p)
+{
+	int result;
+
+	if (ticket_wait(park_arg(p), &result, park_waiter(p)) < 0)
+		return -EAGAIN;
+	fuse_reply_err(park_req(p), 0);
+	return 0;
+}
+
+static void ticket_release(void *t)
+{
+	ticket_unref(t);
+}
+
+void ctl_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct ticket *gone;
+	int rc;
+
+	if (ino_kind(parent) != K_SESSIONS) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	if (strcmp(name, "clone") == 0) {
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	rc = session_remove(name, &gone);
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	/* Answer once the shell is gone, so `rmdir s && pgrep ...` finds nothing. */
+	park_request(req, rmdir_attempt, gone, ticket_release);
+}
+
+/* Directory listings are built at opendir and served by index. */
+struct dirent_snap {
+	char *name;
+	fuse_ino_t ino;
+	mode_t mode;
+};
+
+struct dir_snap {
+	struct dirent_snap *e;
+	size_t n;
+};
+
+static void snap_add(struct dir_snap *d, const char *name, fuse_ino_t ino, mode_t mode)
+{
+	d->e = xrealloc(d->e, (d->n + 1) * sizeof(*d->e));
+	d->e[d->n++] = (struct dirent_snap){xstrdup(name), ino, mode};
+}
+
+static void snap_sessions(struct dir_snap *d)
+{
+	struct session_info *v;
+	size_t n = session_list(&v);
+
+	snap_add(d, "clone", ctl_ino(0, K_CLONE), S_IFREG);
+	for (size_t i = 0; i < n; i++)
+		snap_add(d, v[i].id, ctl_ino(v[i].serial, K_SDIR), S_IFDIR);
+	free(v);
+}
+
+void ctl_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	enum ctl_kind k = ino_kind(ino);
+	struct dir_snap *d;
+	struct stat st;
+
+	if (ctl_stat(ino, &st, NULL) < 0) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	d = xcalloc(1, sizeof(*d));
+	snap_add(d, ".", ino, S_IFDIR);
+	snap_add(d, "..", k == K_SDIR ? ctl_ino(0, K_SESSIONS) : ctl_ino(0, K_ROOT), S_IFDIR);
+	if (k == K_ROOT) {
+		snap_add(d, "README", ctl_ino(0, K_README), S_IFREG);
+		snap_add(d, "sessions", ctl_ino(0, K_SESSIONS), S_IFDIR);
+		snap_add(d, "workspace", ws_root_ino(), S_IFDIR);
+	} else if (k == K_SESSIONS) {
+		snap_sessions(d);
+	} else {
+		for (int f = K_SDIR + 1; f < K_MAX; f++)
+			snap_add(d, kinds[f].name, ctl_ino(ino_serial(ino), f), S_IFREG);
+	}
+	fi->fh = (uint64_t)(uintptr_t)d;
+	fuse_reply_open(req, fi);
+}
+
+/* Readdirplus entries count a lookup, except "." and ".." (ino 0: no attributes given). */
+static void plus_entry(const struct dirent_snap *de, struct fuse_entry_param *e)
+{
+	enum ctl_kind k = ino_kind(de->ino);
+
+	memset(e, 0, sizeof(*e));
+	e->attr.st_ino = de->ino;
+	e->attr.st_mode = de->mode;
+	if (!strcmp(de->name, ".") || !strcmp(de->name, ".."))
+		return;
+	if (ws_is_ino(de->ino)) {
+		if (ws_root_entry(e) < 0)
+			memset(e, 0, sizeof(*e));
+		return;
+	}
+	if (ctl_stat(de->ino, &e->attr, NULL) < 0)
+		return;
+	e->ino = de->ino;
+	e->entry_timeout = k == K_SDIR ? 0 : FIXED_TIMEOUT;
+}
+
+static void readdir_common(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi,
+			   bool plus)
+{
+	struct dir_snap *d = (struct dir_snap *)(uintptr_t)fi->fh;
+	char *buf = xmalloc(size);
+	size_t used = 0;
+
+	for (size_t i = (size_t)off; i < d->n; i++) {
+		struct fuse_entry_param e = {.attr = {.st_ino = d->e[i].ino, .st_mode = d->e[i].mode}};
+		size_t need;
+
+		if (plus) {
+			plus_entry(&d->e[i], &e);
+			need = fuse_add_direntry_plus(req, buf + used, size - used, d->e[i].name,
+						      &e, (off_t)(i + 1));
+		} else {
+			need = fuse_add_direntry(req, buf + used, size - used, d->e[i].name,
+						 &e.attr, (off_t)(i + 1));
+		}
+		if (need > size - used) {
+			/* The workspace root counted a lookup the kernel will never see. */
+			if (plus && e.ino && ws_is_ino(e.ino))
+				ws_forget_one(e.ino, 1);
+			break;
+		}
+		used += need;
+	}
+	fuse_reply_buf(req, buf, used);
+	free(buf);
+}
+
+void ctl_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		 struct fuse_file_info *fi)
+{
+	(void)ino;
+	readdir_common(req, size, off, fi, false);
+}
+
+void ctl_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		     struct fuse_file_info *fi)
+{
+	(void)ino;
+	readdir_common(req, size, off, fi, true);
+}
+
+void ctl_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct dir_snap *d = (struct dir_snap *)(uintptr_t)fi->fh;
+
+	(void)ino;
+	for (size_t i = 0; i < d->n; i++)
+		free(d->e[i].name);
+	free(d->e);
+	free(d);
+	fuse_reply_err(req, 0);
+}
+
+__attribute__((constructor)) static void ctltree_init(void)
+{
+	clock_gettime(CLOCK_REALTIME, &mount_time);
+}

@@ -1,0 +1,201 @@
+/* sbxfs: command line, configuration, mounting, daemonizing, and the order of start and
+ * shutdown between the FUSE session, the workspace and the sandbox core. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "log.h"
+#include "ops.h"
+#include "sandbox.h"
+#include "workspace.h"
+#include "xmalloc.h"
+
+#define DEFAULT_CONFIG "/etc/sbxfs/sbxfs.ini"
+
+struct cmdline {
+	bool foreground, debug;
+	const char *config, *workspace, *state_dir, *fuse_opts, *mountpoint;
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: sbxfs [-f] [-d] [-c CONFIG] [--workspace DIR] [--state-dir DIR]\n"
+		"             [-o FUSEOPTS] MOUNTPOINT\n"
+		"\n"
+		"Mounts a sandbox at MOUNTPOINT: sessions/ holds shell sessions driven through\n"
+		"control files, workspace/ is the workspace their commands share.\n"
+		"\n"
+		"  -f                stay in the foreground (default: become a daemon)\n"
+		"  -d                debug: log every FUSE request (implies -f)\n"
+		"  -c CONFIG         ini file (default " DEFAULT_CONFIG " if it exists)\n"
+		"  --workspace DIR   backing directory of workspace/\n"
+		"  --state-dir DIR   spool files and lock of this mount\n"
+		"  -o FUSEOPTS       extra FUSE mount options (e.g. allow_other)\n"
+		"  -h, --help        this text\n"
+		"  -V, --version     the version\n"
+		"\n"
+		"Commands run as the user who mounted, without isolation, for now.\n"
+		"Unmount with: fusermount3 -u MOUNTPOINT (or SIGTERM / SIGINT).\n");
+}
+
+static void parse_cmdline(int argc, char **argv, struct cmdline *cl)
+{
+	static const struct option longopts[] = {
+		{"workspace", required_argument, NULL, 'w'},
+		{"state-dir", required_argument, NULL, 's'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{NULL, 0, NULL, 0},
+	};
+	int c;
+
+	memset(cl, 0, sizeof(*cl));
+	while ((c = getopt_long(argc, argv, "fdc:o:hV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'f': cl->foreground = true; break;
+		case 'd': cl->debug = cl->foreground = true; break;
+		case 'c': cl->config = optarg; break;
+		case 'o': cl->fuse_opts = optarg; break;
+		case 'w': cl->workspace = optarg; break;
+		case 's': cl->state_dir = optarg; break;
+		case 'h': usage(stdout); exit(0);
+		case 'V': printf("sbxfs %s\n", SBXFS_VERSION); exit(0);
+		default: usage(stderr); exit(2);
+		}
+	}
+	if (optind != argc - 1) {
+		usage(stderr);
+		exit(2);
+	}
+	cl->mountpoint = argv[optind];
+}
+
+static void load_config(const struct cmdline *cl, struct config *cfg)
+{
+	const char *path = cl->config;
+	char err[512];
+
+	config_defaults(cfg);
+	if (!path && access(DEFAULT_CONFIG, F_OK) == 0)
+		path = DEFAULT_CONFIG;
+	if (path && config_load(cfg, path, err, sizeof(err)) < 0)
+		fatalx("%s", err);
+	if (cl->workspace)
+		config_set(cfg, "sbxfs", "workspace", cl->workspace, err, sizeof(err));
+	if (cl->state_dir)
+		config_set(cfg, "sbxfs", "state_dir", cl->state_dir, err, sizeof(err));
+	if (cl->debug)
+		cfg->log_level = LOG_LVL_DEBUG;
+}
+
+static char *absolute(const char *path)
+{
+	char *abs = realpath(path, NULL);
+
+	if (!abs)
+		fatal("%s", path);
+	return abs;
+}
+
+static struct fuse_session *mount_fs(const struct cmdline *cl, const char *self)
+{
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	struct fuse_session *se;
+
+	fuse_opt_add_arg(&args, self);
+	fuse_opt_add_arg(&args, "-o");
+	fuse_opt_add_arg(&args, "default_permissions,fsname=sbxfs,subtype=sbxfs");
+	if (cl->fuse_opts) {
+		fuse_opt_add_arg(&args, "-o");
+		fuse_opt_add_arg(&args, cl->fuse_opts);
+	}
+	if (cl->debug)
+		fuse_opt_add_arg(&args, "-d");
+	se = fuse_session_new(&args, &sbx_ops, sizeof(sbx_ops), NULL);
+	fuse_opt_free_args(&args);
+	if (!se)
+		fatalx("cannot create the FUSE session");
+	if (fuse_set_signal_handlers(se) < 0)
+		fatalx("cannot set signal handlers");
+	if (mkdir(cl->mountpoint, 0755) < 0 && errno != EEXIST)
+		fatal("mount point %s", cl->mountpoint);
+	if (fuse_session_mount(se, cl->mountpoint) < 0)
+		fatalx("cannot mount on %s", cl->mountpoint);
+	return se;
+}
+
+static int serve(struct fuse_session *se)
+{
+	struct fuse_loop_config *lc = fuse_loop_cfg_create();
+	int rc;
+
+	fuse_loop_cfg_set_clone_fd(lc, 1);
+	fuse_loop_cfg_set_max_threads(lc, 64);
+	rc = fuse_session_loop_mt(se, lc);
+	fuse_loop_cfg_destroy(lc);
+	return rc;
+}
+
+static void log_to_state_dir(const struct config *cfg)
+{
+	char *path = xasprintf("%s/sbxfs.log", cfg->state_dir);
+	FILE *f = fopen(path, "a");
+
+	free(path);
+	if (f)
+		log_init("sbxfs", cfg->log_level, f);
+}
+
+int main(int argc, char **argv)
+{
+	struct fuse_session *se;
+	struct ws_opts wso;
+	struct cmdline cl;
+	struct config cfg;
+	char err[512], *self, *ws_abs;
+	int rc;
+
+	parse_cmdline(argc, argv, &cl);
+	load_config(&cl, &cfg);
+	log_init("sbxfs", cfg.log_level, NULL);
+	self = absolute("/proc/self/exe");
+	if (sandbox_prepare(&cfg, self, err, sizeof(err)) < 0)
+		fatalx("%s", err);
+	ws_abs = absolute(cfg.workspace);
+	config_set(&cfg, "sbxfs", "workspace", ws_abs, err, sizeof(err));
+	free(ws_abs);
+	wso = (struct ws_opts){cfg.ws_cache ? cfg.ws_timeout : 0, cfg.ws_cache ? cfg.ws_timeout : 0,
+			       cfg.ws_cache};
+	if ((rc = ws_open(cfg.workspace, &wso)) < 0)
+		fatalx("workspace %s: %s", cfg.workspace, strerror(-rc));
+	se = mount_fs(&cl, self);
+	if (fuse_daemonize(cl.foreground) < 0)
+		fatalx("cannot daemonize");
+	if (!cl.foreground)
+		log_to_state_dir(&cfg);
+	if (sandbox_start(err, sizeof(err)) < 0) {
+		log_warnx("%s", err);
+		fuse_session_unmount(se);
+		return 1;
+	}
+	log_info("mounted on %s (workspace %s)", cl.mountpoint, cfg.workspace);
+	rc = serve(se);
+	sandbox_stop();
+	fuse_session_unmount(se);
+	fuse_remove_signal_handlers(se);
+	fuse_session_destroy(se);
+	ws_close();
+	config_free(&cfg);
+	free(self);
+	log_info("unmounted");
+	return rc < 0 ? 1 : 0;
+}

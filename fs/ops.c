@@ -1,0 +1,383 @@
+/* The FUSE operation table. Workspace inodes are even, control inodes odd (ino.h): each
+ * request goes to workspace.c or to the control tree. Control files never answer ENOSYS, since
+ * the kernel would then stop sending that operation for the whole mount, workspace included. */
+#include "ops.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl.h"
+#include "workspace.h"
+#include "xmalloc.h"
+
+#define WS(ino) ws_is_ino(ino)
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	(void)userdata;
+	ws_init_conn(conn);
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	if (WS(parent))
+		ws_ops.lookup(req, parent, name);
+	else
+		ctl_lookup(req, parent, name);
+}
+
+static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	if (WS(ino))
+		ws_forget_one(ino, nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	for (size_t i = 0; i < count; i++)
+		if (WS(forgets[i].ino))
+			ws_forget_one(forgets[i].ino, forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	if (WS(ino))
+		ws_ops.getattr(req, ino, fi);
+	else
+		ctl_getattr(req, ino, fi);
+}
+
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		       struct fuse_file_info *fi)
+{
+	if (WS(ino))
+		ws_ops.setattr(req, ino, attr, to_set, fi);
+	else
+		ctl_setattr(req, ino, attr, to_set, fi);
+}
+
+static void op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	if (WS(ino))
+		ws_ops.readlink(req, ino);
+	else
+		fuse_reply_err(req, EINVAL);
+}
+
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		     dev_t rdev)
+{
+	if (WS(parent))
+		ws_ops.mknod(req, parent, name, mode, rdev);
+	else
+		fuse_reply_err(req, EPERM);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	if (WS(parent))
+		ws_ops.mkdir(req, parent, name, mode);
+	else
+		ctl_mkdir(req, parent, name, mode);
+}
+
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	if (WS(parent))
+		ws_ops.unlink(req, parent, name);
+	else
+		fuse_reply_err(req, EPERM);
+}
+
+static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	if (WS(parent))
+		ws_ops.rmdir(req, parent, name);
+	else
+		ctl_rmdir(req, parent, name);
+}
+
+static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	if (WS(parent))
+		ws_ops.symlink(req, link, parent, name);
+	else
+		fuse_reply_err(req, EPERM);
+}
+
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+		      const char *newname, unsigned int flags)
+{
+	if (WS(parent) && WS(newparent))
+		ws_ops.rename(req, parent, name, newparent, newname, flags);
+	else
+		fuse_reply_err(req, WS(parent) != WS(newparent) ? EXDEV : EPERM);
+}
+
+static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	if (WS(ino) && WS(newparent))
+		ws_ops.link(req, ino, newparent, newname);
+	else
+		fuse_reply_err(req, WS(ino) != WS(newparent) ? EXDEV : EPERM);
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	if (WS(ino))
+		ws_ops.open(req, ino, fi);
+	else
+		ctl_open(req, ino, fi);
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	if (WS(ino))
+		ws_ops.read(req, ino, size, off, fi);
+	else
+		ctl_read(req, ino, size, off, fi);
+}
+
+/* Control files want the bytes in memory; the workspace takes the buffer as it comes. */
+static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t off,
+			 struct fuse_file_info *fi)
+{
+	size_t size = fuse_buf_size(in);
+	struct fuse_bufvec mem = FUSE_BUFVEC_INIT(size);
+	ssize_t n;
+
+	if (WS(ino)) {
+		ws_ops.write_buf(req, ino, in, off, fi);
+		return;
+	}
+	if (in->count == 1 && !(in->buf[0].flags & FUSE_BUF_IS_FD)) {
+		ctl_write(req, ino, in->buf[0].mem, in->buf[0].size, off, fi);
+		return;
+	}
+	mem.buf[0].mem = xmalloc(size);
+	n = fuse_buf_copy(&mem, in, 0);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		ctl_write(req, ino, mem.buf[0].mem, (size_t)n, off, fi);
+	free(mem.buf[0].mem);
+}
+
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	if (WS(ino))
+		ws_ops.flush(req, ino, fi);
+	else
+		ctl_flush(req, ino, fi);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	if (WS(ino))
+		ws_ops.release(req, ino, fi);
+	else
+		ctl_release(req, ino, fi);
+}
+
+static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	if (WS(ino))
+		ws_ops.fsync(req, ino, datasync, fi);
+	else
+		fuse_reply_err(req, 0);
+}
+
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	if (WS(ino))
+		ws_ops.opendir(req, ino, fi);
+	else
+		ctl_opendir(req, ino, fi);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	if (WS(ino))
+		ws_ops.readdir(req, ino, size, off, fi);
+	else
+		ctl_readdir(req, ino, size, off, fi);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			   struct fuse_file_info *fi)
+{
+	if (WS(ino))
+		ws_ops.readdirplus(req, ino, size, off, fi);
+	else
+		ctl_readdirplus(req, ino, size, off, fi);
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	if (WS(ino))
+		ws_ops.releasedir(req, ino, fi);
+	else
+		ctl_releasedir(req, ino, fi);
+}
+
+static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	if (WS(ino))
+		ws_ops.fsyncdir(req, ino, datasync, fi);
+	else
+		fuse_reply_err(req, 0);
+}
+
+/* The mount's free space is the workspace's. */
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	ws_ops.statfs(req, WS(ino) ? ino : ws_root_ino());
+}
+
+static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+			size_t size, int flags)
+{
+	if (WS(ino))
+		ws_ops.setxattr(req, ino, name, value, size, flags);
+	else
+		fuse_reply_err(req, ENOTSUP);
+}
+
+static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	if (WS(ino))
+		ws_ops.getxattr(req, ino, name, size);
+	else
+		fuse_reply_err(req, ENODATA);
+}
+
+static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	if (WS(ino))
+		ws_ops.listxattr(req, ino, size);
+	else if (size == 0)
+		fuse_reply_xattr(req, 0);
+	else
+		fuse_reply_buf(req, NULL, 0);
+}
+
+static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	if (WS(ino))
+		ws_ops.removexattr(req, ino, name);
+	else
+		fuse_reply_err(req, ENODATA);
+}
+
+static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
+{
+	if (WS(ino))
+		ws_ops.access(req, ino, mask);
+	else
+		fuse_reply_err(req, 0);
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      struct fuse_file_info *fi)
+{
+	if (WS(parent))
+		ws_ops.create(req, parent, name, mode, fi);
+	else
+		fuse_reply_err(req, EPERM);
+}
+
+static void op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		    struct fuse_pollhandle *ph)
+{
+	if (!WS(ino)) {
+		ctl_poll(req, ino, fi, ph);
+		return;
+	}
+	/* Regular files are always ready, as on a local filesystem. */
+	if (ph)
+		fuse_pollhandle_destroy(ph);
+	fuse_reply_poll(req, POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM);
+}
+
+static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
+			 struct fuse_file_info *fi)
+{
+	if (WS(ino))
+		ws_ops.fallocate(req, ino, mode, offset, length, fi);
+	else
+		fuse_reply_err(req, EOPNOTSUPP);
+}
+
+static void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+			       struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
+			       struct fuse_file_info *fi_out, size_t len, int flags)
+{
+	if (WS(ino_in) && WS(ino_out))
+		ws_ops.copy_file_range(req, ino_in, off_in, fi_in, ino_out, off_out, fi_out, len,
+				       flags);
+	else
+		fuse_reply_err(req, EXDEV);
+}
+
+static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		     struct fuse_file_info *fi)
+{
+	if (WS(ino))
+		ws_ops.lseek(req, ino, off, whence, fi);
+	else
+		fuse_reply_err(req, ENXIO);
+}
+
+static void op_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op)
+{
+	if (WS(ino) && ws_ops.flock)
+		ws_ops.flock(req, ino, fi, op);
+	else
+		fuse_reply_err(req, 0);
+}
+
+const struct fuse_lowlevel_ops sbx_ops = {
+	.init = op_init,
+	.lookup = op_lookup,
+	.forget = op_forget,
+	.forget_multi = op_forget_multi,
+	.getattr = op_getattr,
+	.setattr = op_setattr,
+	.readlink = op_readlink,
+	.mknod = op_mknod,
+	.mkdir = op_mkdir,
+	.unlink = op_unlink,
+	.rmdir = op_rmdir,
+	.symlink = op_symlink,
+	.rename = op_rename,
+	.link = op_link,
+	.open = op_open,
+	.read = op_read,
+	.write_buf = op_write_buf,
+	.flush = op_flush,
+	.release = op_release,
+	.fsync = op_fsync,
+	.opendir = op_opendir,
+	.readdir = op_readdir,
+	.readdirplus = op_readdirplus,
+	.releasedir = op_releasedir,
+	.fsyncdir = op_fsyncdir,
+	.statfs = op_statfs,
+	.setxattr = op_setxattr,
+	.getxattr = op_getxattr,
+	.listxattr = op_listxattr,
+	.removexattr = op_removexattr,
+	.access = op_access,
+	.create = op_create,
+	.poll = op_poll,
+	.fallocate = op_fallocate,
+	.copy_file_range = op_copy_file_range,
+	.lseek = op_lseek,
+	.flock = op_flock,
+};

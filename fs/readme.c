@@ -1,0 +1,26 @@
+/* The text of the mount's README file. */
+#include "ctl.h"
+
+const char readme_text[] =
+	"sbxfs: a sandbox you drive with echo, cat and ls\n"
+	"\n"
+	"README                  this text\n"
+	"workspace/              the shared workspace (what commands see as their files)\n"
+	"sessions/               one directory per shell session; ls lists them\n"
+	"sessions/clone          read it: creates a session, returns its id\n"
+	"sessions/default/       always there; cannot be removed\n"
+	"sessions/ID/            mkdir creates a session, rmdir ends it and all it runs\n"
+	"sessions/ID/cmd         write a command; it runs when you close the file\n"
+	"sessions/ID/stdout      the latest command's output; blocks while it runs\n"
+	"sessions/ID/stderr      its error output, the same way\n"
+	"sessions/ID/exit        blocks until it ends, then its exit status\n"
+	"sessions/ID/env         NAME=VALUE lines; write NAME=VALUE to set, -NAME to unset\n"
+	"sessions/ID/cwd         the directory the next command starts in; write to cd\n"
+	"\n"
+	"Example:\n"
+	"  mkdir sessions/test\n"
+	"  echo 'export NODE_ENV=test' > sessions/test/cmd\n"
+	"  echo 'npm test' > sessions/test/cmd\n"
+	"  cat sessions/test/stdout\n"
+	"  cat sessions/test/exit\n"
+	"  rmdir sessions/test\n";

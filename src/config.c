@@ -1,0 +1,194 @@
+/* The daemon's settings: built-in defaults (conf/sbxfs.ini documents the same values), the ini
+ * file read with inih, and command-line overrides; unknown keys are errors so typos surface. */
+#include "config.h"
+
+#include <errno.h>
+#include <ini.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "envlist.h"
+#include "xmalloc.h"
+
+static void set_str(char **dst, const char *value)
+{
+	free(*dst);
+	*dst = xstrdup(value);
+}
+
+static void base_env_set(struct config *cfg, const char *name, const char *value)
+{
+	size_t nlen = strlen(name);
+	char *entry = xasprintf("%s=%s", name, value);
+
+	for (size_t i = 0; i < cfg->n_base_env; i++) {
+		if (strncmp(cfg->base_env[i], name, nlen) == 0 && cfg->base_env[i][nlen] == '=') {
+			free(cfg->base_env[i]);
+			cfg->base_env[i] = entry;
+			return;
+		}
+	}
+	cfg->base_env = xrealloc(cfg->base_env, (cfg->n_base_env + 2) * sizeof(char *));
+	cfg->base_env[cfg->n_base_env++] = entry;
+	cfg->base_env[cfg->n_base_env] = NULL;
+}
+
+void config_defaults(struct config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->workspace = xstrdup("/var/lib/sbxfs/workspace");
+	cfg->state_dir = xstrdup("/var/lib/sbxfs/state");
+	cfg->launcher = xstrdup("");
+	cfg->log_level = LOG_LVL_INFO;
+	cfg->shell = xstrdup("/bin/bash");
+	cfg->ws_cache = true;
+	cfg->ws_timeout = 1.0;
+	base_env_set(cfg, "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+	base_env_set(cfg, "HOME", "/root");
+	base_env_set(cfg, "LANG", "C.UTF-8");
+	base_env_set(cfg, "TERM", "dumb");
+}
+
+static int parse_bool(const char *value, bool *out)
+{
+	if (!strcasecmp(value, "yes") || !strcasecmp(value, "true") || !strcmp(value, "1")) {
+		*out = true;
+		return 0;
+	}
+	if (!strcasecmp(value, "no") || !strcasecmp(value, "false") || !strcmp(value, "0")) {
+		*out = false;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static int parse_seconds(const char *value, double *out)
+{
+	char *end;
+	double d;
+
+	errno = 0;
+	d = strtod(value, &end);
+	if (errno || end == value || *end || d < 0 || d > 86400)
+		return -EINVAL;
+	*out = d;
+	return 0;
+}
+
+static int set_main(struct config *cfg, const char *key, const char *value)
+{
+	if (!strcmp(key, "workspace"))
+		set_str(&cfg->workspace, value);
+	else if (!strcmp(key, "state_dir"))
+		set_str(&cfg->state_dir, value);
+	else if (!strcmp(key, "launcher"))
+		set_str(&cfg->launcher, value);
+	else if (!strcmp(key, "log_level"))
+		return log_level_parse(value, &cfg->log_level);
+	else
+		return -ENOENT;
+	return 0;
+}
+
+static int set_session(struct config *cfg, const char *key, const char *value)
+{
+	if (!strcmp(key, "shell"))
+		set_str(&cfg->shell, value);
+	else if (!strcmp(key, "path"))
+		base_env_set(cfg, "PATH", value);
+	else if (!strcmp(key, "home"))
+		base_env_set(cfg, "HOME", value);
+	else if (!strcmp(key, "lang"))
+		base_env_set(cfg, "LANG", value);
+	else
+		return -ENOENT;
+	return 0;
+}
+
+static int set_workspace(struct config *cfg, const char *key, const char *value)
+{
+	if (!strcmp(key, "cache"))
+		return parse_bool(value, &cfg->ws_cache);
+	if (!strcmp(key, "cache_timeout"))
+		return parse_seconds(value, &cfg->ws_timeout);
+	return -ENOENT;
+}
+
+int config_set(struct config *cfg, const char *section, const char *key, const char *value,
+	       char *err, size_t errlen)
+{
+	int rc;
+
+	if (!strcmp(section, "sbxfs"))
+		rc = set_main(cfg, key, value);
+	else if (!strcmp(section, "session"))
+		rc = set_session(cfg, key, value);
+	else if (!strcmp(section, "workspace"))
+		rc = set_workspace(cfg, key, value);
+	else if (!strcmp(section, "env")) {
+		rc = env_name_valid(key, strlen(key)) ? 0 : -EINVAL;
+		if (rc == 0)
+			base_env_set(cfg, key, value);
+	} else {
+		snprintf(err, errlen, "unknown section [%s]", section);
+		return -EINVAL;
+	}
+	if (rc == -ENOENT)
+		snprintf(err, errlen, "unknown key '%s' in [%s]", key, section);
+	else if (rc < 0)
+		snprintf(err, errlen, "bad value '%s' for %s in [%s]", value, key, section);
+	return rc < 0 ? -EINVAL : 0;
+}
+
+struct load_ctx {
+	struct config *cfg;
+	char *err;
+	size_t errlen;
+	int rc;
+};
+
+static int load_handler(void *user, const char *section, const char *key, const char *value)
+{
+	struct load_ctx *ctx = user;
+
+	if (ctx->rc)
+		return 0;
+	ctx->rc = config_set(ctx->cfg, section, key, value, ctx->err, ctx->errlen);
+	return ctx->rc == 0;
+}
+
+int config_load(struct config *cfg, const char *path, char *err, size_t errlen)
+{
+	struct load_ctx ctx = {cfg, err, errlen, 0};
+	char reason[256] = "";
+	int line;
+
+	ctx.err = reason;
+	ctx.errlen = sizeof(reason);
+	line = ini_parse(path, load_handler, &ctx);
+	if (line == -1) {
+		int e = errno ? errno : ENOENT;
+
+		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(e));
+		return -e;
+	}
+	if (line != 0) {
+		snprintf(err, errlen, "%s:%d: %s", path, line, reason[0] ? reason : "syntax error");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+void config_free(struct config *cfg)
+{
+	free(cfg->workspace);
+	free(cfg->state_dir);
+	free(cfg->launcher);
+	free(cfg->shell);
+	for (size_t i = 0; i < cfg->n_base_env; i++)
+		free(cfg->base_env[i]);
+	free(cfg->base_env);
+	memset(cfg, 0, sizeof(*cfg));
+}

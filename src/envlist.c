@@ -1,0 +1,192 @@
+/* Environment lists (NAME=VALUE arrays kept in order) and parsing of the env file's edit lines. */
+#include "envlist.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xmalloc.h"
+
+bool env_name_valid(const char *s, size_t len)
+{
+	if (len == 0 || (s[0] >= '0' && s[0] <= '9'))
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+
+		if (!(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9')))
+			return false;
+	}
+	return true;
+}
+
+void envlist_init(struct envlist *el)
+{
+	el->n = 0;
+	el->v = xcalloc(1, sizeof(char *));
+}
+
+void envlist_free(struct envlist *el)
+{
+	for (size_t i = 0; i < el->n; i++)
+		free(el->v[i]);
+	free(el->v);
+	el->v = NULL;
+	el->n = 0;
+}
+
+void envlist_copy(struct envlist *dst, const struct envlist *src)
+{
+	envlist_init(dst);
+	for (size_t i = 0; i < src->n; i++)
+		envlist_put(dst, src->v[i]);
+}
+
+static ssize_t envlist_find(const struct envlist *el, const char *name, size_t nlen)
+{
+	for (size_t i = 0; i < el->n; i++)
+		if (strncmp(el->v[i], name, nlen) == 0 && el->v[i][nlen] == '=')
+			return (ssize_t)i;
+	return -1;
+}
+
+void envlist_put(struct envlist *el, const char *entry)
+{
+	const char *eq = strchr(entry, '=');
+	ssize_t i;
+
+	if (!eq)
+		return;
+	i = envlist_find(el, entry, (size_t)(eq - entry));
+	if (i >= 0) {
+		free(el->v[i]);
+		el->v[i] = xstrdup(entry);
+		return;
+	}
+	el->v = xrealloc(el->v, (el->n + 2) * sizeof(char *));
+	el->v[el->n++] = xstrdup(entry);
+	el->v[el->n] = NULL;
+}
+
+void envlist_set(struct envlist *el, const char *name, const char *value)
+{
+	char *entry = xasprintf("%s=%s", name, value);
+
+	envlist_put(el, entry);
+	free(entry);
+}
+
+void envlist_unset(struct envlist *el, const char *name)
+{
+	ssize_t i = envlist_find(el, name, strlen(name));
+
+	if (i < 0)
+		return;
+	free(el->v[i]);
+	memmove(&el->v[i], &el->v[i + 1], (el->n - (size_t)i) * sizeof(char *));
+	el->n--;
+}
+
+const char *envlist_get(const struct envlist *el, const char *name)
+{
+	size_t nlen = strlen(name);
+	ssize_t i = envlist_find(el, name, nlen);
+
+	return i < 0 ? NULL : el->v[i] + nlen + 1;
+}
+
+void envlist_apply(struct envlist *el, const struct envedits *ed)
+{
+	for (size_t i = 0; i < ed->n; i++) {
+		if (ed->e[i].value)
+			envlist_set(el, ed->e[i].name, ed->e[i].value);
+		else
+			envlist_unset(el, ed->e[i].name);
+	}
+}
+
+char *envlist_format(const struct envlist *el, size_t *len)
+{
+	size_t total = 0, off = 0;
+	char *buf;
+
+	for (size_t i = 0; i < el->n; i++)
+		total += strlen(el->v[i]) + 1;
+	buf = xmalloc(total + 1);
+	for (size_t i = 0; i < el->n; i++) {
+		size_t l = strlen(el->v[i]);
+
+		memcpy(buf + off, el->v[i], l);
+		off += l;
+		buf[off++] = '\n';
+	}
+	buf[off] = '\0';
+	*len = off;
+	return buf;
+}
+
+static int envedit_parse_line(const char *line, size_t len, struct envedit *e)
+{
+	const char *eq;
+
+	if (memchr(line, '\0', len))
+		return -EINVAL;
+	if (line[0] == '-') {
+		if (!env_name_valid(line + 1, len - 1))
+			return -EINVAL;
+		e->name = xstrndup(line + 1, len - 1);
+		e->value = NULL;
+		return 0;
+	}
+	eq = memchr(line, '=', len);
+	if (!eq || !env_name_valid(line, (size_t)(eq - line)))
+		return -EINVAL;
+	e->name = xstrndup(line, (size_t)(eq - line));
+	e->value = xstrndup(eq + 1, len - (size_t)(eq - line) - 1);
+	return 0;
+}
+
+int envedits_parse(const char *buf, size_t len, struct envedits *out)
+{
+	size_t pos = 0;
+
+	out->e = NULL;
+	out->n = 0;
+	while (pos < len) {
+		const char *nl = memchr(buf + pos, '\n', len - pos);
+		size_t llen = nl ? (size_t)(nl - (buf + pos)) : len - pos;
+
+		if (llen > 0) {
+			out->e = xrealloc(out->e, (out->n + 1) * sizeof(*out->e));
+			if (envedit_parse_line(buf + pos, llen, &out->e[out->n]) < 0) {
+				envedits_free(out);
+				return -EINVAL;
+			}
+			out->n++;
+		}
+		pos += llen + 1;
+	}
+	return 0;
+}
+
+void envedits_append(struct envedits *dst, struct envedits *src)
+{
+	dst->e = xrealloc(dst->e, (dst->n + src->n) * sizeof(*dst->e));
+	memcpy(dst->e + dst->n, src->e, src->n * sizeof(*src->e));
+	dst->n += src->n;
+	free(src->e);
+	src->e = NULL;
+	src->n = 0;
+}
+
+void envedits_free(struct envedits *ed)
+{
+	for (size_t i = 0; i < ed->n; i++) {
+		free(ed->e[i].name);
+		free(ed->e[i].value);
+	}
+	free(ed->e);
+	ed->e = NULL;
+	ed->n = 0;
+}

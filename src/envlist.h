@@ -1,0 +1,43 @@
+/* A session's environment as NAME=VALUE strings, and the env control file's edit language. */
+#ifndef SBX_ENVLIST_H
+#define SBX_ENVLIST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct envlist {
+	char **v; /* NAME=VALUE, NULL-terminated */
+	size_t n;
+};
+
+/* One edit line: `NAME=VALUE` sets, `-NAME` unsets (value NULL). */
+struct envedit {
+	char *name;
+	char *value;
+};
+
+struct envedits {
+	struct envedit *e;
+	size_t n;
+};
+
+bool env_name_valid(const char *s, size_t len);
+
+void envlist_init(struct envlist *el);
+void envlist_free(struct envlist *el);
+void envlist_copy(struct envlist *dst, const struct envlist *src);
+void envlist_set(struct envlist *el, const char *name, const char *value);
+void envlist_unset(struct envlist *el, const char *name);
+const char *envlist_get(const struct envlist *el, const char *name);
+/* Adds a NAME=VALUE entry as is (no validation beyond '=' presence). */
+void envlist_put(struct envlist *el, const char *entry);
+void envlist_apply(struct envlist *el, const struct envedits *ed);
+/* "NAME=VALUE\n" lines; caller frees. */
+char *envlist_format(const struct envlist *el, size_t *len);
+
+/* Parses edit lines; empty lines are skipped. -EINVAL on any bad line (nothing is kept). */
+int envedits_parse(const char *buf, size_t len, struct envedits *out);
+void envedits_append(struct envedits *dst, struct envedits *src);
+void envedits_free(struct envedits *ed);
+
+#endif

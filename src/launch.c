@@ -1,0 +1,300 @@
+/* The daemon's side of the launcher protocol: spawns sbxfs-launcher on a socketpair, queues
+ * messages without ever blocking (a stopped launcher must not stall the daemon), routes STARTED
+ * and EXITED to the owners of struct proc, reaps every child of the daemon (it is a child
+ * subreaper), and restarts the launcher if it dies, failing the processes it had. */
+#include "launch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "loop.h"
+#include "msg.h"
+#include "xmalloc.h"
+
+struct outmsg {
+	struct msgbuf buf;
+	size_t off;
+	int fds[MSG_MAXFDS];
+	int nfds;
+	STAILQ_ENTRY(outmsg) link;
+};
+
+static char *launcher_path;
+static pid_t launcher_pid;
+static int sock = -1;
+static struct loop_fd *sock_lf;
+static struct msgbuf inbuf;
+static STAILQ_HEAD(, outmsg) outq = STAILQ_HEAD_INITIALIZER(outq);
+static TAILQ_HEAD(, proc) procs = TAILQ_HEAD_INITIALIZER(procs);
+static uint64_t next_id = 1;
+
+static void outmsg_free(struct outmsg *om)
+{
+	for (int i = 0; i < om->nfds; i++)
+		close(om->fds[i]);
+	msgbuf_free(&om->buf);
+	free(om);
+}
+
+static struct proc *proc_by_id(uint64_t id)
+{
+	struct proc *p;
+
+	TAILQ_FOREACH(p, &procs, link)
+		if (p->id == id)
+			return p;
+	return NULL;
+}
+
+static void proc_exited(struct proc *p, int status)
+{
+	TAILQ_REMOVE(&procs, p, link);
+	p->id = 0;
+	p->on_exit(p, status);
+}
+
+static void handle_msg(const char *buf, size_t len)
+{
+	struct proc *p;
+	struct msg m;
+
+	if (msg_decode(buf, len, &m) < 0) {
+		log_warnx("malformed message from the launcher");
+		return;
+	}
+	p = proc_by_id(m.id);
+	if (p && m.type == MSG_STARTED) {
+		p->pid = m.a;
+		if (m.b) /* fork failed: report it as an exec failure would be */
+			proc_exited(p, 127 << 8);
+	} else if (p && m.type == MSG_EXITED) {
+		proc_exited(p, m.a);
+	}
+	msg_free(&m);
+}
+
+static void read_socket(void)
+{
+	for (;;) {
+		ssize_t n, flen;
+		size_t off = 0;
+
+		if (inbuf.cap - inbuf.len < 65536) {
+			inbuf.cap = inbuf.cap * 2 + 65536;
+			inbuf.data = xrealloc(inbuf.data, inbuf.cap);
+		}
+		n = read(sock, inbuf.data + inbuf.len, inbuf.cap - inbuf.len);
+		if (n <= 0)
+			return; /* EOF is seen as the launcher's SIGCHLD */
+		inbuf.len += (size_t)n;
+		while ((flen = msg_frame_len(inbuf.data + off, inbuf.len - off)) > 0) {
+			handle_msg(inbuf.data + off, (size_t)flen);
+			off += (size_t)flen;
+		}
+		memmove(inbuf.data, inbuf.data + off, inbuf.len - off);
+		inbuf.len -= off;
+	}
+}
+
+static int send_one(struct outmsg *om)
+{
+	char cbuf[CMSG_SPACE(sizeof(int) * MSG_MAXFDS)];
+	struct iovec iov = {om->buf.data + om->off, om->buf.len - om->off};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	ssize_t n;
+
+	if (om->off == 0 && om->nfds > 0) {
+		struct cmsghdr *c;
+
+		memset(cbuf, 0, sizeof(cbuf));
+		mh.msg_control = cbuf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)om->nfds);
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)om->nfds);
+		memcpy(CMSG_DATA(c), om->fds, sizeof(int) * (size_t)om->nfds);
+	}
+	n = sendmsg(sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (n < 0)
+		return -errno;
+	om->off += (size_t)n;
+	return 0;
+}
+
+static void flush_out(void)
+{
+	struct outmsg *om;
+
+	while ((om = STAILQ_FIRST(&outq))) {
+		int rc = send_one(om);
+
+		if (rc == -EAGAIN || rc == -EINTR)
+			break;
+		if (rc < 0 || om->off == om->buf.len) {
+			if (rc < 0)
+				log_warnx("send to launcher: %s", strerror(-rc));
+			STAILQ_REMOVE_HEAD(&outq, link);
+			outmsg_free(om);
+		}
+	}
+	if (sock_lf)
+		loop_mod_fd(sock_lf, EPOLLIN | (STAILQ_EMPTY(&outq) ? 0 : EPOLLOUT));
+}
+
+static void queue_msg(struct outmsg *om)
+{
+	STAILQ_INSERT_TAIL(&outq, om, link);
+	flush_out();
+}
+
+static void on_socket(struct loop_fd *lf, uint32_t events, void *arg)
+{
+	(void)lf;
+	(void)arg;
+	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+		read_socket();
+	if (events & EPOLLOUT)
+		flush_out();
+}
+
+static int spawn_launcher(void)
+{
+	int sv[2];
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		return -errno;
+	}
+	if (pid == 0) {
+		sigset_t none;
+
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		if (dup2(sv[1], 3) < 0)
+			_exit(127);
+		close_range(4, ~0U, 0);
+		execl(launcher_path, "sbxfs-launcher", (char *)NULL);
+		_exit(127);
+	}
+	close(sv[1]);
+	sock = sv[0];
+	fcntl(sock, F_SETFL, O_NONBLOCK);
+	launcher_pid = pid;
+	sock_lf = loop_add_fd(sock, EPOLLIN, on_socket, NULL);
+	return 0;
+}
+
+static void launcher_died(int status)
+{
+	struct proc *p;
+
+	log_warnx("the launcher died (wait status %d); restarting it", status);
+	loop_del_fd(sock_lf);
+	sock_lf = NULL;
+	close(sock);
+	sock = -1;
+	inbuf.len = 0;
+	while (!STAILQ_EMPTY(&outq)) {
+		struct outmsg *om = STAILQ_FIRST(&outq);
+
+		STAILQ_REMOVE_HEAD(&outq, link);
+		outmsg_free(om);
+	}
+	/* Its children are ours now (subreaper): kill them; their owners see them killed. */
+	TAILQ_FOREACH(p, &procs, link)
+		if (p->pid > 0)
+			kill(-p->pid, SIGKILL);
+	while ((p = TAILQ_FIRST(&procs)))
+		proc_exited(p, SIGKILL);
+	if (spawn_launcher() < 0)
+		log_warn("restarting the launcher");
+}
+
+static void on_sigchld(void)
+{
+	int status;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+		if (pid == launcher_pid)
+			launcher_died(status);
+}
+
+int launch_init(const char *path)
+{
+	launcher_path = xstrdup(path);
+	if (access(path, X_OK) < 0)
+		return -errno;
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	loop_set_sigchld(on_sigchld);
+	return spawn_launcher();
+}
+
+int launch_start(struct proc *p, const char *cwd, char *const argv[], char *const envp[],
+		 int *fds, int nfds)
+{
+	struct outmsg *om = xcalloc(1, sizeof(*om));
+
+	p->id = next_id++;
+	p->pid = 0;
+	memcpy(om->fds, fds, sizeof(int) * (size_t)nfds);
+	om->nfds = nfds;
+	msg_start_encode(&om->buf, p->id, cwd, argv, envp, (uint32_t)nfds);
+	TAILQ_INSERT_TAIL(&procs, p, link);
+	queue_msg(om);
+	return 0;
+}
+
+void launch_signal(struct proc *p, int sig, bool group)
+{
+	struct outmsg *om;
+
+	if (!p->id)
+		return;
+	om = xcalloc(1, sizeof(*om));
+	msg_int_encode(&om->buf, MSG_SIGNAL, p->id, sig, group);
+	queue_msg(om);
+}
+
+void launch_detach(struct proc *p)
+{
+	if (p->id)
+		TAILQ_REMOVE(&procs, p, link);
+	p->id = 0;
+}
+
+void launch_shutdown(void)
+{
+	struct timespec ts = {0, 10 * 1000 * 1000};
+	int status;
+
+	if (sock < 0)
+		return;
+	shutdown(sock, SHUT_RDWR);
+	for (int i = 0; i < 500; i++) {
+		pid_t pid = waitpid(launcher_pid, &status, WNOHANG);
+
+		if (pid == launcher_pid || (pid < 0 && errno == ECHILD))
+			return;
+		nanosleep(&ts, NULL);
+	}
+	log_warnx("the launcher did not exit; killing it");
+	kill(launcher_pid, SIGKILL);
+	waitpid(launcher_pid, &status, 0);
+}

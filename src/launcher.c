@@ -1,0 +1,291 @@
+/* sbxfs-launcher: the one process that starts every process of the sandbox. The daemon talks to
+ * it over the socket on fd 3 (msg.h): START forks and execs with the fds it was sent, SIGNAL
+ * signals, and it reports STARTED and EXITED. It is a child subreaper; when the daemon goes away
+ * it kills everything it started, orphans included, and exits. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "msg.h"
+#include "xmalloc.h"
+
+#define SOCK_FD 3
+
+struct child {
+	uint64_t id;
+	pid_t pid;
+};
+
+static struct child *children;
+static size_t nchildren;
+static struct msgbuf inbuf;
+static int fdq[64];
+static size_t nfdq;
+
+static void send_msg(uint32_t type, uint64_t id, int32_t a, int32_t b)
+{
+	struct msgbuf out = {0};
+	size_t off = 0;
+
+	msg_int_encode(&out, type, id, a, b);
+	while (off < out.len) {
+		ssize_t n = write(SOCK_FD, out.data + off, out.len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		off += (size_t)n;
+	}
+	msgbuf_free(&out);
+}
+
+static void child_setup_fds(const int *fds, uint32_t nfds)
+{
+	int high[MSG_MAXFDS];
+
+	/* Move every fd above the targets first so no dup2 clobbers a source. */
+	for (uint32_t i = 0; i < nfds; i++)
+		high[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 64);
+	for (uint32_t i = 0; i < nfds; i++)
+		if (high[i] < 0 || dup2(high[i], (int)i) < 0)
+			_exit(127);
+	close_range(nfds, ~0U, 0);
+}
+
+static void child_reset_signals(void)
+{
+	sigset_t none;
+
+	sigemptyset(&none);
+	for (int s = 1; s < NSIG; s++)
+		signal(s, SIG_DFL);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+static void __attribute__((noreturn)) child_exec(struct msg *m, const int *fds)
+{
+	child_reset_signals();
+	setsid();
+	child_setup_fds(fds, m->nfds);
+	if (chdir(m->cwd) < 0) {
+		dprintf(2, "sbxfs-launcher: cannot enter %s: %s; starting in /\n", m->cwd,
+			strerror(errno));
+		if (chdir("/") < 0)
+			_exit(126);
+	}
+	execve(m->argv[0], m->argv, m->envp);
+	dprintf(2, "sbxfs-launcher: exec %s: %s\n", m->argv[0], strerror(errno));
+	_exit(127);
+}
+
+static void do_start(struct msg *m)
+{
+	int fds[MSG_MAXFDS];
+	pid_t pid;
+
+	if (m->nfds > nfdq) {
+		log_warnx("START %llu: %u fds announced, %zu received", (unsigned long long)m->id,
+			  m->nfds, nfdq);
+		send_msg(MSG_STARTED, m->id, 0, EBADMSG);
+		return;
+	}
+	memcpy(fds, fdq, m->nfds * sizeof(int));
+	nfdq -= m->nfds;
+	memmove(fdq, fdq + m->nfds, nfdq * sizeof(int));
+	pid = fork();
+	if (pid == 0)
+		child_exec(m, fds);
+	for (uint32_t i = 0; i < m->nfds; i++)
+		close(fds[i]);
+	if (pid < 0) {
+		send_msg(MSG_STARTED, m->id, 0, errno);
+		return;
+	}
+	children = xrealloc(children, (nchildren + 1) * sizeof(*children));
+	children[nchildren++] = (struct child){m->id, pid};
+	send_msg(MSG_STARTED, m->id, pid, 0);
+}
+
+static struct child *child_by_id(uint64_t id)
+{
+	for (size_t i = 0; i < nchildren; i++)
+		if (children[i].id == id)
+			return &children[i];
+	return NULL;
+}
+
+static void do_signal(struct msg *m)
+{
+	struct child *c = child_by_id(m->id);
+
+	if (!c)
+		return;
+	if (m->b)
+		kill(-c->pid, m->a);
+	kill(c->pid, m->a);
+}
+
+static void handle_msg(const char *buf, size_t len)
+{
+	struct msg m;
+
+	if (msg_decode(buf, len, &m) < 0)
+		fatalx("malformed message from the daemon");
+	if (m.type == MSG_START)
+		do_start(&m);
+	else if (m.type == MSG_SIGNAL)
+		do_signal(&m);
+	else
+		fatalx("unexpected message type %u", m.type);
+	msg_free(&m);
+}
+
+static void take_fds(struct msghdr *mh)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+		size_t n;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		if (nfdq + n > sizeof(fdq) / sizeof(fdq[0]))
+			fatalx("too many fds in flight");
+		memcpy(fdq + nfdq, CMSG_DATA(c), n * sizeof(int));
+		nfdq += n;
+	}
+}
+
+/* Returns false when the daemon has gone away. */
+static bool read_socket(void)
+{
+	char data[65536];
+	char cbuf[CMSG_SPACE(sizeof(int) * MSG_MAXFDS)];
+	struct iovec iov = {data, sizeof(data)};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			    .msg_controllen = sizeof(cbuf)};
+	ssize_t n = recvmsg(SOCK_FD, &mh, MSG_CMSG_CLOEXEC);
+	ssize_t flen;
+	size_t off = 0;
+
+	if (n < 0)
+		return errno == EINTR || errno == EAGAIN;
+	if (n == 0)
+		return false;
+	take_fds(&mh);
+	if (inbuf.len + (size_t)n > inbuf.cap) {
+		inbuf.cap = inbuf.len + (size_t)n + 65536;
+		inbuf.data = xrealloc(inbuf.data, inbuf.cap);
+	}
+	memcpy(inbuf.data + inbuf.len, data, (size_t)n);
+	inbuf.len += (size_t)n;
+	while ((flen = msg_frame_len(inbuf.data + off, inbuf.len - off)) > 0) {
+		handle_msg(inbuf.data + off, (size_t)flen);
+		off += (size_t)flen;
+	}
+	if (flen < 0)
+		fatalx("malformed frame from the daemon");
+	memmove(inbuf.data, inbuf.data + off, inbuf.len - off);
+	inbuf.len -= off;
+	return true;
+}
+
+static void reap(void)
+{
+	int status;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		for (size_t i = 0; i < nchildren; i++) {
+			if (children[i].pid != pid)
+				continue;
+			send_msg(MSG_EXITED, children[i].id, status, 0);
+			children[i] = children[--nchildren];
+			break;
+		}
+	}
+}
+
+/* Kills our children, including orphans reparented to us, until none is left. */
+static size_t kill_children_once(void)
+{
+	char path[64], buf[4096];
+	size_t killed = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/children", getpid());
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fscanf(f, "%4095s", buf) == 1) {
+		pid_t pid = (pid_t)atoi(buf);
+
+		if (pid > 0) {
+			kill(-pid, SIGKILL);
+			kill(pid, SIGKILL);
+			killed++;
+		}
+	}
+	fclose(f);
+	return killed;
+}
+
+static void shutdown_all(void)
+{
+	for (size_t i = 0; i < nchildren; i++)
+		kill(-children[i].pid, SIGKILL);
+	while (kill_children_once() > 0)
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+	while (waitpid(-1, NULL, 0) > 0)
+		;
+}
+
+int main(int argc, char **argv)
+{
+	struct pollfd pfd[2];
+	sigset_t mask;
+
+	(void)argc;
+	(void)argv;
+	log_init("sbxfs-launcher", LOG_LVL_INFO, NULL);
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() == 1)
+		return 0;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	pfd[0] = (struct pollfd){.fd = SOCK_FD, .events = POLLIN};
+	pfd[1] = (struct pollfd){.fd = signalfd(-1, &mask, SFD_CLOEXEC), .events = POLLIN};
+	if (pfd[1].fd < 0)
+		fatal("signalfd");
+	for (;;) {
+		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
+			fatal("poll");
+		if (pfd[1].revents) {
+			struct signalfd_siginfo si;
+
+			while (read(pfd[1].fd, &si, sizeof(si)) < 0 && errno == EINTR)
+				;
+			reap();
+		}
+		if (pfd[0].revents && !read_socket())
+			break;
+	}
+	shutdown_all();
+	return 0;
+}

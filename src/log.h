@@ -1,0 +1,18 @@
+/* Logging in the OpenBSD daemon style: log_warn appends strerror(errno), fatal exits. */
+#ifndef SBX_LOG_H
+#define SBX_LOG_H
+
+#include <stdio.h>
+
+enum log_level { LOG_LVL_ERROR, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG };
+
+void log_init(const char *progname, enum log_level level, FILE *out);
+int log_level_parse(const char *s, enum log_level *level);
+void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+void fatalx(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+#endif

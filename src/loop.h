@@ -1,0 +1,32 @@
+/* The core's event loop: one thread that watches the shells' pipes and the launcher socket,
+ * runs deferred calls and wakes parked waiters. Also owns the core lock. */
+#ifndef SBX_LOOP_H
+#define SBX_LOOP_H
+
+#include <stdint.h>
+
+struct loop_fd;
+/* Called on the loop thread with the core lock held. */
+typedef void (*loop_fd_cb)(struct loop_fd *lf, uint32_t events, void *arg);
+
+int loop_init(void);
+int loop_start(void);
+void loop_stop(void);
+
+void core_lock(void);
+void core_unlock(void);
+
+/* Core lock held for add/del. A deleted watcher never fires again, even later in a batch. */
+struct loop_fd *loop_add_fd(int fd, uint32_t events, loop_fd_cb cb, void *arg);
+void loop_mod_fd(struct loop_fd *lf, uint32_t events);
+void loop_del_fd(struct loop_fd *lf);
+int loop_fd_fd(const struct loop_fd *lf);
+
+/* Any thread, no lock needed: fn(arg) runs on the loop thread without the core lock. */
+void loop_defer(void (*fn)(void *), void *arg);
+/* Any thread: make the loop look at its ready list. */
+void loop_poke(void);
+/* Called on the loop thread, core lock held, when the signalfd reports SIGCHLD. */
+void loop_set_sigchld(void (*fn)(void));
+
+#endif

@@ -1,0 +1,47 @@
+/* The daemon <-> launcher protocol: length-prefixed messages on a stream socket; START carries
+ * the child's fds with SCM_RIGHTS on its first byte. Header: u32 payload length, u32 type. */
+#ifndef SBX_MSG_H
+#define SBX_MSG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+enum msg_type {
+	MSG_START = 1,   /* daemon: id, cwd, argv, envp, nfds (fds 0..nfds-1 of the child) */
+	MSG_SIGNAL = 2,  /* daemon: id, signal, to the whole process group or not */
+	MSG_STARTED = 3, /* launcher: id, pid (0 when fork failed), errno */
+	MSG_EXITED = 4,  /* launcher: id, wait status */
+};
+
+#define MSG_HDR 8u
+#define MSG_MAX (8u << 20)
+#define MSG_MAXFDS 8
+
+struct msgbuf {
+	char *data;
+	size_t len, cap;
+};
+
+struct msg {
+	uint32_t type;
+	uint64_t id;
+	int32_t a, b;     /* SIGNAL: sig, group; STARTED: pid, err; EXITED: status */
+	char *cwd;        /* START */
+	char **argv;      /* START, NULL-terminated */
+	char **envp;      /* START, NULL-terminated */
+	uint32_t nfds;    /* START */
+};
+
+void msgbuf_free(struct msgbuf *b);
+void msg_start_encode(struct msgbuf *b, uint64_t id, const char *cwd, char *const argv[],
+		      char *const envp[], uint32_t nfds);
+void msg_int_encode(struct msgbuf *b, uint32_t type, uint64_t id, int32_t a, int32_t b2);
+
+/* Length of the first whole message in buf: 0 if incomplete, -EBADMSG if malformed. */
+ssize_t msg_frame_len(const char *buf, size_t len);
+/* Decodes one whole frame; -EBADMSG if malformed. m must be freed with msg_free. */
+int msg_decode(const char *buf, size_t len, struct msg *m);
+void msg_free(struct msg *m);
+
+#endif

@@ -1,0 +1,139 @@
+/* Runs: creation with their spool files, the queued -> running -> done transitions, and the
+ * read/wait primitives the control files are built on. */
+#include "run.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "loop.h"
+#include "xmalloc.h"
+
+struct run *run_new(unsigned n, const char *cmd, size_t cmdlen, const char *spool_base, int *err)
+{
+	struct run *r = xcalloc(1, sizeof(*r));
+	static const char *const suffix[2] = {"out", "err"};
+
+	r->refs = 1;
+	r->n = n;
+	r->cmd = xmemdup(cmd, cmdlen + 1);
+	r->cmd[cmdlen] = '\0';
+	r->cmdlen = cmdlen;
+	r->state = RUN_QUEUED;
+	waitq_init(&r->doneq);
+	clock_gettime(CLOCK_REALTIME, &r->submitted);
+	for (int i = 0; i < 2; i++) {
+		char *path = xasprintf("%s.%s", spool_base, suffix[i]);
+		int rc = spool_open(&r->out[i], path);
+
+		free(path);
+		if (rc < 0) {
+			*err = rc;
+			r->out[i].fd = -1;
+			run_unref(r);
+			return NULL;
+		}
+	}
+	return r;
+}
+
+void run_ref(struct run *r)
+{
+	__atomic_add_fetch(&r->refs, 1, __ATOMIC_RELAXED);
+}
+
+void run_unref(struct run *r)
+{
+	if (__atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL) > 0)
+		return;
+	spool_close(&r->out[0]);
+	spool_close(&r->out[1]);
+	free(r->cmd);
+	free(r);
+}
+
+void run_begin(struct run *r)
+{
+	r->state = RUN_RUNNING;
+	clock_gettime(CLOCK_REALTIME, &r->started);
+	waitq_wake(&r->doneq);
+}
+
+int run_status_from_wait(int wstatus)
+{
+	if (WIFSIGNALED(wstatus))
+		return 128 + WTERMSIG(wstatus);
+	return WEXITSTATUS(wstatus);
+}
+
+void run_end(struct run *r, int status)
+{
+	if (r->state == RUN_DONE)
+		return;
+	r->state = RUN_DONE;
+	r->status = status;
+	clock_gettime(CLOCK_REALTIME, &r->ended);
+	spool_finish(&r->out[0]);
+	spool_finish(&r->out[1]);
+	waitq_wake(&r->doneq);
+}
+
+int run_read_extent(struct run *r, enum run_stream s, off_t off, size_t size, int *fd, size_t *n,
+		    struct waiter *w)
+{
+	struct spool *sp = &r->out[s];
+	int rc = 0;
+
+	core_lock();
+	*fd = sp->fd;
+	if (off < sp->size) {
+		off_t avail = sp->size - off;
+
+		*n = (size_t)avail < size ? (size_t)avail : size;
+	} else if (sp->done) {
+		*n = 0;
+	} else {
+		rc = -EAGAIN;
+		if (w)
+			waitq_add(&sp->waiters, w);
+	}
+	core_unlock();
+	return rc;
+}
+
+int run_wait_exit(struct run *r, int *status, struct waiter *w)
+{
+	int rc = 0;
+
+	core_lock();
+	if (r->state == RUN_DONE) {
+		*status = r->status;
+	} else {
+		rc = -EAGAIN;
+		if (w)
+			waitq_add(&r->doneq, w);
+	}
+	core_unlock();
+	return rc;
+}
+
+void run_stream_stat(struct run *r, enum run_stream s, off_t *size, struct timespec *mtime)
+{
+	core_lock();
+	*size = r->out[s].size;
+	*mtime = r->out[s].mtime;
+	core_unlock();
+}
+
+bool run_poll(struct run *r, enum run_stream s, off_t off, struct waiter *w)
+{
+	bool yes;
+
+	core_lock();
+	yes = off < r->out[s].size || r->out[s].done;
+	if (!yes && w)
+		waitq_add(&r->out[s].waiters, w);
+	core_unlock();
+	return yes;
+}

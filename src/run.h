@@ -1,0 +1,51 @@
+/* A run: one command submitted to a session, with its text, output spools and exit status.
+ * Reference-counted: the session and every open file of it hold one. */
+#ifndef SBX_RUN_H
+#define SBX_RUN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "spool.h"
+#include "waiter.h"
+
+enum run_state { RUN_QUEUED, RUN_RUNNING, RUN_DONE };
+enum run_stream { RUN_STDOUT, RUN_STDERR };
+
+struct run {
+	int refs;
+	unsigned n;
+	char *cmd;
+	size_t cmdlen;
+	enum run_state state;
+	int status; /* exit status, 128+N for signal N; valid when done */
+	struct spool out[2];
+	struct waitq doneq;
+	struct timespec submitted, started, ended;
+};
+
+/* spool_base is a path prefix; the run adds ".out" and ".err". On failure NULL, *err set. */
+struct run *run_new(unsigned n, const char *cmd, size_t cmdlen, const char *spool_base, int *err);
+void run_ref(struct run *r);
+void run_unref(struct run *r);
+
+/* Core lock held. */
+void run_begin(struct run *r);
+void run_end(struct run *r, int status);
+int run_status_from_wait(int wstatus);
+
+/* Takes the core lock. Finds what a read at off may return: 0 with *fd and *n set (n 0 means
+ * EOF), or -EAGAIN when the reader must wait (w queued if given, woken when that changes). */
+int run_read_extent(struct run *r, enum run_stream s, off_t off, size_t size, int *fd, size_t *n,
+		    struct waiter *w);
+/* Takes the core lock: 0 and *status once done, else -EAGAIN (w queued if given). */
+int run_wait_exit(struct run *r, int *status, struct waiter *w);
+/* Takes the core lock: the stream's size and mtime so far. */
+void run_stream_stat(struct run *r, enum run_stream s, off_t *size, struct timespec *mtime);
+/* Takes the core lock: true if a read of the stream at off would not block; else w (if given)
+ * is queued to learn when it would. */
+bool run_poll(struct run *r, enum run_stream s, off_t off, struct waiter *w);
+
+#endif

@@ -1,0 +1,17 @@
+/* The sandbox as a whole: its state directory, the launcher, the event loop and the sessions.
+ * Split in two so the daemon can fork into the background between preparing and starting. */
+#ifndef SBX_SANDBOX_H
+#define SBX_SANDBOX_H
+
+#include <stddef.h>
+
+#include "config.h"
+
+/* Checks and creates directories, takes the state dir lock. 0 or -errno with a reason. */
+int sandbox_prepare(struct config *cfg, const char *self_exe, char *err, size_t errlen);
+/* Starts the loop thread, the launcher and the default session. */
+int sandbox_start(char *err, size_t errlen);
+/* Ends every session and process, stops the loop. */
+void sandbox_stop(void);
+
+#endif

@@ -1,0 +1,62 @@
+/* Sessions: a named shell with its own env and cwd, a FIFO of work (commands, env edits, cd),
+ * and the latest run. Every function takes the core lock itself unless it says otherwise. */
+#ifndef SBX_SESSION_H
+#define SBX_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "config.h"
+#include "run.h"
+#include "ticket.h"
+
+#define SESSION_ID_MAX 64
+#define SESSION_DEFAULT "default"
+#define SESSION_CMD_MAX (1u << 20)
+
+struct session;
+
+struct session_info {
+	char id[SESSION_ID_MAX + 1];
+	uint64_t serial;
+};
+
+void sessions_init(const struct config *cfg, const char *spool_dir);
+/* Ends every session and its shell; used at unmount. */
+void sessions_shutdown(void);
+
+bool session_id_valid(const char *id, size_t len);
+/* 0 and *out (referenced, may be NULL) or -EINVAL / -EEXIST / -errno. */
+int session_create(const char *id, struct session **out);
+/* Creates a session with a fresh id, written to id (SESSION_ID_MAX + 1 bytes). */
+int session_clone(char *id);
+/* -ENOENT, -EBUSY for the default session; else 0 and a ticket done once its shell is gone. */
+int session_remove(const char *id, struct ticket **gone);
+struct session *session_find(const char *id);
+struct session *session_find_serial(uint64_t serial);
+void session_ref(struct session *s);
+void session_unref(struct session *s);
+/* Snapshot of the sessions, sorted by creation; caller frees *v. */
+size_t session_list(struct session_info **v);
+
+const char *session_id(const struct session *s);
+uint64_t session_serial(const struct session *s);
+struct timespec session_ctime(const struct session *s);
+bool session_removed(struct session *s);
+
+/* Queues a command. -EINVAL for a NUL byte, -EFBIG over SESSION_CMD_MAX, -ENOENT if removed. */
+int session_submit(struct session *s, const char *cmd, size_t len);
+/* The latest submitted run (referenced), or NULL before the first command. */
+struct run *session_latest(struct session *s);
+/* NAME=VALUE lines the next command starts with; caller frees. */
+char *session_env(struct session *s, size_t *len);
+/* Applies env edit lines; -EINVAL (and nothing changes) on any bad line. */
+int session_setenv(struct session *s, const char *buf, size_t len);
+/* The directory the next command starts in, with a newline; caller frees. */
+char *session_cwd(struct session *s, size_t *len);
+/* Queues a cd; *t is done with 0, -ENOENT, -ENOTDIR, -EACCES or -EIO. */
+int session_chdir(struct session *s, const char *path, size_t len, struct ticket **t);
+
+#endif

@@ -1,0 +1,352 @@
+/* The shell driver (see shell.h): starting bash through the launcher with its five fds, feeding
+ * requests without blocking, parsing reports, and draining output into the owner's sink. */
+#include "shell.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "launch.h"
+#include "log.h"
+#include "loop.h"
+#include "xmalloc.h"
+
+/* The driver loop. Each request is two NUL-terminated fields on fd 3: a tag and a script. The
+ * script is eval'd at top level (so cd, export, functions and variables persist), with stdin at
+ * EOF and fds 3 and 4 closed. The report is printed in the loop condition, so `continue` in a
+ * command still reports, and the outer loop re-enters after a `break`. Reports are NUL-separated:
+ * tag, status, cwd, then NAME=VALUE of every exported scalar, then an empty field. */
+static const char driver[] =
+	"__sbx_status() { return \"$1\"; }\n"
+	"__sbx_seq=i\n"
+	"while :; do\n"
+	" while __sbx_rc=$?\n"
+	"  if [[ -n $__sbx_seq ]]; then\n"
+	"   __sbx_env=()\n"
+	"   for __sbx_n in ${!A@} ${!B@} ${!C@} ${!D@} ${!E@} ${!F@} ${!G@} ${!H@} ${!I@} ${!J@}"
+	" ${!K@} ${!L@} ${!M@} ${!N@} ${!O@} ${!P@} ${!Q@} ${!R@} ${!S@} ${!T@} ${!U@} ${!V@}"
+	" ${!W@} ${!X@} ${!Y@} ${!Z@} ${!a@} ${!b@} ${!c@} ${!d@} ${!e@} ${!f@} ${!g@} ${!h@}"
+	" ${!i@} ${!j@} ${!k@} ${!l@} ${!m@} ${!n@} ${!o@} ${!p@} ${!q@} ${!r@} ${!s@} ${!t@}"
+	" ${!u@} ${!v@} ${!w@} ${!x@} ${!y@} ${!z@} ${!_@}; do\n"
+	"    [[ ${!__sbx_n@a} == *x* && ${!__sbx_n@a} != *[aA]* ]] &&"
+	" __sbx_env+=(\"$__sbx_n=${!__sbx_n}\")\n"
+	"   done\n"
+	"   builtin printf '%s\\0' \"$__sbx_seq\" \"$__sbx_rc\" \"$PWD\" \"${__sbx_env[@]}\" '' >&4\n"
+	"   __sbx_seq=\n"
+	"  fi\n"
+	"  { IFS= builtin read -r -d '' -u 3 __sbx_seq &&"
+	" IFS= builtin read -r -d '' -u 3 __sbx_cmd; } || builtin exit 0\n"
+	" do\n"
+	"  builtin eval \"$__sbx_cmd\" </dev/null 3<&- 4>&-\n"
+	" done\n"
+	"done\n";
+
+#define PIPE_SIZE (1 << 20)
+#define FILL_BUDGET (4u << 20)
+
+struct shell {
+	struct proc proc;
+	const struct shell_cbs *cbs;
+	void *arg;
+	int out[2];              /* read ends of fds 1 and 2 */
+	struct loop_fd *out_lf[2];
+	int req_fd;              /* write end of fd 3 */
+	struct loop_fd *req_lf;
+	char *req_buf;           /* request bytes not yet written */
+	size_t req_len, req_off;
+	int rep_fd;              /* read end of fd 4 */
+	struct loop_fd *rep_lf;
+	char *rep_buf;
+	size_t rep_len, rep_cap;
+};
+
+pid_t shell_pid(const struct shell *sh)
+{
+	return sh->proc.pid;
+}
+
+char *shell_quote(const char *s)
+{
+	size_t n = 2;
+	char *q, *p;
+
+	for (const char *c = s; *c; c++)
+		n += *c == '\'' ? 4 : 1;
+	q = p = xmalloc(n + 1);
+	*p++ = '\'';
+	for (const char *c = s; *c; c++) {
+		if (*c == '\'') {
+			memcpy(p, "'\\''", 4);
+			p += 4;
+		} else {
+			*p++ = *c;
+		}
+	}
+	*p++ = '\'';
+	*p = '\0';
+	return q;
+}
+
+/* Moves what a pipe holds now into the sink; bounded so a writer that never stops can't pin us.
+ * Returns false at end of file. */
+static bool drain(struct shell *sh, int i, size_t budget)
+{
+	struct spool *sink = sh->cbs->sink(sh->arg, i + 1);
+	char scratch[65536];
+
+	while (budget > 0) {
+		size_t chunk = budget < PIPE_SIZE ? budget : PIPE_SIZE;
+		ssize_t n;
+
+		if (sink)
+			n = spool_fill(sink, sh->out[i], chunk);
+		else
+			n = read(sh->out[i], scratch, chunk < sizeof(scratch) ? chunk : sizeof(scratch));
+		if (n == 0)
+			return false;
+		if (n < 0)
+			return true;
+		budget -= (size_t)n;
+	}
+	return true;
+}
+
+/* Everything the finished command wrote is in the pipes; take exactly that much. */
+static void drain_pending(struct shell *sh)
+{
+	for (int i = 0; i < 2; i++) {
+		int avail = 0;
+
+		if (ioctl(sh->out[i], FIONREAD, &avail) == 0 && avail > 0)
+			drain(sh, i, (size_t)avail);
+	}
+}
+
+static void on_output(struct loop_fd *lf, uint32_t events, void *arg)
+{
+	struct shell *sh = arg;
+	int i = lf == sh->out_lf[0] ? 0 : 1;
+
+	(void)events;
+	if (!drain(sh, i, FILL_BUDGET))
+		loop_mod_fd(lf, 0); /* every writer is gone: stop watching */
+}
+
+static void close_fds(struct shell *sh)
+{
+	for (int i = 0; i < 2; i++) {
+		if (sh->out_lf[i])
+			loop_del_fd(sh->out_lf[i]);
+		close(sh->out[i]);
+	}
+	loop_del_fd(sh->req_lf);
+	close(sh->req_fd);
+	loop_del_fd(sh->rep_lf);
+	close(sh->rep_fd);
+}
+
+static void shell_free(struct shell *sh)
+{
+	close_fds(sh);
+	free(sh->req_buf);
+	free(sh->rep_buf);
+	free(sh);
+}
+
+/* Parses one whole report at the start of the buffer; returns its length, 0 if incomplete. */
+static size_t parse_report(const char *buf, size_t len, struct shell_report *rep)
+{
+	const char *fields[3];
+	size_t pos = 0, nf = 0;
+
+	envlist_init(&rep->env);
+	while (pos < len) {
+		const char *f = buf + pos;
+		const char *z = memchr(f, '\0', len - pos);
+
+		if (!z)
+			break;
+		pos = (size_t)(z - buf) + 1;
+		if (nf < 3) {
+			fields[nf++] = f;
+			continue;
+		}
+		if (z == f) {
+			rep->seq = fields[0];
+			rep->status = atoi(fields[1]);
+			rep->cwd = fields[2];
+			return pos;
+		}
+		envlist_put(&rep->env, f);
+	}
+	envlist_free(&rep->env);
+	return 0;
+}
+
+static void on_report_fd(struct loop_fd *lf, uint32_t events, void *arg)
+{
+	struct shell *sh = arg;
+	struct shell_report rep;
+	size_t used;
+	ssize_t n;
+
+	(void)lf;
+	(void)events;
+	if (sh->rep_cap - sh->rep_len < 4096) {
+		sh->rep_cap = sh->rep_cap * 2 + 65536;
+		sh->rep_buf = xrealloc(sh->rep_buf, sh->rep_cap);
+	}
+	n = read(sh->rep_fd, sh->rep_buf + sh->rep_len, sh->rep_cap - sh->rep_len);
+	if (n <= 0) {
+		/* The shell is gone or closed fd 4; its exit is reported by the launcher. */
+		if (n == 0)
+			loop_mod_fd(sh->rep_lf, 0);
+		return;
+	}
+	sh->rep_len += (size_t)n;
+	while ((used = parse_report(sh->rep_buf, sh->rep_len, &rep)) > 0) {
+		drain_pending(sh);
+		sh->cbs->on_report(sh->arg, &rep);
+		envlist_free(&rep.env);
+		memmove(sh->rep_buf, sh->rep_buf + used, sh->rep_len - used);
+		sh->rep_len -= used;
+	}
+}
+
+static void flush_request(struct shell *sh)
+{
+	while (sh->req_off < sh->req_len) {
+		ssize_t n = write(sh->req_fd, sh->req_buf + sh->req_off, sh->req_len - sh->req_off);
+
+		if (n < 0) {
+			if (errno != EAGAIN && errno != EINTR)
+				sh->req_off = sh->req_len; /* shell gone: its exit comes */
+			break;
+		}
+		sh->req_off += (size_t)n;
+	}
+	loop_mod_fd(sh->req_lf, sh->req_off < sh->req_len ? EPOLLOUT : 0);
+}
+
+static void on_request_fd(struct loop_fd *lf, uint32_t events, void *arg)
+{
+	(void)lf;
+	(void)events;
+	flush_request(arg);
+}
+
+void shell_send(struct shell *sh, const char *seq, const char *script, size_t len)
+{
+	size_t slen = strlen(seq);
+
+	free(sh->req_buf);
+	sh->req_len = slen + 1 + len + 1;
+	sh->req_buf = xmalloc(sh->req_len);
+	memcpy(sh->req_buf, seq, slen + 1);
+	memcpy(sh->req_buf + slen + 1, script, len);
+	sh->req_buf[sh->req_len - 1] = '\0';
+	sh->req_off = 0;
+	flush_request(sh);
+}
+
+static void on_proc_exit(struct proc *p, int wstatus)
+{
+	struct shell *sh = container_of(p, struct shell, proc);
+
+	drain_pending(sh);
+	sh->cbs->on_exit(sh->arg, wstatus);
+	shell_free(sh);
+}
+
+void shell_kill(struct shell *sh)
+{
+	launch_signal(&sh->proc, SIGKILL, true);
+}
+
+void shell_abandon(struct shell *sh)
+{
+	shell_kill(sh);
+	launch_detach(&sh->proc);
+	shell_free(sh);
+}
+
+static int make_pipes(int child[5], int parent[5])
+{
+	int p[2];
+
+	for (int i = 0; i < 5; i++)
+		child[i] = parent[i] = -1;
+	child[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (child[0] < 0)
+		return -errno;
+	for (int i = 1; i < 5; i++) {
+		if (pipe2(p, O_CLOEXEC) < 0)
+			return -errno;
+		/* fd 3 is read by the shell; 1, 2 and 4 are written by it. */
+		child[i] = i == 3 ? p[0] : p[1];
+		parent[i] = i == 3 ? p[1] : p[0];
+		fcntl(parent[i], F_SETFL, O_NONBLOCK);
+		if (i == 1 || i == 2)
+			fcntl(parent[i], F_SETPIPE_SZ, PIPE_SIZE);
+	}
+	return 0;
+}
+
+static void close_all(int *fds, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
+static char **start_env(const struct envlist *env)
+{
+	struct envlist copy;
+
+	/* bash counts SHLVL up from what it inherits; a restored shell should say 1 again. */
+	envlist_copy(&copy, env);
+	envlist_unset(&copy, "SHLVL");
+	return copy.v;
+}
+
+struct shell *shell_start(const struct config *cfg, const struct envlist *env, const char *cwd,
+			  const struct shell_cbs *cbs, void *arg, int *err)
+{
+	char *argv[] = {cfg->shell, "--noprofile", "--norc", "-c", (char *)driver, "bash", NULL};
+	int child[5], parent[5];
+	struct shell *sh;
+	char **envp;
+	int rc;
+
+	rc = make_pipes(child, parent);
+	if (rc < 0) {
+		close_all(child, 5);
+		close_all(parent, 5);
+		*err = rc;
+		return NULL;
+	}
+	sh = xcalloc(1, sizeof(*sh));
+	sh->cbs = cbs;
+	sh->arg = arg;
+	sh->proc.on_exit = on_proc_exit;
+	sh->out[0] = parent[1];
+	sh->out[1] = parent[2];
+	sh->req_fd = parent[3];
+	sh->rep_fd = parent[4];
+	for (int i = 0; i < 2; i++)
+		sh->out_lf[i] = loop_add_fd(sh->out[i], EPOLLIN, on_output, sh);
+	sh->req_lf = loop_add_fd(sh->req_fd, 0, on_request_fd, sh);
+	sh->rep_lf = loop_add_fd(sh->rep_fd, EPOLLIN, on_report_fd, sh);
+	envp = start_env(env);
+	launch_start(&sh->proc, cwd, argv, envp, child, 5);
+	for (size_t i = 0; envp[i]; i++)
+		free(envp[i]);
+	free(envp);
+	return sh;
+}

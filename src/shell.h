@@ -1,0 +1,47 @@
+/* The shell driver: one persistent bash per session running a small driver loop that reads
+ * requests (a sequence tag and a script) from fd 3, evals each in the shell itself, and reports
+ * the tag, status, cwd and exported environment on fd 4. Output on fds 1 and 2 is routed to
+ * whatever sink the owner names, so framing lives out of band and output cannot fool it. */
+#ifndef SBX_SHELL_H
+#define SBX_SHELL_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "config.h"
+#include "envlist.h"
+#include "spool.h"
+
+struct shell;
+
+struct shell_report {
+	const char *seq;
+	int status;
+	const char *cwd; /* "" if the shell had no PWD */
+	struct envlist env;
+};
+
+/* Called on the loop thread with the core lock held. */
+struct shell_cbs {
+	void (*on_report)(void *arg, struct shell_report *rep);
+	/* The shell exited (wait status); the shell object is freed after this returns. */
+	void (*on_exit)(void *arg, int wstatus);
+	/* Where output goes now: a spool, or NULL to drop it. */
+	struct spool *(*sink)(void *arg, int fd_no);
+};
+
+/* Core lock held. The first report (seq "i") comes once the driver is up. */
+struct shell *shell_start(const struct config *cfg, const struct envlist *env, const char *cwd,
+			  const struct shell_cbs *cbs, void *arg, int *err);
+/* Core lock held: send one request; the shell must be idle (its last report came). */
+void shell_send(struct shell *sh, const char *seq, const char *script, size_t len);
+/* Core lock held: kill the shell's process group; on_exit follows. */
+void shell_kill(struct shell *sh);
+/* Core lock held: forget the shell without callbacks (kills it first). */
+void shell_abandon(struct shell *sh);
+pid_t shell_pid(const struct shell *sh);
+
+/* Returns s as one single-quoted shell word, for generated scripts; caller frees. */
+char *shell_quote(const char *s);
+
+#endif

@@ -1,0 +1,31 @@
+/* A spool: one output stream of a command, appended from a pipe into a file in the state
+ * directory and read back at any offset, so output of any size never sits in memory. */
+#ifndef SBX_SPOOL_H
+#define SBX_SPOOL_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "waiter.h"
+
+struct spool {
+	int fd;
+	char *path;
+	off_t size;
+	struct timespec mtime;
+	bool done;           /* no more data will come */
+	struct waitq waiters; /* woken when it grows or is done */
+};
+
+int spool_open(struct spool *sp, const char *path);
+/* Moves what the pipe holds into the spool, at most max bytes. Returns bytes moved, 0 at EOF,
+ * -EAGAIN when the pipe is empty. Core lock held. */
+ssize_t spool_fill(struct spool *sp, int pipefd, size_t max);
+/* Appends bytes (daemon messages such as a shell that cannot start). Core lock held. */
+void spool_append(struct spool *sp, const void *buf, size_t len);
+void spool_finish(struct spool *sp);
+/* Closes and removes the file. */
+void spool_close(struct spool *sp);
+
+#endif

@@ -1,0 +1,95 @@
+/* Unit tests: config defaults, the ini file, and errors for unknown keys and bad values. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "config.h"
+
+static char *write_ini(const char *text)
+{
+	static char path[] = "/tmp/sbxfs-test-config-XXXXXX";
+	int fd;
+
+	strcpy(path, "/tmp/sbxfs-test-config-XXXXXX");
+	fd = mkstemp(path);
+	if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+		abort();
+	close(fd);
+	return path;
+}
+
+static const char *env_of(const struct config *cfg, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (size_t i = 0; i < cfg->n_base_env; i++)
+		if (!strncmp(cfg->base_env[i], name, n) && cfg->base_env[i][n] == '=')
+			return cfg->base_env[i] + n + 1;
+	return NULL;
+}
+
+static void test_defaults(void)
+{
+	struct config cfg;
+
+	config_defaults(&cfg);
+	CHECK(!strcmp(cfg.shell, "/bin/bash"));
+	CHECK(env_of(&cfg, "TERM") && !strcmp(env_of(&cfg, "TERM"), "dumb"));
+	CHECK(env_of(&cfg, "PATH") != NULL);
+	CHECK(cfg.base_env[cfg.n_base_env] == NULL);
+	config_free(&cfg);
+}
+
+static void test_load(void)
+{
+	struct config cfg;
+	char err[256];
+	char *path = write_ini("[sbxfs]\nworkspace = /tmp/ws\nlog_level = debug\n"
+			       "[session]\nlang = C\n[env]\nFOO = bar baz\n"
+			       "[workspace]\ncache = no\n");
+
+	config_defaults(&cfg);
+	CHECK(config_load(&cfg, path, err, sizeof(err)) == 0);
+	CHECK(!strcmp(cfg.workspace, "/tmp/ws"));
+	CHECK(cfg.log_level == LOG_LVL_DEBUG);
+	CHECK(!strcmp(env_of(&cfg, "LANG"), "C"));
+	CHECK(!strcmp(env_of(&cfg, "FOO"), "bar baz"));
+	CHECK(!cfg.ws_cache);
+	unlink(path);
+	config_free(&cfg);
+}
+
+static void test_errors(void)
+{
+	struct config cfg;
+	char err[256];
+	char *path;
+
+	config_defaults(&cfg);
+	path = write_ini("[sbxfs]\nworkspce = /x\n");
+	CHECK(config_load(&cfg, path, err, sizeof(err)) == -EINVAL);
+	CHECK(strstr(err, ":2:") && strstr(err, "workspce"));
+	unlink(path);
+	path = write_ini("[workspace]\ncache = maybe\n");
+	CHECK(config_load(&cfg, path, err, sizeof(err)) == -EINVAL);
+	unlink(path);
+	path = write_ini("[env]\n1BAD = x\n");
+	CHECK(config_load(&cfg, path, err, sizeof(err)) == -EINVAL);
+	unlink(path);
+	path = write_ini("[nosuch]\na = b\n");
+	CHECK(config_load(&cfg, path, err, sizeof(err)) == -EINVAL);
+	unlink(path);
+	CHECK(config_load(&cfg, "/nonexistent/sbxfs.ini", err, sizeof(err)) == -ENOENT);
+	config_free(&cfg);
+}
+
+int main(void)
+{
+	test_defaults();
+	test_load();
+	test_errors();
+	return check_done();
+}
