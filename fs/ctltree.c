@@ -202,8 +202,9 @@ void ctl_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 			     FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME;
 	mode_t mode = kinds[ino_kind(ino) < K_MAX ? ino_kind(ino) : K_ROOT].mode;
 
-	/* `echo x > cmd` truncates and `touch` sets times: accept both as no-ops on files. */
-	if (!S_ISREG(mode) || (to_set & ~harmless) ||
+	/* `echo x > cmd` truncates and `touch` sets times: accept both as no-ops on the files one
+	 * writes to. Read-only files refuse even root. */
+	if (!S_ISREG(mode) || !(mode & S_IWUSR) || (to_set & ~harmless) ||
 	    ((to_set & FUSE_SET_ATTR_SIZE) && attr->st_size != 0)) {
 		fuse_reply_err(req, EPERM);
 		return;

@@ -106,23 +106,37 @@ void envlist_apply(struct envlist *el, const struct envedits *ed)
 	}
 }
 
+static int entry_cmp(const void *a, const void *b)
+{
+	const char *x = *(const char *const *)a, *y = *(const char *const *)b;
+	size_t nx = strcspn(x, "="), ny = strcspn(y, "=");
+	int c = memcmp(x, y, nx < ny ? nx : ny);
+
+	return c ? c : (nx > ny) - (nx < ny);
+}
+
 char *envlist_format(const struct envlist *el, size_t *len)
 {
+	const char **sorted = xcalloc(el->n + 1, sizeof(char *));
 	size_t total = 0, off = 0;
 	char *buf;
 
+	/* Sorted by name, so the file reads the same whatever order the shell reported. */
+	memcpy(sorted, el->v, el->n * sizeof(char *));
+	qsort(sorted, el->n, sizeof(char *), entry_cmp);
 	for (size_t i = 0; i < el->n; i++)
-		total += strlen(el->v[i]) + 1;
+		total += strlen(sorted[i]) + 1;
 	buf = xmalloc(total + 1);
 	for (size_t i = 0; i < el->n; i++) {
-		size_t l = strlen(el->v[i]);
+		size_t l = strlen(sorted[i]);
 
-		memcpy(buf + off, el->v[i], l);
+		memcpy(buf + off, sorted[i], l);
 		off += l;
 		buf[off++] = '\n';
 	}
 	buf[off] = '\0';
 	*len = off;
+	free(sorted);
 	return buf;
 }
 

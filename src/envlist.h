@@ -32,7 +32,7 @@ const char *envlist_get(const struct envlist *el, const char *name);
 /* Adds a NAME=VALUE entry as is (no validation beyond '=' presence). */
 void envlist_put(struct envlist *el, const char *entry);
 void envlist_apply(struct envlist *el, const struct envedits *ed);
-/* "NAME=VALUE\n" lines; caller frees. */
+/* "NAME=VALUE\n" lines sorted by name; caller frees. */
 char *envlist_format(const struct envlist *el, size_t *len);
 
 /* Parses edit lines; empty lines are skipped. -EINVAL on any bad line (nothing is kept). */

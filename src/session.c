@@ -349,6 +349,9 @@ static struct session *create_locked(const char *id)
 	for (size_t i = 0; i < cfg->n_base_env; i++)
 		envlist_put(&s->env, cfg->base_env[i]);
 	s->cwd = xstrdup(cfg->workspace);
+	/* What bash adds at start, so env reads the same before and after its first report. */
+	envlist_set(&s->env, "PWD", s->cwd);
+	envlist_set(&s->env, "SHLVL", "1");
 	TAILQ_INSERT_TAIL(&sessions, s, link);
 	start_shell(s);
 	return s;
