@@ -42,6 +42,9 @@ void ctl_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 /* Size and mtime the file shows through an open handle (fstat), if fi is one of ours. */
 int ctlfile_stat(struct fuse_file_info *fi, struct stat *st);
 
+/* Frees handles the kernel never released (it sends no RELEASE after unmount). */
+void ctlfile_shutdown(void);
+
 /* readme.c */
 extern const char readme_text[];
 

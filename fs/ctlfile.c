@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 
 #include "ctl.h"
 #include "log.h"
@@ -30,17 +31,20 @@ struct ctlfh {
 	struct fuse_pollhandle *ph;
 	bool poll_armed;       /* pollw is queued (or being woken) */
 	struct waiter pollw;
+	LIST_ENTRY(ctlfh) link;
 };
+
+/* Handles the kernel still holds at unmount get no RELEASE: they are freed from this list. */
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+static LIST_HEAD(, ctlfh) open_files = LIST_HEAD_INITIALIZER(open_files);
 
 static struct ctlfh *fh_of(struct fuse_file_info *fi)
 {
 	return (struct ctlfh *)(uintptr_t)fi->fh;
 }
 
-static void fh_unref(struct ctlfh *fh)
+static void fh_free(struct ctlfh *fh)
 {
-	if (__atomic_sub_fetch(&fh->refs, 1, __ATOMIC_ACQ_REL) > 0)
-		return;
 	if (fh->run)
 		run_unref(fh->run);
 	if (fh->s)
@@ -51,6 +55,28 @@ static void fh_unref(struct ctlfh *fh)
 	free(fh->snap);
 	free(fh->wbuf);
 	free(fh);
+}
+
+static void fh_unref(struct ctlfh *fh)
+{
+	if (__atomic_sub_fetch(&fh->refs, 1, __ATOMIC_ACQ_REL) > 0)
+		return;
+	pthread_mutex_lock(&open_lock);
+	LIST_REMOVE(fh, link);
+	pthread_mutex_unlock(&open_lock);
+	fh_free(fh);
+}
+
+void ctlfile_shutdown(void)
+{
+	struct ctlfh *fh;
+
+	pthread_mutex_lock(&open_lock);
+	while ((fh = LIST_FIRST(&open_files))) {
+		LIST_REMOVE(fh, link);
+		fh_free(fh);
+	}
+	pthread_mutex_unlock(&open_lock);
 }
 
 static bool is_stream(enum ctl_kind k)
@@ -117,6 +143,9 @@ void ctl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fh->kind = k;
 	fh->refs = 1;
 	pthread_mutex_init(&fh->lock, NULL);
+	pthread_mutex_lock(&open_lock);
+	LIST_INSERT_HEAD(&open_files, fh, link);
+	pthread_mutex_unlock(&open_lock);
 	if (k > K_SDIR) {
 		fh->s = ctl_session(ino);
 		if (!fh->s) {
@@ -206,20 +235,19 @@ void ctl_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fus
 	struct read_req *rr;
 
 	(void)ino;
-	if (!is_stream(fh->kind) && fh->kind != K_EXIT) {
-		reply_slice(req, fh->snap, fh->snaplen, size, off);
-		return;
-	}
-	if (!fh->run) {
-		fuse_reply_buf(req, NULL, 0); /* no command yet: empty */
-		return;
-	}
-	if (try_read(req, fh, size, off, NULL) == 0)
-		return;
-	rr = xmalloc(sizeof(*rr));
+	/* Once answered, the file may be released at once: hold fh until we are done with it. */
 	__atomic_add_fetch(&fh->refs, 1, __ATOMIC_RELAXED);
-	*rr = (struct read_req){fh, size, off};
-	park_request(req, read_attempt, rr, read_req_free);
+	if (!is_stream(fh->kind) && fh->kind != K_EXIT)
+		reply_slice(req, fh->snap, fh->snaplen, size, off);
+	else if (!fh->run)
+		fuse_reply_buf(req, NULL, 0); /* no command yet: empty */
+	else if (try_read(req, fh, size, off, NULL) < 0) {
+		rr = xmalloc(sizeof(*rr));
+		*rr = (struct read_req){fh, size, off};
+		park_request(req, read_attempt, rr, read_req_free);
+		return; /* the park owns the reference now */
+	}
+	fh_unref(fh);
 }
 
 static int write_cmd(struct ctlfh *fh, const char *buf, size_t size)
@@ -250,7 +278,8 @@ static int write_env(struct ctlfh *fh, const char *buf, size_t size)
 	pthread_mutex_lock(&fh->lock);
 	len = fh->wlen + size;
 	all = xmalloc(len);
-	memcpy(all, fh->wbuf, fh->wlen);
+	if (fh->wlen)
+		memcpy(all, fh->wbuf, fh->wlen);
 	memcpy(all + fh->wlen, buf, size);
 	nl = memrchr(all, '\n', len);
 	whole = nl ? (size_t)(nl - all) + 1 : 0;

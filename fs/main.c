@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "ctl.h"
 #include "log.h"
 #include "ops.h"
 #include "sandbox.h"
@@ -193,6 +194,7 @@ int main(int argc, char **argv)
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);
 	fuse_session_destroy(se);
+	ctlfile_shutdown();
 	ws_close();
 	config_free(&cfg);
 	free(self);

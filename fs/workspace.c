@@ -21,6 +21,7 @@
 #include <linux/capability.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -46,14 +47,14 @@ struct ws_inode {
 	dev_t dev;
 	ino_t ino;
 	uint64_t nlookup;      /* lookups the kernel holds; under tab.lock */
-	bool pinned;           /* the root: kept when nlookup drops to zero */
+	bool pinned;	       /* the root: kept when nlookup drops to zero */
 	struct ws_inode *next; /* hash chain; under tab.lock */
 };
 
 struct ws_dir {
 	pthread_mutex_t lock;
 	DIR *dp;
-	off_t offset;          /* d_off of the last entry handed out: where dp stands */
+	off_t offset;		/* d_off of the last entry handed out: where dp stands */
 	struct dirent *pending; /* read from dp but not yet handed out (buffer was full) */
 };
 
@@ -73,8 +74,8 @@ static struct ws_inode *root;
 
 static size_t tab_hash(dev_t dev, ino_t ino)
 {
-	uint64_t h = ((uint64_t)ino ^ ((uint64_t)dev << 32 | (uint64_t)dev >> 32)) *
-		     0x9e3779b97f4a7c15ULL;
+	uint64_t h =
+	    ((uint64_t)ino ^ ((uint64_t)dev << 32 | (uint64_t)dev >> 32)) * 0x9e3779b97f4a7c15ULL;
 
 	return (size_t)(h ^ (h >> 29));
 }
@@ -189,8 +190,8 @@ void ws_forget_one(fuse_ino_t ino, uint64_t nlookup)
 
 	pthread_mutex_lock(&tab.lock);
 	if (nlookup > in->nlookup) {
-		log_warnx("workspace: forget %ju of inode %ju looked up %ju times", (uintmax_t)nlookup,
-			  (uintmax_t)in->ino, (uintmax_t)in->nlookup);
+		log_warnx("workspace: forget %ju of inode %ju looked up %ju times",
+			  (uintmax_t)nlookup, (uintmax_t)in->ino, (uintmax_t)in->nlookup);
 		nlookup = in->nlookup;
 	}
 	in->nlookup -= nlookup;
@@ -301,8 +302,7 @@ static int caps_set(struct __user_cap_data_struct *data)
  * the caller's owner while CAP_FSETID, CAP_MKNOD and CAP_CHOWN stay dropped. */
 static void caps_keep_dac(const struct __user_cap_data_struct *saved)
 {
-	const uint32_t keep =
-		1U << CAP_DAC_OVERRIDE | 1U << CAP_DAC_READ_SEARCH | 1U << CAP_FOWNER;
+	const uint32_t keep = 1U << CAP_DAC_OVERRIDE | 1U << CAP_DAC_READ_SEARCH | 1U << CAP_FOWNER;
 	struct __user_cap_data_struct now[_LINUX_CAPABILITY_U32S_3];
 
 	if (caps_get(now) == -1)
@@ -318,12 +318,15 @@ static void caps_keep_dac(const struct __user_cap_data_struct *saved)
  * thread attributes, and the umask becomes one after unshare(CLONE_FS). */
 static void ws_as_caller(fuse_req_t req, struct ws_cred *c)
 {
+	static atomic_bool warned;
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 
 	memset(c, 0, sizeof(*c));
 	if (unshare(CLONE_FS) == 0) {
 		c->umask = umask(0);
 		c->umask_set = true;
+	} else if (!atomic_exchange(&warned, true)) {
+		log_warn("workspace: unshare(CLONE_FS); new files get the daemon's umask too");
 	}
 	if (geteuid() != 0 || (ctx->uid == 0 && ctx->gid == 0))
 		return;
@@ -495,8 +498,7 @@ static void reply_made(fuse_req_t req, fuse_ino_t parent, const char *name, int 
 		reply_entry(req, &e);
 }
 
-static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-		     dev_t rdev)
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
 	struct ws_cred c;
 	int res;
@@ -571,7 +573,7 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 	fill_timeouts(&e);
 	if (!res)
 		res = neg_errno(
-			fstatat(fd_of(ino), "", &e.attr, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW));
+		    fstatat(fd_of(ino), "", &e.attr, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW));
 	if (res) {
 		reply_res(req, res);
 		return;
@@ -794,8 +796,8 @@ static bool is_dot(const char *name)
 /* Adds one entry at p (rem bytes left). Returns the bytes used, 0 when it does not fit (the
  * entry stays pending), -ENOENT when it vanished (skip it), or another -errno. A plus entry
  * counts a lookup, given back when the entry does not fit; "." and ".." carry no inode. */
-static ssize_t dir_add(fuse_req_t req, fuse_ino_t ino, char *p, size_t rem,
-		       const struct dirent *de, bool plus)
+static ssize_t dir_add(fuse_req_t req, fuse_ino_t ino, char *p, size_t rem, const struct dirent *de,
+		       bool plus)
 {
 	struct fuse_entry_param e;
 	size_t n;
@@ -970,43 +972,43 @@ static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
 
 /* getlk/setlk stay NULL: ws_init_conn turns POSIX locks off, so the kernel keeps them local. */
 const struct fuse_lowlevel_ops ws_ops = {
-	.init = op_init,
-	.lookup = op_lookup,
-	.forget = op_forget,
-	.forget_multi = op_forget_multi,
-	.getattr = op_getattr,
-	.setattr = op_setattr,
-	.readlink = op_readlink,
-	.mknod = op_mknod,
-	.mkdir = op_mkdir,
-	.unlink = op_unlink,
-	.rmdir = op_rmdir,
-	.symlink = op_symlink,
-	.rename = op_rename,
-	.link = op_link,
-	.open = op_open,
-	.read = op_read,
-	.write = op_write,
-	.write_buf = op_write_buf,
-	.flush = op_flush,
-	.release = op_release,
-	.fsync = op_fsync,
-	.opendir = op_opendir,
-	.readdir = op_readdir,
-	.readdirplus = op_readdirplus,
-	.releasedir = op_releasedir,
-	.fsyncdir = op_fsyncdir,
-	.statfs = op_statfs,
-	.setxattr = op_setxattr,
-	.getxattr = op_getxattr,
-	.listxattr = op_listxattr,
-	.removexattr = op_removexattr,
-	.access = op_access,
-	.create = op_create,
-	.flock = op_flock,
-	.fallocate = op_fallocate,
-	.copy_file_range = op_copy_file_range,
-	.lseek = op_lseek,
+    .init = op_init,
+    .lookup = op_lookup,
+    .forget = op_forget,
+    .forget_multi = op_forget_multi,
+    .getattr = op_getattr,
+    .setattr = op_setattr,
+    .readlink = op_readlink,
+    .mknod = op_mknod,
+    .mkdir = op_mkdir,
+    .unlink = op_unlink,
+    .rmdir = op_rmdir,
+    .symlink = op_symlink,
+    .rename = op_rename,
+    .link = op_link,
+    .open = op_open,
+    .read = op_read,
+    .write = op_write,
+    .write_buf = op_write_buf,
+    .flush = op_flush,
+    .release = op_release,
+    .fsync = op_fsync,
+    .opendir = op_opendir,
+    .readdir = op_readdir,
+    .readdirplus = op_readdirplus,
+    .releasedir = op_releasedir,
+    .fsyncdir = op_fsyncdir,
+    .statfs = op_statfs,
+    .setxattr = op_setxattr,
+    .getxattr = op_getxattr,
+    .listxattr = op_listxattr,
+    .removexattr = op_removexattr,
+    .access = op_access,
+    .create = op_create,
+    .flock = op_flock,
+    .fallocate = op_fallocate,
+    .copy_file_range = op_copy_file_range,
+    .lseek = op_lseek,
 };
 
 /* ---- setup ---- */

@@ -17,8 +17,7 @@ struct run *run_new(unsigned n, const char *cmd, size_t cmdlen, const char *spoo
 
 	r->refs = 1;
 	r->n = n;
-	r->cmd = xmemdup(cmd, cmdlen + 1);
-	r->cmd[cmdlen] = '\0';
+	r->cmd = xstrndup(cmd, cmdlen);
 	r->cmdlen = cmdlen;
 	r->state = RUN_QUEUED;
 	waitq_init(&r->doneq);

@@ -209,10 +209,13 @@ static void shell_exited(void *arg, int wstatus)
 			  run_status_from_wait(wstatus));
 		op_fail(op, 127, "sbxfs: the session's shell could not start; see the daemon log\n");
 	}
-	if (s->gone)
+	if (s->gone) {
 		ticket_done(s->gone, 0);
-	else
+		ticket_unref(s->gone);
+		s->gone = NULL;
+	} else {
 		pump(s);
+	}
 	session_unref(s); /* the shell's reference */
 }
 
