@@ -12,6 +12,8 @@
 #include <sys/eventfd.h>
 #include <sys/queue.h>
 #include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -36,14 +38,15 @@ static pthread_mutex_t core_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t defer_mutex = PTHREAD_MUTEX_INITIALIZER;
 static STAILQ_HEAD(, deferred) deferred = STAILQ_HEAD_INITIALIZER(deferred);
 static SLIST_HEAD(, loop_fd) dead = SLIST_HEAD_INITIALIZER(dead);
-static int epfd = -1, evfd = -1, sigfd = -1;
+static int epfd = -1, evfd = -1, sigfd = -1, tfd = -1;
+static struct loop_timer *timers; /* sorted by deadline */
 static void (*sigchld_fn)(void);
 static pthread_t thread;
 static volatile bool stopping;
 static bool started;
 
 /* Tokens in epoll data for the loop's own fds; watchers carry struct loop_fd pointers. */
-static char tok_event, tok_signal;
+static char tok_event, tok_signal, tok_timer;
 
 void core_lock(void)
 {
@@ -73,10 +76,12 @@ int loop_init(void)
 	sigaddset(&mask, SIGCHLD);
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
 	sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (epfd < 0 || evfd < 0 || sigfd < 0)
+	tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (epfd < 0 || evfd < 0 || sigfd < 0 || tfd < 0)
 		return -errno;
 	if (epoll_add_raw(evfd, EPOLLIN, &tok_event) < 0 ||
-	    epoll_add_raw(sigfd, EPOLLIN, &tok_signal) < 0)
+	    epoll_add_raw(sigfd, EPOLLIN, &tok_signal) < 0 ||
+	    epoll_add_raw(tfd, EPOLLIN, &tok_timer) < 0)
 		return -errno;
 	return 0;
 }
@@ -112,6 +117,72 @@ void loop_del_fd(struct loop_fd *lf)
 int loop_fd_fd(const struct loop_fd *lf)
 {
 	return lf->fd;
+}
+
+uint64_t loop_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void timerfd_rearm(void)
+{
+	struct itimerspec its = {0};
+
+	if (timers) {
+		its.it_value.tv_sec = (time_t)(timers->deadline_ns / 1000000000u);
+		its.it_value.tv_nsec = (long)(timers->deadline_ns % 1000000000u);
+	}
+	timerfd_settime(tfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+void loop_timer_cancel(struct loop_timer *t)
+{
+	struct loop_timer **pp;
+
+	if (!t->armed)
+		return;
+	for (pp = &timers; *pp; pp = &(*pp)->next) {
+		if (*pp == t) {
+			*pp = t->next;
+			break;
+		}
+	}
+	t->armed = false;
+	timerfd_rearm();
+}
+
+void loop_timer_arm(struct loop_timer *t, uint64_t ms)
+{
+	struct loop_timer **pp;
+
+	loop_timer_cancel(t);
+	t->deadline_ns = loop_now_ns() + ms * 1000000u;
+	for (pp = &timers; *pp && (*pp)->deadline_ns <= t->deadline_ns; pp = &(*pp)->next)
+		;
+	t->next = *pp;
+	*pp = t;
+	t->armed = true;
+	timerfd_rearm();
+}
+
+/* Core lock held. */
+static void fire_timers(void)
+{
+	uint64_t now = loop_now_ns(), ticks;
+
+	if (read(tfd, &ticks, sizeof(ticks)) < 0 && errno != EAGAIN)
+		log_warn("timerfd read");
+	while (timers && timers->deadline_ns <= now) {
+		struct loop_timer *t = timers;
+
+		timers = t->next;
+		t->armed = false;
+		t->fn(t);
+	}
+	timerfd_rearm();
 }
 
 void loop_poke(void)
@@ -179,6 +250,8 @@ static void dispatch(struct epoll_event *evs, int n)
 				log_warn("eventfd read");
 		} else if (p == &tok_signal) {
 			drain_signals();
+		} else if (p == &tok_timer) {
+			fire_timers();
 		} else {
 			struct loop_fd *lf = p;
 

@@ -3,6 +3,7 @@
 #ifndef SBX_LOOP_H
 #define SBX_LOOP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct loop_fd;
@@ -21,6 +22,19 @@ struct loop_fd *loop_add_fd(int fd, uint32_t events, loop_fd_cb cb, void *arg);
 void loop_mod_fd(struct loop_fd *lf, uint32_t events);
 void loop_del_fd(struct loop_fd *lf);
 int loop_fd_fd(const struct loop_fd *lf);
+
+/* One-shot timers. Arm and cancel with the core lock held; fn runs on the loop thread with the
+ * core lock held. */
+struct loop_timer {
+	uint64_t deadline_ns; /* CLOCK_MONOTONIC */
+	void (*fn)(struct loop_timer *t);
+	bool armed;
+	struct loop_timer *next;
+};
+
+void loop_timer_arm(struct loop_timer *t, uint64_t ms);
+void loop_timer_cancel(struct loop_timer *t);
+uint64_t loop_now_ns(void);
 
 /* Any thread, no lock needed: fn(arg) runs on the loop thread without the core lock. */
 void loop_defer(void (*fn)(void *), void *arg);
