@@ -1,0 +1,262 @@
+#!/usr/bin/python3
+"""bench_session.py: what a session costs, in time and in memory.
+
+Mounts a fresh sbxfs in a temporary directory (binary: $SBXFS_BIN, else build/sbxfs of this
+checkout), then measures in one run:
+
+  (a) the round trip of `echo true > cmd; cat exit` (open/write/close cmd, then read exit to
+      EOF, with plain os calls), against starting `bash -c true` fresh with subprocess:
+      median and p90 of N runs after a warm-up, and their ratio;
+  (b) the daemon's RSS (VmRSS of the sbxfs process) before and after creating 100 idle
+      sessions (mkdir, then one `true` through each, so every shell is up), and, for
+      information, the total RSS of the daemon's descendants (launcher and session shells).
+
+Unmounts at the end. Takes a few seconds; a watchdog kills the daemon if a step hangs.
+
+usage: tests/bench/bench_session.py [--runs N] [--warmup N] [--sessions N]
+"""
+
+import argparse
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+WATCHDOG_SECONDS = 240
+
+
+def sbxfs_binary():
+    env = os.environ.get("SBXFS_BIN")
+    return Path(env).expanduser().resolve() if env else REPO / "build" / "sbxfs"
+
+
+def write_file(path, data):
+    fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def read_to_eof(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        chunks = []
+        while True:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+
+
+def vmrss_kib(pid):
+    """VmRSS of pid in KiB, or 0 if it is gone (or a zombie, which has none)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except (FileNotFoundError, ProcessLookupError):
+        pass
+    return 0
+
+
+def descendants(root):
+    """Pids of every live descendant of root (from the ppid field of /proc/*/stat)."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # pid (comm) state ppid ...: comm may hold spaces and parentheses, so split after it.
+        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def percentile(sorted_values, q):
+    """Nearest-rank percentile of an already sorted list."""
+    k = max(0, min(len(sorted_values) - 1, round(q / 100 * len(sorted_values)) - 1))
+    return sorted_values[k]
+
+
+def timings(fns, runs, warmup):
+    """Median and p90 (ms) of each of fns, run interleaved so load changes hit all alike."""
+    for _ in range(warmup):
+        for fn in fns:
+            fn()
+    samples = [[] for _ in fns]
+    for _ in range(runs):
+        for fn, out in zip(fns, samples):
+            t0 = time.perf_counter_ns()
+            fn()
+            out.append((time.perf_counter_ns() - t0) / 1e6)
+    result = []
+    for out in samples:
+        out.sort()
+        result.append((statistics.median(out), percentile(out, 90)))
+    return result
+
+
+class Mount:
+    def __init__(self, binary):
+        self.tmp = Path(tempfile.mkdtemp(prefix="sbxfs-bench-"))
+        self.mnt = self.tmp / "mnt"
+        for d in ("ws", "state", "mnt"):
+            (self.tmp / d).mkdir()
+        self.log = open(self.tmp / "sbxfs.log", "wb")
+        self.proc = subprocess.Popen(
+            [str(binary), "-f", "--workspace", str(self.tmp / "ws"),
+             "--state-dir", str(self.tmp / "state"), str(self.mnt)],
+            stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 10
+        while not (self.mnt / "sessions" / "default").is_dir():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.close()
+                sys.exit(f"sbxfs did not mount:\n{self.log_text()}")
+            time.sleep(0.02)
+
+    def log_text(self):
+        try:
+            return (self.tmp / "sbxfs.log").read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def close(self):
+        if self.proc.poll() is None:
+            subprocess.run(["fusermount3", "-u", str(self.mnt)], stderr=subprocess.DEVNULL)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.send_signal(signal.SIGTERM)
+                try:
+                    self.proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait()
+        self.log.close()
+        if os.path.ismount(self.mnt):  # a killed daemon leaves a dead mount behind
+            subprocess.run(["fusermount3", "-u", "-z", str(self.mnt)], stderr=subprocess.DEVNULL)
+        if not os.path.ismount(self.mnt):
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runs", type=int, default=300)
+    ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--sessions", type=int, default=100)
+    args = ap.parse_args()
+
+    binary = sbxfs_binary()
+    if not os.access(binary, os.X_OK):
+        sys.exit(f"no sbxfs binary at {binary} (build it, or set SBXFS_BIN)")
+    t_start = time.monotonic()
+    m = Mount(binary)
+
+    def watchdog():
+        print(f"bench: still running after {WATCHDOG_SECONDS}s; killing sbxfs", file=sys.stderr)
+        m.proc.kill()
+
+    timer = threading.Timer(WATCHDOG_SECONDS, watchdog)
+    timer.daemon = True
+    timer.start()
+    try:
+        pid = m.proc.pid
+        sessions = m.mnt / "sessions"
+
+        # (a) round trip of one command vs. a fresh bash
+        sdir = sessions / "bench"
+        os.mkdir(sdir)
+        cmd, exitf = str(sdir / "cmd"), str(sdir / "exit")
+
+        def roundtrip():
+            write_file(cmd, b"true\n")
+            status = read_to_eof(exitf)
+            if status != b"0\n":
+                raise RuntimeError(f"`true` in a session exited with {status!r}")
+
+        def fresh_bash():
+            subprocess.run(["bash", "-c", "true"], check=True)
+
+        (sbx_med, sbx_p90), (bash_med, bash_p90) = timings(
+            [roundtrip, fresh_bash], args.runs, args.warmup)
+        os.rmdir(sdir)
+
+        # (b) memory of idle sessions
+        time.sleep(0.2)
+        rss_before = vmrss_kib(pid)
+        kids_before = descendants(pid)
+        rss_kids_before = sum(vmrss_kib(p) for p in kids_before)
+        names = [f"idle{i:03d}" for i in range(args.sessions)]
+        t0 = time.monotonic()
+        for n in names:
+            os.mkdir(sessions / n)
+        for n in names:
+            write_file(str(sessions / n / "cmd"), b"true\n")
+        for n in names:
+            status = read_to_eof(str(sessions / n / "exit"))
+            if status != b"0\n":
+                raise RuntimeError(f"session {n}: `true` exited with {status!r}")
+        t_up = time.monotonic() - t0
+        time.sleep(0.2)
+        rss_after = vmrss_kib(pid)
+        kids_after = descendants(pid)
+        rss_kids_after = sum(vmrss_kib(p) for p in kids_after)
+        t0 = time.monotonic()
+        for n in names:
+            os.rmdir(sessions / n)
+        t_down = time.monotonic() - t0
+        time.sleep(0.2)
+        rss_removed = vmrss_kib(pid)
+        kids_removed = descendants(pid)
+        rss_kids_removed = sum(vmrss_kib(p) for p in kids_removed)
+    finally:
+        timer.cancel()
+        m.close()
+
+    n = args.sessions
+    print(f"sbxfs session benchmark ({binary})")
+    print()
+    print(f"(a) round trip, {args.runs} runs each after {args.warmup} warm-up, interleaved, ms")
+    print(f"    {'':34} {'median':>8} {'p90':>8}")
+    print(f"    {'echo true > cmd; cat exit':34} {sbx_med:8.3f} {sbx_p90:8.3f}")
+    print(f"    {'bash -c true (fresh process)':34} {bash_med:8.3f} {bash_p90:8.3f}")
+    print(f"    {'ratio sbxfs / fresh bash':34} {sbx_med / bash_med:8.2f} {sbx_p90 / bash_p90:8.2f}")
+    print(f"    (a command in a session costs {sbx_med / bash_med:.2f}x starting a fresh bash)")
+    print()
+    print(f"(b) memory, {n} idle sessions (created and each ran `true` in {t_up:.2f} s;"
+          f" removed in {t_down:.2f} s)")
+    print(f"    {'':34} {'before':>10} {'with ' + str(n):>10} {'removed':>10}")
+    print(f"    {'sbxfs daemon VmRSS, KiB':34} {rss_before:10} {rss_after:10} {rss_removed:10}")
+    print(f"    {'descendant processes':34} {len(kids_before):10} {len(kids_after):10}"
+          f" {len(kids_removed):10}")
+    print(f"    {'descendants VmRSS total, KiB':34} {rss_kids_before:10} {rss_kids_after:10}"
+          f" {rss_kids_removed:10}")
+    print(f"    daemon growth per session: {(rss_after - rss_before) / n:.1f} KiB;"
+          f" shells: {(rss_kids_after - rss_kids_before) / n:.0f} KiB each"
+          " (VmRSS counts shared pages in every process)")
+    print()
+    print(f"total time {time.monotonic() - t_start:.1f} s")
+
+
+if __name__ == "__main__":
+    main()

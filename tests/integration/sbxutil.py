@@ -1,0 +1,569 @@
+"""Helpers shared by the sbxfs integration tests.
+
+Everything that may block on the FUSE daemon goes through `Background`/`bounded`, which run
+the blocking call in a helper thread and fail the test when it does not return in time, so a
+hung daemon fails a test instead of hanging CI.  (A thread stuck inside a FUSE request cannot
+be cancelled; the per-test watchdog in conftest.py kills the daemon when a test overruns, which
+aborts the connection and releases every stuck syscall.)
+"""
+
+import errno
+import hashlib
+import os
+import random
+import re
+import select
+import shlex
+import shutil
+import signal
+import subprocess
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+# Seconds a single FUSE operation of a test may take before the test fails.
+IO_TIMEOUT = 30
+
+# Every live daemon started by the tests; the per-test watchdog aborts them on overrun.
+LIVE_MOUNTS = set()
+_LIVE_LOCK = threading.Lock()
+
+# A variable put into the daemon's environment; it must never reach a session's shell.
+CANARY_NAME = "SBXFS_TEST_CANARY"
+
+
+def sbxfs_binary() -> Path:
+    """build/sbxfs of the repository, or $SBXFS_BIN, or $SBXFS_BUILD/sbxfs."""
+    if os.environ.get("SBXFS_BIN"):
+        return Path(os.environ["SBXFS_BIN"]).expanduser().resolve()
+    build = os.environ.get("SBXFS_BUILD")
+    build_dir = Path(build).expanduser().resolve() if build else REPO_ROOT / "build"
+    return build_dir / "sbxfs"
+
+
+def extra_args():
+    return shlex.split(os.environ.get("SBXFS_EXTRA_ARGS", ""))
+
+
+def uniq(prefix="t"):
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def sleep_tag():
+    """A unique duration like 1000.123456, so `sleep <tag>` can be found with pgrep -f."""
+    return f"1000.{random.randrange(10**8, 10**9)}"
+
+
+# ---------------------------------------------------------------------------------------------
+# bounded blocking calls
+
+
+class Background:
+    """Runs fn(*args, **kwargs) in a daemon thread; collect the outcome with result()."""
+
+    def __init__(self, fn, *args, what=None, **kwargs):
+        self.what = what or getattr(fn, "__name__", repr(fn))
+        self._box = {}
+        self._thread = threading.Thread(
+            target=self._run, args=(fn, args, kwargs), name=f"bg {self.what}", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, fn, args, kwargs):
+        try:
+            self._box["value"] = fn(*args, **kwargs)
+        except BaseException as exc:  # handed to the caller by result()
+            self._box["error"] = exc
+
+    def wait(self, timeout):
+        """True when the call has returned (or raised) within `timeout` seconds."""
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def done(self):
+        return not self._thread.is_alive()
+
+    def result(self, timeout=IO_TIMEOUT):
+        if not self.wait(timeout):
+            pytest.fail(
+                f"{self.what}: still blocked after {timeout}s (daemon hung or deadlocked?)",
+                pytrace=False,
+            )
+        if "error" in self._box:
+            raise self._box["error"]
+        return self._box.get("value")
+
+
+def bounded(fn, *args, timeout=IO_TIMEOUT, what=None, **kwargs):
+    """fn(*args, **kwargs), failing the test if it does not return within `timeout` s."""
+    return Background(fn, *args, what=what, **kwargs).result(timeout)
+
+
+def _read_all(path):
+    with open(path, "rb", buffering=0) as f:
+        chunks = []
+        while True:
+            chunk = f.read(1 << 20)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+
+
+def read_bytes(path, timeout=IO_TIMEOUT):
+    """open + read to EOF + close, bounded."""
+    return bounded(_read_all, path, timeout=timeout, what=f"reading {path}")
+
+
+def read_fd_to_eof(fd, timeout=IO_TIMEOUT):
+    def go():
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+
+    return bounded(go, timeout=timeout, what=f"reading fd {fd} to EOF")
+
+
+SHELL_WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC  # what `echo x > file` uses
+
+
+def _write_all(path, data, flags):
+    fd = os.open(path, flags, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+    finally:
+        os.close(fd)
+
+
+def write_bytes(path, data, timeout=IO_TIMEOUT, flags=SHELL_WRITE_FLAGS):
+    """open + write everything + close, bounded; raises OSError like the failing syscall."""
+    if isinstance(data, str):
+        data = data.encode()
+    bounded(_write_all, path, data, flags, timeout=timeout, what=f"writing {path}")
+
+
+def write_errno(path, data, timeout=IO_TIMEOUT, flags=SHELL_WRITE_FLAGS):
+    """Opens `path`, does ONE write() of `data`, closes.
+
+    Returns the errno of the write (0 on success).  Failures of open() or close() are not
+    what the caller is checking, so they fail the test with a message saying which call it was.
+    """
+    if isinstance(data, str):
+        data = data.encode()
+
+    def go():
+        fd = os.open(path, flags, 0o644)
+        try:
+            n = os.write(fd, data)
+            assert n == len(data), f"short write to {path}: {n} of {len(data)} bytes"
+            err = 0
+        except OSError as exc:
+            err = exc.errno
+        try:
+            os.close(fd)
+        except OSError as exc:
+            pytest.fail(f"close() of {path} failed after the write: {exc}", pytrace=False)
+        return err
+
+    return bounded(go, timeout=timeout, what=f"write() to {path}")
+
+
+def errno_of(fn, *args, timeout=IO_TIMEOUT, **kwargs):
+    """errno raised by fn(*args) (bounded), or 0 if it succeeded."""
+
+    def go():
+        try:
+            fn(*args, **kwargs)
+        except OSError as exc:
+            return exc.errno
+        return 0
+
+    return bounded(go, timeout=timeout, what=getattr(fn, "__name__", "call"))
+
+
+def errname(num):
+    return errno.errorcode.get(num, str(num)) if num else "success"
+
+
+# ---------------------------------------------------------------------------------------------
+# polling
+
+
+def wait_until(fn, timeout, what, interval=0.02, show=None):
+    """Polls fn() until it returns something truthy; returns that. Fails after `timeout` s,
+    describing the state with show() if given, else with fn()'s last value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        last = fn()
+        if last:
+            return last
+        if time.monotonic() >= deadline:
+            state = show() if show else f"last: {last!r}"
+            pytest.fail(f"timed out after {timeout}s waiting for {what} ({state})",
+                        pytrace=False)
+        time.sleep(interval)
+
+
+def wait_file_sh(name, seconds=60):
+    """Shell snippet: wait (bounded) for file `name` to exist; its status is 0 iff it does."""
+    q = shlex.quote(name)
+    n = int(seconds / 0.05)
+    return (f"_w=0; while [ ! -e {q} ] && [ $_w -lt {n} ]; do sleep 0.05; _w=$((_w+1)); done; "
+            f"[ -e {q} ]")
+
+
+def read_pipe_until(pipe, needle, timeout):
+    """Reads a (host) pipe until `needle` appeared; returns what was read."""
+    fd = pipe.fileno()
+    buf = b""
+    deadline = time.monotonic() + timeout
+    while needle not in buf:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            pytest.fail(f"timed out waiting for {needle!r} on pipe (got {buf!r})", pytrace=False)
+        ready, _, _ = select.select([fd], [], [], left)
+        if ready:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                pytest.fail(f"pipe closed before {needle!r} appeared (got {buf!r})",
+                            pytrace=False)
+            buf += chunk
+    return buf
+
+
+# ---------------------------------------------------------------------------------------------
+# processes
+
+
+def _proc_stat(pid):
+    """(state, ppid) of a process, or None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    rest = data[data.rindex(b")") + 2:].split()
+    return rest[0].decode(), int(rest[1])
+
+
+def pid_alive(pid):
+    st = _proc_stat(pid)
+    return st is not None and st[0] not in ("Z", "X")
+
+
+def proc_state(pid):
+    st = _proc_stat(pid)
+    return st[0] if st else None
+
+
+def proc_parent(pid):
+    st = _proc_stat(pid)
+    return st[1] if st else None
+
+
+def proc_comm(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def all_pids():
+    return [int(p) for p in os.listdir("/proc") if p.isdigit()]
+
+
+def procs_matching(text):
+    """Live pids (other than ours) whose command line contains `text` (like pgrep -f)."""
+    found = []
+    me = os.getpid()
+    for pid in all_pids():
+        if pid == me:
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in cmdline and pid_alive(pid):
+            found.append(pid)
+    return found
+
+
+def descendants(root):
+    """All live descendants of pid `root`."""
+    children = {}
+    for pid in all_pids():
+        st = _proc_stat(pid)
+        if st and st[0] not in ("Z", "X"):
+            children.setdefault(st[1], []).append(pid)
+    out, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def kill_quietly(pids):
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def run_proc(args, timeout=60, **kwargs):
+    """subprocess.run in its own process group, the whole group killed on timeout."""
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         start_new_session=True, **kwargs)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, err = p.communicate(timeout=10)
+        pytest.fail(f"{args!r} did not finish within {timeout}s; stdout so far {out[-500:]!r}",
+                    pytrace=False)
+    return subprocess.CompletedProcess(args, p.returncode, out, err)
+
+
+# ---------------------------------------------------------------------------------------------
+# mounts
+
+
+def mountpoints():
+    """Mount points of this mount namespace, from /proc/self/mountinfo (no FUSE access)."""
+    points = set()
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            field = line.split()[4]
+            points.add(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field))
+    return points
+
+
+def is_mounted(path):
+    return os.path.realpath(path) in mountpoints()
+
+
+def sha256(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+class SbxMount:
+    """One sbxfs daemon: <tmp>/mnt mounted from <tmp>/ws, state in <tmp>/state."""
+
+    def __init__(self, tmp: Path):
+        self.tmp = Path(tmp)
+        self.mnt = self.tmp / "mnt"
+        self.ws = self.tmp / "ws"
+        self.state = self.tmp / "state"
+        for d in (self.mnt, self.ws, self.state):
+            d.mkdir(parents=True, exist_ok=True)
+        self.ws_real = os.path.realpath(self.ws)
+        self.sessions = self.mnt / "sessions"
+        self.workspace = self.mnt / "workspace"
+        self.proc = None
+        self.canary = uniq("canary")
+        self.stdout_log = self.tmp / "daemon.stdout"
+        self.stderr_log = self.tmp / "daemon.stderr"
+
+    # -- daemon lifecycle -----------------------------------------------------------------
+
+    def command_line(self):
+        return [str(sbxfs_binary()), "-f", "--workspace", str(self.ws),
+                "--state-dir", str(self.state), *extra_args(), str(self.mnt)]
+
+    def start(self, timeout=10):
+        binary = sbxfs_binary()
+        if not os.access(binary, os.X_OK):
+            pytest.fail(f"sbxfs binary not found or not executable: {binary} "
+                        f"(build with `meson compile -C build`, or set SBXFS_BIN/SBXFS_BUILD)",
+                        pytrace=False)
+        env = dict(os.environ)
+        env[CANARY_NAME] = self.canary
+        with open(self.stdout_log, "ab") as out, open(self.stderr_log, "ab") as err:
+            self.proc = subprocess.Popen(self.command_line(), stdin=subprocess.DEVNULL,
+                                         stdout=out, stderr=err, env=env,
+                                         start_new_session=True)
+        with _LIVE_LOCK:
+            LIVE_MOUNTS.add(self)
+        deadline = time.monotonic() + timeout
+        while not is_mounted(self.mnt):
+            if self.proc.poll() is not None:
+                with _LIVE_LOCK:
+                    LIVE_MOUNTS.discard(self)
+                pytest.fail(f"sbxfs exited with status {self.proc.returncode} before mounting; "
+                            f"command {self.command_line()}\nstderr:\n{self.daemon_log()}",
+                            pytrace=False)
+            if time.monotonic() > deadline:
+                self.abort()
+                pytest.fail(f"{self.mnt} not mounted {timeout}s after starting sbxfs\n"
+                            f"stderr:\n{self.daemon_log()}", pytrace=False)
+            time.sleep(0.02)
+        # Mounted; make sure the daemon answers before handing it to tests.
+        bounded(os.listdir, self.mnt, timeout=timeout, what="first listdir of the mount")
+        return self
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def daemon_log(self, limit=6000):
+        text = ""
+        for path in (self.stderr_log, self.stdout_log):
+            try:
+                data = path.read_bytes().decode(errors="replace")
+            except OSError:
+                continue
+            if data:
+                text += f"--- {path.name} ---\n{data[-limit:]}\n"
+        return text or "(daemon wrote nothing)"
+
+    def check_alive(self, when):
+        if self.proc is not None and self.proc.poll() is not None:
+            pytest.fail(f"sbxfs daemon is dead ({when}); exit status {self.proc.returncode}\n"
+                        f"{self.daemon_log()}", pytrace=False)
+
+    def fusermount_unmount(self, attempts=20):
+        """fusermount3 -u, retried while the mount is busy. Returns the last CompletedProcess."""
+        res = None
+        for _ in range(attempts):
+            res = subprocess.run(["fusermount3", "-u", str(self.mnt)], capture_output=True,
+                                 timeout=10)
+            if res.returncode == 0 or not is_mounted(self.mnt):
+                return res
+            time.sleep(0.25)
+        return res
+
+    def wait_exit(self, timeout=10):
+        """Waits for the daemon; returns its status or None if it is still running."""
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def abort(self):
+        """Emergency stop: SIGKILL the daemon (aborting the FUSE connection) and detach."""
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                self.proc.kill()
+            except OSError:
+                pass
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        if is_mounted(self.mnt):
+            subprocess.run(["fusermount3", "-u", "-z", str(self.mnt)], capture_output=True,
+                           timeout=10)
+        with _LIVE_LOCK:
+            LIVE_MOUNTS.discard(self)
+
+    def stop(self):
+        """Normal teardown: fusermount3 -u, wait 10 s (then kill). Returns a list of problems."""
+        problems = []
+        if self.proc is None:
+            return problems
+        if self.proc.poll() is not None:
+            problems.append(f"daemon had already exited with status {self.proc.returncode}")
+        else:
+            res = self.fusermount_unmount()
+            if res.returncode != 0 and is_mounted(self.mnt):
+                problems.append(f"fusermount3 -u failed: {res.stderr.decode(errors='replace')}")
+            rc = self.wait_exit(10)
+            if rc is None:
+                problems.append("daemon still running 10 s after unmount; killed it")
+            elif rc != 0:
+                problems.append(f"daemon exited with status {rc} after unmount")
+        self.abort()
+        if is_mounted(self.mnt):
+            problems.append(f"{self.mnt} still mounted after teardown")
+        if problems:
+            problems.append(self.daemon_log())
+        return problems
+
+    def cleanup_tmp(self):
+        if is_mounted(self.mnt):
+            return  # never rm -rf through a live mount
+        if os.environ.get("SBXFS_KEEP_TMP"):
+            return
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    # -- sessions -------------------------------------------------------------------------
+
+    def new_session(self, name=None):
+        """mkdir a fresh session directory; returns its path."""
+        path = self.sessions / (name or uniq("s"))
+        bounded(os.mkdir, path, what=f"mkdir {path}")
+        return path
+
+    def submit(self, session, cmd, timeout=IO_TIMEOUT):
+        """Writes `cmd` to <session>/cmd the way a shell redirection does (submitted at close)."""
+        write_bytes(Path(session) / "cmd", cmd, timeout=timeout)
+
+    def read(self, session, name, timeout=IO_TIMEOUT):
+        return read_bytes(Path(session) / name, timeout=timeout)
+
+    def exit_status(self, session, timeout=IO_TIMEOUT):
+        """Blocks (bounded) for the latest command; its status as an int, None if empty."""
+        data = self.read(session, "exit", timeout=timeout)
+        if data == b"":
+            return None
+        assert re.fullmatch(rb"[0-9]+\n", data), f"malformed exit file content {data!r}"
+        return int(data)
+
+    def run(self, session, cmd, timeout=IO_TIMEOUT):
+        """Submits `cmd`, then returns (stdout bytes, stderr bytes, exit status)."""
+        deadline = time.monotonic() + timeout
+        self.submit(session, cmd, timeout=timeout)
+        out = self.read(session, "stdout", timeout=max(1.0, deadline - time.monotonic()))
+        err = self.read(session, "stderr", timeout=max(1.0, deadline - time.monotonic()))
+        code = self.exit_status(session, timeout=max(1.0, deadline - time.monotonic()))
+        return out, err, code
+
+    def touch(self, name):
+        """Creates a marker file in the workspace (on the host side)."""
+        (self.ws / name).touch()
+
+    def wait_ws_file(self, name, timeout=20):
+        wait_until(lambda: (self.ws / name).exists(), timeout, f"workspace file {name}")
+
+    def read_env(self, session):
+        text = self.read(session, "env").decode()
+        env = {}
+        for line in text.splitlines():
+            assert "=" in line, f"env line without '=': {line!r} in {text!r}"
+            name, value = line.split("=", 1)
+            env[name] = value
+        return env
+
+    uniq = staticmethod(uniq)
+
+
+def abort_all_mounts(reason):
+    with _LIVE_LOCK:
+        mounts = list(LIVE_MOUNTS)
+    for m in mounts:
+        try:
+            with open(m.stderr_log, "ab") as f:
+                f.write(f"\n[test harness] SIGKILL: {reason}\n".encode())
+        except OSError:
+            pass
+        m.abort()
