@@ -19,6 +19,8 @@
 
 struct ctlfh {
 	enum ctl_kind kind;
+	unsigned n;            /* run number for a run's files, 0 for the session's */
+	bool stdin_writer;     /* counted as a writer of the session's stdin */
 	int refs;
 	struct session *s;
 	struct run *run;       /* stdout, stderr, exit: the latest run when opened */
@@ -47,6 +49,8 @@ static void fh_free(struct ctlfh *fh)
 {
 	if (fh->run)
 		run_unref(fh->run);
+	if (fh->stdin_writer)
+		session_stdin_close(fh->s);
 	if (fh->s)
 		session_unref(fh->s);
 	if (fh->ph)
@@ -118,8 +122,49 @@ static int open_snapshot(struct ctlfh *fh)
 			fh->snaplen = fh->run->cmdlen;
 		}
 		break;
+	case K_TIMEOUT:
+		fh->snap = xasprintf("%llu\n", (unsigned long long)session_timeout(fh->s));
+		fh->snaplen = strlen(fh->snap);
+		break;
+	case K_STATUS:
+		if (fh->n)
+			fh->snap = run_status(fh->run);
+		else
+			fh->snap = session_status(fh->s, &fh->snaplen);
+		fh->snaplen = strlen(fh->snap);
+		break;
 	default:
 		break;
+	}
+	return 0;
+}
+
+static bool is_dir(enum ctl_kind k)
+{
+	return k == K_ROOT || k == K_SESSIONS || k == K_SDIR || k == K_RUNS || k == K_RUNDIR;
+}
+
+static bool is_writable(enum ctl_kind k, unsigned n)
+{
+	return n == 0 && (k == K_CMD || k == K_ENV || k == K_CWD || k == K_TIMEOUT ||
+			  k == K_CTL || k == K_STDIN);
+}
+
+/* Binds a per-session handle to its session and run; -ENOENT if either is gone. */
+static int bind_session(struct ctlfh *fh, fuse_ino_t ino, bool writing)
+{
+	fh->s = ctl_session(ino);
+	if (!fh->s)
+		return -ENOENT;
+	fh->run = fh->n ? session_run(fh->s, fh->n) : session_latest(fh->s);
+	if (fh->n && !fh->run)
+		return -ENOENT;
+	if (writing && fh->kind == K_STDIN) {
+		int rc = session_stdin_open(fh->s);
+
+		if (rc < 0)
+			return rc;
+		fh->stdin_writer = true;
 	}
 	return 0;
 }
@@ -129,33 +174,28 @@ void ctl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	enum ctl_kind k = ino_kind(ino);
 	bool writing = (fi->flags & O_ACCMODE) != O_RDONLY;
 	struct ctlfh *fh;
-	int rc;
+	int rc = 0;
 
-	if (k >= K_MAX || k == K_ROOT || k == K_SESSIONS || k == K_SDIR) {
+	if (k >= K_MAX || is_dir(k)) {
 		fuse_reply_err(req, k >= K_MAX ? ENOENT : EISDIR);
 		return;
 	}
-	if (writing && k != K_CMD && k != K_ENV && k != K_CWD) {
+	if (writing && !is_writable(k, ino_run(ino))) {
 		fuse_reply_err(req, EACCES);
 		return;
 	}
 	fh = xcalloc(1, sizeof(*fh));
 	fh->kind = k;
+	fh->n = ino_run(ino);
 	fh->refs = 1;
 	pthread_mutex_init(&fh->lock, NULL);
 	pthread_mutex_lock(&open_lock);
 	LIST_INSERT_HEAD(&open_files, fh, link);
 	pthread_mutex_unlock(&open_lock);
-	if (k > K_SDIR) {
-		fh->s = ctl_session(ino);
-		if (!fh->s) {
-			fh_unref(fh);
-			fuse_reply_err(req, ENOENT);
-			return;
-		}
-		fh->run = session_latest(fh->s);
-	}
-	rc = open_snapshot(fh);
+	if (k > K_RUNDIR)
+		rc = bind_session(fh, ino, writing);
+	if (rc == 0)
+		rc = open_snapshot(fh);
 	if (rc < 0) {
 		fh_unref(fh);
 		fuse_reply_err(req, -rc);
@@ -321,6 +361,73 @@ static int cd_attempt(struct park *p)
 	return 0;
 }
 
+/* One verb per line; a bad line fails the write (the lines before it took effect). */
+static int write_ctl(struct ctlfh *fh, const char *buf, size_t size)
+{
+	size_t pos = 0;
+
+	while (pos < size) {
+		const char *nl = memchr(buf + pos, '\n', size - pos);
+		size_t len = nl ? (size_t)(nl - (buf + pos)) : size - pos;
+		int rc = len ? session_ctl(fh->s, buf + pos, len) : 0;
+
+		if (rc < 0)
+			return rc;
+		pos += len + 1;
+	}
+	return 0;
+}
+
+struct stdin_req {
+	struct ctlfh *fh;
+	char *data;
+	size_t size;
+};
+
+static void stdin_req_free(void *arg)
+{
+	struct stdin_req *sr = arg;
+
+	fh_unref(sr->fh);
+	free(sr->data);
+	free(sr);
+}
+
+static int stdin_attempt(struct park *p)
+{
+	struct stdin_req *sr = park_arg(p);
+	ssize_t n = session_stdin_write(sr->fh->s, sr->data, sr->size, park_waiter(p));
+
+	if (n == -EAGAIN)
+		return -EAGAIN;
+	if (n < 0)
+		fuse_reply_err(park_req(p), (int)-n);
+	else
+		fuse_reply_write(park_req(p), (size_t)n);
+	return 0;
+}
+
+/* Bytes go to the running command's stdin or wait for the next; a full buffer parks the
+ * writer, as a full pipe would block it. */
+static void write_stdin(fuse_req_t req, struct ctlfh *fh, const char *buf, size_t size)
+{
+	ssize_t n = session_stdin_write(fh->s, buf, size, NULL);
+	struct stdin_req *sr;
+
+	if (n >= 0) {
+		fuse_reply_write(req, (size_t)n);
+		return;
+	}
+	if (n != -EAGAIN) {
+		fuse_reply_err(req, (int)-n);
+		return;
+	}
+	sr = xmalloc(sizeof(*sr));
+	__atomic_add_fetch(&fh->refs, 1, __ATOMIC_RELAXED);
+	*sr = (struct stdin_req){fh, xmemdup(buf, size), size};
+	park_request(req, stdin_attempt, sr, stdin_req_free);
+}
+
 void ctl_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 	       struct fuse_file_info *fi)
 {
@@ -331,10 +438,18 @@ void ctl_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off
 
 	(void)ino;
 	(void)off;
+	if (fh->kind == K_STDIN) {
+		write_stdin(req, fh, buf, size);
+		return;
+	}
 	if (fh->kind == K_CMD)
 		rc = write_cmd(fh, buf, size);
 	else if (fh->kind == K_ENV)
 		rc = write_env(fh, buf, size);
+	else if (fh->kind == K_TIMEOUT)
+		rc = session_set_timeout(fh->s, buf, size);
+	else if (fh->kind == K_CTL)
+		rc = write_ctl(fh, buf, size);
 	else if (fh->kind == K_CWD) {
 		rc = session_chdir(fh->s, buf, size, &t);
 		if (rc == 0) {
@@ -435,7 +550,7 @@ void ctl_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	bool ready;
 
 	(void)ino;
-	if (fh->kind == K_CMD || fh->kind == K_ENV || fh->kind == K_CWD)
+	if (is_writable(fh->kind, fh->n))
 		revents |= POLLOUT | POLLWRNORM;
 	if (!fh->run || (!is_stream(fh->kind) && fh->kind != K_EXIT)) {
 		if (ph)

@@ -15,19 +15,40 @@
 #include "workspace.h"
 #include "xmalloc.h"
 
+/* where: which directories hold the file: a session's, a run's, or both. */
+enum { IN_SESSION = 1, IN_RUN = 2 };
+
 struct kind_info {
 	const char *name;
 	mode_t mode;
+	int where;
 };
 
 static const struct kind_info kinds[K_MAX] = {
-	[K_ROOT] = {"", S_IFDIR | 0755},       [K_README] = {"README", S_IFREG | 0444},
-	[K_SESSIONS] = {"sessions", S_IFDIR | 0755}, [K_CLONE] = {"clone", S_IFREG | 0444},
-	[K_SDIR] = {"", S_IFDIR | 0755},       [K_CMD] = {"cmd", S_IFREG | 0644},
-	[K_STDOUT] = {"stdout", S_IFREG | 0444}, [K_STDERR] = {"stderr", S_IFREG | 0444},
-	[K_EXIT] = {"exit", S_IFREG | 0444},   [K_ENV] = {"env", S_IFREG | 0644},
-	[K_CWD] = {"cwd", S_IFREG | 0644},
+	[K_ROOT] = {"", S_IFDIR | 0755, 0},
+	[K_README] = {"README", S_IFREG | 0444, 0},
+	[K_SESSIONS] = {"sessions", S_IFDIR | 0755, 0},
+	[K_CLONE] = {"clone", S_IFREG | 0444, 0},
+	[K_SDIR] = {"", S_IFDIR | 0755, 0},
+	[K_RUNS] = {"runs", S_IFDIR | 0755, IN_SESSION},
+	[K_RUNDIR] = {"", S_IFDIR | 0755, 0},
+	[K_CMD] = {"cmd", S_IFREG | 0644, IN_SESSION | IN_RUN},
+	[K_STDOUT] = {"stdout", S_IFREG | 0444, IN_SESSION | IN_RUN},
+	[K_STDERR] = {"stderr", S_IFREG | 0444, IN_SESSION | IN_RUN},
+	[K_EXIT] = {"exit", S_IFREG | 0444, IN_SESSION | IN_RUN},
+	[K_STATUS] = {"status", S_IFREG | 0444, IN_SESSION | IN_RUN},
+	[K_ENV] = {"env", S_IFREG | 0644, IN_SESSION},
+	[K_CWD] = {"cwd", S_IFREG | 0644, IN_SESSION},
+	[K_TIMEOUT] = {"timeout", S_IFREG | 0644, IN_SESSION},
+	[K_CTL] = {"ctl", S_IFREG | 0200, IN_SESSION},
+	[K_STDIN] = {"stdin", S_IFREG | 0200, IN_SESSION},
 };
+
+/* A file's mode: a run's files are history, read-only. */
+static mode_t kind_mode(enum ctl_kind k, unsigned run)
+{
+	return run ? (kinds[k].mode & ~(mode_t)0222) : kinds[k].mode;
+}
 
 /* Names at the root and in sessions/ never change: let the kernel keep them. */
 #define FIXED_TIMEOUT 3600.0
@@ -56,9 +77,9 @@ static void stat_exit(struct run *r, struct stat *st)
 		st->st_size = snprintf(NULL, 0, "%d\n", status);
 }
 
-static void stat_session_file(struct session *s, enum ctl_kind k, struct stat *st)
+static void stat_session_file(struct session *s, enum ctl_kind k, unsigned n, struct stat *st)
 {
-	struct run *r = session_latest(s);
+	struct run *r = n ? session_run(s, n) : session_latest(s);
 
 	if (k == K_STDOUT || k == K_STDERR)
 		stat_stream(r, k == K_STDOUT ? RUN_STDOUT : RUN_STDERR, st);
@@ -70,16 +91,33 @@ static void stat_session_file(struct session *s, enum ctl_kind k, struct stat *s
 		run_unref(r);
 }
 
+/* Per-session inodes exist while their session (and, for a run's, that run) does. */
+static int check_exists(struct session *s, fuse_ino_t ino)
+{
+	unsigned n = ino_run(ino);
+	struct run *r;
+
+	if (!n)
+		return ino_kind(ino) == K_RUNDIR ? -ENOENT : 0;
+	r = session_run(s, n);
+	if (!r)
+		return -ENOENT;
+	run_unref(r);
+	return 0;
+}
+
 int ctl_stat(fuse_ino_t ino, struct stat *st, struct fuse_file_info *fi)
 {
 	enum ctl_kind k = ino_kind(ino);
+	unsigned n = ino_run(ino);
 	struct session *s = NULL;
+	bool open_handle = fi && fi->fh && k > K_RUNDIR;
 
 	if (k >= K_MAX)
 		return -ENOENT;
 	memset(st, 0, sizeof(*st));
 	st->st_ino = ino;
-	st->st_mode = kinds[k].mode;
+	st->st_mode = kind_mode(k, n);
 	st->st_nlink = S_ISDIR(st->st_mode) ? 2 : 1;
 	st->st_uid = getuid();
 	st->st_gid = getgid();
@@ -87,16 +125,21 @@ int ctl_stat(fuse_ino_t ino, struct stat *st, struct fuse_file_info *fi)
 	st->st_mtim = st->st_ctim = st->st_atim = mount_time;
 	if (k >= K_SDIR) {
 		s = ctl_session(ino);
-		if (!s)
+		/* An open file outlives its session: fstat on it still works. */
+		if ((!s || check_exists(s, ino) < 0) && !open_handle) {
+			if (s)
+				session_unref(s);
 			return -ENOENT;
-		st->st_mtim = st->st_ctim = st->st_atim = session_ctime(s);
+		}
+		if (s)
+			st->st_mtim = st->st_ctim = st->st_atim = session_ctime(s);
 	}
 	if (k == K_README)
 		st->st_size = (off_t)strlen(readme_text);
-	else if (fi && fi->fh && ctlfile_stat(fi, st) == 0)
+	else if (open_handle && ctlfile_stat(fi, st) == 0)
 		;
-	else if (s && k > K_SDIR)
-		stat_session_file(s, k, st);
+	else if (s && k > K_RUNDIR)
+		stat_session_file(s, k, n, st);
 	if (s)
 		session_unref(s);
 	st->st_blocks = (st->st_size + 511) / 512;
@@ -124,9 +167,9 @@ static void lookup_root(fuse_req_t req, const char *name)
 	int rc;
 
 	if (strcmp(name, "README") == 0) {
-		reply_entry(req, ctl_ino(0, K_README), FIXED_TIMEOUT);
+		reply_entry(req, ctl_ino(0, K_README, 0), FIXED_TIMEOUT);
 	} else if (strcmp(name, "sessions") == 0) {
-		reply_entry(req, ctl_ino(0, K_SESSIONS), FIXED_TIMEOUT);
+		reply_entry(req, ctl_ino(0, K_SESSIONS, 0), FIXED_TIMEOUT);
 	} else if (strcmp(name, "workspace") == 0) {
 		rc = ws_root_entry(&e);
 		if (rc < 0)
@@ -143,7 +186,7 @@ static void lookup_sessions(fuse_req_t req, const char *name)
 	struct session *s;
 
 	if (strcmp(name, "clone") == 0) {
-		reply_entry(req, ctl_ino(0, K_CLONE), FIXED_TIMEOUT);
+		reply_entry(req, ctl_ino(0, K_CLONE, 0), FIXED_TIMEOUT);
 		return;
 	}
 	s = session_find(name);
@@ -152,19 +195,33 @@ static void lookup_sessions(fuse_req_t req, const char *name)
 		return;
 	}
 	/* Timeout 0: a session removed and made again under the same name is a new directory. */
-	reply_entry(req, ctl_ino(session_serial(s), K_SDIR), 0);
+	reply_entry(req, ctl_ino(session_serial(s), K_SDIR, 0), 0);
 	session_unref(s);
 }
 
-static void lookup_session_file(fuse_req_t req, fuse_ino_t parent, const char *name)
+static void lookup_file(fuse_req_t req, fuse_ino_t parent, const char *name, int where)
 {
-	for (int k = K_SDIR + 1; k < K_MAX; k++) {
-		if (strcmp(name, kinds[k].name) == 0) {
-			reply_entry(req, ctl_ino(ino_serial(parent), k), FIXED_TIMEOUT);
+	for (int k = K_RUNS; k < K_MAX; k++) {
+		if ((kinds[k].where & where) && strcmp(name, kinds[k].name) == 0) {
+			reply_entry(req, ctl_ino(ino_serial(parent), k, ino_run(parent)),
+				    FIXED_TIMEOUT);
 			return;
 		}
 	}
 	fuse_reply_err(req, ENOENT);
+}
+
+static void lookup_run(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	char *end;
+	unsigned long n = strtoul(name, &end, 10);
+
+	if (*end || end == name || name[0] == '0' || n > RUN_MAX) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	/* Timeout 0: the run may leave the history at any time. */
+	reply_entry(req, ctl_ino(ino_serial(parent), K_RUNDIR, (unsigned)n), 0);
 }
 
 void ctl_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -177,7 +234,13 @@ void ctl_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		lookup_sessions(req, name);
 		break;
 	case K_SDIR:
-		lookup_session_file(req, parent, name);
+		lookup_file(req, parent, name, IN_SESSION);
+		break;
+	case K_RUNS:
+		lookup_run(req, parent, name);
+		break;
+	case K_RUNDIR:
+		lookup_file(req, parent, name, IN_RUN);
 		break;
 	default:
 		fuse_reply_err(req, ENOTDIR);
@@ -200,7 +263,7 @@ void ctl_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 {
 	const int harmless = FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |
 			     FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME;
-	mode_t mode = kinds[ino_kind(ino) < K_MAX ? ino_kind(ino) : K_ROOT].mode;
+	mode_t mode = kind_mode(ino_kind(ino) < K_MAX ? ino_kind(ino) : K_ROOT, ino_run(ino));
 
 	/* `echo x > cmd` truncates and `touch` sets times: accept both as no-ops on the files one
 	 * writes to. Read-only files refuse even root. */
@@ -227,7 +290,7 @@ void ctl_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	reply_entry(req, ctl_ino(session_serial(s), K_SDIR), 0);
+	reply_entry(req, ctl_ino(session_serial(s), K_SDIR, 0), 0);
 	session_unref(s);
 }
 
@@ -291,10 +354,51 @@ static void snap_sessions(struct dir_snap *d)
 	struct session_info *v;
 	size_t n = session_list(&v);
 
-	snap_add(d, "clone", ctl_ino(0, K_CLONE), S_IFREG);
+	snap_add(d, "clone", ctl_ino(0, K_CLONE, 0), S_IFREG);
 	for (size_t i = 0; i < n; i++)
-		snap_add(d, v[i].id, ctl_ino(v[i].serial, K_SDIR), S_IFDIR);
+		snap_add(d, v[i].id, ctl_ino(v[i].serial, K_SDIR, 0), S_IFDIR);
 	free(v);
+}
+
+static void snap_runs(struct dir_snap *d, fuse_ino_t ino)
+{
+	struct session *s = ctl_session(ino);
+	unsigned *ns;
+	size_t n;
+
+	if (!s)
+		return;
+	n = session_runs(s, &ns);
+	for (size_t i = 0; i < n; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "%u", ns[i]);
+		snap_add(d, name, ctl_ino(ino_serial(ino), K_RUNDIR, ns[i]), S_IFDIR);
+	}
+	free(ns);
+	session_unref(s);
+}
+
+static void snap_files(struct dir_snap *d, fuse_ino_t ino, int where)
+{
+	for (int k = K_RUNS; k < K_MAX; k++)
+		if (kinds[k].where & where)
+			snap_add(d, kinds[k].name, ctl_ino(ino_serial(ino), k, ino_run(ino)),
+				 kinds[k].mode & S_IFMT);
+}
+
+static fuse_ino_t parent_of(fuse_ino_t ino)
+{
+	switch (ino_kind(ino)) {
+	case K_SDIR:
+		return ctl_ino(0, K_SESSIONS, 0);
+	case K_RUNS:
+		return ctl_ino(ino_serial(ino), K_SDIR, 0);
+	case K_RUNDIR:
+		return ctl_ino(ino_serial(ino), K_RUNS, 0);
+	default:
+		return ctl_ino(0, K_ROOT, 0);
+	}
 }
 
 void ctl_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -313,16 +417,17 @@ void ctl_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	d = xcalloc(1, sizeof(*d));
 	snap_add(d, ".", ino, S_IFDIR);
-	snap_add(d, "..", k == K_SDIR ? ctl_ino(0, K_SESSIONS) : ctl_ino(0, K_ROOT), S_IFDIR);
+	snap_add(d, "..", parent_of(ino), S_IFDIR);
 	if (k == K_ROOT) {
-		snap_add(d, "README", ctl_ino(0, K_README), S_IFREG);
-		snap_add(d, "sessions", ctl_ino(0, K_SESSIONS), S_IFDIR);
+		snap_add(d, "README", ctl_ino(0, K_README, 0), S_IFREG);
+		snap_add(d, "sessions", ctl_ino(0, K_SESSIONS, 0), S_IFDIR);
 		snap_add(d, "workspace", ws_root_ino(), S_IFDIR);
 	} else if (k == K_SESSIONS) {
 		snap_sessions(d);
+	} else if (k == K_RUNS) {
+		snap_runs(d, ino);
 	} else {
-		for (int f = K_SDIR + 1; f < K_MAX; f++)
-			snap_add(d, kinds[f].name, ctl_ino(ino_serial(ino), f), S_IFREG);
+		snap_files(d, ino, k == K_SDIR ? IN_SESSION : IN_RUN);
 	}
 	fi->fh = (uint64_t)(uintptr_t)d;
 	fuse_reply_open(req, fi);
@@ -346,7 +451,7 @@ static void plus_entry(const struct dirent_snap *de, struct fuse_entry_param *e)
 	if (ctl_stat(de->ino, &e->attr, NULL) < 0)
 		return;
 	e->ino = de->ino;
-	e->entry_timeout = k == K_SDIR ? 0 : FIXED_TIMEOUT;
+	e->entry_timeout = k == K_SDIR || k == K_RUNDIR ? 0 : FIXED_TIMEOUT;
 }
 
 static void readdir_common(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi,

@@ -42,7 +42,12 @@ void config_defaults(struct config *cfg)
 	cfg->state_dir = xstrdup("/var/lib/sbxfs/state");
 	cfg->launcher = xstrdup("");
 	cfg->log_level = LOG_LVL_INFO;
+	cfg->cgroup = xstrdup("auto");
 	cfg->shell = xstrdup("/bin/bash");
+	cfg->timeout_ms = 0;
+	cfg->kill_grace_ms = 2000;
+	cfg->history = 100;
+	cfg->output_cap = 1ull << 30;
 	cfg->ws_cache = true;
 	cfg->ws_timeout = 1.0;
 	base_env_set(cfg, "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
@@ -77,6 +82,19 @@ static int parse_seconds(const char *value, double *out)
 	return 0;
 }
 
+static int parse_u64(const char *value, uint64_t min, uint64_t max, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(value, &end, 10);
+	if (errno || end == value || *end || value[0] == '-' || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
 static int set_main(struct config *cfg, const char *key, const char *value)
 {
 	if (!strcmp(key, "workspace"))
@@ -87,7 +105,12 @@ static int set_main(struct config *cfg, const char *key, const char *value)
 		set_str(&cfg->launcher, value);
 	else if (!strcmp(key, "log_level"))
 		return log_level_parse(value, &cfg->log_level);
-	else
+	else if (!strcmp(key, "cgroup")) {
+		if (strcmp(value, "auto") && strcmp(value, "v1") && strcmp(value, "v2") &&
+		    strcmp(value, "none"))
+			return -EINVAL;
+		set_str(&cfg->cgroup, value);
+	} else
 		return -ENOENT;
 	return 0;
 }
@@ -102,6 +125,18 @@ static int set_session(struct config *cfg, const char *key, const char *value)
 		base_env_set(cfg, "HOME", value);
 	else if (!strcmp(key, "lang"))
 		base_env_set(cfg, "LANG", value);
+	else if (!strcmp(key, "timeout_ms"))
+		return parse_u64(value, 0, UINT32_MAX, &cfg->timeout_ms);
+	else if (!strcmp(key, "kill_grace_ms"))
+		return parse_u64(value, 0, 3600000, &cfg->kill_grace_ms);
+	else if (!strcmp(key, "history")) {
+		uint64_t v;
+
+		if (parse_u64(value, 1, 100000, &v) < 0)
+			return -EINVAL;
+		cfg->history = (unsigned)v;
+	} else if (!strcmp(key, "output_cap"))
+		return parse_u64(value, 1, UINT64_MAX >> 2, &cfg->output_cap);
 	else
 		return -ENOENT;
 	return 0;
@@ -187,6 +222,7 @@ void config_free(struct config *cfg)
 	free(cfg->state_dir);
 	free(cfg->launcher);
 	free(cfg->shell);
+	free(cfg->cgroup);
 	for (size_t i = 0; i < cfg->n_base_env; i++)
 		free(cfg->base_env[i]);
 	free(cfg->base_env);

@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "log.h"
 
@@ -13,7 +14,13 @@ struct config {
 	char *launcher;       /* path of sbxfs-launcher; "" = next to the sbxfs binary */
 	enum log_level log_level;
 
+	char *cgroup;         /* auto, v1, v2 or none */
+
 	char *shell;          /* bash: the session driver is a bash script */
+	uint64_t timeout_ms;  /* a session's default command timeout; 0 = none */
+	uint64_t kill_grace_ms; /* from a kill's signal to SIGKILL */
+	unsigned history;     /* runs kept per session */
+	uint64_t output_cap;  /* bytes kept per output stream of a command */
 	char **base_env;      /* NAME=VALUE, NULL-terminated: a new session's environment */
 	size_t n_base_env;
 

@@ -36,6 +36,7 @@ static struct loop_fd *sock_lf;
 static struct msgbuf inbuf;
 static STAILQ_HEAD(, outmsg) outq = STAILQ_HEAD_INITIALIZER(outq);
 static TAILQ_HEAD(, proc) procs = TAILQ_HEAD_INITIALIZER(procs);
+static TAILQ_HEAD(, hold) holds = TAILQ_HEAD_INITIALIZER(holds);
 static uint64_t next_id = 1;
 
 static void outmsg_free(struct outmsg *om)
@@ -63,6 +64,19 @@ static void proc_exited(struct proc *p, int status)
 	p->on_exit(p, status);
 }
 
+static void held(uint64_t id, int fdnum, pid_t pid)
+{
+	struct hold *h;
+
+	TAILQ_FOREACH(h, &holds, link) {
+		if (h->id == id) {
+			TAILQ_REMOVE(&holds, h, link);
+			h->on_held(h, fdnum, pid);
+			return;
+		}
+	}
+}
+
 static void handle_msg(const char *buf, size_t len)
 {
 	struct proc *p;
@@ -70,6 +84,11 @@ static void handle_msg(const char *buf, size_t len)
 
 	if (msg_decode(buf, len, &m) < 0) {
 		log_warnx("malformed message from the launcher");
+		return;
+	}
+	if (m.type == MSG_HELD) {
+		held(m.id, m.a, m.b);
+		msg_free(&m);
 		return;
 	}
 	p = proc_by_id(m.id);
@@ -222,6 +241,8 @@ static void launcher_died(int status)
 			kill(-p->pid, SIGKILL);
 	while ((p = TAILQ_FIRST(&procs)))
 		proc_exited(p, SIGKILL);
+	while (!TAILQ_EMPTY(&holds))
+		held(TAILQ_FIRST(&holds)->id, -1, 0);
 	if (spawn_launcher() < 0)
 		log_warn("restarting the launcher");
 }
@@ -246,19 +267,50 @@ int launch_init(const char *path)
 	return spawn_launcher();
 }
 
-int launch_start(struct proc *p, const char *cwd, char *const argv[], char *const envp[],
-		 int *fds, int nfds)
+void launch_start(struct proc *p, const char *cwd, char *const argv[], char *const envp[],
+		  int *fds, int nfds, int *cgfds, int ncg)
 {
 	struct outmsg *om = xcalloc(1, sizeof(*om));
 
 	p->id = next_id++;
 	p->pid = 0;
 	memcpy(om->fds, fds, sizeof(int) * (size_t)nfds);
-	om->nfds = nfds;
-	msg_start_encode(&om->buf, p->id, cwd, argv, envp, (uint32_t)nfds);
+	memcpy(om->fds + nfds, cgfds, sizeof(int) * (size_t)ncg);
+	om->nfds = nfds + ncg;
+	msg_start_encode(&om->buf, p->id, cwd, argv, envp, (uint32_t)nfds, (uint32_t)ncg);
 	TAILQ_INSERT_TAIL(&procs, p, link);
 	queue_msg(om);
-	return 0;
+}
+
+void launch_hold(struct hold *h, int fd)
+{
+	struct outmsg *om = xcalloc(1, sizeof(*om));
+
+	h->id = next_id++;
+	om->fds[0] = fd;
+	om->nfds = 1;
+	msg_int_encode(&om->buf, MSG_HOLD, h->id, 0, 0);
+	TAILQ_INSERT_TAIL(&holds, h, link);
+	queue_msg(om);
+}
+
+void launch_drop(struct hold *h)
+{
+	struct outmsg *om;
+	struct hold *x;
+
+	if (!h->id)
+		return;
+	TAILQ_FOREACH(x, &holds, link) {
+		if (x == h) {
+			TAILQ_REMOVE(&holds, h, link);
+			break;
+		}
+	}
+	om = xcalloc(1, sizeof(*om));
+	msg_int_encode(&om->buf, MSG_DROP, h->id, 0, 0);
+	queue_msg(om);
+	h->id = 0;
 }
 
 void launch_signal(struct proc *p, int sig, bool group)

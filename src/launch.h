@@ -17,10 +17,23 @@ struct proc {
 	TAILQ_ENTRY(proc) link;
 };
 
+/* An fd the launcher keeps open so a sandboxed process can open /proc/PID/fd/N. */
+struct hold {
+	uint64_t id;
+	/* Loop thread, core lock held; fdnum < 0 if the launcher could not take it. */
+	void (*on_held)(struct hold *h, int fdnum, pid_t launcher_pid);
+	TAILQ_ENTRY(hold) link;
+};
+
 int launch_init(const char *launcher_path);
-/* Takes ownership of fds (closed once sent). Returns 0 or -errno. */
-int launch_start(struct proc *p, const char *cwd, char *const argv[], char *const envp[],
-		 int *fds, int nfds);
+/* Takes ownership of fds and cgfds (closed once sent): the child's fds 0..nfds-1, and the
+ * cgroup.procs files it joins before exec. */
+void launch_start(struct proc *p, const char *cwd, char *const argv[], char *const envp[],
+		  int *fds, int nfds, int *cgfds, int ncg);
+/* Takes ownership of fd. */
+void launch_hold(struct hold *h, int fd);
+/* The launcher closes the held fd; no callback comes for h after this. */
+void launch_drop(struct hold *h);
 void launch_signal(struct proc *p, int sig, bool group);
 /* The caller forgets p: no callback will come for it. */
 void launch_detach(struct proc *p);

@@ -1,7 +1,8 @@
 /* sbxfs-launcher: the one process that starts every process of the sandbox. The daemon talks to
- * it over the socket on fd 3 (msg.h): START forks and execs with the fds it was sent, SIGNAL
- * signals, and it reports STARTED and EXITED. It is a child subreaper; when the daemon goes away
- * it kills everything it started, orphans included, and exits. */
+ * it over the socket on fd 3 (msg.h): START forks, joins the given cgroups and execs with the fds
+ * it was sent, SIGNAL signals, HOLD keeps an fd open so a shell can open /proc/PID/fd/N (how a
+ * command gets a fresh stdin pipe), and it reports STARTED, EXITED and HELD. It is a child
+ * subreaper; when the daemon goes away it kills everything it started, orphans included. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -28,8 +29,15 @@ struct child {
 	pid_t pid;
 };
 
+struct held {
+	uint64_t id;
+	int fd;
+};
+
 static struct child *children;
 static size_t nchildren;
+static struct held *helds;
+static size_t nhelds;
 static struct msgbuf inbuf;
 static int fdq[64];
 static size_t nfdq;
@@ -75,10 +83,19 @@ static void child_reset_signals(void)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
+/* Joining before exec means nothing the program forks can start outside its group. */
+static void child_join_cgroups(const int *cgfds, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (write(cgfds[i], "0", 1) < 0)
+			dprintf(2, "sbxfs-launcher: cannot join cgroup: %s\n", strerror(errno));
+}
+
 static void __attribute__((noreturn)) child_exec(struct msg *m, const int *fds)
 {
 	child_reset_signals();
 	setsid();
+	child_join_cgroups(fds + m->nfds, m->ncg);
 	child_setup_fds(fds, m->nfds);
 	if (chdir(m->cwd) < 0) {
 		dprintf(2, "sbxfs-launcher: cannot enter %s: %s; starting in /\n", m->cwd,
@@ -91,24 +108,56 @@ static void __attribute__((noreturn)) child_exec(struct msg *m, const int *fds)
 	_exit(127);
 }
 
+static int take_queued_fds(int *fds, uint32_t n)
+{
+	if (n > nfdq) {
+		log_warnx("%u fds announced, %zu received", n, nfdq);
+		return -EBADMSG;
+	}
+	memcpy(fds, fdq, n * sizeof(int));
+	nfdq -= n;
+	memmove(fdq, fdq + n, nfdq * sizeof(int));
+	return 0;
+}
+
+static void do_hold(struct msg *m)
+{
+	int fd;
+
+	if (take_queued_fds(&fd, 1) < 0) {
+		send_msg(MSG_HELD, m->id, -1, (int32_t)getpid());
+		return;
+	}
+	helds = xrealloc(helds, (nhelds + 1) * sizeof(*helds));
+	helds[nhelds++] = (struct held){m->id, fd};
+	send_msg(MSG_HELD, m->id, fd, (int32_t)getpid());
+}
+
+static void do_drop(struct msg *m)
+{
+	for (size_t i = 0; i < nhelds; i++) {
+		if (helds[i].id == m->id) {
+			close(helds[i].fd);
+			helds[i] = helds[--nhelds];
+			return;
+		}
+	}
+}
+
 static void do_start(struct msg *m)
 {
+	uint32_t total = m->nfds + m->ncg;
 	int fds[MSG_MAXFDS];
 	pid_t pid;
 
-	if (m->nfds > nfdq) {
-		log_warnx("START %llu: %u fds announced, %zu received", (unsigned long long)m->id,
-			  m->nfds, nfdq);
+	if (take_queued_fds(fds, total) < 0) {
 		send_msg(MSG_STARTED, m->id, 0, EBADMSG);
 		return;
 	}
-	memcpy(fds, fdq, m->nfds * sizeof(int));
-	nfdq -= m->nfds;
-	memmove(fdq, fdq + m->nfds, nfdq * sizeof(int));
 	pid = fork();
 	if (pid == 0)
 		child_exec(m, fds);
-	for (uint32_t i = 0; i < m->nfds; i++)
+	for (uint32_t i = 0; i < total; i++)
 		close(fds[i]);
 	if (pid < 0) {
 		send_msg(MSG_STARTED, m->id, 0, errno);
@@ -148,6 +197,10 @@ static void handle_msg(const char *buf, size_t len)
 		do_start(&m);
 	else if (m.type == MSG_SIGNAL)
 		do_signal(&m);
+	else if (m.type == MSG_HOLD)
+		do_hold(&m);
+	else if (m.type == MSG_DROP)
+		do_drop(&m);
 	else
 		fatalx("unexpected message type %u", m.type);
 	msg_free(&m);

@@ -69,7 +69,7 @@ static void end(struct msgbuf *b, size_t start)
 }
 
 void msg_start_encode(struct msgbuf *b, uint64_t id, const char *cwd, char *const argv[],
-		      char *const envp[], uint32_t nfds)
+		      char *const envp[], uint32_t nfds, uint32_t ncg)
 {
 	size_t start = begin(b, MSG_START);
 
@@ -78,6 +78,7 @@ void msg_start_encode(struct msgbuf *b, uint64_t id, const char *cwd, char *cons
 	put_strv(b, argv);
 	put_strv(b, envp);
 	put_u32(b, nfds);
+	put_u32(b, ncg);
 	end(b, start);
 }
 
@@ -186,12 +187,17 @@ int msg_decode(const char *buf, size_t len, struct msg *m)
 		m->argv = get_strv(&r);
 		m->envp = get_strv(&r);
 		m->nfds = get_u32(&r);
-		if (!r.bad && (m->nfds > MSG_MAXFDS || !m->argv[0]))
+		m->ncg = get_u32(&r);
+		if (!r.bad && (m->nfds > MSG_MAXFDS || m->ncg > MSG_MAXFDS - m->nfds ||
+			       !m->argv[0]))
 			r.bad = 1;
 		break;
 	case MSG_SIGNAL:
 	case MSG_STARTED:
 	case MSG_EXITED:
+	case MSG_HOLD:
+	case MSG_HELD:
+	case MSG_DROP:
 		m->a = (int32_t)get_u32(&r);
 		m->b = (int32_t)get_u32(&r);
 		break;

@@ -8,15 +8,20 @@
 #include <sys/types.h>
 
 enum msg_type {
-	MSG_START = 1,   /* daemon: id, cwd, argv, envp, nfds (fds 0..nfds-1 of the child) */
+	/* daemon: id, cwd, argv, envp, nfds, ncg; nfds + ncg fds attached: the child's fds
+	 * 0..nfds-1, then cgroup.procs files it writes "0" to before exec. */
+	MSG_START = 1,
 	MSG_SIGNAL = 2,  /* daemon: id, signal, to the whole process group or not */
 	MSG_STARTED = 3, /* launcher: id, pid (0 when fork failed), errno */
 	MSG_EXITED = 4,  /* launcher: id, wait status */
+	MSG_HOLD = 5,    /* daemon: id, one fd attached: keep it open for /proc/PID/fd/N */
+	MSG_HELD = 6,    /* launcher: id, the fd number it holds, its own pid */
+	MSG_DROP = 7,    /* daemon: id: close the held fd */
 };
 
 #define MSG_HDR 8u
 #define MSG_MAX (8u << 20)
-#define MSG_MAXFDS 8
+#define MSG_MAXFDS 16
 
 struct msgbuf {
 	char *data;
@@ -30,12 +35,13 @@ struct msg {
 	char *cwd;        /* START */
 	char **argv;      /* START, NULL-terminated */
 	char **envp;      /* START, NULL-terminated */
-	uint32_t nfds;    /* START */
+	uint32_t nfds;    /* START: stdio fds */
+	uint32_t ncg;     /* START: cgroup fds after them */
 };
 
 void msgbuf_free(struct msgbuf *b);
 void msg_start_encode(struct msgbuf *b, uint64_t id, const char *cwd, char *const argv[],
-		      char *const envp[], uint32_t nfds);
+		      char *const envp[], uint32_t nfds, uint32_t ncg);
 void msg_int_encode(struct msgbuf *b, uint32_t type, uint64_t id, int32_t a, int32_t b2);
 
 /* Length of the first whole message in buf: 0 if incomplete, -EBADMSG if malformed. */

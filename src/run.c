@@ -5,12 +5,14 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/wait.h>
 
 #include "loop.h"
 #include "xmalloc.h"
 
-struct run *run_new(unsigned n, const char *cmd, size_t cmdlen, const char *spool_base, int *err)
+struct run *run_new(unsigned n, const char *cmd, size_t cmdlen, const char *spool_base,
+		    uint64_t output_cap, int *err)
 {
 	struct run *r = xcalloc(1, sizeof(*r));
 	static const char *const suffix[2] = {"out", "err"};
@@ -24,7 +26,7 @@ struct run *run_new(unsigned n, const char *cmd, size_t cmdlen, const char *spoo
 	clock_gettime(CLOCK_REALTIME, &r->submitted);
 	for (int i = 0; i < 2; i++) {
 		char *path = xasprintf("%s.%s", spool_base, suffix[i]);
-		int rc = spool_open(&r->out[i], path);
+		int rc = spool_open(&r->out[i], path, (off_t)output_cap);
 
 		free(path);
 		if (rc < 0) {
@@ -64,6 +66,45 @@ int run_status_from_wait(int wstatus)
 	if (WIFSIGNALED(wstatus))
 		return 128 + WTERMSIG(wstatus);
 	return WEXITSTATUS(wstatus);
+}
+
+static double seconds(struct timespec a, struct timespec b)
+{
+	return (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+}
+
+char *run_describe(const struct run *r)
+{
+	static const char *const states[] = {"queued", "running", "done"};
+	struct timespec now, end;
+	char exit_text[16] = "-", started[32] = "-", duration[32] = "-";
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	end = r->state == RUN_DONE ? r->ended : now;
+	if (r->state != RUN_QUEUED) {
+		snprintf(started, sizeof(started), "%lld.%03ld", (long long)r->started.tv_sec,
+			 r->started.tv_nsec / 1000000);
+		snprintf(duration, sizeof(duration), "%.3f", seconds(r->started, end));
+	}
+	if (r->state == RUN_DONE)
+		snprintf(exit_text, sizeof(exit_text), "%d", r->status);
+	return xasprintf("command %u\nrun_state %s\npid %d\nstarted %s\nduration %s\nexit %s\n"
+			 "timed_out %s\nkilled %s\nsignal %d\ntruncated %s\ncommand_timeout %llu\n",
+			 r->n, states[r->state], (int)r->shell_pid, started, duration, exit_text,
+			 r->timed_out ? "yes" : "no", r->killed ? "yes" : "no",
+			 r->killed ? r->kill_sig : 0,
+			 r->out[0].truncated || r->out[1].truncated ? "yes" : "no",
+			 (unsigned long long)r->timeout_ms);
+}
+
+char *run_status(struct run *r)
+{
+	char *text;
+
+	core_lock();
+	text = run_describe(r);
+	core_unlock();
+	return text;
 }
 
 void run_end(struct run *r, int status)

@@ -5,6 +5,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/queue.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -24,10 +26,17 @@ struct run {
 	struct spool out[2];
 	struct waitq doneq;
 	struct timespec submitted, started, ended;
+	uint64_t timeout_ms;  /* in force for this run, 0 = none */
+	bool timed_out;
+	bool killed;          /* by a kill (ctl, restart, rmdir) */
+	int kill_sig;
+	pid_t shell_pid;      /* the shell that ran it */
+	TAILQ_ENTRY(run) hist; /* the session's history */
 };
 
 /* spool_base is a path prefix; the run adds ".out" and ".err". On failure NULL, *err set. */
-struct run *run_new(unsigned n, const char *cmd, size_t cmdlen, const char *spool_base, int *err);
+struct run *run_new(unsigned n, const char *cmd, size_t cmdlen, const char *spool_base,
+		    uint64_t output_cap, int *err);
 void run_ref(struct run *r);
 void run_unref(struct run *r);
 
@@ -35,6 +44,10 @@ void run_unref(struct run *r);
 void run_begin(struct run *r);
 void run_end(struct run *r, int status);
 int run_status_from_wait(int wstatus);
+/* Core lock held: the run's status file, "key value" lines; caller frees. */
+char *run_describe(const struct run *r);
+/* Takes the core lock: as run_describe. */
+char *run_status(struct run *r);
 
 /* Takes the core lock. Finds what a read at off may return: 0 with *fd and *n set (n 0 means
  * EOF), or -EAGAIN when the reader must wait (w queued if given, woken when that changes). */

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "launch.h"
 #include "log.h"
 #include "loop.h"
@@ -137,6 +138,9 @@ int sandbox_start(char *err, size_t errlen)
 		snprintf(err, errlen, "launcher %s: %s", launcher, strerror(-rc));
 		return rc;
 	}
+	if ((rc = cgroup_init(cfg->cgroup, err, errlen)) < 0)
+		return rc;
+	log_info("cgroup: %s", cgroup_mode());
 	sessions_init(cfg, spool_dir);
 	if ((rc = session_create(SESSION_DEFAULT, NULL)) < 0) {
 		snprintf(err, errlen, "default session: %s", strerror(-rc));
@@ -154,6 +158,7 @@ void sandbox_stop(void)
 	sessions_shutdown();
 	loop_stop();
 	launch_shutdown();
+	cgroup_shutdown();
 	free(launcher);
 	free(spool_dir);
 	if (lock_fd >= 0)

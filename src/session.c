@@ -1,7 +1,5 @@
-/* Sessions (see session.h): the table of sessions, each session's work queue, and the glue
- * between its queue and its shell: which op runs next, where output goes, what a report or the
- * shell's death means for the op in flight. A shell that dies is started again, with the last
- * env and cwd it reported, when the next op comes. */
+/* Sessions (see session.h): the table of sessions, their lifetime (cgroup, first shell, removal),
+ * and the entry points the control files use. Running the queue is exec.c's, stdin is stdin.c's. */
 #include "session.h"
 
 #include <errno.h>
@@ -9,50 +7,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/queue.h>
 
-#include "envlist.h"
 #include "log.h"
-#include "loop.h"
-#include "shell.h"
+#include "session_priv.h"
 #include "xmalloc.h"
 
-enum op_kind { OP_RUN, OP_ENV, OP_CHDIR };
-enum shell_state { SH_NONE, SH_STARTING, SH_IDLE, SH_BUSY };
-
-struct op {
-	enum op_kind kind;
-	struct run *run;        /* OP_RUN */
-	struct envedits edits;  /* OP_ENV */
-	char *path;             /* OP_CHDIR */
-	struct ticket *ticket;  /* OP_CHDIR */
-	TAILQ_ENTRY(op) link;
-};
-
-struct session {
-	char id[SESSION_ID_MAX + 1];
-	uint64_t serial;
-	int refs;
-	bool removed;
-	struct timespec ctime;
-	struct shell *sh;
-	enum shell_state st;
-	TAILQ_HEAD(, op) queue;
-	struct op *current;
-	struct run *latest;
-	unsigned next_n;
-	struct envlist env; /* as the shell last reported it */
-	char *cwd;
-	struct ticket *gone;
-	TAILQ_ENTRY(session) link;
-};
-
-static const struct config *cfg;
+const struct config *session_cfg;
 static char *spool_dir;
 static TAILQ_HEAD(, session) sessions = TAILQ_HEAD_INITIALIZER(sessions);
 static uint64_t next_serial = 1;
-
-static void pump(struct session *s);
 
 bool session_id_valid(const char *id, size_t len)
 {
@@ -102,231 +65,19 @@ void session_ref(struct session *s)
 
 void session_unref(struct session *s)
 {
+	struct run *r;
+
 	if (__atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) > 0)
 		return;
-	if (s->latest)
-		run_unref(s->latest);
+	while ((r = TAILQ_FIRST(&s->runs))) {
+		TAILQ_REMOVE(&s->runs, r, hist);
+		run_unref(r);
+	}
+	cgroup_destroy(s->cg);
+	stdin_free(&s->in);
 	envlist_free(&s->env);
 	free(s->cwd);
 	free(s);
-}
-
-static void op_free(struct op *op)
-{
-	if (op->run)
-		run_unref(op->run);
-	if (op->ticket)
-		ticket_unref(op->ticket);
-	envedits_free(&op->edits);
-	free(op->path);
-	free(op);
-}
-
-/* Ends an op that will never run or whose shell died under it. */
-static void op_fail(struct op *op, int run_status, const char *why)
-{
-	if (op->kind == OP_RUN) {
-		if (why)
-			spool_append(&op->run->out[RUN_STDERR], why, strlen(why));
-		run_end(op->run, run_status);
-	} else if (op->kind == OP_CHDIR) {
-		ticket_done(op->ticket, -EIO);
-	}
-	op_free(op);
-}
-
-/* Shell callbacks: loop thread, core lock held. */
-
-static struct spool *shell_sink(void *arg, int fd_no)
-{
-	struct session *s = arg;
-
-	if (!s->current || s->current->kind != OP_RUN)
-		return NULL;
-	return &s->current->run->out[fd_no == 1 ? RUN_STDOUT : RUN_STDERR];
-}
-
-static int chdir_result(int status)
-{
-	switch (status) {
-	case 0:
-		return 0;
-	case ENOENT:
-	case ENOTDIR:
-	case EACCES:
-		return -status;
-	default:
-		return -EIO;
-	}
-}
-
-static void finish_current(struct session *s, int status)
-{
-	struct op *op = s->current;
-
-	s->current = NULL;
-	if (op->kind == OP_RUN)
-		run_end(op->run, status);
-	else if (op->kind == OP_CHDIR)
-		ticket_done(op->ticket, chdir_result(status));
-	op_free(op);
-}
-
-static void shell_report(void *arg, struct shell_report *rep)
-{
-	struct session *s = arg;
-	struct envlist tmp = s->env;
-
-	s->env = rep->env;
-	rep->env = tmp;
-	if (rep->cwd[0]) {
-		free(s->cwd);
-		s->cwd = xstrdup(rep->cwd);
-	}
-	if (s->current)
-		finish_current(s, rep->status);
-	else if (strcmp(rep->seq, "i") != 0)
-		log_warnx("session %s: unexpected report '%s'", s->id, rep->seq);
-	s->st = SH_IDLE;
-	pump(s);
-}
-
-static void shell_exited(void *arg, int wstatus)
-{
-	struct session *s = arg;
-	bool was_starting = s->st == SH_STARTING;
-
-	s->sh = NULL;
-	s->st = SH_NONE;
-	if (s->current) {
-		finish_current(s, run_status_from_wait(wstatus));
-	} else if (was_starting && !TAILQ_EMPTY(&s->queue)) {
-		/* A shell that cannot start would be restarted forever: fail the op instead. */
-		struct op *op = TAILQ_FIRST(&s->queue);
-
-		TAILQ_REMOVE(&s->queue, op, link);
-		log_warnx("session %s: the shell %s exited at start (status %d)", s->id, cfg->shell,
-			  run_status_from_wait(wstatus));
-		op_fail(op, 127, "sbxfs: the session's shell could not start; see the daemon log\n");
-	}
-	if (s->gone) {
-		ticket_done(s->gone, 0);
-		ticket_unref(s->gone);
-		s->gone = NULL;
-	} else {
-		pump(s);
-	}
-	session_unref(s); /* the shell's reference */
-}
-
-static const struct shell_cbs session_shell_cbs = {
-	.on_report = shell_report,
-	.on_exit = shell_exited,
-	.sink = shell_sink,
-};
-
-static void start_shell(struct session *s)
-{
-	int err = 0;
-
-	s->sh = shell_start(cfg, &s->env, s->cwd, &session_shell_cbs, s, &err);
-	if (!s->sh) {
-		log_warnx("session %s: cannot start a shell: %s", s->id, strerror(-err));
-		return;
-	}
-	session_ref(s);
-	s->st = SH_STARTING;
-}
-
-static char *env_script(const struct envedits *ed, size_t *len)
-{
-	char *script = xstrdup("");
-
-	for (size_t i = 0; i < ed->n; i++) {
-		char *q = ed->e[i].value ? shell_quote(ed->e[i].value) : NULL;
-		char *next = q ? xasprintf("%sbuiltin export %s=%s\n", script, ed->e[i].name, q)
-			       : xasprintf("%sbuiltin unset -v %s\n", script, ed->e[i].name);
-
-		free(q);
-		free(script);
-		script = next;
-	}
-	*len = strlen(script);
-	return script;
-}
-
-static char *chdir_script(const char *path, size_t *len)
-{
-	char *q = shell_quote(path);
-	char *script = xasprintf(
-		"__sbx_d=%s%s; if [[ ! -e $__sbx_d ]]; then __sbx_r=%d; "
-		"elif [[ ! -d $__sbx_d ]]; then __sbx_r=%d; "
-		"elif builtin cd -- \"$__sbx_d\" 2>/dev/null; then __sbx_r=0; else __sbx_r=%d; fi; "
-		"__sbx_status $__sbx_r",
-		path[0] == '/' ? "" : "./", q, ENOENT, ENOTDIR, EACCES);
-
-	free(q);
-	*len = strlen(script);
-	return script;
-}
-
-static void send_op(struct session *s, struct op *op)
-{
-	char seq[32];
-	char *script = NULL;
-	size_t len = 0;
-
-	switch (op->kind) {
-	case OP_RUN:
-		snprintf(seq, sizeof(seq), "r%u", op->run->n);
-		run_begin(op->run);
-		shell_send(s->sh, seq, op->run->cmd, op->run->cmdlen);
-		return;
-	case OP_ENV:
-		snprintf(seq, sizeof(seq), "e");
-		script = env_script(&op->edits, &len);
-		break;
-	case OP_CHDIR:
-		snprintf(seq, sizeof(seq), "c");
-		script = chdir_script(op->path, &len);
-		break;
-	}
-	shell_send(s->sh, seq, script, len);
-	free(script);
-}
-
-/* Core lock held: starts the next op if the shell is free. */
-static void pump(struct session *s)
-{
-	struct op *op;
-
-	if (s->removed || s->current || s->st == SH_STARTING || TAILQ_EMPTY(&s->queue))
-		return;
-	if (!s->sh) {
-		start_shell(s);
-		if (!s->sh)
-			while ((op = TAILQ_FIRST(&s->queue))) {
-				TAILQ_REMOVE(&s->queue, op, link);
-				op_fail(op, 127, "sbxfs: cannot start the session's shell\n");
-			}
-		return;
-	}
-	op = TAILQ_FIRST(&s->queue);
-	TAILQ_REMOVE(&s->queue, op, link);
-	if (op->kind == OP_CHDIR && ticket_abandoned(op->ticket)) {
-		op_free(op); /* its writer was interrupted before it ran */
-		pump(s);
-		return;
-	}
-	s->current = op;
-	s->st = SH_BUSY;
-	send_op(s, op);
-}
-
-static void enqueue(struct session *s, struct op *op)
-{
-	TAILQ_INSERT_TAIL(&s->queue, op, link);
-	pump(s);
 }
 
 static struct session *find_locked(const char *id)
@@ -342,21 +93,27 @@ static struct session *find_locked(const char *id)
 static struct session *create_locked(const char *id)
 {
 	struct session *s = xcalloc(1, sizeof(*s));
+	char cgname[32];
 
 	snprintf(s->id, sizeof(s->id), "%s", id);
 	s->serial = next_serial++;
 	s->refs = 1; /* the table's */
 	clock_gettime(CLOCK_REALTIME, &s->ctime);
 	TAILQ_INIT(&s->queue);
+	TAILQ_INIT(&s->runs);
+	stdin_init(&s->in);
+	s->timeout_ms = session_cfg->timeout_ms;
 	envlist_init(&s->env);
-	for (size_t i = 0; i < cfg->n_base_env; i++)
-		envlist_put(&s->env, cfg->base_env[i]);
-	s->cwd = xstrdup(cfg->workspace);
+	for (size_t i = 0; i < session_cfg->n_base_env; i++)
+		envlist_put(&s->env, session_cfg->base_env[i]);
+	s->cwd = xstrdup(session_cfg->workspace);
 	/* What bash adds at start, so env reads the same before and after its first report. */
 	envlist_set(&s->env, "PWD", s->cwd);
 	envlist_set(&s->env, "SHLVL", "1");
+	snprintf(cgname, sizeof(cgname), "s%llu", (unsigned long long)s->serial);
+	s->cg = cgroup_create(cgname);
 	TAILQ_INSERT_TAIL(&sessions, s, link);
-	start_shell(s);
+	exec_start_shell(s);
 	return s;
 }
 
@@ -393,19 +150,6 @@ int session_clone(char *id)
 	return 0;
 }
 
-/* Core lock held: drops queued work and kills the shell. */
-static void teardown(struct session *s)
-{
-	struct op *op;
-
-	s->removed = true;
-	TAILQ_REMOVE(&sessions, s, link);
-	while ((op = TAILQ_FIRST(&s->queue))) {
-		TAILQ_REMOVE(&s->queue, op, link);
-		op_fail(op, 128 + SIGKILL, NULL);
-	}
-}
-
 int session_remove(const char *id, struct ticket **gone)
 {
 	struct session *s;
@@ -416,15 +160,15 @@ int session_remove(const char *id, struct ticket **gone)
 		core_unlock();
 		return s ? -EBUSY : -ENOENT;
 	}
-	teardown(s);
+	TAILQ_REMOVE(&sessions, s, link);
 	*gone = ticket_new();
 	if (s->sh) {
 		ticket_ref(*gone);
 		s->gone = *gone;
-		shell_kill(s->sh);
 	} else {
 		ticket_done(*gone, 0);
 	}
+	exec_teardown(s);
 	core_unlock();
 	session_unref(s);
 	return 0;
@@ -474,6 +218,20 @@ size_t session_list(struct session_info **v)
 	return n;
 }
 
+/* Core lock held: the new run joins the history; the oldest beyond the limit leave it. */
+static void remember(struct session *s, struct run *r)
+{
+	run_ref(r);
+	TAILQ_INSERT_TAIL(&s->runs, r, hist);
+	if (++s->nruns > session_cfg->history) {
+		struct run *old = TAILQ_FIRST(&s->runs);
+
+		TAILQ_REMOVE(&s->runs, old, hist);
+		s->nruns--;
+		run_unref(old);
+	}
+}
+
 int session_submit(struct session *s, const char *cmd, size_t len)
 {
 	struct op *op;
@@ -491,7 +249,7 @@ int session_submit(struct session *s, const char *cmd, size_t len)
 		return -ENOENT;
 	}
 	base = xasprintf("%s/%llu-%u", spool_dir, (unsigned long long)s->serial, s->next_n + 1);
-	r = run_new(s->next_n + 1, cmd, len, base, &err);
+	r = run_new(s->next_n + 1, cmd, len, base, session_cfg->output_cap, &err);
 	free(base);
 	if (!r) {
 		core_unlock();
@@ -499,14 +257,11 @@ int session_submit(struct session *s, const char *cmd, size_t len)
 		return err;
 	}
 	s->next_n++;
-	if (s->latest)
-		run_unref(s->latest);
-	s->latest = r;
-	run_ref(r);
+	remember(s, r);
 	op = xcalloc(1, sizeof(*op));
 	op->kind = OP_RUN;
 	op->run = r;
-	enqueue(s, op);
+	exec_enqueue(s, op);
 	core_unlock();
 	return 0;
 }
@@ -516,11 +271,38 @@ struct run *session_latest(struct session *s)
 	struct run *r;
 
 	core_lock();
-	r = s->latest;
+	r = TAILQ_LAST(&s->runs, run_list);
 	if (r)
 		run_ref(r);
 	core_unlock();
 	return r;
+}
+
+struct run *session_run(struct session *s, unsigned n)
+{
+	struct run *r;
+
+	core_lock();
+	TAILQ_FOREACH(r, &s->runs, hist)
+		if (r->n == n)
+			break;
+	if (r)
+		run_ref(r);
+	core_unlock();
+	return r;
+}
+
+size_t session_runs(struct session *s, unsigned **ns)
+{
+	struct run *r;
+	size_t n = 0;
+
+	core_lock();
+	*ns = xcalloc(s->nruns + 1, sizeof(unsigned));
+	TAILQ_FOREACH(r, &s->runs, hist)
+		(*ns)[n++] = r->n;
+	core_unlock();
+	return n;
 }
 
 char *session_env(struct session *s, size_t *len)
@@ -543,6 +325,19 @@ char *session_env(struct session *s, size_t *len)
 	return text;
 }
 
+static int enqueue_unless_removed(struct session *s, struct op *op)
+{
+	core_lock();
+	if (s->removed) {
+		core_unlock();
+		exec_op_free(op);
+		return -ENOENT;
+	}
+	exec_enqueue(s, op);
+	core_unlock();
+	return 0;
+}
+
 int session_setenv(struct session *s, const char *buf, size_t len)
 {
 	struct envedits ed;
@@ -555,15 +350,7 @@ int session_setenv(struct session *s, const char *buf, size_t len)
 	op = xcalloc(1, sizeof(*op));
 	op->kind = OP_ENV;
 	op->edits = ed;
-	core_lock();
-	if (s->removed) {
-		core_unlock();
-		op_free(op);
-		return -ENOENT;
-	}
-	enqueue(s, op);
-	core_unlock();
-	return 0;
+	return enqueue_unless_removed(s, op);
 }
 
 char *session_cwd(struct session *s, size_t *len)
@@ -580,6 +367,7 @@ char *session_cwd(struct session *s, size_t *len)
 int session_chdir(struct session *s, const char *path, size_t len, struct ticket **t)
 {
 	struct op *op;
+	int rc;
 
 	if (len > 0 && path[len - 1] == '\n')
 		len--;
@@ -593,21 +381,158 @@ int session_chdir(struct session *s, const char *path, size_t len, struct ticket
 	op->ticket = ticket_new();
 	*t = op->ticket;
 	ticket_ref(*t);
-	core_lock();
-	if (s->removed) {
-		core_unlock();
-		op_free(op);
+	rc = enqueue_unless_removed(s, op);
+	if (rc < 0)
 		ticket_unref(*t);
-		return -ENOENT;
-	}
-	enqueue(s, op);
+	return rc;
+}
+
+static int parse_ms(const char *text, size_t len, uint64_t *ms)
+{
+	char buf[32], *end;
+	unsigned long long v;
+
+	while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == ' '))
+		len--;
+	if (len == 0 || len >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, text, len);
+	buf[len] = '\0';
+	if (buf[0] < '0' || buf[0] > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(buf, &end, 10);
+	if (errno || *end || v > UINT32_MAX)
+		return -EINVAL;
+	*ms = v;
+	return 0;
+}
+
+uint64_t session_timeout(struct session *s)
+{
+	uint64_t ms;
+
+	core_lock();
+	ms = s->timeout_ms;
+	core_unlock();
+	return ms;
+}
+
+int session_set_timeout(struct session *s, const char *text, size_t len)
+{
+	uint64_t ms;
+
+	if (parse_ms(text, len, &ms) < 0)
+		return -EINVAL;
+	core_lock();
+	s->timeout_ms = ms;
 	core_unlock();
 	return 0;
 }
 
+static int parse_signal(const char *name, int *sig)
+{
+	static const struct {
+		const char *name;
+		int sig;
+	} sigs[] = {{"HUP", SIGHUP}, {"INT", SIGINT}, {"QUIT", SIGQUIT}, {"KILL", SIGKILL},
+		    {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"TERM", SIGTERM}, {"ALRM", SIGALRM},
+		    {"CONT", SIGCONT}, {"STOP", SIGSTOP}, {"ABRT", SIGABRT}, {"PIPE", SIGPIPE}};
+	char *end;
+	long v;
+
+	if (!strncmp(name, "SIG", 3))
+		name += 3;
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		if (!strcasecmp(name, sigs[i].name)) {
+			*sig = sigs[i].sig;
+			return 0;
+		}
+	}
+	v = strtol(name, &end, 10);
+	if (end == name || *end || v < 1 || v >= NSIG)
+		return -EINVAL;
+	*sig = (int)v;
+	return 0;
+}
+
+static int ctl_verb(struct session *s, char *verb, char *arg)
+{
+	uint64_t ms;
+	int sig = SIGTERM;
+
+	if (!strcmp(verb, "kill")) {
+		if (arg && parse_signal(arg, &sig) < 0)
+			return -EINVAL;
+		return exec_kill(s, sig, false);
+	}
+	if (!strcmp(verb, "timeout")) {
+		if (!arg || parse_ms(arg, strlen(arg), &ms) < 0)
+			return -EINVAL;
+		s->next_timeout_ms = ms;
+		s->next_timeout_set = true;
+		return 0;
+	}
+	if (!strcmp(verb, "restart") && !arg) {
+		exec_restart(s);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int session_ctl(struct session *s, const char *line, size_t len)
+{
+	char buf[128], *verb, *arg, *extra, *save;
+	int rc;
+
+	while (len > 0 && line[len - 1] == '\n')
+		len--;
+	if (len == 0 || len >= sizeof(buf) || memchr(line, '\0', len) || memchr(line, '\n', len))
+		return -EINVAL;
+	memcpy(buf, line, len);
+	buf[len] = '\0';
+	verb = strtok_r(buf, " \t", &save);
+	arg = strtok_r(NULL, " \t", &save);
+	extra = strtok_r(NULL, " \t", &save);
+	if (!verb || extra)
+		return -EINVAL;
+	core_lock();
+	rc = s->removed ? -ENOENT : ctl_verb(s, verb, arg);
+	core_unlock();
+	return rc;
+}
+
+char *session_status(struct session *s, size_t *len)
+{
+	struct run *latest;
+	unsigned queued = 0;
+	struct op *op;
+	char state[32], *head, *tail, *text;
+
+	core_lock();
+	TAILQ_FOREACH(op, &s->queue, link)
+		queued += op->kind == OP_RUN;
+	if (queued)
+		snprintf(state, sizeof(state), "queued %u", queued);
+	else
+		snprintf(state, sizeof(state), "%s",
+			 s->current && s->current->kind == OP_RUN ? "running" : "idle");
+	head = xasprintf("state %s\nqueued %u\nshell_pid %d\nrestarts %u\ntimeout %llu\n", state,
+			 queued, s->sh ? (int)shell_pid(s->sh) : 0, s->restarts,
+			 (unsigned long long)s->timeout_ms);
+	latest = TAILQ_LAST(&s->runs, run_list);
+	tail = latest ? run_describe(latest) : xstrdup("");
+	core_unlock();
+	text = xasprintf("%s%s", head, tail);
+	free(head);
+	free(tail);
+	*len = strlen(text);
+	return text;
+}
+
 void sessions_init(const struct config *c, const char *dir)
 {
-	cfg = c;
+	session_cfg = c;
 	spool_dir = xstrdup(dir);
 }
 
@@ -617,13 +542,15 @@ void sessions_shutdown(void)
 
 	core_lock();
 	while ((s = TAILQ_FIRST(&sessions))) {
-		teardown(s);
+		TAILQ_REMOVE(&sessions, s, link);
+		exec_teardown(s);
 		if (s->current) {
 			struct op *op = s->current;
 
 			s->current = NULL;
-			op_fail(op, 128 + SIGKILL, NULL);
+			exec_op_fail(op, 128 + SIGKILL, NULL);
 		}
+		stdin_end(s);
 		if (s->sh) {
 			shell_abandon(s->sh);
 			s->sh = NULL;

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include "config.h"
@@ -58,5 +59,24 @@ int session_setenv(struct session *s, const char *buf, size_t len);
 char *session_cwd(struct session *s, size_t *len);
 /* Queues a cd; *t is done with 0, -ENOENT, -ENOTDIR, -EACCES or -EIO. */
 int session_chdir(struct session *s, const char *path, size_t len, struct ticket **t);
+
+/* The stdin file: writers are counted so EOF waits for the last one to close. */
+int session_stdin_open(struct session *s);
+void session_stdin_close(struct session *s);
+/* Accepts up to len bytes (returns how many), or -EAGAIN with w queued until there is room. */
+ssize_t session_stdin_write(struct session *s, const char *buf, size_t len, struct waiter *w);
+
+/* The ctl file: "kill [SIGNAL]", "timeout MS", "restart". -EINVAL for anything else, -ESRCH
+ * for a kill with nothing running. */
+int session_ctl(struct session *s, const char *line, size_t len);
+/* The session's default timeout in ms (0 = none); -EINVAL on a bad value. */
+uint64_t session_timeout(struct session *s);
+int session_set_timeout(struct session *s, const char *text, size_t len);
+/* The status file: "key value" lines; caller frees. */
+char *session_status(struct session *s, size_t *len);
+/* Run number n of the history (referenced), or NULL if it is not kept. */
+struct run *session_run(struct session *s, unsigned n);
+/* Numbers of the runs kept, oldest first; caller frees. */
+size_t session_runs(struct session *s, unsigned **ns);
 
 #endif

@@ -12,21 +12,31 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "launch.h"
 #include "log.h"
 #include "loop.h"
 #include "xmalloc.h"
 
-/* The driver loop. Each request is two NUL-terminated fields on fd 3: a tag and a script. The
- * script is eval'd at top level (so cd, export, functions and variables persist), with stdin at
- * EOF and fds 3 and 4 closed. The report is printed in the loop condition, so `continue` in a
- * command still reports, and the outer loop re-enters after a `break`. Reports are NUL-separated:
- * tag, status, cwd, then NAME=VALUE of every exported scalar, then an empty field. */
+/* The driver loop. Each request is three NUL-terminated fields on fd 3: a tag, a script, and
+ * the path the command's stdin comes from (empty: /dev/null). The script is eval'd at top level
+ * (so cd, export, functions and variables persist) with fds 3-6 closed; its own `exec >x` lasts
+ * only for the command, as fds 1 and 2 are restored from 5 and 6. The report is printed in the
+ * loop condition, so `continue` in a command still reports, and the outer loop re-enters after
+ * a `break`. Reports are NUL-separated: tag, status, cwd, NAME=VALUE of every exported scalar,
+ * then an empty field. SIGUSR1 while a command runs makes the shell skip the rest of it (a
+ * DEBUG trap under extdebug skips every command until the driver's own first one). */
 static const char driver[] =
 	"__sbx_status() { return \"$1\"; }\n"
+	"__sbx_abort() { builtin shopt -s extdebug; builtin trap '[[ $BASH_COMMAND == "
+	"\"__sbx_rc=\\$?\" ]] && { builtin trap - DEBUG; builtin shopt -u extdebug; true; }' "
+	"DEBUG; }\n"
+	"builtin trap '' USR1\n"
+	"exec 5>&1 6>&2\n"
 	"__sbx_seq=i\n"
 	"while :; do\n"
 	" while __sbx_rc=$?\n"
+	"  builtin trap '' USR1\n"
 	"  if [[ -n $__sbx_seq ]]; then\n"
 	"   __sbx_env=()\n"
 	"   for __sbx_n in ${!A@} ${!B@} ${!C@} ${!D@} ${!E@} ${!F@} ${!G@} ${!H@} ${!I@} ${!J@}"
@@ -41,9 +51,11 @@ static const char driver[] =
 	"   __sbx_seq=\n"
 	"  fi\n"
 	"  { IFS= builtin read -r -d '' -u 3 __sbx_seq &&"
-	" IFS= builtin read -r -d '' -u 3 __sbx_cmd; } || builtin exit 0\n"
+	" IFS= builtin read -r -d '' -u 3 __sbx_cmd &&"
+	" IFS= builtin read -r -d '' -u 3 __sbx_in; } || builtin exit 0\n"
 	" do\n"
-	"  builtin eval \"$__sbx_cmd\" </dev/null 3<&- 4>&-\n"
+	"  builtin trap __sbx_abort USR1\n"
+	"  builtin eval \"$__sbx_cmd\" <\"${__sbx_in:-/dev/null}\" >&5 2>&6 3<&- 4>&- 5>&- 6>&-\n"
 	" done\n"
 	"done\n";
 
@@ -241,16 +253,21 @@ static void on_request_fd(struct loop_fd *lf, uint32_t events, void *arg)
 	flush_request(arg);
 }
 
-void shell_send(struct shell *sh, const char *seq, const char *script, size_t len)
+void shell_send(struct shell *sh, const char *seq, const char *script, size_t len,
+		const char *stdin_path)
 {
-	size_t slen = strlen(seq);
+	const char *in = stdin_path ? stdin_path : "";
+	size_t slen = strlen(seq), ilen = strlen(in), off = 0;
 
 	free(sh->req_buf);
-	sh->req_len = slen + 1 + len + 1;
+	sh->req_len = slen + 1 + len + 1 + ilen + 1;
 	sh->req_buf = xmalloc(sh->req_len);
 	memcpy(sh->req_buf, seq, slen + 1);
-	memcpy(sh->req_buf + slen + 1, script, len);
-	sh->req_buf[sh->req_len - 1] = '\0';
+	off = slen + 1;
+	memcpy(sh->req_buf + off, script, len);
+	off += len;
+	sh->req_buf[off++] = '\0';
+	memcpy(sh->req_buf + off, in, ilen + 1);
 	sh->req_off = 0;
 	flush_request(sh);
 }
@@ -267,6 +284,11 @@ static void on_proc_exit(struct proc *p, int wstatus)
 void shell_kill(struct shell *sh)
 {
 	launch_signal(&sh->proc, SIGKILL, true);
+}
+
+void shell_signal(struct shell *sh, int sig, bool group)
+{
+	launch_signal(&sh->proc, sig, group);
 }
 
 void shell_abandon(struct shell *sh)
@@ -316,10 +338,11 @@ static char **start_env(const struct envlist *env)
 }
 
 struct shell *shell_start(const struct config *cfg, const struct envlist *env, const char *cwd,
-			  const struct shell_cbs *cbs, void *arg, int *err)
+			  struct cgroup *cg, const struct shell_cbs *cbs, void *arg, int *err)
 {
 	char *argv[] = {cfg->shell, "--noprofile", "--norc", "-c", (char *)driver, "bash", NULL};
-	int child[5], parent[5];
+	int child[5], parent[5], cgfds[4];
+	int ncg;
 	struct shell *sh;
 	char **envp;
 	int rc;
@@ -344,7 +367,8 @@ struct shell *shell_start(const struct config *cfg, const struct envlist *env, c
 	sh->req_lf = loop_add_fd(sh->req_fd, 0, on_request_fd, sh);
 	sh->rep_lf = loop_add_fd(sh->rep_fd, EPOLLIN, on_report_fd, sh);
 	envp = start_env(env);
-	launch_start(&sh->proc, cwd, argv, envp, child, 5);
+	ncg = cgroup_join_fds(cg, cgfds, 4);
+	launch_start(&sh->proc, cwd, argv, envp, child, 5, cgfds, ncg);
 	for (size_t i = 0; envp[i]; i++)
 		free(envp[i]);
 	free(envp);

@@ -5,6 +5,7 @@
 #ifndef SBX_SHELL_H
 #define SBX_SHELL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -30,13 +31,19 @@ struct shell_cbs {
 	struct spool *(*sink)(void *arg, int fd_no);
 };
 
-/* Core lock held. The first report (seq "i") comes once the driver is up. */
+struct cgroup;
+
+/* Core lock held. The first report (seq "i") comes once the driver is up. cg may be NULL. */
 struct shell *shell_start(const struct config *cfg, const struct envlist *env, const char *cwd,
-			  const struct shell_cbs *cbs, void *arg, int *err);
-/* Core lock held: send one request; the shell must be idle (its last report came). */
-void shell_send(struct shell *sh, const char *seq, const char *script, size_t len);
+			  struct cgroup *cg, const struct shell_cbs *cbs, void *arg, int *err);
+/* Core lock held: send one request; the shell must be idle (its last report came). stdin_path
+ * NULL means the command reads /dev/null. */
+void shell_send(struct shell *sh, const char *seq, const char *script, size_t len,
+		const char *stdin_path);
 /* Core lock held: kill the shell's process group; on_exit follows. */
 void shell_kill(struct shell *sh);
+/* Core lock held: signal the shell (and its process group if group). */
+void shell_signal(struct shell *sh, int sig, bool group);
 /* Core lock held: forget the shell without callbacks (kills it first). */
 void shell_abandon(struct shell *sh);
 pid_t shell_pid(const struct shell *sh);

@@ -11,9 +11,10 @@
 #include "log.h"
 #include "xmalloc.h"
 
-int spool_open(struct spool *sp, const char *path)
+int spool_open(struct spool *sp, const char *path, off_t cap)
 {
 	memset(sp, 0, sizeof(*sp));
+	sp->cap = cap;
 	waitq_init(&sp->waiters);
 	sp->fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (sp->fd < 0)
@@ -30,10 +31,29 @@ static void spool_grew(struct spool *sp, size_t n)
 	waitq_wake(&sp->waiters);
 }
 
+static ssize_t drop(struct spool *sp, int pipefd, size_t max)
+{
+	char buf[65536];
+	ssize_t n = read(pipefd, buf, max < sizeof(buf) ? max : sizeof(buf));
+
+	if (n < 0)
+		return -errno;
+	if (n > 0 && !sp->truncated) {
+		sp->truncated = true;
+		waitq_wake(&sp->waiters);
+	}
+	return n;
+}
+
 ssize_t spool_fill(struct spool *sp, int pipefd, size_t max)
 {
 	loff_t off = sp->size;
 	ssize_t n;
+
+	if (sp->size >= sp->cap)
+		return drop(sp, pipefd, max);
+	if ((off_t)max > sp->cap - sp->size)
+		max = (size_t)(sp->cap - sp->size);
 
 	n = splice(pipefd, NULL, sp->fd, &off, max, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
 	if (n < 0 && errno == EINVAL) {

@@ -14,13 +14,16 @@ struct spool {
 	char *path;
 	off_t size;
 	struct timespec mtime;
+	off_t cap;           /* bytes kept; what comes beyond is read and dropped */
+	bool truncated;
 	bool done;           /* no more data will come */
 	struct waitq waiters; /* woken when it grows or is done */
 };
 
-int spool_open(struct spool *sp, const char *path);
-/* Moves what the pipe holds into the spool, at most max bytes. Returns bytes moved, 0 at EOF,
- * -EAGAIN when the pipe is empty. Core lock held. */
+int spool_open(struct spool *sp, const char *path, off_t cap);
+/* Moves what the pipe holds into the spool, at most max bytes; past the cap the bytes are read
+ * and dropped, so the writer never blocks. Returns bytes taken from the pipe, 0 at EOF, -EAGAIN
+ * when the pipe is empty. Core lock held. */
 ssize_t spool_fill(struct spool *sp, int pipefd, size_t max);
 /* Appends bytes (daemon messages such as a shell that cannot start). Core lock held. */
 void spool_append(struct spool *sp, const void *buf, size_t len);

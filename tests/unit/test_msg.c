@@ -12,12 +12,12 @@ static void test_start_roundtrip(void)
 	struct msgbuf b = {0};
 	struct msg m;
 
-	msg_start_encode(&b, 42, "/work dir", argv, envp, 5);
+	msg_start_encode(&b, 42, "/work dir", argv, envp, 5, 4);
 	CHECK(msg_frame_len(b.data, b.len) == (ssize_t)b.len);
 	CHECK(msg_frame_len(b.data, b.len - 1) == 0);
 	CHECK(msg_frame_len(b.data, 3) == 0);
 	CHECK(msg_decode(b.data, b.len, &m) == 0);
-	CHECK(m.type == MSG_START && m.id == 42 && m.nfds == 5);
+	CHECK(m.type == MSG_START && m.id == 42 && m.nfds == 5 && m.ncg == 4);
 	CHECK(!strcmp(m.cwd, "/work dir"));
 	CHECK(!strcmp(m.argv[2], argv[2]) && m.argv[3] == NULL);
 	CHECK(!strcmp(m.envp[1], "B=") && m.envp[2] == NULL);
@@ -44,11 +44,11 @@ static void test_malformed(void)
 	struct msg m;
 	uint32_t huge = MSG_MAX + 1, type = 99;
 
-	msg_start_encode(&b, 1, "/", argv, argv, 9); /* too many fds */
+	msg_start_encode(&b, 1, "/", argv, argv, 10, 7); /* too many fds */
 	CHECK(msg_decode(b.data, b.len, &m) == -EBADMSG);
 	msgbuf_free(&b);
 
-	msg_start_encode(&b, 1, "/", argv, argv, 1);
+	msg_start_encode(&b, 1, "/", argv, argv, 1, 0);
 	CHECK(msg_decode(b.data, b.len - 2, &m) == -EBADMSG); /* truncated */
 	memcpy(b.data + 4, &type, 4);
 	CHECK(msg_decode(b.data, b.len, &m) == -EBADMSG); /* unknown type */
@@ -59,7 +59,7 @@ static void test_malformed(void)
 	{
 		char *noargs[] = {NULL};
 
-		msg_start_encode(&b, 1, "/", noargs, noargs, 0); /* nothing to exec */
+		msg_start_encode(&b, 1, "/", noargs, noargs, 0, 0); /* nothing to exec */
 		CHECK(msg_decode(b.data, b.len, &m) == -EBADMSG);
 		msgbuf_free(&b);
 	}

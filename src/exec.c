@@ -1,0 +1,378 @@
+/* Running a session's queue on its shell: which op goes next, where output goes, what a report
+ * or the shell's death means for the op in flight, and ending a command early (kill, timeout):
+ * its processes are signalled through the session's cgroup, the shell is told to skip the rest
+ * of the script, and a shell that is itself stuck is replaced, keeping the last env and cwd. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "session_priv.h"
+#include "xmalloc.h"
+
+/* How long a shell may take to report after its command's processes were killed. */
+#define STUCK_MS 300
+
+void exec_op_free(struct op *op)
+{
+	if (op->run)
+		run_unref(op->run);
+	if (op->ticket)
+		ticket_unref(op->ticket);
+	envedits_free(&op->edits);
+	free(op->path);
+	free(op);
+}
+
+void exec_op_fail(struct op *op, int run_status, const char *why)
+{
+	if (op->kind == OP_RUN) {
+		if (why)
+			spool_append(&op->run->out[RUN_STDERR], why, strlen(why));
+		run_end(op->run, run_status);
+	} else if (op->kind == OP_CHDIR) {
+		ticket_done(op->ticket, -EIO);
+	}
+	exec_op_free(op);
+}
+
+static void timer_fired(struct loop_timer *t);
+
+static void set_timer(struct session *s, enum timer_phase phase, uint64_t ms)
+{
+	s->phase = phase;
+	s->timer.fn = timer_fired;
+	if (phase == TP_NONE)
+		loop_timer_cancel(&s->timer);
+	else
+		loop_timer_arm(&s->timer, ms);
+}
+
+static struct spool *shell_sink(void *arg, int fd_no)
+{
+	struct session *s = arg;
+
+	if (!s->current || s->current->kind != OP_RUN)
+		return NULL;
+	return &s->current->run->out[fd_no == 1 ? RUN_STDOUT : RUN_STDERR];
+}
+
+static int chdir_result(int status)
+{
+	switch (status) {
+	case 0:
+		return 0;
+	case ENOENT:
+	case ENOTDIR:
+	case EACCES:
+		return -status;
+	default:
+		return -EIO;
+	}
+}
+
+/* A killed or timed-out command ends as such, whatever the shell made of it. */
+static int run_final_status(const struct run *r, int status)
+{
+	if (r->timed_out)
+		return 124;
+	if (r->killed)
+		return 128 + r->kill_sig;
+	return status;
+}
+
+static void finish_current(struct session *s, int status)
+{
+	struct op *op = s->current;
+
+	s->current = NULL;
+	set_timer(s, TP_NONE, 0);
+	if (op->kind == OP_RUN) {
+		stdin_end(s);
+		run_end(op->run, run_final_status(op->run, status));
+	} else if (op->kind == OP_CHDIR) {
+		ticket_done(op->ticket, chdir_result(status));
+	}
+	exec_op_free(op);
+}
+
+static void shell_report(void *arg, struct shell_report *rep)
+{
+	struct session *s = arg;
+	struct envlist tmp = s->env;
+
+	s->env = rep->env;
+	rep->env = tmp;
+	if (rep->cwd[0]) {
+		free(s->cwd);
+		s->cwd = xstrdup(rep->cwd);
+	}
+	if (s->current)
+		finish_current(s, rep->status);
+	else if (strcmp(rep->seq, "i") != 0)
+		log_warnx("session %s: unexpected report '%s'", s->id, rep->seq);
+	s->st = SH_IDLE;
+	exec_pump(s);
+}
+
+static void fail_first_queued(struct session *s, int wstatus)
+{
+	struct op *op = TAILQ_FIRST(&s->queue);
+
+	TAILQ_REMOVE(&s->queue, op, link);
+	log_warnx("session %s: the shell %s exited at start (status %d)", s->id,
+		  session_cfg->shell, run_status_from_wait(wstatus));
+	exec_op_fail(op, 127, "sbxfs: the session's shell could not start; see the daemon log\n");
+}
+
+static void shell_exited(void *arg, int wstatus)
+{
+	struct session *s = arg;
+	bool was_starting = s->st == SH_STARTING;
+
+	s->sh = NULL;
+	s->st = SH_NONE;
+	if (s->current)
+		finish_current(s, run_status_from_wait(wstatus));
+	else if (was_starting && !TAILQ_EMPTY(&s->queue) && !s->restart_wanted)
+		/* A shell that cannot start would be restarted forever: fail the op instead. */
+		fail_first_queued(s, wstatus);
+	if (s->gone) {
+		ticket_done(s->gone, 0);
+		ticket_unref(s->gone);
+		s->gone = NULL;
+	} else if (s->restart_wanted) {
+		s->restart_wanted = false;
+		exec_start_shell(s);
+	} else {
+		exec_pump(s);
+	}
+	session_unref(s); /* the shell's reference */
+}
+
+static const struct shell_cbs session_shell_cbs = {
+	.on_report = shell_report,
+	.on_exit = shell_exited,
+	.sink = shell_sink,
+};
+
+void exec_start_shell(struct session *s)
+{
+	int err = 0;
+
+	s->sh = shell_start(session_cfg, &s->env, s->cwd, s->cg, &session_shell_cbs, s, &err);
+	if (!s->sh) {
+		log_warnx("session %s: cannot start a shell: %s", s->id, strerror(-err));
+		return;
+	}
+	session_ref(s);
+	s->st = SH_STARTING;
+	if (s->started_once)
+		s->restarts++;
+	s->started_once = true;
+}
+
+static char *env_script(const struct envedits *ed, size_t *len)
+{
+	char *script = xstrdup("");
+
+	for (size_t i = 0; i < ed->n; i++) {
+		char *q = ed->e[i].value ? shell_quote(ed->e[i].value) : NULL;
+		char *next = q ? xasprintf("%sbuiltin export %s=%s\n", script, ed->e[i].name, q)
+			       : xasprintf("%sbuiltin unset -v %s\n", script, ed->e[i].name);
+
+		free(q);
+		free(script);
+		script = next;
+	}
+	*len = strlen(script);
+	return script;
+}
+
+static char *chdir_script(const char *path, size_t *len)
+{
+	char *q = shell_quote(path);
+	char *script = xasprintf(
+		"__sbx_d=%s%s; if [[ ! -e $__sbx_d ]]; then __sbx_r=%d; "
+		"elif [[ ! -d $__sbx_d ]]; then __sbx_r=%d; "
+		"elif builtin cd -- \"$__sbx_d\" 2>/dev/null; then __sbx_r=0; else __sbx_r=%d; fi; "
+		"__sbx_status $__sbx_r",
+		path[0] == '/' ? "" : "./", q, ENOENT, ENOTDIR, EACCES);
+
+	free(q);
+	*len = strlen(script);
+	return script;
+}
+
+void exec_send_run(struct session *s, const char *stdin_path)
+{
+	struct run *r = s->current->run;
+	uint64_t timeout = s->next_timeout_set ? s->next_timeout_ms : s->timeout_ms;
+	char seq[32];
+
+	s->next_timeout_set = false;
+	snprintf(seq, sizeof(seq), "r%u", r->n);
+	r->timeout_ms = timeout;
+	r->shell_pid = shell_pid(s->sh);
+	run_begin(r);
+	shell_send(s->sh, seq, r->cmd, r->cmdlen, stdin_path);
+	if (timeout)
+		set_timer(s, TP_TIMEOUT, timeout);
+}
+
+static void send_op(struct session *s, struct op *op)
+{
+	char *script;
+	size_t len;
+
+	switch (op->kind) {
+	case OP_RUN:
+		stdin_begin(s); /* calls exec_send_run once the command's stdin is ready */
+		return;
+	case OP_ENV:
+		script = env_script(&op->edits, &len);
+		shell_send(s->sh, "e", script, len, NULL);
+		break;
+	case OP_CHDIR:
+		script = chdir_script(op->path, &len);
+		shell_send(s->sh, "c", script, len, NULL);
+		break;
+	default:
+		return;
+	}
+	free(script);
+}
+
+void exec_pump(struct session *s)
+{
+	struct op *op;
+
+	if (s->removed || s->current || s->st == SH_STARTING || TAILQ_EMPTY(&s->queue))
+		return;
+	if (!s->sh) {
+		exec_start_shell(s);
+		if (!s->sh)
+			while ((op = TAILQ_FIRST(&s->queue))) {
+				TAILQ_REMOVE(&s->queue, op, link);
+				exec_op_fail(op, 127, "sbxfs: cannot start the session's shell\n");
+			}
+		return;
+	}
+	op = TAILQ_FIRST(&s->queue);
+	TAILQ_REMOVE(&s->queue, op, link);
+	if (op->kind == OP_CHDIR && ticket_abandoned(op->ticket)) {
+		exec_op_free(op); /* its writer was interrupted before it ran */
+		exec_pump(s);
+		return;
+	}
+	s->current = op;
+	s->st = SH_BUSY;
+	send_op(s, op);
+}
+
+void exec_enqueue(struct session *s, struct op *op)
+{
+	TAILQ_INSERT_TAIL(&s->queue, op, link);
+	exec_pump(s);
+}
+
+/* Signals every process of the session but the shell; without a cgroup, the shell's process
+ * group, shell included (it is then replaced). */
+static void signal_command(struct session *s, int sig)
+{
+	if (s->cg)
+		cgroup_signal(s->cg, shell_pid(s->sh), sig);
+	else
+		shell_signal(s->sh, sig, true);
+}
+
+static void kill_hard(struct session *s)
+{
+	signal_command(s, SIGKILL);
+	set_timer(s, TP_STUCK, STUCK_MS);
+}
+
+static void timer_fired(struct loop_timer *t)
+{
+	struct session *s = container_of(t, struct session, timer);
+	enum timer_phase phase = s->phase;
+
+	s->phase = TP_NONE;
+	if (!s->sh)
+		return;
+	switch (phase) {
+	case TP_TIMEOUT:
+		exec_kill(s, SIGKILL, true);
+		break;
+	case TP_GRACE:
+		kill_hard(s);
+		break;
+	case TP_STUCK:
+		/* The shell itself is busy (a builtin loop): replace it. */
+		log_info("session %s: shell stuck after a kill; replacing it", s->id);
+		shell_kill(s->sh);
+		break;
+	default:
+		break;
+	}
+}
+
+int exec_kill(struct session *s, int sig, bool timed_out)
+{
+	struct run *r;
+
+	if (!s->current || s->current->kind != OP_RUN || !s->sh)
+		return -ESRCH;
+	r = s->current->run;
+	if (timed_out) {
+		r->timed_out = true;
+	} else if (!r->killed) {
+		r->killed = true;
+		r->kill_sig = sig;
+	}
+	/* The shell skips the rest of the script once its current child is gone. */
+	shell_signal(s->sh, SIGUSR1, false);
+	if (sig == SIGKILL) {
+		kill_hard(s);
+	} else {
+		signal_command(s, sig);
+		set_timer(s, TP_GRACE, session_cfg->kill_grace_ms);
+	}
+	return 0;
+}
+
+void exec_restart(struct session *s)
+{
+	if (!s->sh) {
+		exec_start_shell(s);
+		return;
+	}
+	if (s->current && s->current->kind == OP_RUN && !s->current->run->killed) {
+		s->current->run->killed = true;
+		s->current->run->kill_sig = SIGKILL;
+	}
+	s->restart_wanted = true;
+	if (s->cg)
+		cgroup_signal(s->cg, 0, SIGKILL);
+	shell_kill(s->sh);
+}
+
+void exec_teardown(struct session *s)
+{
+	struct op *op;
+
+	s->removed = true;
+	set_timer(s, TP_NONE, 0);
+	waitq_wake(&s->in.space); /* parked stdin writers learn the session is gone */
+	while ((op = TAILQ_FIRST(&s->queue))) {
+		TAILQ_REMOVE(&s->queue, op, link);
+		exec_op_fail(op, 128 + SIGKILL, NULL);
+	}
+	if (s->sh) {
+		if (s->cg)
+			cgroup_signal(s->cg, 0, SIGKILL);
+		shell_kill(s->sh);
+	}
+}

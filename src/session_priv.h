@@ -1,0 +1,108 @@
+/* What session.c, exec.c and stdin.c share about a session; nothing outside them includes it.
+ * All fields are guarded by the core lock. */
+#ifndef SBX_SESSION_PRIV_H
+#define SBX_SESSION_PRIV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include "cgroup.h"
+#include "config.h"
+#include "envlist.h"
+#include "launch.h"
+#include "loop.h"
+#include "run.h"
+#include "session.h"
+#include "shell.h"
+#include "ticket.h"
+#include "waiter.h"
+
+enum op_kind { OP_RUN, OP_ENV, OP_CHDIR };
+enum shell_state { SH_NONE, SH_STARTING, SH_IDLE, SH_BUSY };
+/* What the session's one timer is counting down to. */
+enum timer_phase { TP_NONE, TP_TIMEOUT, TP_GRACE, TP_STUCK };
+
+struct op {
+	enum op_kind kind;
+	struct run *run;        /* OP_RUN */
+	struct envedits edits;  /* OP_ENV */
+	char *path;             /* OP_CHDIR */
+	struct ticket *ticket;  /* OP_CHDIR */
+	TAILQ_ENTRY(op) link;
+};
+
+TAILQ_HEAD(op_list, op);
+TAILQ_HEAD(run_list, run);
+
+/* A command's stdin: bytes staged in the daemon, then a pipe the command opens through the
+ * launcher (/proc/PID/fd/N). EOF comes once everything is delivered and no writer is left. */
+struct session_stdin {
+	char *buf;
+	size_t len, cap;
+	int writers;            /* open handles of the stdin file for writing */
+	int pipe_w;             /* the running command's pipe, -1 if none */
+	struct loop_fd *pipe_lf;
+	struct hold hold;       /* the launcher holding the read end */
+	bool holding;           /* hold sent, HELD not yet back */
+	struct waitq space;     /* writers waiting for room */
+};
+
+struct session {
+	char id[SESSION_ID_MAX + 1];
+	uint64_t serial;
+	int refs;
+	bool removed;
+	struct timespec ctime;
+	struct cgroup *cg;
+
+	struct shell *sh;
+	enum shell_state st;
+	unsigned restarts;      /* shells started after the first */
+	bool started_once;
+	bool restart_wanted;    /* ctl restart: start a new shell as soon as this one is gone */
+
+	struct op_list queue;
+	struct op *current;
+	struct run_list runs;   /* history, oldest first; the last is the latest */
+	unsigned nruns;
+	unsigned next_n;
+
+	uint64_t timeout_ms;    /* the session's default */
+	uint64_t next_timeout_ms;
+	bool next_timeout_set;
+	struct loop_timer timer;
+	enum timer_phase phase;
+
+	struct session_stdin in;
+
+	struct envlist env;     /* as the shell last reported it */
+	char *cwd;
+	struct ticket *gone;
+	TAILQ_ENTRY(session) link;
+};
+
+extern const struct config *session_cfg;
+
+/* exec.c: running the queue on the shell. */
+void exec_start_shell(struct session *s);
+void exec_pump(struct session *s);
+void exec_enqueue(struct session *s, struct op *op);
+void exec_op_free(struct op *op);
+void exec_op_fail(struct op *op, int run_status, const char *why);
+/* Signals the running command (not the shell); -ESRCH if nothing runs. */
+int exec_kill(struct session *s, int sig, bool timed_out);
+void exec_restart(struct session *s);
+/* Ends the op in flight and everything queued; the shell is killed. */
+void exec_teardown(struct session *s);
+
+/* stdin.c */
+void stdin_init(struct session_stdin *in);
+void stdin_free(struct session_stdin *in);
+/* Starts the command's stdin: calls exec back through stdin_ready once the path is known. */
+void stdin_begin(struct session *s);
+void stdin_end(struct session *s);
+/* exec.c: the command can be sent now; path NULL means /dev/null. */
+void exec_send_run(struct session *s, const char *stdin_path);
+
+#endif
