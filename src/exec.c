@@ -213,6 +213,13 @@ void exec_send_run(struct session *s, const char *stdin_path)
 	char seq[32];
 
 	s->next_timeout_set = false;
+	if (r->killed || r->timed_out) {
+		/* Killed while its stdin was being set up: it never starts. */
+		finish_current(s, 0);
+		s->st = SH_IDLE;
+		exec_pump(s);
+		return;
+	}
 	snprintf(seq, sizeof(seq), "r%u", r->n);
 	r->timeout_ms = timeout;
 	r->shell_pid = shell_pid(s->sh);
@@ -310,9 +317,17 @@ static void timer_fired(struct loop_timer *t)
 		kill_hard(s);
 		break;
 	case TP_STUCK:
-		/* The shell itself is busy (a builtin loop): replace it. */
-		log_info("session %s: shell stuck after a kill; replacing it", s->id);
-		shell_kill(s->sh);
+		if (s->stuck_retried) {
+			/* The shell itself is busy (a builtin loop): replace it. */
+			log_info("session %s: shell stuck after a kill; replacing it", s->id);
+			shell_kill(s->sh);
+			break;
+		}
+		/* Once more, in case the first signal came while the shell was between two
+		 * commands of ours and ignored it. */
+		s->stuck_retried = true;
+		shell_signal(s->sh, SIGUSR1, false);
+		kill_hard(s);
 		break;
 	default:
 		break;
@@ -332,6 +347,9 @@ int exec_kill(struct session *s, int sig, bool timed_out)
 		r->killed = true;
 		r->kill_sig = sig;
 	}
+	if (s->in.holding)
+		return 0; /* not started yet: exec_send_run ends it */
+	s->stuck_retried = false;
 	/* The shell skips the rest of the script once its current child is gone. */
 	shell_signal(s->sh, SIGUSR1, false);
 	if (sig == SIGKILL) {

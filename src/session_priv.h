@@ -73,6 +73,7 @@ struct session {
 	bool next_timeout_set;
 	struct loop_timer timer;
 	enum timer_phase phase;
+	bool stuck_retried;     /* the stuck timer fired once already for this kill */
 
 	struct session_stdin in;
 
