@@ -288,18 +288,6 @@ int cgroup_signal(struct cgroup *cg, pid_t keep, int sig)
 	return (int)hit;
 }
 
-int cgroup_count(struct cgroup *cg)
-{
-	pid_t *pids;
-	size_t n;
-
-	if (!cg)
-		return 0;
-	n = read_pids(cg, &pids);
-	free(pids);
-	return (int)n;
-}
-
 void cgroup_destroy(struct cgroup *cg)
 {
 	if (!cg)

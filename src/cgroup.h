@@ -24,7 +24,5 @@ int cgroup_join_fds(struct cgroup *cg, int *fds, int max);
 /* Freezes the group, sends sig to every process but keep (0: none spared), thaws. Returns how
  * many were signalled. */
 int cgroup_signal(struct cgroup *cg, pid_t keep, int sig);
-/* How many processes the group has. */
-int cgroup_count(struct cgroup *cg);
 
 #endif

@@ -114,11 +114,6 @@ void loop_del_fd(struct loop_fd *lf)
 	SLIST_INSERT_HEAD(&dead, lf, dead_link);
 }
 
-int loop_fd_fd(const struct loop_fd *lf)
-{
-	return lf->fd;
-}
-
 uint64_t loop_now_ns(void)
 {
 	struct timespec ts;

@@ -21,7 +21,6 @@ void core_unlock(void);
 struct loop_fd *loop_add_fd(int fd, uint32_t events, loop_fd_cb cb, void *arg);
 void loop_mod_fd(struct loop_fd *lf, uint32_t events);
 void loop_del_fd(struct loop_fd *lf);
-int loop_fd_fd(const struct loop_fd *lf);
 
 /* One-shot timers. Arm and cancel with the core lock held; fn runs on the loop thread with the
  * core lock held. */

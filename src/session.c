@@ -48,16 +48,6 @@ struct timespec session_ctime(const struct session *s)
 	return s->ctime;
 }
 
-bool session_removed(struct session *s)
-{
-	bool removed;
-
-	core_lock();
-	removed = s->removed;
-	core_unlock();
-	return removed;
-}
-
 void session_ref(struct session *s)
 {
 	__atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED);

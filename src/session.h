@@ -45,7 +45,6 @@ size_t session_list(struct session_info **v);
 const char *session_id(const struct session *s);
 uint64_t session_serial(const struct session *s);
 struct timespec session_ctime(const struct session *s);
-bool session_removed(struct session *s);
 
 /* Queues a command. -EINVAL for a NUL byte, -EFBIG over SESSION_CMD_MAX, -ENOENT if removed. */
 int session_submit(struct session *s, const char *cmd, size_t len);
