@@ -23,14 +23,14 @@
 
 struct cmdline {
 	bool foreground, debug;
-	const char *config, *workspace, *state_dir, *fuse_opts, *mountpoint;
+	const char *config, *workspace, *state_dir, *isolation, *fuse_opts, *mountpoint;
 };
 
 static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: sbxfs [-f] [-d] [-c CONFIG] [--workspace DIR] [--state-dir DIR]\n"
-		"             [-o FUSEOPTS] MOUNTPOINT\n"
+		"             [--isolation bwrap|none] [-o FUSEOPTS] MOUNTPOINT\n"
 		"\n"
 		"Mounts a sandbox at MOUNTPOINT: sessions/ holds shell sessions driven through\n"
 		"control files, workspace/ is the workspace their commands share.\n"
@@ -40,11 +40,15 @@ static void usage(FILE *out)
 		"  -c CONFIG         ini file (default " DEFAULT_CONFIG " if it exists)\n"
 		"  --workspace DIR   backing directory of workspace/\n"
 		"  --state-dir DIR   spool files and lock of this mount\n"
+		"  --isolation MODE  bwrap (default): commands run in a bubblewrap sandbox as an\n"
+		"                    unprivileged user, with seccomp, no network, cgroup limits;\n"
+		"                    none: they run as the daemon's user, unconfined, seeing the\n"
+		"                    whole host (only cgroup limits and kills still apply)\n"
 		"  -o FUSEOPTS       extra FUSE mount options (e.g. allow_other)\n"
 		"  -h, --help        this text\n"
 		"  -V, --version     the version\n"
 		"\n"
-		"Commands run as the user who mounted, without isolation, for now.\n"
+
 		"Unmount with: fusermount3 -u MOUNTPOINT (or SIGTERM / SIGINT).\n");
 }
 
@@ -53,6 +57,7 @@ static void parse_cmdline(int argc, char **argv, struct cmdline *cl)
 	static const struct option longopts[] = {
 		{"workspace", required_argument, NULL, 'w'},
 		{"state-dir", required_argument, NULL, 's'},
+		{"isolation", required_argument, NULL, 'i'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
@@ -68,6 +73,7 @@ static void parse_cmdline(int argc, char **argv, struct cmdline *cl)
 		case 'o': cl->fuse_opts = optarg; break;
 		case 'w': cl->workspace = optarg; break;
 		case 's': cl->state_dir = optarg; break;
+		case 'i': cl->isolation = optarg; break;
 		case 'h': usage(stdout); exit(0);
 		case 'V': printf("sbxfs %s\n", SBXFS_VERSION); exit(0);
 		default: usage(stderr); exit(2);
@@ -94,6 +100,9 @@ static void load_config(const struct cmdline *cl, struct config *cfg)
 		config_set(cfg, "sbxfs", "workspace", cl->workspace, err, sizeof(err));
 	if (cl->state_dir)
 		config_set(cfg, "sbxfs", "state_dir", cl->state_dir, err, sizeof(err));
+	if (cl->isolation && config_set(cfg, "sandbox", "isolation", cl->isolation, err,
+					sizeof(err)) < 0)
+		fatalx("--isolation: %s (bwrap or none)", err);
 	if (cl->debug)
 		cfg->log_level = LOG_LVL_DEBUG;
 }
@@ -162,7 +171,7 @@ int main(int argc, char **argv)
 	struct ws_opts wso;
 	struct cmdline cl;
 	struct config cfg;
-	char err[512], *self, *ws_abs;
+	char err[512], *self, *ws_abs, *mnt_abs;
 	int rc;
 
 	parse_cmdline(argc, argv, &cl);
@@ -183,8 +192,10 @@ int main(int argc, char **argv)
 		fatalx("cannot daemonize");
 	if (!cl.foreground)
 		log_to_state_dir(&cfg);
-	if (sandbox_start(err, sizeof(err)) < 0) {
+	mnt_abs = absolute(cl.mountpoint);
+	if (sandbox_start(mnt_abs, err, sizeof(err)) < 0) {
 		log_warnx("%s", err);
+		sandbox_stop();
 		fuse_session_unmount(se);
 		return 1;
 	}
@@ -198,6 +209,7 @@ int main(int argc, char **argv)
 	ws_close();
 	config_free(&cfg);
 	free(self);
+	free(mnt_abs);
 	log_info("unmounted");
 	return rc < 0 ? 1 : 0;
 }

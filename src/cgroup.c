@@ -1,8 +1,9 @@
 /* Control groups (see cgroup.h): finding where the daemon sits in each hierarchy, making the
- * sandbox's groups below it, and the freeze-signal-thaw recipe that catches processes forking
- * while they are being killed. */
+ * sandbox's groups below it with their limits, the freeze-signal-thaw recipe that catches
+ * processes forking while they are being killed, and removing groups of dead daemons. */
 #include "cgroup.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -19,7 +20,11 @@
 enum cg_mode { CG_NONE, CG_V1, CG_V2 };
 
 #define V1_FREEZER 0
+#define V1_PIDS 1
+#define V1_MEMORY 2
+#define V1_CPU 3
 #define NCTRL 4
+#define PREFIX "sbxfs-"
 static const char *const v1_ctrls[NCTRL] = {"freezer", "pids", "memory", "cpu"};
 
 struct cgroup {
@@ -27,11 +32,18 @@ struct cgroup {
 };
 
 static enum cg_mode mode = CG_NONE;
-static struct cgroup *root;
+static struct cgroup parent; /* where the daemon sits */
+static struct cgroup *root, *launcher_cg;
+static bool v2_limits;
 
 const char *cgroup_mode(void)
 {
 	return mode == CG_V1 ? "v1" : mode == CG_V2 ? "v2" : "none";
+}
+
+struct cgroup *cgroup_launcher(void)
+{
+	return launcher_cg;
 }
 
 static int write_file(const char *dir, const char *name, const char *value)
@@ -66,8 +78,8 @@ static ssize_t read_file(const char *dir, const char *name, char *buf, size_t si
 	return n;
 }
 
-/* The daemon's own group in a hierarchy: "ctrl" for v1, NULL for the v2 line. */
-static char *own_group(const char *ctrl)
+/* The daemon's own group in a hierarchy, as a directory under mount. */
+static char *own_dir(const char *mount, const char *ctrl)
 {
 	FILE *f = fopen("/proc/self/cgroup", "r");
 	char line[4096], *found = NULL;
@@ -80,116 +92,172 @@ static char *own_group(const char *ctrl)
 		if (!c2)
 			continue;
 		*c2 = '\0';
-		line[strcspn(line, "\n")] = '\0';
 		c2[1 + strcspn(c2 + 1, "\n")] = '\0';
 		if (ctrl ? strcmp(c1 + 1, ctrl) == 0 : c1[1] == '\0')
-			found = xstrdup(c2 + 1);
+			found = xasprintf("%s%s", mount, strcmp(c2 + 1, "/") ? c2 + 1 : "");
 	}
 	fclose(f);
 	return found;
 }
 
-static char *make_dir(const char *mount, const char *ctrl, const char *name)
+static void sleep_ms(long ms)
 {
-	char *own = own_group(ctrl);
-	char *dir;
+	struct timespec ts = {0, ms * 1000000};
 
-	if (!own)
-		return NULL;
-	dir = xasprintf("%s%s/%s", mount, strcmp(own, "/") ? own : "", name);
-	free(own);
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
-		free(dir);
-		return NULL;
+	nanosleep(&ts, NULL);
+}
+
+static bool is_frozen(const struct cgroup *cg)
+{
+	char buf[512];
+
+	if (mode == CG_V1)
+		return read_file(cg->dir[0], "freezer.state", buf, sizeof(buf)) > 0 &&
+		       strncmp(buf, "FROZEN", 6) == 0;
+	return read_file(cg->dir[0], "cgroup.events", buf, sizeof(buf)) > 0 &&
+	       strstr(buf, "frozen 1") != NULL;
+}
+
+static void set_frozen(const struct cgroup *cg, bool on)
+{
+	int rc = mode == CG_V1 ? write_file(cg->dir[0], "freezer.state", on ? "FROZEN" : "THAWED")
+			       : write_file(cg->dir[0], "cgroup.freeze", on ? "1" : "0");
+
+	if (rc < 0) {
+		errno = -rc;
+		log_warn("cgroup %s: %s", cg->dir[0], on ? "freeze" : "thaw");
+		return;
 	}
-	return dir;
+	/* Freezing takes a moment; bounded so a stuck group can't hang the daemon. */
+	for (int i = 0; on && i < 200 && !is_frozen(cg); i++)
+		sleep_ms(1);
 }
 
-static bool v2_usable(const char *mount)
+static size_t read_pids(const char *dir, pid_t **pids)
 {
-	char *probe = xasprintf("%s/cgroup.controllers", mount);
-	bool ok = access(probe, F_OK) == 0;
+	char *path = xasprintf("%s/cgroup.procs", dir);
+	FILE *f = fopen(path, "r");
+	size_t n = 0, cap = 16;
+	long pid;
 
-	free(probe);
-	return ok;
+	free(path);
+	*pids = xmalloc(cap * sizeof(pid_t));
+	while (f && fscanf(f, "%ld", &pid) == 1) {
+		if (n == cap)
+			*pids = xrealloc(*pids, (cap *= 2) * sizeof(pid_t));
+		(*pids)[n++] = (pid_t)pid;
+	}
+	if (f)
+		fclose(f);
+	return n;
 }
 
-static struct cgroup *root_v1(const char *name)
+/* The pid a process has in the innermost pid namespace (what the launcher reports). */
+static pid_t inner_pid(pid_t pid)
+{
+	char path[64], line[256];
+	pid_t inner = pid;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return pid;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line + 6, *end;
+
+		if (strncmp(line, "NSpid:", 6))
+			continue;
+		for (long v; (v = strtol(p, &end, 10)), end != p; p = end)
+			inner = (pid_t)v;
+		break;
+	}
+	fclose(f);
+	return inner;
+}
+
+static int signal_dir(const struct cgroup *cg, pid_t keep, int sig)
+{
+	size_t n, hit = 0;
+	pid_t *pids;
+
+	set_frozen(cg, true);
+	n = read_pids(cg->dir[0], &pids);
+	for (size_t i = 0; i < n; i++) {
+		if (keep && (pids[i] == keep || inner_pid(pids[i]) == keep))
+			continue;
+		if (kill(pids[i], sig) == 0)
+			hit++;
+	}
+	set_frozen(cg, false);
+	free(pids);
+	return (int)hit;
+}
+
+int cgroup_signal(struct cgroup *cg, pid_t keep, int sig)
+{
+	return cg ? signal_dir(cg, keep, sig) : 0;
+}
+
+/* Removes dir's child groups first, then dir; what is still inside is killed. */
+static void remove_tree(const char *dir, bool with_freezer)
+{
+	struct cgroup one = {{(char *)dir}};
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	while (d && (de = readdir(d))) {
+		char *sub;
+
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		sub = xasprintf("%s/%s", dir, de->d_name);
+		remove_tree(sub, with_freezer);
+		free(sub);
+	}
+	if (d)
+		closedir(d);
+	/* Killed processes leave the group once they have run their exit: retry briefly. */
+	for (int tries = 0; tries < 100; tries++) {
+		if (with_freezer && tries % 10 == 0)
+			signal_dir(&one, 0, SIGKILL);
+		if (rmdir(dir) == 0 || errno == ENOENT)
+			return;
+		sleep_ms(1);
+	}
+	log_warn("cgroup %s", dir);
+}
+
+static void destroy_dirs(struct cgroup *cg)
+{
+	/* The freezer (v1) or the v2 group holds the processes; the others follow. */
+	for (int i = 0; i < NCTRL; i++)
+		if (cg->dir[i])
+			remove_tree(cg->dir[i], i == 0);
+}
+
+void cgroup_destroy(struct cgroup *cg)
+{
+	if (!cg)
+		return;
+	destroy_dirs(cg);
+	for (int i = 0; i < NCTRL; i++)
+		free(cg->dir[i]);
+	free(cg);
+}
+
+static struct cgroup *child_of(const struct cgroup *base, const char *name, bool create)
 {
 	struct cgroup *cg = xcalloc(1, sizeof(*cg));
 
 	for (int i = 0; i < NCTRL; i++) {
-		char *mount = xasprintf("/sys/fs/cgroup/%s", v1_ctrls[i]);
-
-		cg->dir[i] = make_dir(mount, v1_ctrls[i], name);
-		free(mount);
-	}
-	if (!cg->dir[V1_FREEZER]) {
-		for (int i = 0; i < NCTRL; i++)
-			free(cg->dir[i]);
-		free(cg);
-		return NULL;
-	}
-	return cg;
-}
-
-static struct cgroup *root_v2(const char *mount, const char *name)
-{
-	struct cgroup *cg;
-	char *dir;
-
-	if (!v2_usable(mount) || !(dir = make_dir(mount, NULL, name)))
-		return NULL;
-	cg = xcalloc(1, sizeof(*cg));
-	cg->dir[0] = dir;
-	return cg;
-}
-
-int cgroup_init(const char *want, char *err, size_t errlen)
-{
-	char name[64];
-
-	snprintf(name, sizeof(name), "sbxfs-%d", (int)getpid());
-	if (!strcmp(want, "none"))
-		return 0;
-	if (!strcmp(want, "auto") || !strcmp(want, "v2")) {
-		/* Pure v2, or (when asked for) the v2 half of a hybrid machine. */
-		root = root_v2("/sys/fs/cgroup", name);
-		if (!root && !strcmp(want, "v2"))
-			root = root_v2("/sys/fs/cgroup/unified", name);
-		if (root)
-			mode = CG_V2;
-	}
-	if (!root && (!strcmp(want, "auto") || !strcmp(want, "v1"))) {
-		root = root_v1(name);
-		if (root)
-			mode = CG_V1;
-	}
-	if (!root && strcmp(want, "auto")) {
-		snprintf(err, errlen, "cgroup %s: no usable hierarchy (need write access)", want);
-		return -ENOENT;
-	}
-	if (!root)
-		log_warnx("no usable cgroup: timeouts and kills reach only the shell's process group");
-	return 0;
-}
-
-struct cgroup *cgroup_create(const char *name)
-{
-	struct cgroup *cg;
-
-	if (!root)
-		return NULL;
-	cg = xcalloc(1, sizeof(*cg));
-	for (int i = 0; i < NCTRL; i++) {
-		if (!root->dir[i])
+		if (!base->dir[i])
 			continue;
-		cg->dir[i] = xasprintf("%s/%s", root->dir[i], name);
-		if (mkdir(cg->dir[i], 0755) < 0 && errno != EEXIST) {
+		cg->dir[i] = xasprintf("%s/%s", base->dir[i], name);
+		if (create && mkdir(cg->dir[i], 0755) < 0 && errno != EEXIST) {
 			log_warn("cgroup %s", cg->dir[i]);
 			free(cg->dir[i]);
 			cg->dir[i] = NULL;
-			continue;
 		}
 	}
 	if (!cg->dir[0]) {
@@ -197,6 +265,11 @@ struct cgroup *cgroup_create(const char *name)
 		return NULL;
 	}
 	return cg;
+}
+
+struct cgroup *cgroup_create(const char *name)
+{
+	return root ? child_of(root, name, true) : NULL;
 }
 
 int cgroup_join_fds(struct cgroup *cg, int *fds, int max)
@@ -219,100 +292,230 @@ int cgroup_join_fds(struct cgroup *cg, int *fds, int max)
 	return n;
 }
 
-static void sleep_ms(long ms)
+/* Groups named after daemons that no longer run are what a SIGKILL'd daemon left. */
+static void remove_stale(const struct cgroup *base)
 {
-	struct timespec ts = {0, ms * 1000000};
-
-	nanosleep(&ts, NULL);
-}
-
-static bool is_frozen(struct cgroup *cg)
-{
-	char buf[512];
-
-	if (mode == CG_V1)
-		return read_file(cg->dir[0], "freezer.state", buf, sizeof(buf)) > 0 &&
-		       strncmp(buf, "FROZEN", 6) == 0;
-	return read_file(cg->dir[0], "cgroup.events", buf, sizeof(buf)) > 0 &&
-	       strstr(buf, "frozen 1") != NULL;
-}
-
-static void set_frozen(struct cgroup *cg, bool on)
-{
-	int rc = mode == CG_V1 ? write_file(cg->dir[0], "freezer.state", on ? "FROZEN" : "THAWED")
-			       : write_file(cg->dir[0], "cgroup.freeze", on ? "1" : "0");
-
-	if (rc < 0) {
-		errno = -rc;
-		log_warn("cgroup %s: %s", cg->dir[0], on ? "freeze" : "thaw");
-		return;
-	}
-	/* Freezing takes a moment; bounded so a stuck group can't hang the daemon. */
-	for (int i = 0; on && i < 200 && !is_frozen(cg); i++)
-		sleep_ms(1);
-}
-
-static size_t read_pids(struct cgroup *cg, pid_t **pids)
-{
-	char *path = xasprintf("%s/cgroup.procs", cg->dir[0]);
-	FILE *f = fopen(path, "r");
-	size_t n = 0, cap = 16;
-	long pid;
-
-	free(path);
-	*pids = xmalloc(cap * sizeof(pid_t));
-	while (f && fscanf(f, "%ld", &pid) == 1) {
-		if (n == cap)
-			*pids = xrealloc(*pids, (cap *= 2) * sizeof(pid_t));
-		(*pids)[n++] = (pid_t)pid;
-	}
-	if (f)
-		fclose(f);
-	return n;
-}
-
-int cgroup_signal(struct cgroup *cg, pid_t keep, int sig)
-{
-	size_t n, hit = 0;
-	pid_t *pids;
-
-	if (!cg)
-		return 0;
-	set_frozen(cg, true);
-	n = read_pids(cg, &pids);
-	for (size_t i = 0; i < n; i++)
-		if (pids[i] != keep && kill(pids[i], sig) == 0)
-			hit++;
-	set_frozen(cg, false);
-	free(pids);
-	return (int)hit;
-}
-
-void cgroup_destroy(struct cgroup *cg)
-{
-	if (!cg)
-		return;
-	/* Killed processes leave the group once they have run their exit: retry briefly. */
-	for (int tries = 0; cg->dir[0] && tries < 100; tries++) {
-		if (tries % 10 == 0)
-			cgroup_signal(cg, 0, SIGKILL);
-		if (rmdir(cg->dir[0]) == 0 || errno == ENOENT)
-			break;
-		sleep_ms(1);
-	}
 	for (int i = 0; i < NCTRL; i++) {
-		if (!cg->dir[i])
-			continue;
-		if (rmdir(cg->dir[i]) < 0 && errno != ENOENT)
-			log_warn("cgroup %s", cg->dir[i]);
-		free(cg->dir[i]);
+		struct dirent *de;
+		DIR *d = base->dir[i] ? opendir(base->dir[i]) : NULL;
+
+		while (d && (de = readdir(d))) {
+			long pid;
+			char *dir;
+
+			if (strncmp(de->d_name, PREFIX, strlen(PREFIX)))
+				continue;
+			pid = strtol(de->d_name + strlen(PREFIX), NULL, 10);
+			if (pid <= 0 || (kill((pid_t)pid, 0) < 0 && errno == ESRCH)) {
+				dir = xasprintf("%s/%s", base->dir[i], de->d_name);
+				remove_tree(dir, i == 0);
+				free(dir);
+			}
+		}
+		if (d)
+			closedir(d);
 	}
-	free(cg);
+}
+
+static bool find_parent(const char *want)
+{
+	if (!strcmp(want, "auto") || !strcmp(want, "v2")) {
+		/* Pure v2, or (when asked for) the v2 half of a hybrid machine. */
+		const char *mounts[] = {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"};
+
+		for (int m = 0; m < (!strcmp(want, "v2") ? 2 : 1) && !parent.dir[0]; m++) {
+			char *probe = xasprintf("%s/cgroup.controllers", mounts[m]);
+
+			if (access(probe, F_OK) == 0)
+				parent.dir[0] = own_dir(mounts[m], NULL);
+			free(probe);
+		}
+		if (parent.dir[0])
+			mode = CG_V2;
+	}
+	if (!parent.dir[0] && (!strcmp(want, "auto") || !strcmp(want, "v1"))) {
+		for (int i = 0; i < NCTRL; i++) {
+			char *mount = xasprintf("/sys/fs/cgroup/%s", v1_ctrls[i]);
+
+			if (access(mount, W_OK) == 0)
+				parent.dir[i] = own_dir(mount, v1_ctrls[i]);
+			free(mount);
+		}
+		if (parent.dir[V1_FREEZER])
+			mode = CG_V1;
+	}
+	return mode != CG_NONE;
+}
+
+static void limit(const char *dir, const char *file, const char *value)
+{
+	int rc;
+
+	if (!dir)
+		return;
+	rc = write_file(dir, file, value);
+	if (rc < 0)
+		log_warnx("cgroup %s/%s: %s", dir, file, strerror(-rc));
+}
+
+static void apply_v1(const struct cg_limits *lim)
+{
+	char v[64];
+
+	if (lim->memory_max) {
+		snprintf(v, sizeof(v), "%llu", (unsigned long long)lim->memory_max);
+		limit(root->dir[V1_MEMORY], "memory.limit_in_bytes", v);
+	}
+	if (lim->pids_max) {
+		snprintf(v, sizeof(v), "%llu", (unsigned long long)lim->pids_max);
+		limit(root->dir[V1_PIDS], "pids.max", v);
+	}
+	if (lim->cpu_max > 0) {
+		limit(root->dir[V1_CPU], "cpu.cfs_period_us", "100000");
+		snprintf(v, sizeof(v), "%lld", (long long)(lim->cpu_max * 100000));
+		limit(root->dir[V1_CPU], "cpu.cfs_quota_us", v);
+	}
+}
+
+/* v2 limits need the controllers enabled below the daemon's group, which only works if it is
+ * delegated to us (or is the root); else the limits are off, and we say so. */
+static void apply_v2(const struct cg_limits *lim)
+{
+	char v[64];
+
+	v2_limits = write_file(parent.dir[0], "cgroup.subtree_control", "+memory +pids +cpu") == 0;
+	if (!v2_limits) {
+		log_warnx("cgroup v2: cannot enable controllers under %s: limits are off",
+			  parent.dir[0]);
+		return;
+	}
+	write_file(root->dir[0], "cgroup.subtree_control", "+memory +pids +cpu");
+	if (lim->memory_max) {
+		snprintf(v, sizeof(v), "%llu", (unsigned long long)lim->memory_max);
+		limit(root->dir[0], "memory.max", v);
+	}
+	if (lim->pids_max) {
+		snprintf(v, sizeof(v), "%llu", (unsigned long long)lim->pids_max);
+		limit(root->dir[0], "pids.max", v);
+	}
+	if (lim->cpu_max > 0) {
+		snprintf(v, sizeof(v), "%lld 100000", (long long)(lim->cpu_max * 100000));
+		limit(root->dir[0], "cpu.max", v);
+	}
+}
+
+int cgroup_init(const char *want, const struct cg_limits *lim, char *err, size_t errlen)
+{
+	char name[64];
+
+	if (!strcmp(want, "none"))
+		return 0;
+	if (!find_parent(want)) {
+		if (strcmp(want, "auto")) {
+			snprintf(err, errlen, "cgroup %s: no usable hierarchy", want);
+			return -ENOENT;
+		}
+		log_warnx("no usable cgroup: no limits, and a kill reaches only the shell's "
+			  "process group");
+		return 0;
+	}
+	remove_stale(&parent);
+	snprintf(name, sizeof(name), PREFIX "%d", (int)getpid());
+	root = child_of(&parent, name, true);
+	if (!root) {
+		snprintf(err, errlen, "cannot create cgroup %s under %s", name, parent.dir[0]);
+		return -EACCES;
+	}
+	if (mode == CG_V1)
+		apply_v1(lim);
+	else
+		apply_v2(lim);
+	launcher_cg = child_of(root, "launcher", true);
+	return 0;
+}
+
+void cgroup_cleanup_daemon(pid_t pid)
+{
+	char name[64];
+	struct cgroup *dead;
+
+	snprintf(name, sizeof(name), PREFIX "%d", (int)pid);
+	dead = child_of(&parent, name, false);
+	cgroup_destroy(dead);
+}
+
+static void describe_v1(FILE *out)
+{
+	char buf[4096], *p;
+
+	if (read_file(root->dir[V1_MEMORY] ? root->dir[V1_MEMORY] : "", "memory.limit_in_bytes",
+		      buf, sizeof(buf)) > 0)
+		fprintf(out, "memory_max %s", buf);
+	if (root->dir[V1_MEMORY] &&
+	    read_file(root->dir[V1_MEMORY], "memory.usage_in_bytes", buf, sizeof(buf)) > 0)
+		fprintf(out, "memory_current %s", buf);
+	if (root->dir[V1_MEMORY] &&
+	    read_file(root->dir[V1_MEMORY], "memory.oom_control", buf, sizeof(buf)) > 0 &&
+	    (p = strstr(buf, "oom_kill ")))
+		fprintf(out, "oom_kills %ld\n", strtol(p + 9, NULL, 10));
+	if (root->dir[V1_PIDS] && read_file(root->dir[V1_PIDS], "pids.max", buf, sizeof(buf)) > 0)
+		fprintf(out, "pids_max %s", buf);
+	if (root->dir[V1_PIDS] &&
+	    read_file(root->dir[V1_PIDS], "pids.current", buf, sizeof(buf)) > 0)
+		fprintf(out, "pids_current %s", buf);
+	if (root->dir[V1_CPU] &&
+	    read_file(root->dir[V1_CPU], "cpu.cfs_quota_us", buf, sizeof(buf)) > 0)
+		fprintf(out, "cpu_quota_us %s", buf);
+}
+
+static void describe_v2(FILE *out)
+{
+	static const char *const files[][2] = {{"memory.max", "memory_max"},
+					       {"memory.current", "memory_current"},
+					       {"pids.max", "pids_max"},
+					       {"pids.current", "pids_current"},
+					       {"cpu.max", "cpu_max"}};
+	char buf[4096], *p;
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+		if (read_file(root->dir[0], files[i][0], buf, sizeof(buf)) > 0)
+			fprintf(out, "%s %s", files[i][1], buf);
+	if (read_file(root->dir[0], "memory.events", buf, sizeof(buf)) > 0 &&
+	    (p = strstr(buf, "oom_kill ")))
+		fprintf(out, "oom_kills %ld\n", strtol(p + 9, NULL, 10));
+}
+
+char *cgroup_describe(void)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+
+	fprintf(out, "cgroup %s\n", cgroup_mode());
+	if (root && mode == CG_V1)
+		describe_v1(out);
+	else if (root && v2_limits)
+		describe_v2(out);
+	else
+		fprintf(out, "limits off\n");
+	fclose(out);
+	return text;
 }
 
 void cgroup_shutdown(void)
 {
+	if (launcher_cg) {
+		free(launcher_cg->dir[0]); /* removed with the root's tree */
+		for (int i = 1; i < NCTRL; i++)
+			free(launcher_cg->dir[i]);
+		free(launcher_cg);
+		launcher_cg = NULL;
+	}
 	cgroup_destroy(root);
 	root = NULL;
+	for (int i = 0; i < NCTRL; i++) {
+		free(parent.dir[i]);
+		parent.dir[i] = NULL;
+	}
 	mode = CG_NONE;
 }

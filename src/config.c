@@ -48,10 +48,17 @@ void config_defaults(struct config *cfg)
 	cfg->kill_grace_ms = 2000;
 	cfg->history = 100;
 	cfg->output_cap = 1ull << 30;
+	cfg->isolate = true;
+	cfg->user = xstrdup("sbxfs");
+	cfg->host_network = false;
+	cfg->memory_max = 4ull << 30;
+	cfg->pids_max = 4096;
+	cfg->cpu_max = 0;
+	cfg->tmp_size = 1ull << 30;
+	cfg->shm_size = 256ull << 20;
 	cfg->ws_cache = true;
 	cfg->ws_timeout = 1.0;
 	base_env_set(cfg, "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
-	base_env_set(cfg, "HOME", "/root");
 	base_env_set(cfg, "LANG", "C.UTF-8");
 	base_env_set(cfg, "TERM", "dumb");
 }
@@ -142,6 +149,91 @@ static int set_session(struct config *cfg, const char *key, const char *value)
 	return 0;
 }
 
+int config_parse_size(const char *value, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+	int shift = 0;
+
+	if (!strcmp(value, "max")) {
+		*out = 0;
+		return 0;
+	}
+	errno = 0;
+	v = strtoull(value, &end, 10);
+	if (errno || end == value || value[0] == '-')
+		return -EINVAL;
+	switch (*end) {
+	case 'K': case 'k': shift = 10; end++; break;
+	case 'M': case 'm': shift = 20; end++; break;
+	case 'G': case 'g': shift = 30; end++; break;
+	case 'T': case 't': shift = 40; end++; break;
+	default: break;
+	}
+	if (*end || v > (UINT64_MAX >> shift))
+		return -EINVAL;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+static int set_choice(const char *value, const char *yes, const char *no, bool *out)
+{
+	if (!strcmp(value, yes))
+		*out = true;
+	else if (!strcmp(value, no))
+		*out = false;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+static int set_sandbox(struct config *cfg, const char *key, const char *value)
+{
+	char *end;
+
+	if (!strcmp(key, "isolation"))
+		return set_choice(value, "bwrap", "none", &cfg->isolate);
+	if (!strcmp(key, "network"))
+		return set_choice(value, "host", "none", &cfg->host_network);
+	if (!strcmp(key, "user")) {
+		set_str(&cfg->user, value);
+		return value[0] ? 0 : -EINVAL;
+	}
+	if (!strcmp(key, "memory_max"))
+		return config_parse_size(value, &cfg->memory_max);
+	if (!strcmp(key, "pids_max"))
+		return !strcmp(value, "max") ? (cfg->pids_max = 0, 0)
+					     : parse_u64(value, 1, 1u << 22, &cfg->pids_max);
+	if (!strcmp(key, "cpu_max")) {
+		if (!strcmp(value, "max")) {
+			cfg->cpu_max = 0;
+			return 0;
+		}
+		cfg->cpu_max = strtod(value, &end);
+		return (*end || end == value || cfg->cpu_max <= 0 || cfg->cpu_max > 4096) ? -EINVAL
+											 : 0;
+	}
+	if (!strcmp(key, "tmp_size"))
+		return config_parse_size(value, &cfg->tmp_size);
+	if (!strcmp(key, "shm_size"))
+		return config_parse_size(value, &cfg->shm_size);
+	return -ENOENT;
+}
+
+int config_check(const struct config *cfg, char *err, size_t errlen)
+{
+	/* tmpfs pages are charged to the sandbox and cannot be reclaimed: a full /tmp must not
+	 * be able to take the whole memory limit. */
+	if (cfg->memory_max && cfg->tmp_size + cfg->shm_size >= cfg->memory_max) {
+		snprintf(err, errlen,
+			 "[sandbox] tmp_size + shm_size (%llu) must stay below memory_max (%llu)",
+			 (unsigned long long)(cfg->tmp_size + cfg->shm_size),
+			 (unsigned long long)cfg->memory_max);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int set_workspace(struct config *cfg, const char *key, const char *value)
 {
 	if (!strcmp(key, "cache"))
@@ -162,6 +254,8 @@ int config_set(struct config *cfg, const char *section, const char *key, const c
 		rc = set_session(cfg, key, value);
 	else if (!strcmp(section, "workspace"))
 		rc = set_workspace(cfg, key, value);
+	else if (!strcmp(section, "sandbox"))
+		rc = set_sandbox(cfg, key, value);
 	else if (!strcmp(section, "env")) {
 		rc = env_name_valid(key, strlen(key)) ? 0 : -EINVAL;
 		if (rc == 0)
@@ -223,6 +317,7 @@ void config_free(struct config *cfg)
 	free(cfg->launcher);
 	free(cfg->shell);
 	free(cfg->cgroup);
+	free(cfg->user);
 	for (size_t i = 0; i < cfg->n_base_env; i++)
 		free(cfg->base_env[i]);
 	free(cfg->base_env);

@@ -24,6 +24,16 @@ struct config {
 	char **base_env;      /* NAME=VALUE, NULL-terminated: a new session's environment */
 	size_t n_base_env;
 
+	/* [sandbox] */
+	bool isolate;         /* isolation = bwrap (true) or none */
+	char *user;           /* the unprivileged user sandboxed commands run as (daemon root) */
+	bool host_network;    /* network = host; else only lo */
+	uint64_t memory_max;  /* bytes, 0 = no limit */
+	uint64_t pids_max;    /* 0 = no limit */
+	double cpu_max;       /* CPUs, 0 = no limit */
+	uint64_t tmp_size;    /* bytes of the sandbox's /tmp */
+	uint64_t shm_size;    /* bytes of its /dev/shm */
+
 	bool ws_cache;        /* workspace changed only through sbxfs and the sandbox */
 	double ws_timeout;    /* entry/attr timeout in seconds when ws_cache is on */
 };
@@ -31,6 +41,10 @@ struct config {
 void config_defaults(struct config *cfg);
 /* Reads an ini file over the current values; on error returns -errno and writes a reason. */
 int config_load(struct config *cfg, const char *path, char *err, size_t errlen);
+/* Checks what keys cannot check alone (tmpfs sizes below the memory limit). */
+int config_check(const struct config *cfg, char *err, size_t errlen);
+/* Parses "123", "64K", "512M", "4G" (powers of 1024) or "max" (0). */
+int config_parse_size(const char *value, uint64_t *out);
 /* Sets one key as the ini file would ("section", "key", "value"). */
 int config_set(struct config *cfg, const char *section, const char *key, const char *value,
 	       char *err, size_t errlen);

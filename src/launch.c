@@ -6,6 +6,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup.h"
+#include "identity.h"
 #include "log.h"
 #include "loop.h"
 #include "msg.h"
@@ -29,8 +33,10 @@ struct outmsg {
 	STAILQ_ENTRY(outmsg) link;
 };
 
-static char *launcher_path;
+static struct launch_spec spec;
 static pid_t launcher_pid;
+static int err_pipe = -1;
+static struct loop_fd *err_lf;
 static int sock = -1;
 static struct loop_fd *sock_lf;
 static struct msgbuf inbuf;
@@ -91,7 +97,7 @@ static void handle_msg(const char *buf, size_t len)
 		msg_free(&m);
 		return;
 	}
-	p = proc_by_id(m.id);
+	p = m.id ? proc_by_id(m.id) : NULL; /* id 0: the launcher's hello */
 	if (p && m.type == MSG_STARTED) {
 		p->pid = m.a;
 		if (m.b) /* fork failed: report it as an exec failure would be */
@@ -187,36 +193,133 @@ static void on_socket(struct loop_fd *lf, uint32_t events, void *arg)
 		flush_out();
 }
 
+/* In the child: join the launcher's cgroup, put the socket on fd 3 and the seccomp program on
+ * fd 4, drop to the sandbox's identity, and exec bwrap (or the launcher itself). */
+/* Moves fd to a number above the ones we are about to fill. */
+static int high(int fd)
+{
+	return fd < 0 ? -1 : fcntl(fd, F_DUPFD, 16);
+}
+
+/* In the child: join the launcher's cgroup, put the socket on fd 3 and the fds bwrap is told
+ * about on 4, 5..., drop to the sandbox's identity, and exec bwrap (or the launcher itself). */
+static void __attribute__((noreturn)) exec_launcher(int sock_fd, int err_fd)
+{
+	int cgfds[4], ncg = cgroup_join_fds(spec.cg, cgfds, 4);
+	int hi_sock = high(sock_fd), hi_err = high(err_fd), hi_pass[4];
+	sigset_t none;
+
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	for (int i = 0; i < ncg; i++)
+		if (write(cgfds[i], "0", 1) < 0)
+			dprintf(err_fd, "sbxfs: cannot join the sandbox cgroup: %s\n",
+				strerror(errno));
+	for (int i = 0; i < spec.npass; i++) {
+		/* bwrap reads the seccomp program from the current offset: rewind it. */
+		lseek(spec.pass_fds[i], 0, SEEK_SET);
+		hi_pass[i] = high(spec.pass_fds[i]);
+	}
+	if (hi_sock < 0 || hi_err < 0 || dup2(hi_err, 2) < 0 || dup2(hi_sock, 3) < 0)
+		_exit(127);
+	for (int i = 0; i < spec.npass; i++)
+		if (hi_pass[i] < 0 || dup2(hi_pass[i], 4 + i) < 0)
+			_exit(127);
+	close_range(4 + (unsigned)spec.npass, ~0U, 0);
+	if (spec.id && identity_drop(spec.id) < 0) {
+		dprintf(2, "sbxfs: cannot drop privileges: %s\n", strerror(errno));
+		_exit(126);
+	}
+	if (spec.bwrap_argv)
+		execv(spec.bwrap_argv[0], spec.bwrap_argv);
+	else
+		execl(spec.launcher, "sbxfs-launcher", (char *)NULL);
+	dprintf(2, "sbxfs: exec %s: %s\n", spec.bwrap_argv ? spec.bwrap_argv[0] : spec.launcher,
+		strerror(errno));
+	_exit(127);
+}
+
+/* What bwrap or the launcher write to stderr goes to the daemon's log. */
+static void on_stderr(struct loop_fd *lf, uint32_t events, void *arg)
+{
+	char buf[4096];
+	ssize_t n = read(err_pipe, buf, sizeof(buf) - 1);
+
+	(void)arg;
+	(void)events;
+	if (n <= 0) {
+		loop_del_fd(lf);
+		err_lf = NULL;
+		close(err_pipe);
+		err_pipe = -1;
+		return;
+	}
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	log_warnx("sandbox: %s", buf);
+}
+
 static int spawn_launcher(void)
 {
-	int sv[2];
+	int sv[2], ep[2];
 	pid_t pid;
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
-	pid = fork();
-	if (pid < 0) {
+	if (pipe2(ep, O_CLOEXEC) < 0) {
 		close(sv[0]);
 		close(sv[1]);
 		return -errno;
 	}
-	if (pid == 0) {
-		sigset_t none;
-
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		if (dup2(sv[1], 3) < 0)
-			_exit(127);
-		close_range(4, ~0U, 0);
-		execl(launcher_path, "sbxfs-launcher", (char *)NULL);
-		_exit(127);
-	}
+	pid = fork();
+	if (pid == 0)
+		exec_launcher(sv[1], ep[1]);
 	close(sv[1]);
+	close(ep[1]);
+	if (pid < 0) {
+		close(sv[0]);
+		close(ep[0]);
+		return -errno;
+	}
 	sock = sv[0];
 	fcntl(sock, F_SETFL, O_NONBLOCK);
+	if (err_pipe >= 0) {
+		if (err_lf)
+			loop_del_fd(err_lf);
+		close(err_pipe);
+	}
+	err_pipe = ep[0];
 	launcher_pid = pid;
-	sock_lf = loop_add_fd(sock, EPOLLIN, on_socket, NULL);
 	return 0;
+}
+
+/* Waits (bounded) for the launcher's hello, so a sandbox that cannot start fails the mount
+ * with bwrap's own words. */
+static int await_hello(char *err, size_t errlen)
+{
+	struct pollfd pfd = {.fd = sock, .events = POLLIN};
+	char msg[4096];
+	ssize_t n = 0;
+
+	if (poll(&pfd, 1, 10000) > 0 && (pfd.revents & POLLIN))
+		n = recv(sock, msg, MSG_HDR + 16, MSG_PEEK);
+	if (n >= (ssize_t)MSG_HDR)
+		return 0;
+	n = read(err_pipe, msg, sizeof(msg) - 1);
+	msg[n > 0 ? n : 0] = '\0';
+	msg[strcspn(msg, "\n")] = '\0';
+	snprintf(err, errlen, "the sandbox did not start: %s",
+		 msg[0] ? msg : "no answer from the launcher");
+	kill(launcher_pid, SIGKILL);
+	waitpid(launcher_pid, NULL, 0);
+	return -EIO;
+}
+
+static void watch_launcher(void)
+{
+	sock_lf = loop_add_fd(sock, EPOLLIN, on_socket, NULL);
+	fcntl(err_pipe, F_SETFL, O_NONBLOCK);
+	err_lf = loop_add_fd(err_pipe, EPOLLIN, on_stderr, NULL);
 }
 
 static void launcher_died(int status)
@@ -245,6 +348,8 @@ static void launcher_died(int status)
 		held(TAILQ_FIRST(&holds)->id, -1, 0);
 	if (spawn_launcher() < 0)
 		log_warn("restarting the launcher");
+	else
+		watch_launcher();
 }
 
 static void on_sigchld(void)
@@ -257,14 +362,26 @@ static void on_sigchld(void)
 			launcher_died(status);
 }
 
-int launch_init(const char *path)
+int launch_init(const struct launch_spec *sp, char *err, size_t errlen)
 {
-	launcher_path = xstrdup(path);
-	if (access(path, X_OK) < 0)
-		return -errno;
+	int rc;
+
+	spec = *sp;
+	if (access(spec.launcher, X_OK) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "launcher %s: %s", spec.launcher, strerror(-rc));
+		return rc;
+	}
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	loop_set_sigchld(on_sigchld);
-	return spawn_launcher();
+	if ((rc = spawn_launcher()) < 0) {
+		snprintf(err, errlen, "cannot start the launcher: %s", strerror(-rc));
+		return rc;
+	}
+	if ((rc = await_hello(err, errlen)) < 0)
+		return rc;
+	watch_launcher();
+	return 0;
 }
 
 void launch_start(struct proc *p, const char *cwd, char *const argv[], char *const envp[],

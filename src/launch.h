@@ -4,6 +4,7 @@
 #define SBX_LAUNCH_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/queue.h>
 #include <sys/types.h>
@@ -25,7 +26,21 @@ struct hold {
 	TAILQ_ENTRY(hold) link;
 };
 
-int launch_init(const char *launcher_path);
+struct cgroup;
+struct identity;
+
+/* How the launcher is started. The pointers must stay valid while the daemon runs. */
+struct launch_spec {
+	const char *launcher;      /* host path of sbxfs-launcher */
+	char **bwrap_argv;         /* NULL: exec the launcher without a sandbox */
+	int pass_fds[4];           /* become fds 4, 5, ... of bwrap (its argv names them) */
+	int npass;
+	const struct identity *id; /* drop to it before exec; NULL: stay as the daemon */
+	struct cgroup *cg;         /* joined before exec; may be NULL */
+};
+
+/* Starts the launcher and waits for its hello; 0 or -errno with a reason. */
+int launch_init(const struct launch_spec *spec, char *err, size_t errlen);
 /* Takes ownership of fds and cgfds (closed once sent): the child's fds 0..nfds-1, and the
  * cgroup.procs files it joins before exec. */
 void launch_start(struct proc *p, const char *cwd, char *const argv[], char *const envp[],

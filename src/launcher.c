@@ -316,12 +316,11 @@ int main(int argc, char **argv)
 	log_init("sbxfs-launcher", LOG_LVL_INFO, NULL);
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() == 1)
-		return 0;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	send_msg(MSG_STARTED, 0, (int32_t)getpid(), 0); /* hello: the sandbox is up */
 	pfd[0] = (struct pollfd){.fd = SOCK_FD, .events = POLLIN};
 	pfd[1] = (struct pollfd){.fd = signalfd(-1, &mask, SFD_CLOEXEC), .events = POLLIN};
 	if (pfd[1].fd < 0)

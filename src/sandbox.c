@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
@@ -11,20 +12,34 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mount.h>
+#include <spawn.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "bwrap.h"
 #include "cgroup.h"
+#include "filter.h"
+#include "identity.h"
 #include "launch.h"
 #include "log.h"
 #include "loop.h"
 #include "session.h"
+#include "watchdog.h"
 #include "xmalloc.h"
+
+extern char **environ;
 
 static struct config *cfg;
 static char *spool_dir;
 static char *launcher;
 static int lock_fd = -1;
+static struct identity identity;
+static char **bwrap;
+static int seccomp_fd = -1;
+static char *mountpoint;
+static char *stage_dir, *staged_ws, *staged_launcher;
 
 static int mkdir_p(const char *path, mode_t mode)
 {
@@ -120,32 +135,165 @@ int sandbox_prepare(struct config *c, const char *self_exe, char *err, size_t er
 		snprintf(err, errlen, "launcher %s: %s", launcher, strerror(-rc));
 		return rc;
 	}
+	if ((rc = config_check(cfg, err, errlen)) < 0)
+		return rc;
+	if (cfg->isolate && (rc = identity_resolve(cfg->user, &identity, err, errlen)) < 0)
+		return rc;
+	/* The sandbox's commands must be able to create files at the top of their workspace. */
+	if (cfg->isolate && getuid() == 0 && chown(cfg->workspace, identity.uid, identity.gid) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "workspace %s: chown: %s", cfg->workspace, strerror(-rc));
+		return rc;
+	}
 	return 0;
 }
 
-int sandbox_start(char *err, size_t errlen)
+/* bwrap runs as the sandbox's user and must reach the workspace and the launcher by path,
+ * whatever the modes of the directories above them: as root, bind both into a staging
+ * directory that only needs to be traversable. */
+static int stage(const char *src, const char *name, bool dir, char **dst)
 {
+	*dst = xasprintf("%s/%s", stage_dir, name);
+	if (dir ? mkdir(*dst, 0700) < 0 : mknod(*dst, S_IFREG | 0600, 0) < 0)
+		return -errno;
+	if (mount(src, *dst, NULL, MS_BIND, NULL) < 0)
+		return -errno;
+	return 0;
+}
+
+static void unstage(char **path)
+{
+	if (!*path)
+		return;
+	umount2(*path, MNT_DETACH);
+	if (rmdir(*path) < 0)
+		unlink(*path);
+	free(*path);
+	*path = NULL;
+}
+
+static int stage_paths(char *err, size_t errlen)
+{
+	int rc;
+
+	if (getuid() != 0) {
+		staged_ws = xstrdup(cfg->workspace);
+		staged_launcher = xstrdup(launcher);
+		return 0;
+	}
+	stage_dir = xasprintf("/run/sbxfs-%d", (int)getpid());
+	if (mkdir(stage_dir, 0711) < 0 && errno != EEXIST) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: %s", stage_dir, strerror(-rc));
+		return rc;
+	}
+	if ((rc = stage(cfg->workspace, "workspace", true, &staged_ws)) < 0 ||
+	    (rc = stage(launcher, "launcher", false, &staged_launcher)) < 0) {
+		snprintf(err, errlen, "staging the sandbox's paths in %s: %s", stage_dir,
+			 strerror(-rc));
+		return rc;
+	}
+	return 0;
+}
+
+static void unstage_paths(void)
+{
+	if (!stage_dir) {
+		free(staged_ws);
+		free(staged_launcher);
+		staged_ws = staged_launcher = NULL;
+		return;
+	}
+	unstage(&staged_ws);
+	unstage(&staged_launcher);
+	rmdir(stage_dir);
+	free(stage_dir);
+	stage_dir = NULL;
+}
+
+static int prepare_isolation(char *err, size_t errlen)
+{
+	struct bwrap_spec bs = {
+		.bwrap = "/usr/bin/bwrap",
+		.host_network = cfg->host_network,
+		.tmp_size = cfg->tmp_size,
+		.shm_size = cfg->shm_size,
+		.uid = identity.uid,
+		.gid = identity.gid,
+	};
+	int rc;
+
+	if (access(bs.bwrap, X_OK) < 0) {
+		snprintf(err, errlen, "isolation = bwrap, but %s: %s (install bubblewrap, or set "
+			 "isolation = none)", bs.bwrap, strerror(errno));
+		return -ENOENT;
+	}
+	seccomp_fd = filter_bpf_fd();
+	if (seccomp_fd < 0) {
+		snprintf(err, errlen, "seccomp filter: %s", strerror(-seccomp_fd));
+		return seccomp_fd;
+	}
+	if ((rc = stage_paths(err, errlen)) < 0)
+		return rc;
+	bs.workspace = staged_ws;
+	bs.launcher = staged_launcher;
+	bwrap = bwrap_argv(&bs);
+	return 0;
+}
+
+/* The workspace as commands see it. */
+static const char *inside_workspace(void)
+{
+	return cfg->isolate ? SANDBOX_WORKSPACE : cfg->workspace;
+}
+
+/* In the watchdog, once the daemon died: what sandbox_stop would have undone. */
+static void cleanup_after_daemon(void)
+{
+	char *argv[] = {"fusermount3", "-u", "-z", mountpoint, NULL};
+	pid_t pid;
+
+	log_warnx("the daemon died: cleaning up its sandbox and unmounting %s", mountpoint);
+	cgroup_shutdown();
+	unstage_paths();
+	if (posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ) == 0)
+		waitpid(pid, NULL, 0);
+}
+
+int sandbox_start(const char *mnt, char *err, size_t errlen)
+{
+	struct cg_limits lim = {cfg->memory_max, cfg->pids_max, cfg->cpu_max};
+	struct launch_spec ls = {.launcher = launcher};
 	int rc;
 
 	if ((rc = loop_init()) < 0) {
 		snprintf(err, errlen, "event loop: %s", strerror(-rc));
 		return rc;
 	}
-	core_lock();
-	rc = launch_init(launcher);
-	core_unlock();
-	if (rc < 0) {
-		snprintf(err, errlen, "launcher %s: %s", launcher, strerror(-rc));
+	if ((rc = cgroup_init(cfg->cgroup, &lim, err, errlen)) < 0)
 		return rc;
+	log_info("cgroup: %s; isolation: %s", cgroup_mode(), cfg->isolate ? "bwrap" : "none");
+	if (cfg->isolate) {
+		if ((rc = prepare_isolation(err, errlen)) < 0)
+			return rc;
+		ls = (struct launch_spec){.launcher = launcher, .bwrap_argv = bwrap,
+					  .pass_fds = {seccomp_fd}, .npass = 1, .id = &identity};
 	}
-	if ((rc = cgroup_init(cfg->cgroup, err, errlen)) < 0)
+	ls.cg = cgroup_launcher();
+	core_lock();
+	rc = launch_init(&ls, err, errlen);
+	core_unlock();
+	if (rc < 0)
 		return rc;
-	log_info("cgroup: %s", cgroup_mode());
-	sessions_init(cfg, spool_dir);
+	sessions_init(cfg, spool_dir, inside_workspace(),
+		      cfg->isolate && getuid() == 0 ? &identity : NULL);
 	if ((rc = session_create(SESSION_DEFAULT, NULL)) < 0) {
 		snprintf(err, errlen, "default session: %s", strerror(-rc));
 		return rc;
 	}
+	mountpoint = xstrdup(mnt);
+	if ((rc = watchdog_start(cleanup_after_daemon)) < 0)
+		log_warnx("no watchdog: %s", strerror(-rc));
 	if ((rc = loop_start()) < 0) {
 		snprintf(err, errlen, "event loop thread: %s", strerror(-rc));
 		return rc;
@@ -155,10 +303,16 @@ int sandbox_start(char *err, size_t errlen)
 
 void sandbox_stop(void)
 {
+	watchdog_disarm();
 	sessions_shutdown();
 	loop_stop();
 	launch_shutdown();
 	cgroup_shutdown();
+	bwrap_argv_free(bwrap);
+	if (seccomp_fd >= 0)
+		close(seccomp_fd);
+	unstage_paths();
+	free(mountpoint);
 	free(launcher);
 	free(spool_dir);
 	if (lock_fd >= 0)

@@ -9,8 +9,9 @@
 
 /* Checks and creates directories, takes the state dir lock. 0 or -errno with a reason. */
 int sandbox_prepare(struct config *cfg, const char *self_exe, char *err, size_t errlen);
-/* Starts the loop thread, the launcher and the default session. */
-int sandbox_start(char *err, size_t errlen);
+/* Starts the loop thread, the launcher, the default session and the watchdog that cleans up
+ * (and unmounts mountpoint) if the daemon dies. On failure, sandbox_stop undoes what started. */
+int sandbox_start(const char *mountpoint, char *err, size_t errlen);
 /* Ends every session and process, stops the loop. */
 void sandbox_stop(void);
 

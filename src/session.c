@@ -13,9 +13,11 @@
 #include "xmalloc.h"
 
 const struct config *session_cfg;
+const struct identity *session_owner;
 static char *spool_dir;
 static TAILQ_HEAD(, session) sessions = TAILQ_HEAD_INITIALIZER(sessions);
 static uint64_t next_serial = 1;
+static char *start_dir; /* the workspace as commands see it */
 
 bool session_id_valid(const char *id, size_t len)
 {
@@ -96,7 +98,9 @@ static struct session *create_locked(const char *id)
 	envlist_init(&s->env);
 	for (size_t i = 0; i < session_cfg->n_base_env; i++)
 		envlist_put(&s->env, session_cfg->base_env[i]);
-	s->cwd = xstrdup(session_cfg->workspace);
+	s->cwd = xstrdup(start_dir);
+	if (!envlist_get(&s->env, "HOME"))
+		envlist_set(&s->env, "HOME", start_dir);
 	/* What bash adds at start, so env reads the same before and after its first report. */
 	envlist_set(&s->env, "PWD", s->cwd);
 	envlist_set(&s->env, "SHLVL", "1");
@@ -520,10 +524,13 @@ char *session_status(struct session *s, size_t *len)
 	return text;
 }
 
-void sessions_init(const struct config *c, const char *dir)
+void sessions_init(const struct config *c, const char *dir, const char *workspace,
+		   const struct identity *id)
 {
 	session_cfg = c;
+	session_owner = id;
 	spool_dir = xstrdup(dir);
+	start_dir = xstrdup(workspace);
 }
 
 void sessions_shutdown(void)
@@ -534,6 +541,9 @@ void sessions_shutdown(void)
 	while ((s = TAILQ_FIRST(&sessions))) {
 		TAILQ_REMOVE(&sessions, s, link);
 		exec_teardown(s);
+		/* Now, not when the last open file lets go: the sandbox's group goes next. */
+		cgroup_destroy(s->cg);
+		s->cg = NULL;
 		if (s->current) {
 			struct op *op = s->current;
 
@@ -550,5 +560,6 @@ void sessions_shutdown(void)
 	}
 	core_unlock();
 	free(spool_dir);
-	spool_dir = NULL;
+	free(start_dir);
+	spool_dir = start_dir = NULL;
 }

@@ -24,7 +24,12 @@ struct session_info {
 	uint64_t serial;
 };
 
-void sessions_init(const struct config *cfg, const char *spool_dir);
+struct identity;
+
+/* workspace: the workspace as commands see it (their first cwd, and HOME unless set); id: the
+ * sandbox's user, who must own what commands open (their stdin pipes), NULL for the daemon's. */
+void sessions_init(const struct config *cfg, const char *spool_dir, const char *workspace,
+		   const struct identity *id);
 /* Ends every session and its shell; used at unmount. */
 void sessions_shutdown(void);
 

@@ -84,6 +84,7 @@ struct session {
 };
 
 extern const struct config *session_cfg;
+extern const struct identity *session_owner;
 
 /* exec.c: running the queue on the shell. */
 void exec_start_shell(struct session *s);

@@ -25,7 +25,9 @@
  * loop condition, so `continue` in a command still reports, and the outer loop re-enters after
  * a `break`. Reports are NUL-separated: tag, status, cwd, NAME=VALUE of every exported scalar,
  * then an empty field. SIGUSR1 while a command runs makes the shell skip the rest of it (a
- * DEBUG trap under extdebug skips every command until the driver's own first one). */
+ * DEBUG trap under extdebug skips every command until the driver's own first one). `jobs`
+ * takes the news of background jobs a kill ended, which bash would print into the next
+ * command's stderr. */
 static const char driver[] =
 	"__sbx_status() { return \"$1\"; }\n"
 	"__sbx_abort() { builtin shopt -s extdebug; builtin trap '[[ $BASH_COMMAND == "
@@ -37,6 +39,7 @@ static const char driver[] =
 	"while :; do\n"
 	" while __sbx_rc=$?\n"
 	"  builtin trap '' USR1\n"
+	"  builtin jobs >/dev/null 2>&1\n"
 	"  if [[ -n $__sbx_seq ]]; then\n"
 	"   __sbx_env=()\n"
 	"   for __sbx_n in ${!A@} ${!B@} ${!C@} ${!D@} ${!E@} ${!F@} ${!G@} ${!H@} ${!I@} ${!J@}"

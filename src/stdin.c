@@ -8,8 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/fsuid.h>
 #include <unistd.h>
 
+#include "identity.h"
 #include "log.h"
 #include "session_priv.h"
 #include "xmalloc.h"
@@ -104,6 +106,22 @@ static void on_held(struct hold *h, int fdnum, pid_t launcher_pid)
 	flush(in);
 }
 
+/* A pipe belongs to whoever made it, and the sandbox's user must be able to open it through
+ * /proc: make it as that user (fsuid is per thread). */
+static int make_pipe(int p[2])
+{
+	int rc;
+
+	if (!session_owner)
+		return pipe2(p, O_CLOEXEC);
+	setfsgid(session_owner->gid);
+	setfsuid(session_owner->uid);
+	rc = pipe2(p, O_CLOEXEC);
+	setfsuid(0);
+	setfsgid(0);
+	return rc;
+}
+
 void stdin_begin(struct session *s)
 {
 	struct session_stdin *in = &s->in;
@@ -113,7 +131,7 @@ void stdin_begin(struct session *s)
 		exec_send_run(s, NULL);
 		return;
 	}
-	if (pipe2(p, O_CLOEXEC) < 0) {
+	if (make_pipe(p) < 0) {
 		log_warn("session %s: stdin pipe", s->id);
 		exec_send_run(s, NULL);
 		return;

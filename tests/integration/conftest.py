@@ -125,7 +125,7 @@ def _start_mount(prefix):
 def sbx():
     """A running sbxfs shared by the tests of one module.
 
-    Attributes: mnt, ws, state, proc, sessions, workspace, ws_real; helpers new_session(),
+    Attributes: mnt, ws, state, proc, sessions, workspace, cmd_ws (the workspace as commands see it); helpers new_session(),
     run(session, cmd, timeout=30) -> (stdout, stderr, exit), submit(), read(), exit_status()...
     """
     m = _start_mount("sbxfs-it-")

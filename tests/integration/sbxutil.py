@@ -50,6 +50,13 @@ def extra_args():
     return shlex.split(os.environ.get("SBXFS_EXTRA_ARGS", ""))
 
 
+def isolation_none():
+    """True when the daemon under test runs commands without bwrap (--isolation none)."""
+    args = extra_args()
+    return "--isolation=none" in args or any(
+        a == "--isolation" and b == "none" for a, b in zip(args, args[1:]))
+
+
 def uniq(prefix="t"):
     return f"{prefix}-{uuid.uuid4().hex[:10]}"
 
@@ -377,7 +384,8 @@ class SbxMount:
         self.state = self.tmp / "state"
         for d in (self.mnt, self.ws, self.state):
             d.mkdir(parents=True, exist_ok=True)
-        self.ws_real = os.path.realpath(self.ws)
+        # The workspace as the sandbox's commands see it.
+        self.cmd_ws = os.path.realpath(self.ws) if isolation_none() else "/workspace"
         self.sessions = self.mnt / "sessions"
         self.workspace = self.mnt / "workspace"
         self.proc = None

@@ -199,7 +199,7 @@ def test_cd_persists(sbx):
     d = uniq("cd")
     assert sbx.run(s, f"mkdir -p {d}/inner && cd {d}/inner")[2] == 0
     out, _, code = sbx.run(s, "pwd -P")
-    assert (out, code) == (f"{sbx.ws_real}/{d}/inner\n".encode(), 0)
+    assert (out, code) == (f"{sbx.cmd_ws}/{d}/inner\n".encode(), 0)
 
 
 def test_functions_persist(sbx):
@@ -210,10 +210,10 @@ def test_functions_persist(sbx):
 
 def test_new_session_starts_in_workspace(sbx):
     s = sbx.new_session()
-    assert os.path.realpath(sbx.read(s, "cwd").decode().rstrip("\n")) == sbx.ws_real
+    assert os.path.realpath(sbx.read(s, "cwd").decode().rstrip("\n")) == sbx.cmd_ws
     assert sbx.read(s, "cwd").endswith(b"\n")
     out, _, code = sbx.run(s, "pwd -P")
-    assert (out, code) == (f"{sbx.ws_real}\n".encode(), 0)
+    assert (out, code) == (f"{sbx.cmd_ws}\n".encode(), 0)
 
 
 def test_clean_initial_environment(sbx):
@@ -239,15 +239,15 @@ def test_sessions_keep_separate_env_and_cwd_but_share_files(sbx):
     out, err, code = sbx.run(a, f"export ONLY_A=yes; ONLY_A_SHELL=1; only_a() {{ :; }}; "
                                 f"mkdir {d}; cd {d}; echo from-a > ../{f}; pwd -P")
     assert code == 0, err
-    assert out == f"{sbx.ws_real}/{d}\n".encode()
+    assert out == f"{sbx.cmd_ws}/{d}\n".encode()
     out, err, code = sbx.run(b, 'echo "${ONLY_A-unset} ${ONLY_A_SHELL-unset}"; '
                                 "type only_a >/dev/null 2>&1 || echo no-func; "
                                 f"pwd -P; cat {f}")
-    assert (out, err, code) == (f"unset unset\nno-func\n{sbx.ws_real}\nfrom-a\n".encode(),
+    assert (out, err, code) == (f"unset unset\nno-func\n{sbx.cmd_ws}\nfrom-a\n".encode(),
                                 b"", 0)
     assert read_bytes(sbx.workspace / f) == b"from-a\n"
     # a's state is untouched by b
-    assert sbx.run(a, 'echo "$ONLY_A"; pwd -P') == (f"yes\n{sbx.ws_real}/{d}\n".encode(), b"", 0)
+    assert sbx.run(a, 'echo "$ONLY_A"; pwd -P') == (f"yes\n{sbx.cmd_ws}/{d}\n".encode(), b"", 0)
 
 
 def test_file_written_through_workspace_is_read_by_command(sbx):
@@ -471,9 +471,9 @@ def test_cwd_write_then_pwd(sbx):
     d = uniq("cwd")
     (sbx.ws / d / "deeper").mkdir(parents=True)
     write_bytes(s / "cwd", f"{d}\n")
-    assert os.path.realpath(sbx.read(s, "cwd").decode().rstrip("\n")) == f"{sbx.ws_real}/{d}"
+    assert os.path.realpath(sbx.read(s, "cwd").decode().rstrip("\n")) == f"{sbx.cmd_ws}/{d}"
     write_bytes(s / "cwd", "deeper")  # relative to the current one
-    assert sbx.run(s, "pwd -P") == (f"{sbx.ws_real}/{d}/deeper\n".encode(), b"", 0)
+    assert sbx.run(s, "pwd -P") == (f"{sbx.cmd_ws}/{d}/deeper\n".encode(), b"", 0)
 
 
 def test_cwd_file_follows_cd_in_a_command(sbx):
@@ -482,7 +482,7 @@ def test_cwd_file_follows_cd_in_a_command(sbx):
     sbx.run(s, f"mkdir {d} && cd {d}")
     cwd = sbx.read(s, "cwd")
     assert cwd.endswith(b"\n")
-    assert os.path.realpath(cwd.decode()[:-1]) == f"{sbx.ws_real}/{d}"
+    assert os.path.realpath(cwd.decode()[:-1]) == f"{sbx.cmd_ws}/{d}"
 
 
 def test_cwd_missing_directory_is_enoent(sbx):
@@ -516,7 +516,7 @@ def test_cwd_write_waits_for_the_running_command(sbx):
         assert not writer.wait(0.5), "write to cwd returned while the command was running"
         sbx.touch(go)
         writer.result(15)
-        assert sbx.run(s, "pwd -P") == (f"{sbx.ws_real}/{base}/b\n".encode(), b"", 0)
+        assert sbx.run(s, "pwd -P") == (f"{sbx.cmd_ws}/{base}/b\n".encode(), b"", 0)
     finally:
         sbx.touch(go)
 

@@ -1,0 +1,31 @@
+/* The bubblewrap command line that starts the launcher inside the sandbox. It is built only
+ * from the configuration and paths the daemon chose: nothing a session or a command says ever
+ * reaches it. */
+#ifndef SBX_BWRAP_H
+#define SBX_BWRAP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define SANDBOX_WORKSPACE "/workspace"
+#define SANDBOX_LAUNCHER "/run/sbxfs/launcher"
+
+/* The fd bwrap reads the seccomp program from, as numbered in its argv. */
+#define BWRAP_FD_SECCOMP 4
+
+struct bwrap_spec {
+	const char *bwrap;     /* the bwrap binary */
+	const char *workspace; /* host path (reachable by the sandbox's user), at /workspace */
+	const char *launcher;  /* host path of sbxfs-launcher, likewise */
+	bool host_network;
+	uint64_t tmp_size, shm_size;
+	uid_t uid;
+	gid_t gid;
+};
+
+/* NULL-terminated argv; free with bwrap_argv_free. */
+char **bwrap_argv(const struct bwrap_spec *sp);
+void bwrap_argv_free(char **argv);
+
+#endif

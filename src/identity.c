@@ -1,0 +1,71 @@
+/* The sandbox's identity (see identity.h). Root must be dropped before bwrap is exec'd: a
+ * bwrap started by root keeps kernel uid 0 inside, whatever --uid says. */
+#include "identity.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static int create_user(const char *user)
+{
+	char *argv[] = {"useradd", "--system", "--user-group", "--no-create-home",
+			"--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin",
+			(char *)user, NULL};
+	int status;
+	pid_t pid;
+
+	if (posix_spawnp(&pid, "useradd", NULL, NULL, argv, environ) != 0)
+		return -ENOENT;
+	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		return -EIO;
+	return 0;
+}
+
+int identity_resolve(const char *user, struct identity *id, char *err, size_t errlen)
+{
+	struct passwd *pw;
+	int rc;
+
+	if (getuid() != 0) {
+		id->uid = getuid();
+		id->gid = getgid();
+		return 0;
+	}
+	pw = getpwnam(user);
+	if (!pw) {
+		rc = create_user(user);
+		if (rc < 0) {
+			snprintf(err, errlen, "sandbox user %s does not exist and useradd failed",
+				 user);
+			return rc;
+		}
+		pw = getpwnam(user);
+	}
+	if (!pw || pw->pw_uid == 0) {
+		snprintf(err, errlen, "sandbox user %s: %s", user,
+			 pw ? "must not be root" : "not found");
+		return -EINVAL;
+	}
+	id->uid = pw->pw_uid;
+	id->gid = pw->pw_gid;
+	return 0;
+}
+
+int identity_drop(const struct identity *id)
+{
+	if (getuid() == 0 && setgroups(0, NULL) < 0)
+		return -errno;
+	if (setresgid(id->gid, id->gid, id->gid) < 0 || setresuid(id->uid, id->uid, id->uid) < 0)
+		return -errno;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return -errno;
+	return 0;
+}

@@ -1,0 +1,13 @@
+/* The watchdog: a small process that outlives a daemon killed without warning (SIGKILL, a
+ * crash) and cleans up after it: the sandbox's processes and cgroups, the staged paths, and the
+ * mount. A daemon that stops normally disarms it. */
+#ifndef SBX_WATCHDOG_H
+#define SBX_WATCHDOG_H
+
+#include <stddef.h>
+
+/* cleanup runs in the watchdog once the daemon is gone (fds closed, daemon state copied). */
+int watchdog_start(void (*cleanup)(void));
+void watchdog_disarm(void);
+
+#endif
