@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/queue.h>
 
+#include "cgroup.h"
 #include "ctl.h"
 #include "log.h"
 #include "park.h"
@@ -102,6 +103,10 @@ static int open_snapshot(struct ctlfh *fh)
 	case K_README:
 		fh->snap = xstrdup(readme_text);
 		fh->snaplen = strlen(readme_text);
+		break;
+	case K_LIMITS:
+		fh->snap = cgroup_describe();
+		fh->snaplen = strlen(fh->snap);
 		break;
 	case K_CLONE:
 		rc = session_clone(id);

@@ -27,6 +27,7 @@ struct kind_info {
 static const struct kind_info kinds[K_MAX] = {
 	[K_ROOT] = {"", S_IFDIR | 0755, 0},
 	[K_README] = {"README", S_IFREG | 0444, 0},
+	[K_LIMITS] = {"limits", S_IFREG | 0444, 0},
 	[K_SESSIONS] = {"sessions", S_IFDIR | 0755, 0},
 	[K_CLONE] = {"clone", S_IFREG | 0444, 0},
 	[K_SDIR] = {"", S_IFDIR | 0755, 0},
@@ -168,6 +169,8 @@ static void lookup_root(fuse_req_t req, const char *name)
 
 	if (strcmp(name, "README") == 0) {
 		reply_entry(req, ctl_ino(0, K_README, 0), FIXED_TIMEOUT);
+	} else if (strcmp(name, "limits") == 0) {
+		reply_entry(req, ctl_ino(0, K_LIMITS, 0), FIXED_TIMEOUT);
 	} else if (strcmp(name, "sessions") == 0) {
 		reply_entry(req, ctl_ino(0, K_SESSIONS, 0), FIXED_TIMEOUT);
 	} else if (strcmp(name, "workspace") == 0) {
@@ -420,6 +423,7 @@ void ctl_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	snap_add(d, "..", parent_of(ino), S_IFDIR);
 	if (k == K_ROOT) {
 		snap_add(d, "README", ctl_ino(0, K_README, 0), S_IFREG);
+		snap_add(d, "limits", ctl_ino(0, K_LIMITS, 0), S_IFREG);
 		snap_add(d, "sessions", ctl_ino(0, K_SESSIONS, 0), S_IFDIR);
 		snap_add(d, "workspace", ws_root_ino(), S_IFDIR);
 	} else if (k == K_SESSIONS) {

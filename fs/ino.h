@@ -14,6 +14,7 @@
 enum ctl_kind {
 	K_ROOT,
 	K_README,
+	K_LIMITS,
 	K_SESSIONS,
 	K_CLONE,
 	K_SDIR,   /* sessions/<id>/ */
