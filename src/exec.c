@@ -383,7 +383,7 @@ void exec_teardown(struct session *s)
 
 	s->removed = true;
 	set_timer(s, TP_NONE, 0);
-	waitq_wake(&s->in.space); /* parked stdin writers learn the session is gone */
+	feed_wake(&s->in.feed); /* parked stdin writers learn the session is gone */
 	while ((op = TAILQ_FIRST(&s->queue))) {
 		TAILQ_REMOVE(&s->queue, op, link);
 		exec_op_fail(op, 128 + SIGKILL, NULL);

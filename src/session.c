@@ -66,7 +66,7 @@ void session_unref(struct session *s)
 		run_unref(r);
 	}
 	cgroup_destroy(s->cg);
-	stdin_free(&s->in);
+	feed_free(&s->in.feed);
 	envlist_free(&s->env);
 	free(s->cwd);
 	free(s);
@@ -93,7 +93,8 @@ static struct session *create_locked(const char *id)
 	clock_gettime(CLOCK_REALTIME, &s->ctime);
 	TAILQ_INIT(&s->queue);
 	TAILQ_INIT(&s->runs);
-	stdin_init(&s->in);
+	feed_init(&s->in.feed);
+	s->in.pending_w = -1;
 	s->timeout_ms = session_cfg->timeout_ms;
 	envlist_init(&s->env);
 	for (size_t i = 0; i < session_cfg->n_base_env; i++)

@@ -10,6 +10,7 @@
 #include "cgroup.h"
 #include "config.h"
 #include "envlist.h"
+#include "feed.h"
 #include "launch.h"
 #include "loop.h"
 #include "run.h"
@@ -35,17 +36,12 @@ struct op {
 TAILQ_HEAD(op_list, op);
 TAILQ_HEAD(run_list, run);
 
-/* A command's stdin: bytes staged in the daemon, then a pipe the command opens through the
- * launcher (/proc/PID/fd/N). EOF comes once everything is delivered and no writer is left. */
+/* A command's stdin: a feed whose pipe the command opens through the launcher. */
 struct session_stdin {
-	char *buf;
-	size_t len, cap;
-	int writers;            /* open handles of the stdin file for writing */
-	int pipe_w;             /* the running command's pipe, -1 if none */
-	struct loop_fd *pipe_lf;
+	struct feed feed;
+	int pending_w;          /* the pipe, until the launcher holds its read end */
 	struct hold hold;       /* the launcher holding the read end */
 	bool holding;           /* hold sent, HELD not yet back */
-	struct waitq space;     /* writers waiting for room */
 };
 
 struct session {
@@ -99,9 +95,7 @@ void exec_restart(struct session *s);
 void exec_teardown(struct session *s);
 
 /* stdin.c */
-void stdin_init(struct session_stdin *in);
-void stdin_free(struct session_stdin *in);
-/* Starts the command's stdin: calls exec back through stdin_ready once the path is known. */
+/* Starts the command's stdin: calls exec_send_run once the path is known. */
 void stdin_begin(struct session *s);
 void stdin_end(struct session *s);
 /* exec.c: the command can be sent now; path NULL means /dev/null. */
