@@ -17,6 +17,7 @@ void ctl_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
 void ctl_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void ctl_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		 struct fuse_file_info *fi);
+void ctl_readlink(fuse_req_t req, fuse_ino_t ino);
 void ctl_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
 void ctl_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
 void ctl_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);

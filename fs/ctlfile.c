@@ -12,16 +12,20 @@
 
 #include "cgroup.h"
 #include "ctl.h"
+#include "job.h"
 #include "log.h"
 #include "park.h"
 #include "run.h"
 #include "session.h"
+#include "signame.h"
 #include "xmalloc.h"
 
 struct ctlfh {
 	enum ctl_kind kind;
 	unsigned n;            /* run number for a run's files, 0 for the session's */
-	bool stdin_writer;     /* counted as a writer of the session's stdin */
+	bool writable;
+	struct job *job;       /* a background process's files */
+	bool stdin_writer;     /* counted as a writer of the session's (or job's) stdin */
 	int refs;
 	struct session *s;
 	struct run *run;       /* stdout, stderr, exit: the latest run when opened */
@@ -50,8 +54,12 @@ static void fh_free(struct ctlfh *fh)
 {
 	if (fh->run)
 		run_unref(fh->run);
-	if (fh->stdin_writer)
+	if (fh->stdin_writer && fh->job)
+		job_stdin_close(fh->job);
+	else if (fh->stdin_writer)
 		session_stdin_close(fh->s);
+	if (fh->job)
+		job_unref(fh->job);
 	if (fh->s)
 		session_unref(fh->s);
 	if (fh->ph)
@@ -131,8 +139,14 @@ static int open_snapshot(struct ctlfh *fh)
 		fh->snap = xasprintf("%llu\n", (unsigned long long)session_timeout(fh->s));
 		fh->snaplen = strlen(fh->snap);
 		break;
+	case K_PORTS:
+		fh->snap = job_ports(fh->job);
+		fh->snaplen = strlen(fh->snap);
+		break;
 	case K_STATUS:
-		if (fh->n)
+		if (fh->job)
+			fh->snap = job_status(fh->job);
+		else if (fh->n)
 			fh->snap = run_status(fh->run);
 		else
 			fh->snap = session_status(fh->s, &fh->snaplen);
@@ -149,23 +163,33 @@ static bool is_dir(enum ctl_kind k)
 	return k == K_ROOT || k == K_SESSIONS || k == K_SDIR || k == K_RUNS || k == K_RUNDIR;
 }
 
-static bool is_writable(enum ctl_kind k, unsigned n)
+static bool is_writable(enum ctl_kind k, fuse_ino_t ino)
 {
-	return n == 0 && (k == K_CMD || k == K_ENV || k == K_CWD || k == K_TIMEOUT ||
-			  k == K_CTL || k == K_STDIN);
+	if (ino_job(ino))
+		return k == K_CMD || k == K_CTL || k == K_STDIN || k == K_SIGNAL;
+	return ino_run(ino) == 0 && (k == K_CMD || k == K_ENV || k == K_CWD || k == K_TIMEOUT ||
+				     k == K_CTL || k == K_STDIN);
 }
 
-/* Binds a per-session handle to its session and run; -ENOENT if either is gone. */
+/* Binds a per-session handle to its session and run (or background process); -ENOENT if
+ * either is gone. */
 static int bind_session(struct ctlfh *fh, fuse_ino_t ino, bool writing)
 {
 	fh->s = ctl_session(ino);
 	if (!fh->s)
 		return -ENOENT;
-	fh->run = fh->n ? session_run(fh->s, fh->n) : session_latest(fh->s);
-	if (fh->n && !fh->run)
-		return -ENOENT;
+	if (ino_job(ino)) {
+		fh->job = job_find_id(fh->s, ino_job(ino));
+		if (!fh->job)
+			return -ENOENT;
+		fh->run = job_run(fh->job);
+	} else {
+		fh->run = fh->n ? session_run(fh->s, fh->n) : session_latest(fh->s);
+		if (fh->n && !fh->run)
+			return -ENOENT;
+	}
 	if (writing && fh->kind == K_STDIN) {
-		int rc = session_stdin_open(fh->s);
+		int rc = fh->job ? job_stdin_open(fh->job) : session_stdin_open(fh->s);
 
 		if (rc < 0)
 			return rc;
@@ -185,13 +209,14 @@ void ctl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, k >= K_MAX ? ENOENT : EISDIR);
 		return;
 	}
-	if (writing && !is_writable(k, ino_run(ino))) {
+	if (writing && !is_writable(k, ino)) {
 		fuse_reply_err(req, EACCES);
 		return;
 	}
 	fh = xcalloc(1, sizeof(*fh));
 	fh->kind = k;
 	fh->n = ino_run(ino);
+	fh->writable = is_writable(k, ino);
 	fh->refs = 1;
 	pthread_mutex_init(&fh->lock, NULL);
 	pthread_mutex_lock(&open_lock);
@@ -239,9 +264,17 @@ static void read_req_free(void *arg)
 static int try_read(fuse_req_t req, struct ctlfh *fh, size_t size, off_t off, struct waiter *w)
 {
 	char text[16];
+	unsigned port;
 	size_t n;
 	int fd, status;
 
+	if (fh->kind == K_READY) {
+		if (job_ready(fh->job, &port, w) < 0)
+			return -EAGAIN;
+		snprintf(text, sizeof(text), port ? "%u\n" : "", port);
+		reply_slice(req, text, strlen(text), size, off);
+		return 0;
+	}
 	if (fh->kind == K_EXIT) {
 		if (run_wait_exit(fh->run, &status, w) < 0)
 			return -EAGAIN;
@@ -282,9 +315,9 @@ void ctl_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fus
 	(void)ino;
 	/* Once answered, the file may be released at once: hold fh until we are done with it. */
 	__atomic_add_fetch(&fh->refs, 1, __ATOMIC_RELAXED);
-	if (!is_stream(fh->kind) && fh->kind != K_EXIT)
+	if (!is_stream(fh->kind) && fh->kind != K_EXIT && fh->kind != K_READY)
 		reply_slice(req, fh->snap, fh->snaplen, size, off);
-	else if (!fh->run)
+	else if (!fh->run && fh->kind != K_READY)
 		fuse_reply_buf(req, NULL, 0); /* no command yet: empty */
 	else if (try_read(req, fh, size, off, NULL) < 0) {
 		rr = xmalloc(sizeof(*rr));
@@ -374,13 +407,30 @@ static int write_ctl(struct ctlfh *fh, const char *buf, size_t size)
 	while (pos < size) {
 		const char *nl = memchr(buf + pos, '\n', size - pos);
 		size_t len = nl ? (size_t)(nl - (buf + pos)) : size - pos;
-		int rc = len ? session_ctl(fh->s, buf + pos, len) : 0;
+		int rc = !len ? 0 : fh->job ? job_ctl(fh->job, buf + pos, len)
+					    : session_ctl(fh->s, buf + pos, len);
 
 		if (rc < 0)
 			return rc;
 		pos += len + 1;
 	}
 	return 0;
+}
+
+static int write_signal(struct ctlfh *fh, const char *buf, size_t size)
+{
+	char name[32];
+	int sig;
+
+	while (size > 0 && (buf[size - 1] == '\n' || buf[size - 1] == ' '))
+		size--;
+	if (size == 0 || size >= sizeof(name))
+		return -EINVAL;
+	memcpy(name, buf, size);
+	name[size] = '\0';
+	if (signal_parse(name, &sig) < 0)
+		return -EINVAL;
+	return job_signal(fh->job, sig);
 }
 
 struct stdin_req {
@@ -398,10 +448,16 @@ static void stdin_req_free(void *arg)
 	free(sr);
 }
 
+static ssize_t stdin_write(struct ctlfh *fh, const char *buf, size_t size, struct waiter *w)
+{
+	return fh->job ? job_stdin_write(fh->job, buf, size, w)
+		       : session_stdin_write(fh->s, buf, size, w);
+}
+
 static int stdin_attempt(struct park *p)
 {
 	struct stdin_req *sr = park_arg(p);
-	ssize_t n = session_stdin_write(sr->fh->s, sr->data, sr->size, park_waiter(p));
+	ssize_t n = stdin_write(sr->fh, sr->data, sr->size, park_waiter(p));
 
 	if (n == -EAGAIN)
 		return -EAGAIN;
@@ -416,7 +472,7 @@ static int stdin_attempt(struct park *p)
  * writer, as a full pipe would block it. */
 static void write_stdin(fuse_req_t req, struct ctlfh *fh, const char *buf, size_t size)
 {
-	ssize_t n = session_stdin_write(fh->s, buf, size, NULL);
+	ssize_t n = stdin_write(fh, buf, size, NULL);
 	struct stdin_req *sr;
 
 	if (n >= 0) {
@@ -447,12 +503,16 @@ void ctl_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off
 		write_stdin(req, fh, buf, size);
 		return;
 	}
-	if (fh->kind == K_CMD)
+	if (fh->kind == K_CMD && fh->job && (rc = job_idle(fh->job)) < 0)
+		;
+	else if (fh->kind == K_CMD)
 		rc = write_cmd(fh, buf, size);
 	else if (fh->kind == K_ENV)
 		rc = write_env(fh, buf, size);
 	else if (fh->kind == K_TIMEOUT)
 		rc = session_set_timeout(fh->s, buf, size);
+	else if (fh->kind == K_SIGNAL)
+		rc = write_signal(fh, buf, size);
 	else if (fh->kind == K_CTL)
 		rc = write_ctl(fh, buf, size);
 	else if (fh->kind == K_CWD) {
@@ -489,7 +549,9 @@ static int flush_pending(struct ctlfh *fh)
 		free(text);
 		return 0;
 	}
-	if (fh->kind == K_CMD)
+	if (fh->kind == K_CMD && fh->job)
+		rc = job_start(fh->job, text, len);
+	else if (fh->kind == K_CMD)
 		rc = session_submit(fh->s, text, len);
 	else if (fh->kind == K_ENV)
 		rc = session_setenv(fh->s, text, len);
@@ -555,7 +617,7 @@ void ctl_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	bool ready;
 
 	(void)ino;
-	if (is_writable(fh->kind, fh->n))
+	if (fh->writable)
 		revents |= POLLOUT | POLLWRNORM;
 	if (!fh->run || (!is_stream(fh->kind) && fh->kind != K_EXIT)) {
 		if (ph)

@@ -9,14 +9,15 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "job.h"
 #include "park.h"
 #include "run.h"
 #include "session.h"
 #include "workspace.h"
 #include "xmalloc.h"
 
-/* where: which directories hold the file: a session's, a run's, or both. */
-enum { IN_SESSION = 1, IN_RUN = 2 };
+/* where: which directories hold the file: a session's, a run's, a background process's. */
+enum { IN_SESSION = 1, IN_RUN = 2, IN_JOB = 4 };
 
 struct kind_info {
 	const char *name;
@@ -33,17 +34,44 @@ static const struct kind_info kinds[K_MAX] = {
 	[K_SDIR] = {"", S_IFDIR | 0755, 0},
 	[K_RUNS] = {"runs", S_IFDIR | 0755, IN_SESSION},
 	[K_RUNDIR] = {"", S_IFDIR | 0755, 0},
-	[K_CMD] = {"cmd", S_IFREG | 0644, IN_SESSION | IN_RUN},
-	[K_STDOUT] = {"stdout", S_IFREG | 0444, IN_SESSION | IN_RUN},
-	[K_STDERR] = {"stderr", S_IFREG | 0444, IN_SESSION | IN_RUN},
-	[K_EXIT] = {"exit", S_IFREG | 0444, IN_SESSION | IN_RUN},
-	[K_STATUS] = {"status", S_IFREG | 0444, IN_SESSION | IN_RUN},
+	[K_CMD] = {"cmd", S_IFREG | 0644, IN_SESSION | IN_RUN | IN_JOB},
+	[K_STDOUT] = {"stdout", S_IFREG | 0444, IN_SESSION | IN_RUN | IN_JOB},
+	[K_STDERR] = {"stderr", S_IFREG | 0444, IN_SESSION | IN_RUN | IN_JOB},
+	[K_EXIT] = {"exit", S_IFREG | 0444, IN_SESSION | IN_RUN | IN_JOB},
+	[K_STATUS] = {"status", S_IFREG | 0444, IN_SESSION | IN_RUN | IN_JOB},
 	[K_ENV] = {"env", S_IFREG | 0644, IN_SESSION},
 	[K_CWD] = {"cwd", S_IFREG | 0644, IN_SESSION},
 	[K_TIMEOUT] = {"timeout", S_IFREG | 0644, IN_SESSION},
-	[K_CTL] = {"ctl", S_IFREG | 0200, IN_SESSION},
-	[K_STDIN] = {"stdin", S_IFREG | 0200, IN_SESSION},
+	[K_CTL] = {"ctl", S_IFREG | 0200, IN_SESSION | IN_JOB},
+	[K_STDIN] = {"stdin", S_IFREG | 0200, IN_SESSION | IN_JOB},
+	[K_JOBS] = {"procs", S_IFDIR | 0755, IN_SESSION},
+	[K_JOBDIR] = {"", S_IFDIR | 0755, 0},
+	[K_SIGNAL] = {"signal", S_IFREG | 0200, IN_JOB},
+	[K_PORTS] = {"ports", S_IFREG | 0444, IN_JOB},
+	[K_READY] = {"ready", S_IFREG | 0444, IN_JOB},
+	[K_ALLJOBS] = {"procs", S_IFDIR | 0755, 0},
+	[K_JOBLINK] = {"", S_IFLNK | 0777, 0},
 };
+
+/* The root level has no session behind it. */
+static bool root_level(enum ctl_kind k)
+{
+	return k == K_ROOT || k == K_README || k == K_LIMITS || k == K_SESSIONS || k == K_CLONE ||
+	       k == K_ALLJOBS;
+}
+
+/* Directories and links hold no open handles. */
+static bool is_file(enum ctl_kind k)
+{
+	return S_ISREG(kinds[k].mode);
+}
+
+/* Builds an inode of the same owner (session, run or background process) as ino. */
+static fuse_ino_t sibling(fuse_ino_t ino, enum ctl_kind k)
+{
+	return ino_job(ino) ? job_ino(ino_serial(ino), k, ino_job(ino))
+			    : ctl_ino(ino_serial(ino), k, ino_run(ino));
+}
 
 /* A file's mode: a run's files are history, read-only. */
 static mode_t kind_mode(enum ctl_kind k, unsigned run)
@@ -78,10 +106,47 @@ static void stat_exit(struct run *r, struct stat *st)
 		st->st_size = snprintf(NULL, 0, "%d\n", status);
 }
 
-static void stat_session_file(struct session *s, enum ctl_kind k, unsigned n, struct stat *st)
+static struct run *run_of(struct session *s, fuse_ino_t ino)
 {
-	struct run *r = n ? session_run(s, n) : session_latest(s);
+	struct run *r = NULL;
+	struct job *j;
 
+	if (ino_job(ino)) {
+		j = job_find_id(s, ino_job(ino));
+		if (j) {
+			r = job_run(j);
+			job_unref(j);
+		}
+		return r;
+	}
+	return ino_run(ino) ? session_run(s, ino_run(ino)) : session_latest(s);
+}
+
+static char *link_target(struct session *s, unsigned id)
+{
+	struct job *j = job_find_id(s, id);
+	char *target;
+
+	if (!j)
+		return NULL;
+	target = xasprintf("../sessions/%s/procs/%s", session_id(s), job_name(j));
+	job_unref(j);
+	return target;
+}
+
+static void stat_session_file(struct session *s, fuse_ino_t ino, struct stat *st)
+{
+	enum ctl_kind k = ino_kind(ino);
+	struct run *r;
+	char *target;
+
+	if (k == K_JOBLINK) {
+		target = link_target(s, ino_job(ino));
+		st->st_size = target ? (off_t)strlen(target) : 0;
+		free(target);
+		return;
+	}
+	r = run_of(s, ino);
 	if (k == K_STDOUT || k == K_STDERR)
 		stat_stream(r, k == K_STDOUT ? RUN_STDOUT : RUN_STDERR, st);
 	else if (k == K_EXIT)
@@ -92,15 +157,22 @@ static void stat_session_file(struct session *s, enum ctl_kind k, unsigned n, st
 		run_unref(r);
 }
 
-/* Per-session inodes exist while their session (and, for a run's, that run) does. */
+/* Per-session inodes exist while their session (and their run or process) does. */
 static int check_exists(struct session *s, fuse_ino_t ino)
 {
-	unsigned n = ino_run(ino);
 	struct run *r;
+	struct job *j;
 
-	if (!n)
+	if (ino_job(ino)) {
+		j = job_find_id(s, ino_job(ino));
+		if (!j)
+			return -ENOENT;
+		job_unref(j);
+		return 0;
+	}
+	if (!ino_run(ino))
 		return ino_kind(ino) == K_RUNDIR ? -ENOENT : 0;
-	r = session_run(s, n);
+	r = session_run(s, ino_run(ino));
 	if (!r)
 		return -ENOENT;
 	run_unref(r);
@@ -110,21 +182,21 @@ static int check_exists(struct session *s, fuse_ino_t ino)
 int ctl_stat(fuse_ino_t ino, struct stat *st, struct fuse_file_info *fi)
 {
 	enum ctl_kind k = ino_kind(ino);
-	unsigned n = ino_run(ino);
 	struct session *s = NULL;
-	bool open_handle = fi && fi->fh && k > K_RUNDIR;
+	bool open_handle;
 
 	if (k >= K_MAX)
 		return -ENOENT;
+	open_handle = fi && fi->fh && is_file(k);
 	memset(st, 0, sizeof(*st));
 	st->st_ino = ino;
-	st->st_mode = kind_mode(k, n);
+	st->st_mode = kind_mode(k, ino_run(ino));
 	st->st_nlink = S_ISDIR(st->st_mode) ? 2 : 1;
 	st->st_uid = getuid();
 	st->st_gid = getgid();
 	st->st_blksize = 4096;
 	st->st_mtim = st->st_ctim = st->st_atim = mount_time;
-	if (k >= K_SDIR) {
+	if (!root_level(k)) {
 		s = ctl_session(ino);
 		/* An open file outlives its session: fstat on it still works. */
 		if ((!s || check_exists(s, ino) < 0) && !open_handle) {
@@ -139,8 +211,8 @@ int ctl_stat(fuse_ino_t ino, struct stat *st, struct fuse_file_info *fi)
 		st->st_size = (off_t)strlen(readme_text);
 	else if (open_handle && ctlfile_stat(fi, st) == 0)
 		;
-	else if (s && k > K_RUNDIR)
-		stat_session_file(s, k, n, st);
+	else if (s && (is_file(k) || k == K_JOBLINK))
+		stat_session_file(s, ino, st);
 	if (s)
 		session_unref(s);
 	st->st_blocks = (st->st_size + 511) / 512;
@@ -173,6 +245,8 @@ static void lookup_root(fuse_req_t req, const char *name)
 		reply_entry(req, ctl_ino(0, K_LIMITS, 0), FIXED_TIMEOUT);
 	} else if (strcmp(name, "sessions") == 0) {
 		reply_entry(req, ctl_ino(0, K_SESSIONS, 0), FIXED_TIMEOUT);
+	} else if (strcmp(name, "procs") == 0) {
+		reply_entry(req, ctl_ino(0, K_ALLJOBS, 0), FIXED_TIMEOUT);
 	} else if (strcmp(name, "workspace") == 0) {
 		rc = ws_root_entry(&e);
 		if (rc < 0)
@@ -206,11 +280,53 @@ static void lookup_file(fuse_req_t req, fuse_ino_t parent, const char *name, int
 {
 	for (int k = K_RUNS; k < K_MAX; k++) {
 		if ((kinds[k].where & where) && strcmp(name, kinds[k].name) == 0) {
-			reply_entry(req, ctl_ino(ino_serial(parent), k, ino_run(parent)),
-				    FIXED_TIMEOUT);
+			reply_entry(req, sibling(parent, k), FIXED_TIMEOUT);
 			return;
 		}
 	}
+	fuse_reply_err(req, ENOENT);
+}
+
+static void lookup_job(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct session *s = ctl_session(parent);
+	struct job *j = s ? job_find(s, name) : NULL;
+
+	if (!j) {
+		fuse_reply_err(req, ENOENT);
+	} else {
+		/* Timeout 0: a name removed and made again is a new process. */
+		reply_entry(req, job_ino(ino_serial(parent), K_JOBDIR, job_id(j)), 0);
+		job_unref(j);
+	}
+	if (s)
+		session_unref(s);
+}
+
+/* "SESSION.NAME": both may hold dots, so try every split. */
+static void lookup_joblink(fuse_req_t req, const char *name)
+{
+	char *copy = xstrdup(name);
+
+	for (char *dot = strchr(copy, '.'); dot; dot = strchr(dot + 1, '.')) {
+		struct session *s;
+		struct job *j;
+
+		*dot = '\0';
+		s = session_find(copy);
+		j = s ? job_find(s, dot + 1) : NULL;
+		*dot = '.';
+		if (j) {
+			reply_entry(req, job_ino(session_serial(s), K_JOBLINK, job_id(j)), 0);
+			job_unref(j);
+			session_unref(s);
+			free(copy);
+			return;
+		}
+		if (s)
+			session_unref(s);
+	}
+	free(copy);
 	fuse_reply_err(req, ENOENT);
 }
 
@@ -245,9 +361,32 @@ void ctl_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	case K_RUNDIR:
 		lookup_file(req, parent, name, IN_RUN);
 		break;
+	case K_JOBS:
+		lookup_job(req, parent, name);
+		break;
+	case K_JOBDIR:
+		lookup_file(req, parent, name, IN_JOB);
+		break;
+	case K_ALLJOBS:
+		lookup_joblink(req, name);
+		break;
 	default:
 		fuse_reply_err(req, ENOTDIR);
 	}
+}
+
+void ctl_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct session *s = ctl_session(ino);
+	char *target = s && ino_kind(ino) == K_JOBLINK ? link_target(s, ino_job(ino)) : NULL;
+
+	if (target)
+		fuse_reply_readlink(req, target);
+	else
+		fuse_reply_err(req, s ? EINVAL : ENOENT);
+	free(target);
+	if (s)
+		session_unref(s);
 }
 
 void ctl_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -278,12 +417,33 @@ void ctl_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 	ctl_getattr(req, ino, fi);
 }
 
+static void mkdir_job(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct session *s = ctl_session(parent);
+	struct job *j;
+	int rc = s ? job_create(s, name) : -ENOENT;
+
+	j = rc == 0 ? job_find(s, name) : NULL;
+	if (j) {
+		reply_entry(req, job_ino(ino_serial(parent), K_JOBDIR, job_id(j)), 0);
+		job_unref(j);
+	} else {
+		fuse_reply_err(req, rc < 0 ? -rc : ENOENT);
+	}
+	if (s)
+		session_unref(s);
+}
+
 void ctl_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	struct session *s;
 	int rc;
 
 	(void)mode;
+	if (ino_kind(parent) == K_JOBS) {
+		mkdir_job(req, parent, name);
+		return;
+	}
 	if (ino_kind(parent) != K_SESSIONS) {
 		fuse_reply_err(req, EPERM);
 		return;
@@ -317,6 +477,15 @@ void ctl_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct ticket *gone;
 	int rc;
 
+	if (ino_kind(parent) == K_JOBS) {
+		struct session *s = ctl_session(parent);
+
+		rc = s ? job_remove(s, name) : -ENOENT;
+		fuse_reply_err(req, -rc);
+		if (s)
+			session_unref(s);
+		return;
+	}
 	if (ino_kind(parent) != K_SESSIONS) {
 		fuse_reply_err(req, EPERM);
 		return;
@@ -386,8 +555,33 @@ static void snap_files(struct dir_snap *d, fuse_ino_t ino, int where)
 {
 	for (int k = K_RUNS; k < K_MAX; k++)
 		if (kinds[k].where & where)
-			snap_add(d, kinds[k].name, ctl_ino(ino_serial(ino), k, ino_run(ino)),
-				 kinds[k].mode & S_IFMT);
+			snap_add(d, kinds[k].name, sibling(ino, k), kinds[k].mode & S_IFMT);
+}
+
+/* A session's procs/, or (s NULL) the root's procs/ of links. */
+static void snap_jobs(struct dir_snap *d, fuse_ino_t ino)
+{
+	struct session *s = ino_kind(ino) == K_JOBS ? ctl_session(ino) : NULL;
+	struct job_info *v;
+	size_t n;
+
+	if (ino_kind(ino) == K_JOBS && !s)
+		return;
+	n = job_list(s, &v);
+	for (size_t i = 0; i < n; i++) {
+		char *link;
+
+		if (s) {
+			snap_add(d, v[i].name, job_ino(v[i].serial, K_JOBDIR, v[i].id), S_IFDIR);
+			continue;
+		}
+		link = xasprintf("%s.%s", v[i].session, v[i].name);
+		snap_add(d, link, job_ino(v[i].serial, K_JOBLINK, v[i].id), S_IFLNK);
+		free(link);
+	}
+	free(v);
+	if (s)
+		session_unref(s);
 }
 
 static fuse_ino_t parent_of(fuse_ino_t ino)
@@ -399,6 +593,10 @@ static fuse_ino_t parent_of(fuse_ino_t ino)
 		return ctl_ino(ino_serial(ino), K_SDIR, 0);
 	case K_RUNDIR:
 		return ctl_ino(ino_serial(ino), K_RUNS, 0);
+	case K_JOBS:
+		return ctl_ino(ino_serial(ino), K_SDIR, 0);
+	case K_JOBDIR:
+		return ctl_ino(ino_serial(ino), K_JOBS, 0);
 	default:
 		return ctl_ino(0, K_ROOT, 0);
 	}
@@ -424,14 +622,17 @@ void ctl_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (k == K_ROOT) {
 		snap_add(d, "README", ctl_ino(0, K_README, 0), S_IFREG);
 		snap_add(d, "limits", ctl_ino(0, K_LIMITS, 0), S_IFREG);
+		snap_add(d, "procs", ctl_ino(0, K_ALLJOBS, 0), S_IFDIR);
 		snap_add(d, "sessions", ctl_ino(0, K_SESSIONS, 0), S_IFDIR);
 		snap_add(d, "workspace", ws_root_ino(), S_IFDIR);
 	} else if (k == K_SESSIONS) {
 		snap_sessions(d);
 	} else if (k == K_RUNS) {
 		snap_runs(d, ino);
+	} else if (k == K_JOBS || k == K_ALLJOBS) {
+		snap_jobs(d, ino);
 	} else {
-		snap_files(d, ino, k == K_SDIR ? IN_SESSION : IN_RUN);
+		snap_files(d, ino, k == K_SDIR ? IN_SESSION : k == K_RUNDIR ? IN_RUN : IN_JOB);
 	}
 	fi->fh = (uint64_t)(uintptr_t)d;
 	fuse_reply_open(req, fi);
@@ -455,7 +656,9 @@ static void plus_entry(const struct dirent_snap *de, struct fuse_entry_param *e)
 	if (ctl_stat(de->ino, &e->attr, NULL) < 0)
 		return;
 	e->ino = de->ino;
-	e->entry_timeout = k == K_SDIR || k == K_RUNDIR ? 0 : FIXED_TIMEOUT;
+	e->entry_timeout = k == K_SDIR || k == K_RUNDIR || k == K_JOBDIR || k == K_JOBLINK
+				   ? 0
+				   : FIXED_TIMEOUT;
 }
 
 static void readdir_common(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi,

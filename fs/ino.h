@@ -1,7 +1,9 @@
 /* Inode numbers of the control tree. A control inode is odd and encodes the session's serial
- * (0 for the root level), a run number (0: the session's own files, which follow the latest
- * run) and the file's kind, so no table is needed and a number is never reused for another
- * session. Workspace inodes are even (see workspace.h). */
+ * (0 for the root level), a number with a flag saying whose it is (a run of the history, or a
+ * background process; 0: the session's own files, which follow the latest run) and the file's
+ * kind, so no table is needed and a number is never reused for another session. Workspace
+ * inodes are even (see workspace.h). Bits: 0 tag, 1-6 kind, 7 job flag, 8-31 number, 32-63
+ * serial. */
 #ifndef SBX_INO_H
 #define SBX_INO_H
 
@@ -30,17 +32,32 @@ enum ctl_kind {
 	K_TIMEOUT,
 	K_CTL,
 	K_STDIN,
+	K_JOBS,    /* sessions/<id>/procs/ */
+	K_JOBDIR,  /* sessions/<id>/procs/<name>/ */
+	K_SIGNAL,
+	K_PORTS,
+	K_READY,
+	K_ALLJOBS, /* procs/ at the root */
+	K_JOBLINK, /* procs/<session>.<name> */
 	K_MAX
 };
 
 #define KIND_BITS 6
-#define RUN_BITS 25
+#define JOB_FLAG (1ull << (KIND_BITS + 1))
+#define NUM_SHIFT (KIND_BITS + 2)
+#define RUN_BITS 24
 #define RUN_MAX ((1u << RUN_BITS) - 1)
 
 static inline fuse_ino_t ctl_ino(uint64_t serial, enum ctl_kind kind, unsigned run)
 {
-	return (fuse_ino_t)((serial << 32) | ((uint64_t)run << (KIND_BITS + 1)) |
-			    ((uint64_t)kind << 1) | 1);
+	return (fuse_ino_t)((serial << 32) | ((uint64_t)run << NUM_SHIFT) | ((uint64_t)kind << 1) |
+			    1);
+}
+
+/* A background process's files: num is its id within the session. */
+static inline fuse_ino_t job_ino(uint64_t serial, enum ctl_kind kind, unsigned id)
+{
+	return ctl_ino(serial, kind, id) | JOB_FLAG;
 }
 
 static inline enum ctl_kind ino_kind(fuse_ino_t ino)
@@ -48,9 +65,21 @@ static inline enum ctl_kind ino_kind(fuse_ino_t ino)
 	return (enum ctl_kind)((ino >> 1) & ((1u << KIND_BITS) - 1));
 }
 
+static inline unsigned ino_num(fuse_ino_t ino)
+{
+	return (unsigned)((ino >> NUM_SHIFT) & RUN_MAX);
+}
+
+/* The run a history file belongs to (0: the session's own files). */
 static inline unsigned ino_run(fuse_ino_t ino)
 {
-	return (unsigned)((ino >> (KIND_BITS + 1)) & RUN_MAX);
+	return (ino & JOB_FLAG) ? 0 : ino_num(ino);
+}
+
+/* The background process a file belongs to (0: none). */
+static inline unsigned ino_job(fuse_ino_t ino)
+{
+	return (ino & JOB_FLAG) ? ino_num(ino) : 0;
 }
 
 static inline uint64_t ino_serial(fuse_ino_t ino)

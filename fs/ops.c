@@ -65,7 +65,7 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 	if (WS(ino))
 		ws_ops.readlink(req, ino);
 	else
-		fuse_reply_err(req, EINVAL);
+		ctl_readlink(req, ino);
 }
 
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,

@@ -194,6 +194,15 @@ static int signal_dir(const struct cgroup *cg, pid_t keep, int sig)
 	return (int)hit;
 }
 
+size_t cgroup_pids(struct cgroup *cg, pid_t **pids)
+{
+	if (!cg) {
+		*pids = NULL;
+		return 0;
+	}
+	return read_pids(cg->dir[0], pids);
+}
+
 int cgroup_signal(struct cgroup *cg, pid_t keep, int sig)
 {
 	return cg ? signal_dir(cg, keep, sig) : 0;
@@ -267,9 +276,11 @@ static struct cgroup *child_of(const struct cgroup *base, const char *name, bool
 	return cg;
 }
 
-struct cgroup *cgroup_create(const char *name)
+struct cgroup *cgroup_create(struct cgroup *parent_cg, const char *name)
 {
-	return root ? child_of(root, name, true) : NULL;
+	if (!root)
+		return NULL;
+	return child_of(parent_cg ? parent_cg : root, name, true);
 }
 
 int cgroup_join_fds(struct cgroup *cg, int *fds, int max)

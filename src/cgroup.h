@@ -29,7 +29,8 @@ struct cgroup *cgroup_launcher(void);
 /* Removes the groups of daemon pid (its watchdog calls this once it died). */
 void cgroup_cleanup_daemon(pid_t pid);
 
-struct cgroup *cgroup_create(const char *name);
+/* A child of the sandbox's group, or of parent if given. */
+struct cgroup *cgroup_create(struct cgroup *parent, const char *name);
 /* Kills what is left, removes the group and frees cg. */
 void cgroup_destroy(struct cgroup *cg);
 /* Opens the cgroup.procs file(s) a process writes "0" to in order to join. Returns how many. */
@@ -37,6 +38,8 @@ int cgroup_join_fds(struct cgroup *cg, int *fds, int max);
 /* Freezes the group, sends sig to every process but keep (a pid as the launcher sees it, 0:
  * none spared), thaws. Returns how many were signalled. */
 int cgroup_signal(struct cgroup *cg, pid_t keep, int sig);
+/* The processes in the group (host pids); caller frees *pids. */
+size_t cgroup_pids(struct cgroup *cg, pid_t **pids);
 /* The sandbox's limits and usage, "key value" lines; caller frees. */
 char *cgroup_describe(void);
 

@@ -383,6 +383,7 @@ void exec_teardown(struct session *s)
 
 	s->removed = true;
 	set_timer(s, TP_NONE, 0);
+	jobs_teardown(s);
 	feed_wake(&s->in.feed); /* parked stdin writers learn the session is gone */
 	while ((op = TAILQ_FIRST(&s->queue))) {
 		TAILQ_REMOVE(&s->queue, op, link);

@@ -10,11 +10,12 @@
 
 #include "log.h"
 #include "session_priv.h"
+#include "signame.h"
 #include "xmalloc.h"
 
 const struct config *session_cfg;
 const struct identity *session_owner;
-static char *spool_dir;
+char *session_spool_dir;
 static TAILQ_HEAD(, session) sessions = TAILQ_HEAD_INITIALIZER(sessions);
 static uint64_t next_serial = 1;
 static char *start_dir; /* the workspace as commands see it */
@@ -93,6 +94,7 @@ static struct session *create_locked(const char *id)
 	clock_gettime(CLOCK_REALTIME, &s->ctime);
 	TAILQ_INIT(&s->queue);
 	TAILQ_INIT(&s->runs);
+	TAILQ_INIT(&s->jobs);
 	feed_init(&s->in.feed);
 	s->in.pending_w = -1;
 	s->timeout_ms = session_cfg->timeout_ms;
@@ -106,7 +108,7 @@ static struct session *create_locked(const char *id)
 	envlist_set(&s->env, "PWD", s->cwd);
 	envlist_set(&s->env, "SHLVL", "1");
 	snprintf(cgname, sizeof(cgname), "s%llu", (unsigned long long)s->serial);
-	s->cg = cgroup_create(cgname);
+	s->cg = cgroup_create(NULL, cgname);
 	TAILQ_INSERT_TAIL(&sessions, s, link);
 	exec_start_shell(s);
 	return s;
@@ -243,7 +245,8 @@ int session_submit(struct session *s, const char *cmd, size_t len)
 		core_unlock();
 		return -ENOENT;
 	}
-	base = xasprintf("%s/%llu-%u", spool_dir, (unsigned long long)s->serial, s->next_n + 1);
+	base = xasprintf("%s/%llu-%u", session_spool_dir, (unsigned long long)s->serial,
+			 s->next_n + 1);
 	r = run_new(s->next_n + 1, cmd, len, base, session_cfg->output_cap, &err);
 	free(base);
 	if (!r) {
@@ -300,20 +303,26 @@ size_t session_runs(struct session *s, unsigned **ns)
 	return n;
 }
 
+void session_next_env(struct session *s, struct envlist *next)
+{
+	struct op *op;
+
+	envlist_copy(next, &s->env);
+	/* Edits still queued will be in force for the next command. */
+	if (s->current && s->current->kind == OP_ENV)
+		envlist_apply(next, &s->current->edits);
+	TAILQ_FOREACH(op, &s->queue, link)
+		if (op->kind == OP_ENV)
+			envlist_apply(next, &op->edits);
+}
+
 char *session_env(struct session *s, size_t *len)
 {
 	struct envlist next;
-	struct op *op;
 	char *text;
 
 	core_lock();
-	envlist_copy(&next, &s->env);
-	/* Edits still queued will be in force for the next command. */
-	if (s->current && s->current->kind == OP_ENV)
-		envlist_apply(&next, &s->current->edits);
-	TAILQ_FOREACH(op, &s->queue, link)
-		if (op->kind == OP_ENV)
-			envlist_apply(&next, &op->edits);
+	session_next_env(s, &next);
 	core_unlock();
 	text = envlist_format(&next, len);
 	envlist_free(&next);
@@ -425,39 +434,13 @@ int session_set_timeout(struct session *s, const char *text, size_t len)
 	return 0;
 }
 
-static int parse_signal(const char *name, int *sig)
-{
-	static const struct {
-		const char *name;
-		int sig;
-	} sigs[] = {{"HUP", SIGHUP}, {"INT", SIGINT}, {"QUIT", SIGQUIT}, {"KILL", SIGKILL},
-		    {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"TERM", SIGTERM}, {"ALRM", SIGALRM},
-		    {"CONT", SIGCONT}, {"STOP", SIGSTOP}, {"ABRT", SIGABRT}, {"PIPE", SIGPIPE}};
-	char *end;
-	long v;
-
-	if (!strncmp(name, "SIG", 3))
-		name += 3;
-	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
-		if (!strcasecmp(name, sigs[i].name)) {
-			*sig = sigs[i].sig;
-			return 0;
-		}
-	}
-	v = strtol(name, &end, 10);
-	if (end == name || *end || v < 1 || v >= NSIG)
-		return -EINVAL;
-	*sig = (int)v;
-	return 0;
-}
-
 static int ctl_verb(struct session *s, char *verb, char *arg)
 {
 	uint64_t ms;
 	int sig = SIGTERM;
 
 	if (!strcmp(verb, "kill")) {
-		if (arg && parse_signal(arg, &sig) < 0)
+		if (arg && signal_parse(arg, &sig) < 0)
 			return -EINVAL;
 		return exec_kill(s, sig, false);
 	}
@@ -530,7 +513,7 @@ void sessions_init(const struct config *c, const char *dir, const char *workspac
 {
 	session_cfg = c;
 	session_owner = id;
-	spool_dir = xstrdup(dir);
+	session_spool_dir = xstrdup(dir);
 	start_dir = xstrdup(workspace);
 }
 
@@ -560,7 +543,7 @@ void sessions_shutdown(void)
 		session_unref(s);
 	}
 	core_unlock();
-	free(spool_dir);
+	free(session_spool_dir);
 	free(start_dir);
-	spool_dir = start_dir = NULL;
+	session_spool_dir = start_dir = NULL;
 }

@@ -44,6 +44,8 @@ struct session_stdin {
 	bool holding;           /* hold sent, HELD not yet back */
 };
 
+struct job;
+
 struct session {
 	char id[SESSION_ID_MAX + 1];
 	uint64_t serial;
@@ -73,6 +75,9 @@ struct session {
 
 	struct session_stdin in;
 
+	TAILQ_HEAD(, job) jobs; /* background processes */
+	unsigned next_job_id;
+
 	struct envlist env;     /* as the shell last reported it */
 	char *cwd;
 	struct ticket *gone;
@@ -81,6 +86,10 @@ struct session {
 
 extern const struct config *session_cfg;
 extern const struct identity *session_owner;
+extern char *session_spool_dir;
+
+/* Core lock held: the environment the next command would start with. */
+void session_next_env(struct session *s, struct envlist *next);
 
 /* exec.c: running the queue on the shell. */
 void exec_start_shell(struct session *s);
@@ -93,6 +102,9 @@ int exec_kill(struct session *s, int sig, bool timed_out);
 void exec_restart(struct session *s);
 /* Ends the op in flight and everything queued; the shell is killed. */
 void exec_teardown(struct session *s);
+
+/* job.c: kills and forgets every background process (session removal). */
+void jobs_teardown(struct session *s);
 
 /* stdin.c */
 /* Starts the command's stdin: calls exec_send_run once the path is known. */

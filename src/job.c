@@ -1,0 +1,611 @@
+/* Background processes (see job.h): naming, starting through the launcher with their own
+ * pipes and cgroup, spooling their output, stdin, kill and timeout, and watching for the port
+ * they listen on. */
+#include "job.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "ports.h"
+#include "session_priv.h"
+#include "signame.h"
+#include "xmalloc.h"
+
+/* How often a parked `ready` reader looks for a listening port. */
+#define READY_POLL_MS 50
+
+enum job_timer { JT_NONE, JT_TIMEOUT, JT_GRACE };
+
+struct job {
+	int refs;
+	unsigned id;
+	char name[SESSION_ID_MAX + 1];
+	struct session *s;      /* referenced */
+	bool removed;
+	struct cgroup *cg;
+	struct run *run;        /* the latest start */
+	unsigned starts;
+	bool running;
+	int term_sig;           /* the signal it died of, 0 if it exited */
+	struct proc proc;
+	int out[2];
+	struct loop_fd *out_lf[2];
+	struct feed in;
+	uint64_t timeout_ms;    /* ctl timeout, for this process */
+	struct loop_timer timer;
+	enum job_timer phase;
+	struct waitq readyq;
+	struct loop_timer ready_timer;
+	TAILQ_ENTRY(job) link;
+};
+
+static void job_ref(struct job *j)
+{
+	__atomic_add_fetch(&j->refs, 1, __ATOMIC_RELAXED);
+}
+
+void job_unref(struct job *j)
+{
+	if (__atomic_sub_fetch(&j->refs, 1, __ATOMIC_ACQ_REL) > 0)
+		return;
+	if (j->run)
+		run_unref(j->run);
+	feed_free(&j->in);
+	cgroup_destroy(j->cg);
+	session_unref(j->s);
+	free(j);
+}
+
+const char *job_name(const struct job *j)
+{
+	return j->name;
+}
+
+unsigned job_id(const struct job *j)
+{
+	return j->id;
+}
+
+static struct job *find_locked(struct session *s, const char *name, unsigned id)
+{
+	struct job *j;
+
+	TAILQ_FOREACH(j, &s->jobs, link)
+		if (name ? !strcmp(j->name, name) : j->id == id)
+			return j;
+	return NULL;
+}
+
+static struct job *find(struct session *s, const char *name, unsigned id)
+{
+	struct job *j;
+
+	core_lock();
+	j = find_locked(s, name, id);
+	if (j)
+		job_ref(j);
+	core_unlock();
+	return j;
+}
+
+struct job *job_find(struct session *s, const char *name)
+{
+	return find(s, name, 0);
+}
+
+struct job *job_find_id(struct session *s, unsigned id)
+{
+	return find(s, NULL, id);
+}
+
+int job_create(struct session *s, const char *name)
+{
+	char cgname[32];
+	struct job *j;
+
+	if (!session_id_valid(name, strlen(name)))
+		return -EINVAL;
+	core_lock();
+	if (s->removed || find_locked(s, name, 0)) {
+		core_unlock();
+		return s->removed ? -ENOENT : -EEXIST;
+	}
+	j = xcalloc(1, sizeof(*j));
+	j->refs = 1; /* the session's list */
+	j->id = ++s->next_job_id;
+	snprintf(j->name, sizeof(j->name), "%s", name);
+	session_ref(s);
+	j->s = s;
+	j->out[0] = j->out[1] = -1;
+	feed_init(&j->in);
+	waitq_init(&j->readyq);
+	snprintf(cgname, sizeof(cgname), "p%u", j->id);
+	j->cg = cgroup_create(s->cg, cgname);
+	TAILQ_INSERT_TAIL(&s->jobs, j, link);
+	core_unlock();
+	return 0;
+}
+
+size_t job_list(struct session *s, struct job_info **v)
+{
+	struct session_info *sv = NULL;
+	size_t ns = 1, n = 0;
+
+	if (!s)
+		ns = session_list(&sv);
+	*v = NULL;
+	for (size_t i = 0; i < ns; i++) {
+		struct session *cur = s ? s : session_find_serial(sv[i].serial);
+		struct job *j;
+
+		if (!cur)
+			continue;
+		core_lock();
+		TAILQ_FOREACH(j, &cur->jobs, link) {
+			*v = xrealloc(*v, (n + 1) * sizeof(**v));
+			snprintf((*v)[n].name, sizeof((*v)[n].name), "%s", j->name);
+			snprintf((*v)[n].session, sizeof((*v)[n].session), "%s", cur->id);
+			(*v)[n].id = j->id;
+			(*v)[n++].serial = cur->serial;
+		}
+		core_unlock();
+		if (!s)
+			session_unref(cur);
+	}
+	free(sv);
+	return n;
+}
+
+/* Signals the whole tree; without a cgroup, the process group. */
+static void signal_tree(struct job *j, int sig)
+{
+	if (j->cg)
+		cgroup_signal(j->cg, 0, sig);
+	else
+		launch_signal(&j->proc, sig, true);
+}
+
+static void job_timer_fired(struct loop_timer *t);
+
+static void set_timer(struct job *j, enum job_timer phase, uint64_t ms)
+{
+	j->phase = phase;
+	j->timer.fn = job_timer_fired;
+	if (phase == JT_NONE)
+		loop_timer_cancel(&j->timer);
+	else
+		loop_timer_arm(&j->timer, ms);
+}
+
+/* Core lock held: TERM (or sig) now, KILL after the grace if it is still there. */
+static void kill_job(struct job *j, int sig)
+{
+	if (!j->running)
+		return;
+	if (!j->run->killed) {
+		j->run->killed = true;
+		j->run->kill_sig = sig;
+	}
+	signal_tree(j, sig);
+	if (sig != SIGKILL)
+		set_timer(j, JT_GRACE, session_cfg->kill_grace_ms);
+}
+
+static void job_timer_fired(struct loop_timer *t)
+{
+	struct job *j = container_of(t, struct job, timer);
+	enum job_timer phase = j->phase;
+
+	j->phase = JT_NONE;
+	if (phase == JT_TIMEOUT) {
+		j->run->timed_out = true;
+		kill_job(j, SIGTERM);
+	} else if (phase == JT_GRACE) {
+		signal_tree(j, SIGKILL);
+	}
+}
+
+static void drain(struct job *j, int i, bool all)
+{
+	int avail = 0;
+
+	if (j->out[i] < 0)
+		return;
+	if (!all) {
+		spool_fill(&j->run->out[i], j->out[i], 4u << 20);
+		return;
+	}
+	/* At exit: what the process wrote is in the pipe; take exactly that. */
+	while (ioctl(j->out[i], FIONREAD, &avail) == 0 && avail > 0)
+		if (spool_fill(&j->run->out[i], j->out[i], (size_t)avail) <= 0)
+			break;
+}
+
+static void close_pipes(struct job *j)
+{
+	for (int i = 0; i < 2; i++) {
+		if (j->out_lf[i])
+			loop_del_fd(j->out_lf[i]);
+		if (j->out[i] >= 0)
+			close(j->out[i]);
+		j->out_lf[i] = NULL;
+		j->out[i] = -1;
+	}
+}
+
+static void on_output(struct loop_fd *lf, uint32_t events, void *arg)
+{
+	struct job *j = arg;
+	int i = lf == j->out_lf[0] ? 0 : 1;
+
+	(void)events;
+	drain(j, i, false);
+}
+
+static void on_exit_job(struct proc *p, int wstatus)
+{
+	struct job *j = container_of(p, struct job, proc);
+
+	drain(j, 0, true);
+	drain(j, 1, true);
+	close_pipes(j);
+	feed_detach(&j->in);
+	set_timer(j, JT_NONE, 0);
+	loop_timer_cancel(&j->ready_timer);
+	j->running = false;
+	j->term_sig = WIFSIGNALED(wstatus) ? WTERMSIG(wstatus) : 0;
+	run_end(j->run, run_status_from_wait(wstatus));
+	waitq_wake(&j->readyq);
+	job_unref(j); /* the running process's reference */
+}
+
+/* Opens the pipes of a start: fds[0..2] for the child, out[] and *in_w for us. */
+static int open_stdio(struct job *j, int fds[3], int *in_w)
+{
+	int p[2];
+
+	*in_w = -1;
+	if (feed_wanted(&j->in)) {
+		if (feed_pipe(p, session_owner) < 0)
+			return -errno;
+		fds[0] = p[0];
+		*in_w = p[1];
+	} else if ((fds[0] = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
+		return -errno;
+	}
+	for (int i = 0; i < 2; i++) {
+		if (pipe2(p, O_CLOEXEC) < 0)
+			return -errno;
+		fcntl(p[0], F_SETFL, O_NONBLOCK);
+		fcntl(p[0], F_SETPIPE_SZ, 1 << 20);
+		j->out[i] = p[0];
+		fds[i + 1] = p[1];
+	}
+	return 0;
+}
+
+static void spawn(struct job *j)
+{
+	char *argv[] = {session_cfg->shell, "-c", j->run->cmd, NULL};
+	int fds[3] = {-1, -1, -1}, cgfds[4], ncg, in_w, rc;
+	struct envlist env;
+
+	rc = open_stdio(j, fds, &in_w);
+	if (rc < 0) {
+		for (int i = 0; i < 3; i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+		close_pipes(j);
+		log_warnx("job %s: cannot open its pipes: %s", j->name, strerror(-rc));
+		run_begin(j->run);
+		run_end(j->run, 127);
+		return;
+	}
+	session_next_env(j->s, &env);
+	envlist_unset(&env, "SHLVL");
+	ncg = cgroup_join_fds(j->cg, cgfds, 4);
+	j->proc.on_exit = on_exit_job;
+	launch_start(&j->proc, j->s->cwd, argv, env.v, fds, 3, cgfds, ncg);
+	envlist_free(&env);
+	for (int i = 0; i < 2; i++)
+		j->out_lf[i] = loop_add_fd(j->out[i], EPOLLIN, on_output, j);
+	if (in_w >= 0)
+		feed_attach(&j->in, in_w);
+	j->running = true;
+	job_ref(j); /* held until the process is gone */
+	run_begin(j->run);
+	if (j->timeout_ms)
+		set_timer(j, JT_TIMEOUT, j->timeout_ms);
+}
+
+int job_idle(struct job *j)
+{
+	int rc;
+
+	core_lock();
+	rc = j->running ? -EBUSY : j->removed ? -ENOENT : 0;
+	core_unlock();
+	return rc;
+}
+
+int job_start(struct job *j, const char *cmd, size_t len)
+{
+	struct run *r;
+	char *base;
+	int err = 0;
+
+	if (memchr(cmd, '\0', len))
+		return -EINVAL;
+	core_lock();
+	if (j->running || j->removed || j->s->removed) {
+		core_unlock();
+		return j->running ? -EBUSY : -ENOENT;
+	}
+	base = xasprintf("%s/%llu-p%u-%u", session_spool_dir, (unsigned long long)j->s->serial,
+			 j->id, j->starts + 1);
+	r = run_new(j->starts + 1, cmd, len, base, session_cfg->output_cap, &err);
+	free(base);
+	if (!r) {
+		core_unlock();
+		return err;
+	}
+	j->starts++;
+	if (j->run)
+		run_unref(j->run);
+	j->run = r;
+	spawn(j);
+	core_unlock();
+	return 0;
+}
+
+struct run *job_run(struct job *j)
+{
+	struct run *r;
+
+	core_lock();
+	r = j->run;
+	if (r)
+		run_ref(r);
+	core_unlock();
+	return r;
+}
+
+int job_signal(struct job *j, int sig)
+{
+	int rc = 0;
+
+	core_lock();
+	if (!j->running)
+		rc = -ESRCH;
+	else
+		signal_tree(j, sig);
+	core_unlock();
+	return rc;
+}
+
+static int ctl_locked(struct job *j, char *verb, char *arg)
+{
+	char *end;
+	unsigned long long ms;
+	int sig = SIGTERM;
+
+	if (!strcmp(verb, "kill")) {
+		if (arg && signal_parse(arg, &sig) < 0)
+			return -EINVAL;
+		if (!j->running)
+			return -ESRCH;
+		kill_job(j, sig);
+		return 0;
+	}
+	if (!strcmp(verb, "timeout") && arg) {
+		ms = strtoull(arg, &end, 10);
+		if (*end || end == arg || arg[0] == '-' || ms > UINT32_MAX)
+			return -EINVAL;
+		j->timeout_ms = ms;
+		if (j->running)
+			set_timer(j, ms ? JT_TIMEOUT : JT_NONE, ms);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int job_ctl(struct job *j, const char *line, size_t len)
+{
+	char buf[128], *verb, *arg, *extra, *save;
+	int rc;
+
+	while (len > 0 && line[len - 1] == '\n')
+		len--;
+	if (len == 0 || len >= sizeof(buf) || memchr(line, '\0', len) || memchr(line, '\n', len))
+		return -EINVAL;
+	memcpy(buf, line, len);
+	buf[len] = '\0';
+	verb = strtok_r(buf, " \t", &save);
+	arg = strtok_r(NULL, " \t", &save);
+	extra = strtok_r(NULL, " \t", &save);
+	if (!verb || extra)
+		return -EINVAL;
+	core_lock();
+	rc = ctl_locked(j, verb, arg);
+	core_unlock();
+	return rc;
+}
+
+static const char *state_of(const struct job *j, int *sig)
+{
+	const struct run *r = j->run;
+
+	*sig = 0;
+	if (!r)
+		return "idle";
+	if (j->running)
+		return "running";
+	/* A shell wrapper reports its killed child as 128+N: a kill we sent counts too. */
+	if (j->term_sig || (r->killed && r->status > 128)) {
+		*sig = j->term_sig ? j->term_sig : r->status - 128;
+		return "killed";
+	}
+	return r->status == 0 ? "completed" : "failed";
+}
+
+char *job_status(struct job *j)
+{
+	char started[32] = "-", ended[32] = "-", exit_text[16] = "-", *text;
+	const char *state;
+	int sig;
+
+	core_lock();
+	state = state_of(j, &sig);
+	if (j->run && j->run->state != RUN_QUEUED)
+		snprintf(started, sizeof(started), "%lld.%03ld", (long long)j->run->started.tv_sec,
+			 j->run->started.tv_nsec / 1000000);
+	if (j->run && j->run->state == RUN_DONE) {
+		snprintf(ended, sizeof(ended), "%lld.%03ld", (long long)j->run->ended.tv_sec,
+			 j->run->ended.tv_nsec / 1000000);
+		snprintf(exit_text, sizeof(exit_text), "%d", j->run->status);
+	}
+	text = xasprintf("name %s\nstate %s\npid %d\nstarted %s\nended %s\nexit %s\nsignal %d\n"
+			 "timed_out %s\nstarts %u\ntimeout %llu\n",
+			 j->name, state, j->run ? (int)j->proc.pid : 0, started, ended, exit_text,
+			 sig, j->run && j->run->timed_out ? "yes" : "no", j->starts,
+			 (unsigned long long)j->timeout_ms);
+	core_unlock();
+	return text;
+}
+
+/* Core lock held. */
+static size_t ports_locked(struct job *j, unsigned **ports)
+{
+	pid_t *pids;
+	size_t n, np;
+
+	*ports = NULL;
+	if (!j->running)
+		return 0;
+	np = cgroup_pids(j->cg, &pids);
+	n = ports_listening(pids, np, ports);
+	free(pids);
+	return n;
+}
+
+char *job_ports(struct job *j)
+{
+	unsigned *ports;
+	char *text = xstrdup(""), *next;
+	size_t n;
+
+	core_lock();
+	n = ports_locked(j, &ports);
+	core_unlock();
+	for (size_t i = 0; i < n; i++) {
+		next = xasprintf("%s%u\n", text, ports[i]);
+		free(text);
+		text = next;
+	}
+	free(ports);
+	return text;
+}
+
+static void ready_poll(struct loop_timer *t)
+{
+	struct job *j = container_of(t, struct job, ready_timer);
+	unsigned *ports;
+	size_t n = ports_locked(j, &ports);
+
+	free(ports);
+	if (n > 0 || !j->running)
+		waitq_wake(&j->readyq);
+	else if (!TAILQ_EMPTY(&j->readyq.head))
+		loop_timer_arm(&j->ready_timer, READY_POLL_MS);
+}
+
+int job_ready(struct job *j, unsigned *port, struct waiter *w)
+{
+	unsigned *ports;
+	size_t n;
+	int rc = 0;
+
+	core_lock();
+	n = ports_locked(j, &ports);
+	if (n > 0) {
+		*port = ports[0];
+	} else if (!j->running && j->run) {
+		*port = 0;
+	} else {
+		rc = -EAGAIN;
+		if (w) {
+			waitq_add(&j->readyq, w);
+			j->ready_timer.fn = ready_poll;
+			if (!j->ready_timer.armed)
+				loop_timer_arm(&j->ready_timer, READY_POLL_MS);
+		}
+	}
+	core_unlock();
+	free(ports);
+	return rc;
+}
+
+/* Core lock held: kill, detach from the session, drop the list's reference. */
+static void forget(struct job *j)
+{
+	j->removed = true;
+	TAILQ_REMOVE(&j->s->jobs, j, link);
+	kill_job(j, SIGKILL);
+	feed_wake(&j->in);
+	waitq_wake(&j->readyq);
+	job_unref(j);
+}
+
+int job_remove(struct session *s, const char *name)
+{
+	struct job *j;
+
+	core_lock();
+	j = find_locked(s, name, 0);
+	if (j)
+		forget(j);
+	core_unlock();
+	return j ? 0 : -ENOENT;
+}
+
+void jobs_teardown(struct session *s)
+{
+	struct job *j;
+
+	while ((j = TAILQ_FIRST(&s->jobs)))
+		forget(j);
+}
+
+int job_stdin_open(struct job *j)
+{
+	core_lock();
+	feed_writer_open(&j->in);
+	core_unlock();
+	return 0;
+}
+
+void job_stdin_close(struct job *j)
+{
+	core_lock();
+	feed_writer_close(&j->in);
+	core_unlock();
+}
+
+ssize_t job_stdin_write(struct job *j, const char *buf, size_t len, struct waiter *w)
+{
+	ssize_t n;
+
+	core_lock();
+	n = j->removed ? -ENOENT : feed_write(&j->in, buf, len, w);
+	core_unlock();
+	return n;
+}
