@@ -455,9 +455,35 @@ void cgroup_cleanup_daemon(pid_t pid)
 	cgroup_destroy(dead);
 }
 
+/* v1 counts an OOM kill in the group of the victim only: add up the whole tree. */
+static long v1_oom_kills(const char *dir)
+{
+	char buf[512], *p;
+	struct dirent *de;
+	long n = 0;
+	DIR *d;
+
+	if (read_file(dir, "memory.oom_control", buf, sizeof(buf)) > 0 &&
+	    (p = strstr(buf, "oom_kill ")))
+		n = strtol(p + 9, NULL, 10);
+	d = opendir(dir);
+	while (d && (de = readdir(d))) {
+		char *sub;
+
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		sub = xasprintf("%s/%s", dir, de->d_name);
+		n += v1_oom_kills(sub);
+		free(sub);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
 static void describe_v1(FILE *out)
 {
-	char buf[4096], *p;
+	char buf[4096];
 
 	if (read_file(root->dir[V1_MEMORY] ? root->dir[V1_MEMORY] : "", "memory.limit_in_bytes",
 		      buf, sizeof(buf)) > 0)
@@ -465,10 +491,8 @@ static void describe_v1(FILE *out)
 	if (root->dir[V1_MEMORY] &&
 	    read_file(root->dir[V1_MEMORY], "memory.usage_in_bytes", buf, sizeof(buf)) > 0)
 		fprintf(out, "memory_current %s", buf);
-	if (root->dir[V1_MEMORY] &&
-	    read_file(root->dir[V1_MEMORY], "memory.oom_control", buf, sizeof(buf)) > 0 &&
-	    (p = strstr(buf, "oom_kill ")))
-		fprintf(out, "oom_kills %ld\n", strtol(p + 9, NULL, 10));
+	if (root->dir[V1_MEMORY])
+		fprintf(out, "oom_kills %ld\n", v1_oom_kills(root->dir[V1_MEMORY]));
 	if (root->dir[V1_PIDS] && read_file(root->dir[V1_PIDS], "pids.max", buf, sizeof(buf)) > 0)
 		fprintf(out, "pids_max %s", buf);
 	if (root->dir[V1_PIDS] &&

@@ -113,7 +113,8 @@ static void shell_report(void *arg, struct shell_report *rep)
 		finish_current(s, rep->status);
 	else if (strcmp(rep->seq, "i") != 0)
 		log_warnx("session %s: unexpected report '%s'", s->id, rep->seq);
-	s->st = SH_IDLE;
+	if (s->st != SH_DYING)
+		s->st = SH_IDLE;
 	exec_pump(s);
 }
 
@@ -152,8 +153,25 @@ static void shell_exited(void *arg, int wstatus)
 	session_unref(s); /* the shell's reference */
 }
 
+static void do_kill(struct session *s, int sig);
+
+static void shell_started(void *arg)
+{
+	struct session *s = arg;
+	struct run *r;
+
+	if (!s->current || s->current->kind != OP_RUN)
+		return;
+	r = s->current->run;
+	r->started_ack = true;
+	/* A kill that came before the shell could take it is carried out now. */
+	if (r->timed_out || r->killed)
+		do_kill(s, r->timed_out ? SIGKILL : r->kill_sig);
+}
+
 static const struct shell_cbs session_shell_cbs = {
 	.on_report = shell_report,
+	.on_started = shell_started,
 	.on_exit = shell_exited,
 	.sink = shell_sink,
 };
@@ -256,7 +274,8 @@ void exec_pump(struct session *s)
 {
 	struct op *op;
 
-	if (s->removed || s->current || s->st == SH_STARTING || TAILQ_EMPTY(&s->queue))
+	if (s->removed || s->current || s->st == SH_STARTING || s->st == SH_DYING ||
+	    TAILQ_EMPTY(&s->queue))
 		return;
 	if (!s->sh) {
 		exec_start_shell(s);
@@ -334,6 +353,19 @@ static void timer_fired(struct loop_timer *t)
 	}
 }
 
+/* Tells the shell to abandon the command and signals its processes. */
+static void do_kill(struct session *s, int sig)
+{
+	s->stuck_retried = false;
+	shell_signal(s->sh, SIGUSR1, false);
+	if (sig == SIGKILL) {
+		kill_hard(s);
+	} else {
+		signal_command(s, sig);
+		set_timer(s, TP_GRACE, session_cfg->kill_grace_ms);
+	}
+}
+
 int exec_kill(struct session *s, int sig, bool timed_out)
 {
 	struct run *r;
@@ -347,17 +379,10 @@ int exec_kill(struct session *s, int sig, bool timed_out)
 		r->killed = true;
 		r->kill_sig = sig;
 	}
-	if (s->in.holding)
-		return 0; /* not started yet: exec_send_run ends it */
-	s->stuck_retried = false;
-	/* The shell skips the rest of the script once its current child is gone. */
-	shell_signal(s->sh, SIGUSR1, false);
-	if (sig == SIGKILL) {
-		kill_hard(s);
-	} else {
-		signal_command(s, sig);
-		set_timer(s, TP_GRACE, session_cfg->kill_grace_ms);
-	}
+	/* Not sent yet (exec_send_run ends it), or not started (shell_started kills it). */
+	if (s->in.holding || !r->started_ack)
+		return 0;
+	do_kill(s, timed_out ? SIGKILL : sig);
 	return 0;
 }
 
@@ -372,6 +397,7 @@ void exec_restart(struct session *s)
 		s->current->run->kill_sig = SIGKILL;
 	}
 	s->restart_wanted = true;
+	s->st = SH_DYING; /* nothing more is sent to it */
 	if (s->cg)
 		cgroup_signal(s->cg, 0, SIGKILL);
 	shell_kill(s->sh);

@@ -207,6 +207,8 @@ static void __attribute__((noreturn)) exec_launcher(int sock_fd, int err_fd)
 {
 	int cgfds[4], ncg = cgroup_join_fds(spec.cg, cgfds, 4);
 	int hi_sock = high(sock_fd), hi_err = high(err_fd), hi_pass[4];
+	int null = open("/dev/null", O_RDWR);
+	char *envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
 	sigset_t none;
 
 	sigemptyset(&none);
@@ -220,7 +222,10 @@ static void __attribute__((noreturn)) exec_launcher(int sock_fd, int err_fd)
 		lseek(spec.pass_fds[i], 0, SEEK_SET);
 		hi_pass[i] = high(spec.pass_fds[i]);
 	}
-	if (hi_sock < 0 || hi_err < 0 || dup2(hi_err, 2) < 0 || dup2(hi_sock, 3) < 0)
+	/* Nothing of the daemon's may reach the sandbox: not its stdin or stdout (a command
+	 * could open them through /proc), not its environment. */
+	if (hi_sock < 0 || hi_err < 0 || null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 ||
+	    dup2(hi_err, 2) < 0 || dup2(hi_sock, 3) < 0)
 		_exit(127);
 	for (int i = 0; i < spec.npass; i++)
 		if (hi_pass[i] < 0 || dup2(hi_pass[i], 4 + i) < 0)
@@ -230,10 +235,13 @@ static void __attribute__((noreturn)) exec_launcher(int sock_fd, int err_fd)
 		dprintf(2, "sbxfs: cannot drop privileges: %s\n", strerror(errno));
 		_exit(126);
 	}
-	if (spec.bwrap_argv)
-		execv(spec.bwrap_argv[0], spec.bwrap_argv);
-	else
-		execl(spec.launcher, "sbxfs-launcher", (char *)NULL);
+	if (spec.bwrap_argv) {
+		execve(spec.bwrap_argv[0], spec.bwrap_argv, envp);
+	} else {
+		char *argv[] = {(char *)spec.launcher, NULL};
+
+		execve(spec.launcher, argv, envp);
+	}
 	dprintf(2, "sbxfs: exec %s: %s\n", spec.bwrap_argv ? spec.bwrap_argv[0] : spec.launcher,
 		strerror(errno));
 	_exit(127);

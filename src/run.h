@@ -27,6 +27,7 @@ struct run {
 	struct waitq doneq;
 	struct timespec submitted, started, ended;
 	uint64_t timeout_ms;  /* in force for this run, 0 = none */
+	bool started_ack;     /* the shell said it started it */
 	bool timed_out;
 	bool killed;          /* by a kill (ctl, restart, rmdir) */
 	int kill_sig;

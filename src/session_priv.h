@@ -20,7 +20,7 @@
 #include "waiter.h"
 
 enum op_kind { OP_RUN, OP_ENV, OP_CHDIR };
-enum shell_state { SH_NONE, SH_STARTING, SH_IDLE, SH_BUSY };
+enum shell_state { SH_NONE, SH_STARTING, SH_IDLE, SH_BUSY, SH_DYING };
 /* What the session's one timer is counting down to. */
 enum timer_phase { TP_NONE, TP_TIMEOUT, TP_GRACE, TP_STUCK };
 

@@ -19,20 +19,23 @@
 #include "xmalloc.h"
 
 /* The driver loop. Each request is three NUL-terminated fields on fd 3: a tag, a script, and
- * the path the command's stdin comes from (empty: /dev/null). The script is eval'd at top level
- * (so cd, export, functions and variables persist) with fds 3-6 closed; its own `exec >x` lasts
- * only for the command, as fds 1 and 2 are restored from 5 and 6. The report is printed in the
- * loop condition, so `continue` in a command still reports, and the outer loop re-enters after
- * a `break`. Reports are NUL-separated: tag, status, cwd, NAME=VALUE of every exported scalar,
- * then an empty field. SIGUSR1 while a command runs makes the shell skip the rest of it (a
- * DEBUG trap under extdebug skips every command until the driver's own first one). `jobs`
- * takes the news of background jobs a kill ended, which bash would print into the next
- * command's stderr. */
+ * the path the command's stdin comes from (empty: /dev/null). The script is sourced from a
+ * here-string at top level (so cd, export, functions and variables persist, and its errors
+ * name its own lines) with fds 3-6 closed; its own `exec >x` lasts only for the command, as
+ * fds 1 and 2 are restored from 5 and 6. The report is printed in the loop condition, so
+ * `continue` in a command still reports, and the outer loop re-enters after a `break`.
+ * On fd 4, a lone NUL says a command started (its abort trap is armed); a report is tag,
+ * status, cwd, NAME=VALUE of every exported scalar, then an empty field, NUL-separated.
+ * SIGUSR1 while a command runs makes the shell abandon the rest of it: a DEBUG trap under
+ * extdebug returns 2 before every command, which returns from the sourced script (and every
+ * function on the way), until the driver's own first command; it also disowns the jobs the
+ * kill is ending, and `jobs` takes the news of background jobs that died otherwise, so bash
+ * prints nothing about them into the next command's stderr. */
 static const char driver[] =
 	"__sbx_status() { return \"$1\"; }\n"
-	"__sbx_abort() { builtin shopt -s extdebug; builtin trap '[[ $BASH_COMMAND == "
-	"\"__sbx_rc=\\$?\" ]] && { builtin trap - DEBUG; builtin shopt -u extdebug; true; }' "
-	"DEBUG; }\n"
+	"__sbx_abort() { builtin disown -a; builtin shopt -s extdebug; builtin trap "
+	"'[[ $BASH_COMMAND == \"__sbx_rc=\\$?\" ]] && { builtin trap - DEBUG; "
+	"builtin shopt -u extdebug; true; } || __sbx_status 2' DEBUG; }\n"
 	"builtin trap '' USR1\n"
 	"exec 5>&1 6>&2\n"
 	"__sbx_seq=i\n"
@@ -58,7 +61,9 @@ static const char driver[] =
 	" IFS= builtin read -r -d '' -u 3 __sbx_in; } || builtin exit 0\n"
 	" do\n"
 	"  builtin trap __sbx_abort USR1\n"
-	"  builtin eval \"$__sbx_cmd\" <\"${__sbx_in:-/dev/null}\" >&5 2>&6 3<&- 4>&- 5>&- 6>&-\n"
+	"  builtin printf '\\0' >&4\n"
+	"  builtin . /dev/fd/7 7<<<\"$__sbx_cmd\" <\"${__sbx_in:-/dev/null}\" >&5 2>&6 3<&- 4>&-"
+	" 5>&- 6>&-\n"
 	" done\n"
 	"done\n";
 
@@ -225,10 +230,17 @@ static void on_report_fd(struct loop_fd *lf, uint32_t events, void *arg)
 		return;
 	}
 	sh->rep_len += (size_t)n;
-	while ((used = parse_report(sh->rep_buf, sh->rep_len, &rep)) > 0) {
-		drain_pending(sh);
-		sh->cbs->on_report(sh->arg, &rep);
-		envlist_free(&rep.env);
+	for (;;) {
+		if (sh->rep_len > 0 && sh->rep_buf[0] == '\0') {
+			used = 1; /* a lone NUL: the command started */
+			sh->cbs->on_started(sh->arg);
+		} else if ((used = parse_report(sh->rep_buf, sh->rep_len, &rep)) > 0) {
+			drain_pending(sh);
+			sh->cbs->on_report(sh->arg, &rep);
+			envlist_free(&rep.env);
+		} else {
+			break;
+		}
 		memmove(sh->rep_buf, sh->rep_buf + used, sh->rep_len - used);
 		sh->rep_len -= used;
 	}

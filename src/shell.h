@@ -25,6 +25,8 @@ struct shell_report {
 /* Called on the loop thread with the core lock held. */
 struct shell_cbs {
 	void (*on_report)(void *arg, struct shell_report *rep);
+	/* The command just sent started: the shell can now be told to abandon it. */
+	void (*on_started)(void *arg);
 	/* The shell exited (wait status); the shell object is freed after this returns. */
 	void (*on_exit)(void *arg, int wstatus);
 	/* Where output goes now: a spool, or NULL to drop it. */
