@@ -8,6 +8,8 @@
 #endif
 #include <fuse_lowlevel.h>
 
+#include <stdbool.h>
+
 #include "ino.h"
 
 struct session;
@@ -26,8 +28,9 @@ void ctl_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 void ctl_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		     struct fuse_file_info *fi);
 void ctl_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-/* Fills st for a control inode; -ENOENT if it no longer exists. */
-int ctl_stat(fuse_ino_t ino, struct stat *st, struct fuse_file_info *fi);
+/* Fills st for a control inode; -ENOENT if it no longer exists, unless held (a getattr: the
+ * kernel holds the inode, maybe open). */
+int ctl_stat(fuse_ino_t ino, struct stat *st, struct fuse_file_info *fi, bool held);
 /* The session a per-session inode belongs to (referenced), or NULL. */
 struct session *ctl_session(fuse_ino_t ino);
 

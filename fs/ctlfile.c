@@ -2,6 +2,7 @@
  * Readers of output and exit are parked (park.h) rather than blocked; writes are checked in
  * write() itself so tools see the errno. Every handle is direct_io and uncached. */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -198,6 +199,52 @@ static int bind_session(struct ctlfh *fh, fuse_ino_t ino, bool writing)
 	return 0;
 }
 
+/* Whether the stream has a first byte or has ended; else w (if given) is queued. */
+static bool stream_started(struct ctlfh *fh, struct waiter *w)
+{
+	size_t n;
+	int fd;
+
+	return run_read_extent(fh->run, stream_of(fh->kind), 0, 1, &fd, &n, w) == 0;
+}
+
+struct open_req {
+	struct ctlfh *fh;
+	struct fuse_file_info fi;
+	bool opened; /* the kernel owns fh now */
+};
+
+static void open_req_free(void *arg)
+{
+	struct open_req *orq = arg;
+
+	if (!orq->opened)
+		fh_unref(orq->fh);
+	free(orq);
+}
+
+static int open_attempt(struct park *p)
+{
+	struct open_req *orq = park_arg(p);
+
+	if (!stream_started(orq->fh, park_waiter(p)))
+		return -EAGAIN;
+	orq->opened = true;
+	fuse_reply_open(park_req(p), &orq->fi);
+	return 0;
+}
+
+/* An empty output of a running command opens once it has a first byte (or ended): tools that
+ * see an empty regular file read it as a pipe to EOF (GNU tail -f does), which would block
+ * until the command ends instead of following it. */
+static void park_open(fuse_req_t req, struct ctlfh *fh, struct fuse_file_info *fi)
+{
+	struct open_req *orq = xmalloc(sizeof(*orq));
+
+	*orq = (struct open_req){fh, *fi, false};
+	park_request(req, open_attempt, orq, open_req_free);
+}
+
 void ctl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	enum ctl_kind k = ino_kind(ino);
@@ -234,6 +281,10 @@ void ctl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fi->fh = (uint64_t)(uintptr_t)fh;
 	fi->direct_io = 1;
 	fi->keep_cache = 0;
+	if (is_stream(k) && fh->run && !(fi->flags & O_NONBLOCK) && !stream_started(fh, NULL)) {
+		park_open(req, fh, fi);
+		return;
+	}
 	fuse_reply_open(req, fi);
 }
 

@@ -179,7 +179,7 @@ static int check_exists(struct session *s, fuse_ino_t ino)
 	return 0;
 }
 
-int ctl_stat(fuse_ino_t ino, struct stat *st, struct fuse_file_info *fi)
+int ctl_stat(fuse_ino_t ino, struct stat *st, struct fuse_file_info *fi, bool held)
 {
 	enum ctl_kind k = ino_kind(ino);
 	struct session *s = NULL;
@@ -187,7 +187,9 @@ int ctl_stat(fuse_ino_t ino, struct stat *st, struct fuse_file_info *fi)
 
 	if (k >= K_MAX)
 		return -ENOENT;
-	open_handle = fi && fi->fh && is_file(k);
+	/* fstat on a file of a removed session comes without its handle: the kernel still
+	 * holds the inode, so it gets attributes (size 0), not ENOENT, and `cat` keeps working. */
+	open_handle = ((fi && fi->fh) || held) && is_file(k);
 	memset(st, 0, sizeof(*st));
 	st->st_ino = ino;
 	st->st_mode = kind_mode(k, ino_run(ino));
@@ -209,7 +211,7 @@ int ctl_stat(fuse_ino_t ino, struct stat *st, struct fuse_file_info *fi)
 	}
 	if (k == K_README)
 		st->st_size = (off_t)strlen(readme_text);
-	else if (open_handle && ctlfile_stat(fi, st) == 0)
+	else if (open_handle && fi && fi->fh && ctlfile_stat(fi, st) == 0)
 		;
 	else if (s && (is_file(k) || k == K_JOBLINK))
 		stat_session_file(s, ino, st);
@@ -222,7 +224,7 @@ int ctl_stat(fuse_ino_t ino, struct stat *st, struct fuse_file_info *fi)
 static void reply_entry(fuse_req_t req, fuse_ino_t ino, double timeout)
 {
 	struct fuse_entry_param e = {0};
-	int rc = ctl_stat(ino, &e.attr, NULL);
+	int rc = ctl_stat(ino, &e.attr, NULL, false);
 
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
@@ -392,7 +394,7 @@ void ctl_readlink(fuse_req_t req, fuse_ino_t ino)
 void ctl_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct stat st;
-	int rc = ctl_stat(ino, &st, fi);
+	int rc = ctl_stat(ino, &st, fi, true);
 
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
@@ -608,7 +610,7 @@ void ctl_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct dir_snap *d;
 	struct stat st;
 
-	if (ctl_stat(ino, &st, NULL) < 0) {
+	if (ctl_stat(ino, &st, NULL, false) < 0) {
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
@@ -653,7 +655,7 @@ static void plus_entry(const struct dirent_snap *de, struct fuse_entry_param *e)
 			memset(e, 0, sizeof(*e));
 		return;
 	}
-	if (ctl_stat(de->ino, &e->attr, NULL) < 0)
+	if (ctl_stat(de->ino, &e->attr, NULL, false) < 0)
 		return;
 	e->ino = de->ino;
 	e->entry_timeout = k == K_SDIR || k == K_RUNDIR || k == K_JOBDIR || k == K_JOBLINK

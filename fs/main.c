@@ -120,6 +120,7 @@ static struct fuse_session *mount_fs(const struct cmdline *cl, const char *self)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_session *se;
+	int rc;
 
 	fuse_opt_add_arg(&args, self);
 	fuse_opt_add_arg(&args, "-o");
@@ -140,6 +141,8 @@ static struct fuse_session *mount_fs(const struct cmdline *cl, const char *self)
 		fatal("mount point %s", cl->mountpoint);
 	if (fuse_session_mount(se, cl->mountpoint) < 0)
 		fatalx("cannot mount on %s", cl->mountpoint);
+	if ((rc = ws_attach_session(se)) < 0)
+		fatalx("cannot hook the FUSE device: %s", strerror(-rc));
 	return se;
 }
 
@@ -183,8 +186,7 @@ int main(int argc, char **argv)
 	ws_abs = absolute(cfg.workspace);
 	config_set(&cfg, "sbxfs", "workspace", ws_abs, err, sizeof(err));
 	free(ws_abs);
-	wso = (struct ws_opts){cfg.ws_cache ? cfg.ws_timeout : 0, cfg.ws_cache ? cfg.ws_timeout : 0,
-			       cfg.ws_cache};
+	wso = (struct ws_opts){.cache = cfg.ws_cache, .timeout = cfg.ws_timeout};
 	if ((rc = ws_open(cfg.workspace, &wso)) < 0)
 		fatalx("workspace %s: %s", cfg.workspace, strerror(-rc));
 	se = mount_fs(&cl, self);
@@ -199,6 +201,9 @@ int main(int argc, char **argv)
 		fuse_session_unmount(se);
 		return 1;
 	}
+	/* After the launcher started, so that its children keep the limits the daemon got. */
+	ws_raise_nofile();
+	ws_tune_mount(mnt_abs);
 	log_info("mounted on %s (workspace %s)", cl.mountpoint, cfg.workspace);
 	rc = serve(se);
 	sandbox_stop();

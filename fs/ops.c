@@ -288,8 +288,8 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 {
 	if (WS(parent))
 		ws_ops.create(req, parent, name, mode, fi);
-	else
-		fuse_reply_err(req, EPERM);
+	else /* "/" is an O_TMPFILE open (ws_attach_session) */
+		fuse_reply_err(req, strcmp(name, "/") == 0 ? EOPNOTSUPP : EPERM);
 }
 
 static void op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,

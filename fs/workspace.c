@@ -5,6 +5,16 @@
  * Each inode holds an O_PATH|O_NOFOLLOW fd of its backing file and every operation is done
  * relative to such an fd (or through its /proc/self/fd magic link, which names the inode itself
  * and never walks a path), so the daemon never follows a symlink of the workspace out of it.
+ * Holding the fd also pins the backing inode, so its (st_dev, st_ino) cannot be reused for
+ * another file while the kernel still knows the inode.
+ *
+ * Caching (ws_opts.cache): names, attributes, negative entries, data pages, directory listings
+ * and symlink targets are kept by the kernel and revalidated after the timeout; a changed mtime
+ * or size then drops the pages (FUSE_CAP_AUTO_INVAL_DATA). Writes are write-through (no
+ * writeback cache): the connection is shared with the control files, whose sizes the kernel must
+ * take from us, and the sandbox writes the backing files directly, which the writeback cache
+ * would hide (see README, "Workspace"). So every write() reaches the backing file before it
+ * returns, and no FLUSH is needed on close (FOPEN_NOFLUSH).
  *
  * Concurrency: tab.lock guards the hash table and every nlookup count; an inode is freed only
  * when its nlookup reaches zero under that lock (the root is pinned and never freed). The kernel
@@ -18,7 +28,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/capability.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -28,12 +37,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/fsuid.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -49,6 +61,12 @@ struct ws_inode {
 	uint64_t nlookup;      /* lookups the kernel holds; under tab.lock */
 	bool pinned;	       /* the root: kept when nlookup drops to zero */
 	struct ws_inode *next; /* hash chain; under tab.lock */
+};
+
+/* An open regular file: its backing fd and, in passthrough mode, the kernel's id of it. */
+struct ws_file {
+	int fd;
+	int backing_id; /* 0: none */
 };
 
 struct ws_dir {
@@ -69,6 +87,133 @@ static struct {
 
 static struct ws_opts opts;
 static struct ws_inode *root;
+
+static void init_done(void);
+
+/* ---- kernel passthrough ----
+ * libfuse 3.14 predates FUSE passthrough (protocol 7.40, FOPEN_PASSTHROUGH), so it is
+ * negotiated below libfuse, in the device hooks of ws_attach_session: the INIT reply gains
+ * FUSE_PASSTHROUGH (which the kernel only grants with CAP_SYS_ADMIN), and an open reply gains
+ * FOPEN_PASSTHROUGH with the id the backing fd was registered under (FUSE_DEV_IOC_BACKING_OPEN).
+ * The kernel then does reads, writes, splice and mmap of that open file on the backing file
+ * itself: one page cache shared with the sandbox's direct access, and no round trip. */
+
+#define WS_FUSE_INIT 26
+#define WS_FUSE_CREATE 35
+#define WS_FUSE_TMPFILE 51
+#define WS_FUSE_INIT_EXT (1u << 30)
+#define WS_FUSE_PASSTHROUGH2 (1u << (37 - 32)) /* in flags2 */
+#define WS_FOPEN_KEEP_CACHE (1u << 1)
+#define WS_FOPEN_PASSTHROUGH (1u << 7)
+
+struct ws_in_header { /* struct fuse_in_header of <linux/fuse.h> */
+	uint32_t len;
+	uint32_t opcode;
+	uint64_t unique;
+	uint64_t nodeid;
+	uint32_t uid;
+	uint32_t gid;
+	uint32_t pid;
+	uint32_t padding;
+};
+
+struct ws_init_in { /* fuse_init_in, 7.36+ */
+	uint32_t major;
+	uint32_t minor;
+	uint32_t max_readahead;
+	uint32_t flags;
+	uint32_t flags2;
+};
+
+struct ws_init_out { /* fuse_init_out, 7.40 */
+	uint32_t major;
+	uint32_t minor;
+	uint32_t max_readahead;
+	uint32_t flags;
+	uint16_t max_background;
+	uint16_t congestion_threshold;
+	uint32_t max_write;
+	uint32_t time_gran;
+	uint16_t max_pages;
+	uint16_t map_alignment;
+	uint32_t flags2;
+	uint32_t max_stack_depth;
+	uint32_t unused[6];
+};
+
+struct ws_open_out { /* fuse_open_out, 7.40 */
+	uint64_t fh;
+	uint32_t open_flags;
+	int32_t backing_id;
+};
+
+struct ws_backing_map {
+	int32_t fd;
+	uint32_t flags;
+	uint64_t padding;
+};
+
+_Static_assert(sizeof(struct ws_in_header) == 40, "fuse_in_header");
+_Static_assert(sizeof(struct ws_init_out) == 64, "fuse_init_out");
+_Static_assert(sizeof(struct ws_open_out) == 16, "fuse_open_out");
+
+#define WS_FUSE_DEV_IOC_BACKING_OPEN _IOW(229, 1, struct ws_backing_map)
+#define WS_FUSE_DEV_IOC_BACKING_CLOSE _IOW(229, 2, uint32_t)
+/* The backing file's filesystem must be below this depth: a local filesystem is at 0. */
+#define WS_MAX_STACK_DEPTH 1
+
+static struct {
+	struct fuse_session *se;
+	atomic_bool offered; /* the kernel's INIT offered passthrough */
+	atomic_bool wanted;  /* our INIT reply asked for it */
+	atomic_bool active;  /* granted, as far as we know: cleared when the kernel refuses */
+} pt;
+
+/* Set around one reply on this thread: the INIT reply to patch, the backing id of an open. */
+static __thread bool tls_patch_init;
+static __thread int tls_reply_backing_id;
+
+static bool passthrough_active(void)
+{
+	return atomic_load_explicit(&pt.active, memory_order_relaxed);
+}
+
+/* Registers fd with the kernel; the id (> 0), or 0 when it cannot be (then passthrough is
+ * turned off for good if the kernel has none). */
+static int backing_open(int fd)
+{
+	static atomic_bool warned;
+	struct ws_backing_map map = {.fd = fd};
+	int id = ioctl(fuse_session_fd(pt.se), WS_FUSE_DEV_IOC_BACKING_OPEN, &map);
+
+	if (id > 0)
+		return id;
+	if (errno == EOPNOTSUPP || errno == EPERM || errno == ENOTTY || errno == EINVAL) {
+		if (atomic_exchange(&pt.active, false))
+			log_info("workspace: no kernel passthrough (%s); file data goes through "
+				 "the daemon", strerror(errno));
+	} else if (!atomic_exchange(&warned, true)) {
+		log_warn("workspace: FUSE_DEV_IOC_BACKING_OPEN");
+	}
+	return 0;
+}
+
+static void backing_close(int id)
+{
+	uint32_t u = (uint32_t)id;
+
+	if (ioctl(fuse_session_fd(pt.se), WS_FUSE_DEV_IOC_BACKING_CLOSE, &u) == -1)
+		log_warn("workspace: FUSE_DEV_IOC_BACKING_CLOSE %d", id);
+}
+
+/* The daemon's own credentials, put back after a request ran as its caller. */
+static struct {
+	bool root; /* euid 0: files made through workspace/ get the caller's owner */
+	uid_t uid;
+	gid_t gid;
+	int ngroups;
+	gid_t *groups;
+} self;
 
 /* ---- inode table ---- */
 
@@ -153,6 +298,19 @@ static fuse_ino_t ino_of(struct ws_inode *in)
 	return ino;
 }
 
+/* Counts one kernel lookup of the known inode of st, if there is one; 0 if not. */
+static fuse_ino_t inode_ref_known(const struct stat *st)
+{
+	struct ws_inode *in;
+
+	pthread_mutex_lock(&tab.lock);
+	in = tab_find(st->st_dev, st->st_ino);
+	if (in)
+		in->nlookup++;
+	pthread_mutex_unlock(&tab.lock);
+	return in ? ino_of(in) : 0;
+}
+
 /* Finds or makes the inode of a backing file and counts one kernel lookup of it. Takes fd:
  * keeps it in a new inode or closes it when the file is already known. */
 static fuse_ino_t inode_ref(int fd, const struct stat *st)
@@ -228,10 +386,25 @@ static void reply_res(fuse_req_t req, int res)
 	fuse_reply_err(req, -res);
 }
 
+static struct ws_file *file_of(struct fuse_file_info *fi)
+{
+	return (struct ws_file *)(uintptr_t)fi->fh;
+}
+
+static int file_fd(struct fuse_file_info *fi)
+{
+	return file_of(fi)->fd;
+}
+
+static int stat_fd(int fd, struct stat *st)
+{
+	return neg_errno(fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW));
+}
+
 static void fill_timeouts(struct fuse_entry_param *e)
 {
-	e->attr_timeout = opts.attr_timeout;
-	e->entry_timeout = opts.entry_timeout;
+	e->attr_timeout = opts.timeout;
+	e->entry_timeout = opts.timeout;
 }
 
 /* Replies an entry; when the reply does not reach the kernel, its lookup never counted. */
@@ -241,8 +414,18 @@ static void reply_entry(fuse_req_t req, const struct fuse_entry_param *e)
 		ws_forget_one(e->ino, 1);
 }
 
-/* Looks name up under parent, counting one kernel lookup; 0 or -errno. */
-static int do_lookup(fuse_ino_t parent, const char *name, struct fuse_entry_param *e)
+static void warn_nofile(int err)
+{
+	static atomic_bool warned;
+
+	if ((err == EMFILE || err == ENFILE) && !atomic_exchange(&warned, true))
+		log_warnx("workspace: out of file descriptors (one per inode the kernel holds); "
+			  "raise the hard RLIMIT_NOFILE of the daemon");
+}
+
+/* Looks name up in the directory dirfd (of inode parent), counting one kernel lookup; 0 or
+ * -errno. A file already known costs one fstatat; a new one gets its O_PATH fd. */
+static int lookup_at(int dirfd, const char *name, struct fuse_entry_param *e)
 {
 	int fd, res;
 
@@ -251,10 +434,17 @@ static int do_lookup(fuse_ino_t parent, const char *name, struct fuse_entry_para
 	/* The kernel never sends these without export support; ".." of the root is outside. */
 	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || strchr(name, '/'))
 		return -EINVAL;
-	fd = openat(fd_of(parent), name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	if (fd == -1)
+	if (fstatat(dirfd, name, &e->attr, AT_SYMLINK_NOFOLLOW) == -1)
 		return -errno;
-	res = neg_errno(fstatat(fd, "", &e->attr, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW));
+	e->ino = inode_ref_known(&e->attr);
+	if (e->ino)
+		return 0;
+	fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd == -1) {
+		warn_nofile(errno);
+		return -errno;
+	}
+	res = stat_fd(fd, &e->attr);
 	if (res) {
 		close(fd);
 		return res;
@@ -263,90 +453,96 @@ static int do_lookup(fuse_ino_t parent, const char *name, struct fuse_entry_para
 	return 0;
 }
 
+static int do_lookup(fuse_ino_t parent, const char *name, struct fuse_entry_param *e)
+{
+	return lookup_at(fd_of(parent), name, e);
+}
+
 /* Flags to reopen a file through its magic link: O_NOFOLLOW would refuse the link itself;
- * O_DIRECT is dropped because FUSE direct I/O reaches us with unaligned buffers and offsets. */
+ * O_DIRECT is dropped because FUSE direct I/O reaches us with unaligned buffers and offsets
+ * (the kernel keeps the caller's O_DIRECT semantics: no page cache on its side). */
 static int reopen_flags(int flags)
 {
-	return (flags & ~(O_NOFOLLOW | O_DIRECT)) | O_CLOEXEC;
+	return (flags & ~(O_NOFOLLOW | O_DIRECT | O_CREAT | O_EXCL | O_NOCTTY)) | O_CLOEXEC;
 }
 
 /* ---- credentials ---- */
 
-/* What ws_as_caller changed on this thread, for ws_restore. */
+/* What as_caller changed on this thread, for restore. */
 struct ws_cred {
 	bool umask_set;
 	bool switched;
 	mode_t umask;
-	uid_t fsuid;
-	gid_t fsgid;
-	struct __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3];
 };
 
-static int caps_get(struct __user_cap_data_struct *data)
-{
-	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+static __thread bool thread_fs_private;
 
-	return (int)syscall(SYS_capget, &h, data);
+/* The caller's supplementary groups, or none if they cannot be read (process gone). */
+static int caller_groups(fuse_req_t req, gid_t *small, int nsmall, gid_t **out)
+{
+	int n = fuse_req_getgroups(req, nsmall, small);
+	gid_t *big;
+
+	*out = small;
+	if (n <= nsmall)
+		return n < 0 ? 0 : n;
+	big = xmalloc((size_t)n * sizeof(*big));
+	n = fuse_req_getgroups(req, n, big);
+	if (n < 0) {
+		free(big);
+		return 0;
+	}
+	*out = big;
+	return n;
 }
 
-static int caps_set(struct __user_cap_data_struct *data)
-{
-	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
-
-	return (int)syscall(SYS_capset, &h, data);
-}
-
-/* Switching fsuid away from 0 drops the file-system capabilities. The kernel has already
- * checked the caller's permissions on the mount (default_permissions), and the daemon lacks
- * the caller's supplementary groups, so take back only DAC bypass and FOWNER: new files get
- * the caller's owner while CAP_FSETID, CAP_MKNOD and CAP_CHOWN stay dropped. */
-static void caps_keep_dac(const struct __user_cap_data_struct *saved)
-{
-	const uint32_t keep = 1U << CAP_DAC_OVERRIDE | 1U << CAP_DAC_READ_SEARCH | 1U << CAP_FOWNER;
-	struct __user_cap_data_struct now[_LINUX_CAPABILITY_U32S_3];
-
-	if (caps_get(now) == -1)
-		return;
-	now[0].effective |= saved[0].effective & keep;
-	if (caps_set(now) == -1)
-		log_warn("workspace: capset");
-}
-
-/* Runs the rest of a creating request with the caller's umask already applied by the kernel
- * (so ours must be 0) and, when the daemon is root, with the caller's fsuid/fsgid so that new
- * files belong to the caller. Everything is per thread: fsuid/fsgid and capabilities are
- * thread attributes, and the umask becomes one after unshare(CLONE_FS). */
-static void ws_as_caller(fuse_req_t req, struct ws_cred *c)
+/* Runs the rest of a creating request as its caller. The umask: the kernel sends it instead of
+ * applying it (FUSE_CAP_DONT_MASK), so the backing filesystem applies it, or a default ACL
+ * instead, as a local filesystem would. The owner: when the daemon is root and the caller is
+ * someone else, fsuid, fsgid and the supplementary groups of this thread become the caller's
+ * (raw syscalls: glibc would change every thread), so new files belong to the caller, setgid
+ * directories and the S_ISGID bit behave as for the caller, and the backing filesystem checks
+ * the same permissions the kernel already checked on the mount (default_permissions). A fsuid
+ * other than 0 drops the file-system capabilities; going back to 0 restores them. */
+static void as_caller(fuse_req_t req, struct ws_cred *c)
 {
 	static atomic_bool warned;
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	gid_t small[32], *groups;
+	int n;
 
 	memset(c, 0, sizeof(*c));
-	if (unshare(CLONE_FS) == 0) {
-		c->umask = umask(0);
-		c->umask_set = true;
-	} else if (!atomic_exchange(&warned, true)) {
-		log_warn("workspace: unshare(CLONE_FS); new files get the daemon's umask too");
+	if (!thread_fs_private) {
+		if (unshare(CLONE_FS) == 0)
+			thread_fs_private = true;
+		else if (!atomic_exchange(&warned, true))
+			log_warn("workspace: unshare(CLONE_FS); new files get the daemon's umask");
 	}
-	if (geteuid() != 0 || (ctx->uid == 0 && ctx->gid == 0))
+	if (thread_fs_private) {
+		c->umask = umask(ctx->umask & 07777);
+		c->umask_set = true;
+	}
+	if (!self.root || (ctx->uid == self.uid && ctx->gid == self.gid))
 		return;
-	if (caps_get(c->caps) == -1)
-		return;
-	c->fsgid = (gid_t)setfsgid(ctx->gid);
-	c->fsuid = (uid_t)setfsuid(ctx->uid);
+	n = caller_groups(req, small, (int)(sizeof(small) / sizeof(small[0])), &groups);
+	if (syscall(SYS_setgroups, (size_t)n, groups) == -1)
+		log_warn("workspace: setgroups");
+	if (groups != small)
+		free(groups);
+	setfsgid(ctx->gid);
+	setfsuid(ctx->uid);
 	c->switched = true;
-	caps_keep_dac(c->caps);
 }
 
-static void ws_restore(const struct ws_cred *c)
+static void restore(const struct ws_cred *c)
 {
 	int saved = errno;
 
 	if (c->switched) {
-		setfsuid(c->fsuid);
-		setfsgid(c->fsgid);
-		if (caps_set((struct __user_cap_data_struct *)c->caps) == -1)
-			log_warn("workspace: capset restore");
+		setfsuid(self.uid);
+		setfsgid(self.gid);
+		if (syscall(SYS_setgroups, (size_t)self.ngroups, self.groups) == -1)
+			log_warn("workspace: setgroups restore");
 	}
 	if (c->umask_set)
 		umask(c->umask);
@@ -366,15 +562,13 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct fuse_entry_param e;
 	int res = do_lookup(parent, name, &e);
 
-	if (res == -ENOENT && opts.entry_timeout > 0) {
+	if (res == -ENOENT && opts.cache) {
 		/* A negative entry: ino 0 lets the kernel cache the absence. */
 		memset(&e, 0, sizeof(e));
-		e.entry_timeout = opts.entry_timeout;
+		e.entry_timeout = opts.timeout;
 		fuse_reply_entry(req, &e);
 		return;
 	}
-	if (res == -EMFILE || res == -ENFILE)
-		log_warnx("workspace: out of file descriptors");
 	if (res)
 		reply_res(req, res);
 	else
@@ -397,12 +591,14 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct stat st;
+	int res;
 
 	(void)fi;
-	if (fstatat(fd_of(ino), "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == -1)
-		fuse_reply_err(req, errno);
+	res = stat_fd(fd_of(ino), &st);
+	if (res)
+		reply_res(req, res);
 	else
-		fuse_reply_attr(req, &st, opts.attr_timeout);
+		fuse_reply_attr(req, &st, opts.timeout);
 }
 
 static int set_mode(int fd, mode_t mode)
@@ -425,14 +621,14 @@ static int set_size(int fd, struct fuse_file_info *fi, off_t size)
 	char p[PROC_FD_LEN];
 
 	if (fi)
-		return neg_errno(ftruncate((int)fi->fh, size));
+		return neg_errno(ftruncate(file_fd(fi), size));
 	return neg_errno(truncate(proc_path(p, fd), size));
 }
 
+/* utimensat with AT_EMPTY_PATH works on the O_PATH fd itself: a symlink's own times. */
 static int set_times(int fd, int valid, const struct stat *attr)
 {
 	struct timespec tv[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_nsec = UTIME_OMIT}};
-	char p[PROC_FD_LEN];
 
 	if (valid & FUSE_SET_ATTR_ATIME_NOW)
 		tv[0].tv_nsec = UTIME_NOW;
@@ -442,11 +638,12 @@ static int set_times(int fd, int valid, const struct stat *attr)
 		tv[1].tv_nsec = UTIME_NOW;
 	else if (valid & FUSE_SET_ATTR_MTIME)
 		tv[1] = attr->st_mtim;
-	return neg_errno(utimensat(AT_FDCWD, proc_path(p, fd), tv, 0));
+	return neg_errno(utimensat(fd, "", tv, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW));
 }
 
-/* fi, when given, is an open regular file (ftruncate); everything else goes through the
- * inode fd, which is also right for directories and symlinks. */
+/* fi, when given, is an open regular file being truncated (ftruncate, O_TRUNC); everything
+ * else goes through the inode fd, which is also right for directories and symlinks. The kernel
+ * has checked the caller's rights. */
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 		       struct fuse_file_info *fi)
 {
@@ -458,7 +655,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
 		res = set_owner(fd, valid, attr);
 	if (!res && (valid & FUSE_SET_ATTR_SIZE))
 		res = set_size(fd, fi, attr->st_size);
-	if (!res && (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)))
+	if (!res && (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW |
+			      FUSE_SET_ATTR_MTIME_NOW)))
 		res = set_times(fd, valid, attr);
 	if (res)
 		reply_res(req, res);
@@ -503,9 +701,9 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	struct ws_cred c;
 	int res;
 
-	ws_as_caller(req, &c);
+	as_caller(req, &c);
 	res = neg_errno(mknodat(fd_of(parent), name, mode, rdev));
-	ws_restore(&c);
+	restore(&c);
 	reply_made(req, parent, name, res);
 }
 
@@ -514,9 +712,9 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	struct ws_cred c;
 	int res;
 
-	ws_as_caller(req, &c);
+	as_caller(req, &c);
 	res = neg_errno(mkdirat(fd_of(parent), name, mode));
-	ws_restore(&c);
+	restore(&c);
 	reply_made(req, parent, name, res);
 }
 
@@ -525,9 +723,9 @@ static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, cons
 	struct ws_cred c;
 	int res;
 
-	ws_as_caller(req, &c);
+	as_caller(req, &c);
 	res = neg_errno(symlinkat(link, fd_of(parent), name));
-	ws_restore(&c);
+	restore(&c);
 	reply_made(req, parent, name, res);
 }
 
@@ -547,8 +745,9 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	reply_res(req, neg_errno(renameat2(fd_of(parent), name, fd_of(newparent), newname, flags)));
 }
 
-/* linkat(AT_EMPTY_PATH) needs CAP_DAC_READ_SEARCH (ENOENT without it); the magic link with
- * AT_SYMLINK_FOLLOW reaches the same inode, a symlink included, without it. */
+/* linkat(AT_EMPTY_PATH) needs CAP_DAC_READ_SEARCH (ENOENT without it, and as a caller other
+ * than root); the magic link with AT_SYMLINK_FOLLOW reaches the same inode, a symlink or an
+ * O_TMPFILE file included, without it. */
 static int link_inode(int fd, int newdir, const char *newname)
 {
 	char p[PROC_FD_LEN];
@@ -566,14 +765,13 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 	struct ws_cred c;
 	int res;
 
-	ws_as_caller(req, &c);
+	as_caller(req, &c);
 	res = link_inode(fd_of(ino), fd_of(newparent), newname);
-	ws_restore(&c);
+	restore(&c);
 	memset(&e, 0, sizeof(e));
 	fill_timeouts(&e);
 	if (!res)
-		res = neg_errno(
-		    fstatat(fd_of(ino), "", &e.attr, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW));
+		res = stat_fd(fd_of(ino), &e.attr);
 	if (res) {
 		reply_res(req, res);
 		return;
@@ -585,10 +783,49 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 
 /* ---- files ---- */
 
-static void set_open_reply(struct fuse_file_info *fi, int fd)
+static void file_free(struct ws_file *f)
 {
-	fi->fh = (uint64_t)fd;
-	fi->keep_cache = opts.cache;
+	if (f->backing_id > 0)
+		backing_close(f->backing_id);
+	close(f->fd); /* also drops a flock() taken through it */
+	free(f);
+}
+
+/* Replies an open or create of the backing fd (taken) with the kernel's caching mode:
+ * passthrough (reads, writes and mmap go to the backing file in the kernel, no FUSE page cache)
+ * when the connection has it, else the FUSE page cache (kept with ws_opts.cache), and direct
+ * I/O through the daemon for O_DIRECT opens, which the backing file could not serve with the
+ * caller's unaligned buffers. Returns what fuse_reply_open/create returned. */
+static int reply_opened(fuse_req_t req, struct fuse_file_info *fi, int fd,
+			const struct fuse_entry_param *e)
+{
+	struct ws_file *f = xcalloc(1, sizeof(*f));
+	int rc;
+
+	f->fd = fd;
+	fi->fh = (uint64_t)(uintptr_t)f;
+	/* Writes are write-through, so close has nothing to flush: skip the FLUSH round trip.
+	 * (POSIX locks are the kernel's, released by the kernel at close.) */
+	fi->noflush = 1;
+	if (fi->flags & O_DIRECT) {
+		fi->direct_io = 1;
+	} else if (passthrough_active()) {
+		f->backing_id = backing_open(fd);
+		if (f->backing_id > 0)
+			tls_reply_backing_id = f->backing_id;
+		else if (passthrough_active())
+			fi->direct_io = 1; /* other opens of the inode may be passthrough */
+	}
+	if (!fi->direct_io && !f->backing_id) {
+		/* Without caching, pages are dropped at each open (close-to-open consistency); with
+		 * it, the kernel drops them itself when a revalidation finds another mtime or size. */
+		fi->keep_cache = opts.cache;
+	}
+	rc = e ? fuse_reply_create(req, e, fi) : fuse_reply_open(req, fi);
+	tls_reply_backing_id = 0;
+	if (rc != 0)
+		file_free(f);
+	return rc;
 }
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -597,14 +834,43 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int fd = open(proc_path(p, fd_of(ino)), reopen_flags(fi->flags));
 
 	if (fd == -1) {
-		if (errno == EMFILE || errno == ENFILE)
-			log_warn("workspace: open");
+		warn_nofile(errno);
 		fuse_reply_err(req, errno);
 		return;
 	}
-	set_open_reply(fi, fd);
-	if (fuse_reply_open(req, fi) != 0)
+	reply_opened(req, fi, fd, NULL);
+}
+
+/* The name the create handler gets for an O_TMPFILE open (see ws_attach_session): the kernel
+ * names the unnamed file "/", which no real name can be. */
+static bool is_tmpfile_name(const char *name)
+{
+	return name[0] == '/' && name[1] == '\0';
+}
+
+/* An unnamed file in parent: its inode fd is an O_PATH reopen of the open file. */
+static int create_tmpfile(fuse_ino_t parent, int flags, mode_t mode, int *fdp,
+			  struct fuse_entry_param *e)
+{
+	char p[PROC_FD_LEN];
+	int fd, ifd, res;
+
+	memset(e, 0, sizeof(*e));
+	fill_timeouts(e);
+	fd = openat(fd_of(parent), ".", (flags & ~(O_CREAT | O_EXCL | O_DIRECT)) | O_CLOEXEC, mode);
+	if (fd == -1)
+		return -errno;
+	ifd = open(proc_path(p, fd), O_PATH | O_CLOEXEC);
+	if (ifd == -1 || (res = stat_fd(ifd, &e->attr)) != 0) {
+		res = -errno;
+		if (ifd != -1)
+			close(ifd);
 		close(fd);
+		return res;
+	}
+	e->ino = inode_ref(ifd, &e->attr);
+	*fdp = fd;
+	return 0;
 }
 
 /* O_NOFOLLOW: the kernel resolved the name as absent, so if it is a symlink now (made in the
@@ -614,25 +880,28 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 {
 	struct fuse_entry_param e;
 	struct ws_cred c;
-	int fd, flags = (fi->flags & ~O_DIRECT) | O_CREAT | O_NOFOLLOW | O_CLOEXEC, res;
+	int fd = -1, flags = (fi->flags & ~(O_DIRECT | O_NOCTTY)) | O_CREAT | O_NOFOLLOW | O_CLOEXEC;
+	int res;
 
-	ws_as_caller(req, &c);
-	fd = openat(fd_of(parent), name, flags, mode);
-	res = fd == -1 ? -errno : 0;
-	ws_restore(&c);
-	if (!res)
+	as_caller(req, &c);
+	if (is_tmpfile_name(name)) {
+		res = create_tmpfile(parent, fi->flags, mode, &fd, &e);
+	} else {
+		fd = openat(fd_of(parent), name, flags, mode);
+		res = fd == -1 ? -errno : 0;
+	}
+	restore(&c);
+	if (!res && !is_tmpfile_name(name))
 		res = do_lookup(parent, name, &e);
 	if (res) {
+		warn_nofile(-res);
 		if (fd != -1)
 			close(fd);
 		reply_res(req, res);
 		return;
 	}
-	set_open_reply(fi, fd);
-	if (fuse_reply_create(req, &e, fi) != 0) {
-		close(fd);
+	if (reply_opened(req, fi, fd, &e) != 0)
 		ws_forget_one(e.ino, 1);
-	}
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -642,7 +911,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 	(void)ino;
 	buf.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-	buf.buf[0].fd = (int)fi->fh;
+	buf.buf[0].fd = file_fd(fi);
 	buf.buf[0].pos = off;
 	fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE); /* replies the error itself */
 }
@@ -654,8 +923,16 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 	ssize_t n;
 
 	(void)ino;
+	if (in->count == 1 && !(in->buf[0].flags & FUSE_BUF_IS_FD)) {
+		n = pwrite(file_fd(fi), in->buf[0].mem, in->buf[0].size, off);
+		if (n == -1)
+			fuse_reply_err(req, errno);
+		else
+			fuse_reply_write(req, (size_t)n);
+		return;
+	}
 	out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-	out.buf[0].fd = (int)fi->fh;
+	out.buf[0].fd = file_fd(fi);
 	out.buf[0].pos = off;
 	n = fuse_buf_copy(&out, in, FUSE_BUF_SPLICE_MOVE);
 	if (n < 0)
@@ -668,7 +945,7 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
-	ssize_t n = pwrite((int)fi->fh, buf, size, off);
+	ssize_t n = pwrite(file_fd(fi), buf, size, off);
 
 	(void)ino;
 	if (n == -1)
@@ -677,10 +954,11 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		fuse_reply_write(req, (size_t)n);
 }
 
-/* Closing a duplicate reports deferred write errors (NFS etc.) without closing fh. */
+/* Not sent while opens say noflush; kept for a kernel that sends it anyway. Closing a
+ * duplicate reports deferred write errors (NFS etc.) without closing fh. */
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	int dup = fcntl((int)fi->fh, F_DUPFD_CLOEXEC, 0);
+	int dup = fcntl(file_fd(fi), F_DUPFD_CLOEXEC, 0);
 
 	(void)ino;
 	if (dup == -1)
@@ -692,7 +970,7 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
-	close((int)fi->fh);
+	file_free(file_of(fi));
 	fuse_reply_err(req, 0);
 }
 
@@ -704,14 +982,16 @@ static int sync_fd(int fd, int datasync)
 static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
 	(void)ino;
-	reply_res(req, sync_fd((int)fi->fh, datasync));
+	reply_res(req, sync_fd(file_fd(fi), datasync));
 }
 
+/* Every mode goes to the backing filesystem; the kernel itself refuses the modes FUSE has no
+ * page cache handling for (collapse and insert range) before they get here. */
 static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
 			 struct fuse_file_info *fi)
 {
 	(void)ino;
-	reply_res(req, neg_errno(fallocate((int)fi->fh, mode, offset, length)));
+	reply_res(req, neg_errno(fallocate(file_fd(fi), mode, offset, length)));
 }
 
 static void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
@@ -722,7 +1002,7 @@ static void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 
 	(void)ino_in;
 	(void)ino_out;
-	n = copy_file_range((int)fi_in->fh, &off_in, (int)fi_out->fh, &off_out, len,
+	n = copy_file_range(file_fd(fi_in), &off_in, file_fd(fi_out), &off_out, len,
 			    (unsigned int)flags);
 	if (n == -1)
 		fuse_reply_err(req, errno);
@@ -733,7 +1013,7 @@ static void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		     struct fuse_file_info *fi)
 {
-	off_t res = lseek((int)fi->fh, off, whence);
+	off_t res = lseek(file_fd(fi), off, whence);
 
 	(void)ino;
 	if (res == -1)
@@ -742,10 +1022,37 @@ static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		fuse_reply_lseek(req, res);
 }
 
+/* flock() on fh, which is one open file description per open of the mount, as flock wants,
+ * and which a sandbox process's flock() on the backing file sees. A blocking request polls with
+ * LOCK_NB (what a blocking flock does to an upgraded lock meanwhile is the same: the old lock
+ * is gone while it waits) so that an interrupt (Ctrl-C) can end it with EINTR. */
 static void op_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op)
 {
+	struct timespec delay = {0, 250 * 1000};
+	int fd = file_fd(fi);
+
 	(void)ino;
-	reply_res(req, neg_errno(flock((int)fi->fh, op)));
+	if ((op & LOCK_NB) || (op & LOCK_UN)) {
+		reply_res(req, neg_errno(flock(fd, op)));
+		return;
+	}
+	for (;;) {
+		if (flock(fd, op | LOCK_NB) == 0) {
+			fuse_reply_err(req, 0);
+			return;
+		}
+		if (errno != EWOULDBLOCK && errno != EINTR) {
+			fuse_reply_err(req, errno);
+			return;
+		}
+		if (fuse_req_interrupted(req)) {
+			fuse_reply_err(req, EINTR);
+			return;
+		}
+		nanosleep(&delay, NULL);
+		if (delay.tv_nsec < 16 * 1000 * 1000)
+			delay.tv_nsec *= 2;
+	}
 }
 
 /* ---- directories ---- */
@@ -769,6 +1076,7 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	int fd = openat(fd_of(ino), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 	if (fd == -1) {
+		warn_nofile(errno);
 		fuse_reply_err(req, errno);
 		return;
 	}
@@ -782,6 +1090,8 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	pthread_mutex_init(&d->lock, NULL);
 	d->dp = dp;
 	fi->fh = (uint64_t)(uintptr_t)d;
+	/* The kernel may keep the listing; with auto_inval_data it drops it when a revalidation
+	 * finds the directory's mtime changed. */
 	fi->keep_cache = opts.cache;
 	fi->cache_readdir = opts.cache;
 	if (fuse_reply_open(req, fi) != 0)
@@ -796,8 +1106,8 @@ static bool is_dot(const char *name)
 /* Adds one entry at p (rem bytes left). Returns the bytes used, 0 when it does not fit (the
  * entry stays pending), -ENOENT when it vanished (skip it), or another -errno. A plus entry
  * counts a lookup, given back when the entry does not fit; "." and ".." carry no inode. */
-static ssize_t dir_add(fuse_req_t req, fuse_ino_t ino, char *p, size_t rem, const struct dirent *de,
-		       bool plus)
+static ssize_t dir_add(fuse_req_t req, struct ws_dir *d, char *p, size_t rem,
+		       const struct dirent *de, bool plus)
 {
 	struct fuse_entry_param e;
 	size_t n;
@@ -816,20 +1126,20 @@ static ssize_t dir_add(fuse_req_t req, fuse_ino_t ino, char *p, size_t rem, cons
 		n = fuse_add_direntry_plus(req, p, rem, de->d_name, &e, de->d_off);
 		return n > rem ? 0 : (ssize_t)n;
 	}
-	res = do_lookup(ino, de->d_name, &e);
+	/* Measure first: a lookup is counted only for an entry that goes out. */
+	memset(&e, 0, sizeof(e));
+	n = fuse_add_direntry_plus(req, NULL, 0, de->d_name, &e, de->d_off);
+	if (n > rem)
+		return 0;
+	res = lookup_at(dirfd(d->dp), de->d_name, &e);
 	if (res)
 		return res;
-	n = fuse_add_direntry_plus(req, p, rem, de->d_name, &e, de->d_off);
-	if (n > rem) {
-		ws_forget_one(e.ino, 1);
-		return 0;
-	}
-	return (ssize_t)n;
+	return (ssize_t)fuse_add_direntry_plus(req, p, rem, de->d_name, &e, de->d_off);
 }
 
 /* Fills buf from d at off; returns the bytes filled, or -errno if none were. */
-static ssize_t dir_fill(fuse_req_t req, fuse_ino_t ino, struct ws_dir *d, char *buf, size_t size,
-			off_t off, bool plus)
+static ssize_t dir_fill(fuse_req_t req, struct ws_dir *d, char *buf, size_t size, off_t off,
+			bool plus)
 {
 	size_t used = 0;
 	ssize_t n = 0;
@@ -851,7 +1161,7 @@ static ssize_t dir_fill(fuse_req_t req, fuse_ino_t ino, struct ws_dir *d, char *
 			}
 		}
 		d->pending = de;
-		n = dir_add(req, ino, buf + used, size - used, de, plus);
+		n = dir_add(req, d, buf + used, size - used, de, plus);
 		if (n <= 0 && n != -ENOENT)
 			break;
 		used += n > 0 ? (size_t)n : 0;
@@ -861,15 +1171,15 @@ static ssize_t dir_fill(fuse_req_t req, fuse_ino_t ino, struct ws_dir *d, char *
 	return used > 0 || n >= 0 ? (ssize_t)used : n;
 }
 
-static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-			   struct fuse_file_info *fi, bool plus)
+static void readdir_common(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi,
+			   bool plus)
 {
 	struct ws_dir *d = dir_of(fi);
 	char *buf = xmalloc(size);
 	ssize_t n;
 
 	pthread_mutex_lock(&d->lock);
-	n = dir_fill(req, ino, d, buf, size, off, plus);
+	n = dir_fill(req, d, buf, size, off, plus);
 	pthread_mutex_unlock(&d->lock);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
@@ -881,13 +1191,15 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
-	readdir_common(req, ino, size, off, fi, false);
+	(void)ino;
+	readdir_common(req, size, off, fi, false);
 }
 
 static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			   struct fuse_file_info *fi)
 {
-	readdir_common(req, ino, size, off, fi, true);
+	(void)ino;
+	readdir_common(req, size, off, fi, true);
 }
 
 static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -970,7 +1282,7 @@ static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
 	reply_res(req, neg_errno(faccessat(AT_FDCWD, proc_path(p, fd_of(ino)), mask, 0)));
 }
 
-/* getlk/setlk stay NULL: ws_init_conn turns POSIX locks off, so the kernel keeps them local. */
+/* getlk/setlk stay NULL: POSIX locks are the kernel's own (see ws_init_conn). */
 const struct fuse_lowlevel_ops ws_ops = {
     .init = op_init,
     .lookup = op_lookup,
@@ -1015,26 +1327,235 @@ const struct fuse_lowlevel_ops ws_ops = {
 
 void ws_init_conn(struct fuse_conn_info *conn)
 {
-	const unsigned int want = FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE |
-				  FUSE_CAP_SPLICE_MOVE | FUSE_CAP_FLOCK_LOCKS |
-				  FUSE_CAP_READDIRPLUS;
+	unsigned int want = FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE | FUSE_CAP_FLOCK_LOCKS |
+			    FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO |
+			    FUSE_CAP_AUTO_INVAL_DATA | FUSE_CAP_DONT_MASK | FUSE_CAP_ASYNC_READ |
+			    FUSE_CAP_ASYNC_DIO | FUSE_CAP_PARALLEL_DIROPS | FUSE_CAP_ATOMIC_O_TRUNC;
 
+	if (opts.cache)
+		want |= FUSE_CAP_CACHE_SYMLINKS;
 	conn->want |= want & conn->capable;
-	/* No writeback cache (control files need every write), no NFS export (lookups of ".."
-	 * would leave the workspace), no fs-side suid clearing, kernel-local POSIX locks. */
+	/* No writeback cache (the kernel would own sizes and mtimes of every regular file: the
+	 * control files' and those the sandbox changes directly), no NFS export (lookups of ".."
+	 * would leave the workspace), no fs-side suid clearing, kernel-local POSIX locks, no
+	 * splice from the device (the TMPFILE hook reads requests itself; see ws_attach_session). */
 	conn->want &= ~(FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_EXPORT_SUPPORT |
 			FUSE_CAP_HANDLE_KILLPRIV | FUSE_CAP_POSIX_LOCKS);
+	conn->want &= ~FUSE_CAP_SPLICE_READ;
+	/* The INIT reply goes out on this thread right after we return. */
+	if (self.root && atomic_load(&pt.offered) && !getenv("SBXFS_NO_PASSTHROUGH")) {
+		tls_patch_init = true;
+		atomic_store(&pt.wanted, true);
+	}
+	/* Readahead and async reads: more requests in flight than the default 12. */
+	conn->max_background = 64;
+	conn->congestion_threshold = 48;
+	conn->max_readahead = UINT_MAX; /* as much as the kernel offers */
+	init_done();
 }
 
-static void raise_nofile(void)
+void ws_raise_nofile(void)
 {
 	struct rlimit rl;
+	unsigned long nr_open = 0;
+	FILE *f;
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) == -1 || rl.rlim_cur == rl.rlim_max)
+	if (getrlimit(RLIMIT_NOFILE, &rl) == -1)
+		return;
+	f = fopen("/proc/sys/fs/nr_open", "re");
+	if (f) {
+		if (fscanf(f, "%lu", &nr_open) != 1)
+			nr_open = 0;
+		fclose(f);
+	}
+	if (nr_open > rl.rlim_max) {
+		struct rlimit more = {nr_open, nr_open};
+
+		if (setrlimit(RLIMIT_NOFILE, &more) == 0)
+			return;
+	}
+	if (rl.rlim_cur == rl.rlim_max)
 		return;
 	rl.rlim_cur = rl.rlim_max;
 	if (setrlimit(RLIMIT_NOFILE, &rl) == -1)
 		log_warn("workspace: setrlimit RLIMIT_NOFILE");
+}
+
+/* ---- readahead ----
+ * The kernel offers FUSE 128 KiB of readahead and clamps the mount's bdi to what INIT answers,
+ * so the bdi is raised to 1 MiB (one max_pages request) through sysfs once INIT is done. Only
+ * root may; others keep 128 KiB. */
+
+#define WS_READAHEAD_KB 1024
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+} init_state = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false};
+
+static void init_done(void)
+{
+	pthread_mutex_lock(&init_state.lock);
+	init_state.done = true;
+	pthread_cond_broadcast(&init_state.cond);
+	pthread_mutex_unlock(&init_state.lock);
+}
+
+/* "MAJ:MIN" of the mount at path, from mountinfo (without touching the mount itself). */
+static bool mount_devnum(const char *path, char *out, size_t outlen)
+{
+	char *line = NULL, dev[64], point[PATH_MAX + 1];
+	size_t cap = 0;
+	bool found = false;
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+
+	if (!f)
+		return false;
+	while (getline(&line, &cap, f) > 0) {
+		/* id parent MAJ:MIN root mountpoint ...; the last match is the top mount */
+		if (sscanf(line, "%*s %*s %63s %*s %4096s", dev, point) == 2 &&
+		    strcmp(point, path) == 0) {
+			snprintf(out, outlen, "%s", dev);
+			found = true;
+		}
+	}
+	free(line);
+	fclose(f);
+	return found;
+}
+
+static void *tune_thread(void *arg)
+{
+	char *mnt = arg, dev[64], path[128];
+	struct timespec settle = {0, 20 * 1000 * 1000};
+	FILE *f;
+
+	if (mount_devnum(mnt, dev, sizeof(dev))) {
+		pthread_mutex_lock(&init_state.lock);
+		while (!init_state.done)
+			pthread_cond_wait(&init_state.cond, &init_state.lock);
+		pthread_mutex_unlock(&init_state.lock);
+		nanosleep(&settle, NULL); /* INIT's reply goes out after ws_init_conn returns */
+		snprintf(path, sizeof(path), "/sys/class/bdi/%s/read_ahead_kb", dev);
+		f = fopen(path, "we");
+		if (f) {
+			fprintf(f, "%d\n", WS_READAHEAD_KB);
+			if (fclose(f) != 0)
+				log_debug("workspace: %s: %s", path, strerror(errno));
+		}
+	}
+	free(mnt);
+	return NULL;
+}
+
+void ws_tune_mount(const char *mountpoint)
+{
+	char *abs;
+	pthread_t t;
+
+	if (!self.root || mountpoint[0] != '/')
+		return;
+	abs = xstrdup(mountpoint);
+	if (pthread_create(&t, NULL, tune_thread, abs) != 0) {
+		free(abs);
+		return;
+	}
+	pthread_detach(t);
+}
+
+/* ---- device hooks ----
+ * Reads: the kernel sends O_TMPFILE opens as FUSE_TMPFILE, which libfuse 3.14 answers with
+ * ENOSYS (and the kernel then refuses O_TMPFILE for good). The request is laid out as a CREATE
+ * whose name is "/", and expects a CREATE's reply, so it is relabelled as one; the INIT request
+ * tells whether passthrough is on offer. Writes: the INIT and open replies of passthrough (see
+ * above). Splice from the device is given up for this (it only saved a copy of write data). */
+
+static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
+{
+	ssize_t n = read(fd, buf, len);
+	struct ws_in_header *h = buf;
+
+	(void)userdata;
+	if (n < (ssize_t)sizeof(*h))
+		return n;
+	if (h->opcode == WS_FUSE_TMPFILE) {
+		h->opcode = WS_FUSE_CREATE;
+	} else if (h->opcode == WS_FUSE_INIT &&
+		   n >= (ssize_t)(sizeof(*h) + sizeof(struct ws_init_in))) {
+		const struct ws_init_in *in = (const void *)(h + 1);
+
+		if (in->major == 7 && in->minor >= 40 && (in->flags & WS_FUSE_INIT_EXT) &&
+		    (in->flags2 & WS_FUSE_PASSTHROUGH2))
+			atomic_store(&pt.offered, true);
+	}
+	return n;
+}
+
+static void patch_reply(struct iovec *iov, int count)
+{
+	if (count < 2)
+		return;
+	if (tls_patch_init && iov[1].iov_len >= offsetof(struct ws_init_out, unused)) {
+		struct ws_init_out *out = iov[1].iov_base;
+
+		tls_patch_init = false;
+		out->flags |= WS_FUSE_INIT_EXT;
+		out->flags2 |= WS_FUSE_PASSTHROUGH2;
+		out->max_stack_depth = WS_MAX_STACK_DEPTH;
+		atomic_store(&pt.active, true);
+	} else if (tls_reply_backing_id > 0 && iov[count - 1].iov_len >= sizeof(struct ws_open_out)) {
+		/* an open reply ends with fuse_open_out (after fuse_entry_out for a create) */
+		struct ws_open_out *out = (void *)((char *)iov[count - 1].iov_base +
+						   iov[count - 1].iov_len - sizeof(*out));
+
+		out->open_flags = (out->open_flags & ~WS_FOPEN_KEEP_CACHE) | WS_FOPEN_PASSTHROUGH;
+		out->backing_id = tls_reply_backing_id;
+		tls_reply_backing_id = 0;
+	}
+}
+
+static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
+{
+	(void)userdata;
+	patch_reply(iov, count);
+	return writev(fd, iov, count);
+}
+
+static ssize_t io_splice_send(int fdin, off_t *offin, int fdout, off_t *offout, size_t len,
+			      unsigned int flags, void *userdata)
+{
+	(void)userdata;
+	return splice(fdin, offin, fdout, offout, len, flags);
+}
+
+int ws_attach_session(struct fuse_session *se)
+{
+	static const struct fuse_custom_io io = {
+	    .writev = io_writev,
+	    .read = io_read,
+	    .splice_send = io_splice_send,
+	};
+
+	pt.se = se;
+	return fuse_session_custom_io(se, &io, fuse_session_fd(se));
+}
+
+/* ---- open, close ---- */
+
+static void remember_self(void)
+{
+	int n;
+
+	self.uid = geteuid();
+	self.gid = getegid();
+	self.root = self.uid == 0;
+	n = getgroups(0, NULL);
+	if (n > 0) {
+		self.groups = xmalloc((size_t)n * sizeof(gid_t));
+		n = getgroups(n, self.groups);
+	}
+	self.ngroups = n > 0 ? n : 0;
 }
 
 int ws_open(const char *dir, const struct ws_opts *o)
@@ -1043,7 +1564,8 @@ int ws_open(const char *dir, const struct ws_opts *o)
 	int fd, res;
 
 	opts = *o;
-	raise_nofile();
+	if (!opts.cache)
+		opts.timeout = 0;
 	fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd == -1 || fstat(fd, &st) == -1) {
 		res = -errno;
@@ -1052,6 +1574,7 @@ int ws_open(const char *dir, const struct ws_opts *o)
 			close(fd);
 		return res;
 	}
+	remember_self();
 	root = xcalloc(1, sizeof(*root));
 	root->fd = fd;
 	root->dev = st.st_dev;
@@ -1082,14 +1605,19 @@ void ws_close(void)
 	tab.nbucket = tab.count = 0;
 	root = NULL;
 	pthread_mutex_unlock(&tab.lock);
+	free(self.groups);
+	self.groups = NULL;
 }
 
 int ws_root_entry(struct fuse_entry_param *e)
 {
+	int res;
+
 	memset(e, 0, sizeof(*e));
 	fill_timeouts(e);
-	if (fstatat(root->fd, "", &e->attr, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == -1)
-		return -errno;
+	res = stat_fd(root->fd, &e->attr);
+	if (res)
+		return res;
 	e->ino = ino_of(root);
 	inode_ref_again(e->ino);
 	return 0;

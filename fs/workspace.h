@@ -10,14 +10,28 @@
 #include <stdbool.h>
 
 struct ws_opts {
-	double entry_timeout; /* seconds the kernel may cache names */
-	double attr_timeout;  /* seconds the kernel may cache attributes */
-	bool cache;           /* keep_cache on open; false when the backing dir changes outside */
+	/* The workspace changes only through sbxfs and the sandbox: the kernel may keep names,
+	 * attributes, data, directory listings and symlink targets, revalidating them after
+	 * timeout seconds. Off: timeouts 0, data re-read at every open. */
+	bool cache;
+	double timeout;
 };
 
 /* Opens the backing directory; returns 0 or -errno. One workspace per process. */
 int ws_open(const char *dir, const struct ws_opts *opts);
 void ws_close(void);
+
+/* Raises RLIMIT_NOFILE (each inode the kernel holds costs one O_PATH fd): the soft limit to
+ * the hard one, and both to fs.nr_open when the daemon may. */
+void ws_raise_nofile(void);
+
+/* Hooks the session's device reads (after fuse_session_mount) so that O_TMPFILE requests,
+ * which libfuse 3.14 does not know, reach the create handler. Returns 0 or -errno. */
+int ws_attach_session(struct fuse_session *se);
+
+/* After mounting at the absolute path mountpoint: raises the mount's readahead once the
+ * connection is up (root only). */
+void ws_tune_mount(const char *mountpoint);
 
 /* Workspace inode numbers are even (aligned pointers); control inodes are odd. */
 static inline bool ws_is_ino(fuse_ino_t ino)
@@ -29,7 +43,7 @@ static inline bool ws_is_ino(fuse_ino_t ino)
 int ws_root_entry(struct fuse_entry_param *e);
 fuse_ino_t ws_root_ino(void);
 
-/* Capabilities the workspace wants from the connection. */
+/* Capabilities and limits the workspace wants from the connection. */
 void ws_init_conn(struct fuse_conn_info *conn);
 
 /* Handlers for requests whose inode (or parent) is a workspace inode; same signatures as

@@ -208,6 +208,32 @@ int cgroup_signal(struct cgroup *cg, pid_t keep, int sig)
 	return cg ? signal_dir(cg, keep, sig) : 0;
 }
 
+static void kill_tree(const char *dir)
+{
+	struct cgroup one = {{(char *)dir}};
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	while (d && (de = readdir(d))) {
+		char *sub;
+
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		sub = xasprintf("%s/%s", dir, de->d_name);
+		kill_tree(sub);
+		free(sub);
+	}
+	if (d)
+		closedir(d);
+	signal_dir(&one, 0, SIGKILL);
+}
+
+void cgroup_kill_all(void)
+{
+	if (root)
+		kill_tree(root->dir[0]);
+}
+
 /* Removes dir's child groups first, then dir; what is still inside is killed. */
 static void remove_tree(const char *dir, bool with_freezer)
 {

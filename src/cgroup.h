@@ -38,6 +38,8 @@ int cgroup_join_fds(struct cgroup *cg, int *fds, int max);
 /* Freezes the group, sends sig to every process but keep (a pid as the launcher sees it, 0:
  * none spared), thaws. Returns how many were signalled. */
 int cgroup_signal(struct cgroup *cg, pid_t keep, int sig);
+/* Kills every process of the sandbox (all its groups). */
+void cgroup_kill_all(void);
 /* The processes in the group (host pids); caller frees *pids. */
 size_t cgroup_pids(struct cgroup *cg, pid_t **pids);
 /* The sandbox's limits and usage, "key value" lines; caller frees. */

@@ -346,10 +346,10 @@ static void launcher_died(int status)
 		STAILQ_REMOVE_HEAD(&outq, link);
 		outmsg_free(om);
 	}
-	/* Its children are ours now (subreaper): kill them; their owners see them killed. */
-	TAILQ_FOREACH(p, &procs, link)
-		if (p->pid > 0)
-			kill(-p->pid, SIGKILL);
+	/* What it started dies with it: with bwrap, its pid namespace goes; else we kill the
+	 * sandbox's groups. Never by the pids it reported: sandboxed code can control the
+	 * launcher (same user) and lie about them. */
+	cgroup_kill_all();
 	while ((p = TAILQ_FIRST(&procs)))
 		proc_exited(p, SIGKILL);
 	while (!TAILQ_EMPTY(&holds))

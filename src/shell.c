@@ -68,6 +68,8 @@ static const char driver[] =
 	"done\n";
 
 #define PIPE_SIZE (1 << 20)
+/* A report is the environment and a little more; past this it is not a report. */
+#define REPORT_MAX (16u << 20)
 #define FILL_BUDGET (4u << 20)
 
 struct shell {
@@ -218,6 +220,14 @@ static void on_report_fd(struct loop_fd *lf, uint32_t events, void *arg)
 
 	(void)lf;
 	(void)events;
+	if (sh->rep_len > REPORT_MAX) {
+		/* Only a command writing into our fd 4 (reachable through /proc) gets here. */
+		log_warnx("shell %d: report over %u bytes; killing it", (int)sh->proc.pid,
+			  REPORT_MAX);
+		loop_mod_fd(sh->rep_lf, 0);
+		shell_kill(sh);
+		return;
+	}
 	if (sh->rep_cap - sh->rep_len < 4096) {
 		sh->rep_cap = sh->rep_cap * 2 + 65536;
 		sh->rep_buf = xrealloc(sh->rep_buf, sh->rep_cap);
