@@ -1,0 +1,354 @@
+#!/usr/bin/python3
+"""bench_fs.py: workspace/ against the native directory behind it, in one run.
+
+Mounts a fresh sbxfs (binary: $SBXFS_BIN, else build/sbxfs of this checkout) whose backing
+workspace is a directory on the filesystem of --dir (default /var/tmp), and runs every test
+twice per round, once in MOUNT/workspace/w and once in the native directory n next to the
+backing directory of w (same filesystem),
+alternating which goes first. The figure of each side is the median of its rounds; the ratio is
+workspace/native as a speed (throughput tests: higher is better) or as a time (the others:
+lower is better).
+
+  write       1 GiB sequential write, dd bs=1M conv=fsync (MB/s)
+  read cold   that file read with dd bs=1M after sync + drop_caches (MB/s)
+  read warm   the same read again, from the page cache (MB/s)
+  create      10,000 files of 1 KiB: open(O_CREAT)+write+close (seconds)
+  stat        stat() of each of them (seconds)
+  unlink      unlink() of each of them (seconds)
+  tar -x      extracting a 5,000-file source tree with its git repository (seconds)
+  find        `find TREE | wc -l`, cold (after drop_caches) and warm (seconds)
+  git status  `git status --porcelain` in that tree, cold and warm (seconds)
+
+The small-file tests run a little C helper (compiled into a temporary directory with cc) so
+that the timings are of system calls, not of Python. Needs root (drop_caches). Takes a few
+minutes; unmounts at the end.
+
+usage: tests/bench/bench_fs.py [--rounds N] [--dir DIR] [--size-mib N] [--files N]
+                               [--tree-files N] [--quick] [-- sbxfs args...]
+"""
+
+import argparse
+import os
+import random
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+HELPER_C = r"""
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+	const char *op = argv[1], *dir = argv[2];
+	int n = atoi(argv[3]), size = argc > 4 ? atoi(argv[4]) : 0, dfd;
+	char name[32], *buf = calloc(1, size + 1);
+	struct stat st;
+	double t0;
+
+	memset(buf, 'x', size);
+	dfd = open(dir, O_PATH | O_DIRECTORY);
+	if (dfd < 0) { perror(dir); return 1; }
+	t0 = now();
+	for (int i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "f%06d", i);
+		if (!strcmp(op, "create")) {
+			int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+			if (fd < 0 || write(fd, buf, size) != size || close(fd) < 0) { perror(name); return 1; }
+		} else if (!strcmp(op, "stat")) {
+			if (fstatat(dfd, name, &st, 0) < 0) { perror(name); return 1; }
+		} else if (!strcmp(op, "unlink")) {
+			if (unlinkat(dfd, name, 0) < 0) { perror(name); return 1; }
+		} else {
+			fprintf(stderr, "bad op\n");
+			return 2;
+		}
+	}
+	printf("%.6f\n", now() - t0);
+	return 0;
+}
+"""
+
+WORDS = ("static int void return struct const char unsigned if else for while switch case "
+         "break continue include define buffer length offset error value result count index "
+         "node list table entry name path file read write open close lock state config").split()
+
+
+def sbxfs_binary():
+    env = os.environ.get("SBXFS_BIN")
+    return Path(env).expanduser().resolve() if env else REPO / "build" / "sbxfs"
+
+
+def sh(cmd, **kw):
+    return subprocess.run(cmd, shell=True, check=True, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, **kw).stdout.decode()
+
+
+def drop_caches():
+    os.sync()
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
+
+
+def timed(fn):
+    t0 = time.monotonic()
+    fn()
+    return time.monotonic() - t0
+
+
+def dd_rate(args):
+    """Runs dd; MB/s computed from its own byte count and our wall time."""
+    t0 = time.monotonic()
+    out = subprocess.run(["dd", *args], check=True, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE).stderr.decode()
+    elapsed = time.monotonic() - t0
+    nbytes = int(out.strip().splitlines()[-1].split()[0])
+    return nbytes / elapsed / 1e6
+
+
+class Mount:
+    def __init__(self, base, extra):
+        self.tmp = Path(tempfile.mkdtemp(prefix="sbxfs-bench-", dir=base))
+        self.mnt, self.ws, self.state = self.tmp / "mnt", self.tmp / "ws", self.tmp / "state"
+        for d in (self.mnt, self.ws, self.state):
+            d.mkdir()
+        self.proc = subprocess.Popen(
+            [str(sbxfs_binary()), "-f", "--workspace", str(self.ws), "--state-dir",
+             str(self.state), *extra, str(self.mnt)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=open(self.tmp / "daemon.log", "wb"), start_new_session=True)
+        deadline = time.monotonic() + 15
+        while not os.path.ismount(self.mnt):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                sys.exit(f"sbxfs did not mount: {(self.tmp / 'daemon.log').read_text()}")
+            time.sleep(0.05)
+        os.listdir(self.mnt / "workspace")
+        (self.ws / "w").mkdir()
+        (self.ws / "n").mkdir()
+
+    def stop(self):
+        subprocess.run(["fusermount3", "-u", str(self.mnt)], capture_output=True)
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            subprocess.run(["fusermount3", "-u", "-z", str(self.mnt)], capture_output=True)
+        if not os.path.ismount(self.mnt):
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def make_tree(root, nfiles, seed=4):
+    """A source-like tree of nfiles text files (3 levels of directories) committed to git,
+    with the objects packed, as a tarball path."""
+    rnd = random.Random(seed)
+    src = root / "tree"
+    ndirs = max(1, nfiles // 25)
+    dirs = []
+    for i in range(ndirs):
+        parts = [f"mod{i % 8}", f"pkg{(i // 8) % 5}", f"d{i}"]
+        dirs.append(src.joinpath(*parts))
+    for d in dirs:
+        d.mkdir(parents=True, exist_ok=True)
+    for i in range(nfiles):
+        d = dirs[i % ndirs]
+        size = min(int(rnd.lognormvariate(8.2, 1.0)), 65536)
+        words = []
+        n = 0
+        while n < size:
+            w = rnd.choice(WORDS)
+            words.append(w)
+            n += len(w) + 1
+        (d / f"file{i}.c").write_text(" ".join(words)[:size] + "\n")
+    env = dict(os.environ, GIT_AUTHOR_NAME="b", GIT_AUTHOR_EMAIL="b@b", GIT_COMMITTER_NAME="b",
+               GIT_COMMITTER_EMAIL="b@b")
+    sh(f"cd {src} && git init -q && git add -A && git commit -qm tree && git gc -q", env=env)
+    tarball = root / "tree.tar"
+    sh(f"tar -cf {tarball} -C {src} .")
+    shutil.rmtree(src)
+    return tarball
+
+
+def git_status(tree):
+    subprocess.run(["git", "-c", f"safe.directory={tree}", "-C", str(tree), "status",
+                    "--porcelain"], check=True, stdout=subprocess.DEVNULL)
+
+
+def find_count(tree):
+    sh(f"find {tree} | wc -l")
+
+
+class Bench:
+    def __init__(self, args, mount, scratch):
+        self.args = args
+        self.m = mount
+        self.scratch = scratch
+        self.results = {}  # name -> {"ws": [..], "native": [..]}
+        self.helper = scratch / "fsops"
+        (scratch / "fsops.c").write_text(HELPER_C)
+        sh(f"cc -O2 -o {self.helper} {scratch / 'fsops.c'}")
+
+    def sides(self, rnd):
+        # Through the mount in ws/w, natively in ws/n: same filesystem, separate files.
+        pair = [("ws", self.m.mnt / "workspace" / "w"), ("native", self.m.ws / "n")]
+        return pair if rnd % 2 == 0 else pair[::-1]
+
+    def record(self, name, side, value):
+        self.results.setdefault(name, {"ws": [], "native": []})[side].append(value)
+
+    def helper_run(self, op, d, n, size=0):
+        return float(sh(f"{self.helper} {op} {d} {n} {size}"))
+
+    def big_file(self, rnd):
+        count = self.args.size_mib
+        for side, base in self.sides(rnd):
+            f = base / "big.bin"
+            self.record("write 1 GiB (dd, fsync)", side,
+                        dd_rate(["if=/dev/zero", f"of={f}", "bs=1M", f"count={count}",
+                                 "conv=fsync"]))
+        for side, base in self.sides(rnd):
+            f = base / "big.bin"
+            drop_caches()
+            self.record("read cold", side, dd_rate([f"if={f}", "of=/dev/null", "bs=1M"]))
+            dd_rate([f"if={f}", "of=/dev/null", "bs=1M"])  # makes sure all of it is cached
+            self.record("read warm", side, dd_rate([f"if={f}", "of=/dev/null", "bs=1M"]))
+        for side, base in self.sides(rnd):
+            (base / "big.bin").unlink()
+
+    def small_files(self, rnd):
+        n = self.args.files
+        for side, base in self.sides(rnd):
+            d = base / "many"
+            d.mkdir()
+            self.record("create 10k files", side, self.helper_run("create", d, n, 1024))
+            self.record("stat 10k files", side, self.helper_run("stat", d, n))
+            self.record("unlink 10k files", side, self.helper_run("unlink", d, n))
+            d.rmdir()
+
+    def tree(self, rnd, tarball):
+        for side, base in self.sides(rnd):
+            d = base / "tree"
+            if d.exists():
+                shutil.rmtree(d)
+            drop_caches()
+            d.mkdir()
+            self.record("tar -x 5k-file tree", side,
+                        timed(lambda: sh(f"tar -xf {tarball} -C {d}")))
+            git_status(d)  # refreshes the index once: stat data of the new files
+        for side, base in self.sides(rnd):
+            d = base / "tree"
+            drop_caches()
+            self.record("find | wc -l, cold", side, timed(lambda: find_count(d)))
+            self.record("find | wc -l, warm", side, timed(lambda: find_count(d)))
+        for side, base in self.sides(rnd):
+            d = base / "tree"
+            drop_caches()
+            self.record("git status, cold", side, timed(lambda: git_status(d)))
+            git_status(d)
+            self.record("git status, warm", side, timed(lambda: git_status(d)))
+
+
+# name -> (kind, target): kind "rate" = higher is better, ratio ws/native must be >= target;
+# kind "time" = lower is better, ratio ws/native must be <= target.
+TARGETS = {
+    "write 1 GiB (dd, fsync)": ("rate", 0.6),
+    "read cold": ("rate", 0.85),
+    "read warm": ("rate", 0.9),
+    "create 10k files": ("time", 10),
+    "stat 10k files": ("time", 5),
+    "unlink 10k files": ("time", 10),
+    "tar -x 5k-file tree": ("time", 5),
+    "find | wc -l, cold": ("time", None),
+    "find | wc -l, warm": ("time", 1.5),
+    "git status, cold": ("time", None),
+    "git status, warm": ("time", 1.5),
+}
+
+
+def report(results):
+    print()
+    print(f"{'test':28} {'workspace/':>12} {'native':>12} {'ratio':>8}  target")
+    for name, (kind, target) in TARGETS.items():
+        if name not in results:
+            continue
+        ws = statistics.median(results[name]["ws"])
+        nat = statistics.median(results[name]["native"])
+        unit = "MB/s" if kind == "rate" else "s"
+        if kind == "rate":
+            ratio = ws / nat
+            verdict = "" if target is None else (
+                f">= {target}  {'met' if ratio >= target else 'MISSED'}")
+            print(f"{name:28} {ws:9.0f} {unit:4}{nat:8.0f} {unit:4}{ratio:7.2f}x  {verdict}")
+        else:
+            ratio = ws / nat
+            verdict = "" if target is None else (
+                f"<= {target}x  {'met' if ratio <= target else 'MISSED'}")
+            print(f"{name:28} {ws:10.3f} {unit:3}{nat:9.3f} {unit:3}{ratio:7.2f}x  {verdict}")
+    print()
+    print("ratio: workspace/ over native; for MB/s higher is better, for seconds lower is.")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--dir", default="/var/tmp", help="where the backing directory goes")
+    ap.add_argument("--size-mib", type=int, default=1024)
+    ap.add_argument("--files", type=int, default=10000)
+    ap.add_argument("--tree-files", type=int, default=5000)
+    ap.add_argument("--quick", action="store_true", help="1 round, 256 MiB (a smoke test)")
+    ap.add_argument("--only", default="", help="comma list of: big,small,tree")
+    ap.add_argument("extra", nargs="*", help="extra sbxfs arguments (after --)")
+    args = ap.parse_args()
+    if args.quick:
+        args.rounds, args.size_mib = 1, 256
+    if os.geteuid() != 0:
+        sys.exit("bench_fs.py needs root (drop_caches)")
+    extra = args.extra or ["--isolation", "none"]
+    scratch = Path(tempfile.mkdtemp(prefix="sbxfs-bench-scratch-", dir=args.dir))
+    m = Mount(args.dir, extra)
+    killer = threading.Timer(3600, lambda: os.killpg(m.proc.pid, signal.SIGKILL))
+    killer.daemon = True
+    killer.start()
+    try:
+        b = Bench(args, m, scratch)
+        only = set(args.only.split(",")) if args.only else {"big", "small", "tree"}
+        tarball = make_tree(scratch, args.tree_files) if "tree" in only else None
+        print(f"sbxfs {sbxfs_binary()} {' '.join(extra)}; backing dir {m.ws} "
+              f"({sh(f'stat -f -c %T {m.ws}').strip()}); {args.rounds} rounds", flush=True)
+        for rnd in range(args.rounds):
+            if "big" in only:
+                b.big_file(rnd)
+            if "small" in only:
+                b.small_files(rnd)
+            if "tree" in only:
+                b.tree(rnd, tarball)
+            print(f"round {rnd + 1} done", flush=True)
+        report(b.results)
+    finally:
+        killer.cancel()
+        m.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
