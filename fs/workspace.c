@@ -90,18 +90,33 @@ static struct ws_inode *root;
 
 static void init_done(void);
 
-/* ---- kernel passthrough ----
+/* ---- below libfuse: passthrough and killpriv ----
  * libfuse 3.14 predates FUSE passthrough (protocol 7.40, FOPEN_PASSTHROUGH), so it is
  * negotiated below libfuse, in the device hooks of ws_attach_session: the INIT reply gains
  * FUSE_PASSTHROUGH (which the kernel only grants with CAP_SYS_ADMIN), and an open reply gains
  * FOPEN_PASSTHROUGH with the id the backing fd was registered under (FUSE_DEV_IOC_BACKING_OPEN).
  * The kernel then does reads, writes, splice and mmap of that open file on the backing file
- * itself: one page cache shared with the sandbox's direct access, and no round trip. */
+ * itself: one page cache shared with the sandbox's direct access, and no round trip.
+ *
+ * The INIT reply also asks for FUSE_HANDLE_KILLPRIV_V2 (protocol 7.33): without it the kernel
+ * asks for security.capability (GETXATTR) before every write() to see whether it must be
+ * removed, since FUSE inodes never get S_NOSEC otherwise. With it the filesystem kills suid and
+ * sgid itself when the request says so (FATTR_KILL_SUIDGID, FUSE_OPEN_KILL_SUIDGID,
+ * FUSE_WRITE_KILL_SUIDGID, which libfuse 3.14 drops: the device hook notes them for the
+ * handler, see tls_kill_suidgid), and the backing filesystem removes security.capability on
+ * write, truncate and chown as usual. */
 
+#define WS_FUSE_SETATTR 4
+#define WS_FUSE_OPEN 14
+#define WS_FUSE_WRITE 16
 #define WS_FUSE_INIT 26
 #define WS_FUSE_CREATE 35
 #define WS_FUSE_TMPFILE 51
+#define WS_FUSE_HANDLE_KILLPRIV_V2 (1u << 28)
 #define WS_FUSE_INIT_EXT (1u << 30)
+#define WS_FATTR_KILL_SUIDGID (1u << 11)      /* fuse_setattr_in.valid */
+#define WS_FUSE_OPEN_KILL_SUIDGID (1u << 0)   /* fuse_open_in, fuse_create_in .open_flags */
+#define WS_FUSE_WRITE_KILL_SUIDGID (1u << 2)  /* fuse_write_in.write_flags */
 #define WS_FUSE_PASSTHROUGH2 (1u << (37 - 32)) /* in flags2 */
 #define WS_FOPEN_KEEP_CACHE (1u << 1)
 #define WS_FOPEN_PASSTHROUGH (1u << 7)
@@ -164,6 +179,7 @@ _Static_assert(sizeof(struct ws_open_out) == 16, "fuse_open_out");
 
 static struct {
 	struct fuse_session *se;
+	atomic_bool killpriv2; /* the kernel's INIT offered FUSE_HANDLE_KILLPRIV_V2 */
 	atomic_bool offered; /* the kernel's INIT offered passthrough */
 	atomic_bool wanted;  /* our INIT reply asked for it */
 	atomic_bool active;  /* granted, as far as we know: cleared when the kernel refuses */
@@ -172,6 +188,8 @@ static struct {
 /* Set around one reply on this thread: the INIT reply to patch, the backing id of an open. */
 static __thread bool tls_patch_init;
 static __thread int tls_reply_backing_id;
+/* The request this thread read last asks to kill suid/sgid (killpriv v2). */
+static __thread bool tls_kill_suidgid;
 
 static bool passthrough_active(void)
 {
@@ -641,6 +659,36 @@ static int set_times(int fd, int valid, const struct stat *attr)
 	return neg_errno(utimensat(fd, "", tv, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW));
 }
 
+/* Whether a write by someone without CAP_FSETID must clear bits of mode: S_ISUID, and S_ISGID
+ * of a group-executable file (a mandatory-locking one keeps it), as the VFS does. */
+static mode_t sxid_to_kill(mode_t mode)
+{
+	mode_t kill = mode & S_ISUID;
+
+	if ((mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
+		kill |= S_ISGID;
+	return kill;
+}
+
+/* The request asked to kill suid/sgid (killpriv v2): the daemon's own write or truncate would
+ * not, having CAP_FSETID. */
+static int kill_suidgid(int fd)
+{
+	char p[PROC_FD_LEN];
+	struct stat st;
+	mode_t kill;
+
+	if (!tls_kill_suidgid)
+		return 0;
+	tls_kill_suidgid = false;
+	if (stat_fd(fd, &st) != 0 || !S_ISREG(st.st_mode))
+		return 0;
+	kill = sxid_to_kill(st.st_mode);
+	if (!kill)
+		return 0;
+	return neg_errno(chmod(proc_path(p, fd), st.st_mode & 07777 & ~kill));
+}
+
 /* fi, when given, is an open regular file being truncated (ftruncate, O_TRUNC); everything
  * else goes through the inode fd, which is also right for directories and symlinks. The kernel
  * has checked the caller's rights. */
@@ -658,6 +706,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
 	if (!res && (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW |
 			      FUSE_SET_ATTR_MTIME_NOW)))
 		res = set_times(fd, valid, attr);
+	if (!res)
+		res = kill_suidgid(fd);
 	if (res)
 		reply_res(req, res);
 	else
@@ -783,6 +833,16 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 
 /* ---- files ---- */
 
+/* A passthrough write would not clear suid/sgid (the kernel leaves it to us with killpriv v2,
+ * and the backing write runs with the daemon's CAP_FSETID), so such files are written through
+ * the daemon, which sees FUSE_WRITE_KILL_SUIDGID. */
+static bool writes_need_kill(int fd, int flags)
+{
+	struct stat st;
+
+	return (flags & O_ACCMODE) != O_RDONLY && fstat(fd, &st) == 0 && sxid_to_kill(st.st_mode);
+}
+
 static void file_free(struct ws_file *f)
 {
 	if (f->backing_id > 0)
@@ -807,7 +867,7 @@ static int reply_opened(fuse_req_t req, struct fuse_file_info *fi, int fd,
 	/* Writes are write-through, so close has nothing to flush: skip the FLUSH round trip.
 	 * (POSIX locks are the kernel's, released by the kernel at close.) */
 	fi->noflush = 1;
-	if (fi->flags & O_DIRECT) {
+	if (fi->flags & O_DIRECT || (passthrough_active() && writes_need_kill(fd, fi->flags))) {
 		fi->direct_io = 1;
 	} else if (passthrough_active()) {
 		f->backing_id = backing_open(fd);
@@ -838,6 +898,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, errno);
 		return;
 	}
+	kill_suidgid(fd); /* O_TRUNC */
 	reply_opened(req, fi, fd, NULL);
 }
 
@@ -891,6 +952,8 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		res = fd == -1 ? -errno : 0;
 	}
 	restore(&c);
+	if (!res)
+		kill_suidgid(fd); /* an existing file truncated */
 	if (!res && !is_tmpfile_name(name))
 		res = do_lookup(parent, name, &e);
 	if (res) {
@@ -923,6 +986,7 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 	ssize_t n;
 
 	(void)ino;
+	kill_suidgid(file_fd(fi));
 	if (in->count == 1 && !(in->buf[0].flags & FUSE_BUF_IS_FD)) {
 		n = pwrite(file_fd(fi), in->buf[0].mem, in->buf[0].size, off);
 		if (n == -1)
@@ -945,9 +1009,11 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
-	ssize_t n = pwrite(file_fd(fi), buf, size, off);
+	ssize_t n;
 
 	(void)ino;
+	kill_suidgid(file_fd(fi));
+	n = pwrite(file_fd(fi), buf, size, off);
 	if (n == -1)
 		fuse_reply_err(req, errno);
 	else
@@ -1343,10 +1409,9 @@ void ws_init_conn(struct fuse_conn_info *conn)
 			FUSE_CAP_HANDLE_KILLPRIV | FUSE_CAP_POSIX_LOCKS);
 	conn->want &= ~FUSE_CAP_SPLICE_READ;
 	/* The INIT reply goes out on this thread right after we return. */
-	if (self.root && atomic_load(&pt.offered) && !getenv("SBXFS_NO_PASSTHROUGH")) {
-		tls_patch_init = true;
+	tls_patch_init = true;
+	if (self.root && atomic_load(&pt.offered) && !getenv("SBXFS_NO_PASSTHROUGH"))
 		atomic_store(&pt.wanted, true);
-	}
 	/* Readahead and async reads: more requests in flight than the default 12. */
 	conn->max_background = 64;
 	conn->congestion_threshold = 48;
@@ -1471,20 +1536,48 @@ void ws_tune_mount(const char *mountpoint)
  * tells whether passthrough is on offer. Writes: the INIT and open replies of passthrough (see
  * above). Splice from the device is given up for this (it only saved a copy of write data). */
 
+/* The u32 at off in the request's first argument, 0 if the request is shorter. */
+static uint32_t in_u32(const struct ws_in_header *h, ssize_t n, size_t off)
+{
+	uint32_t v;
+
+	if ((size_t)n < sizeof(*h) + off + sizeof(v))
+		return 0;
+	memcpy(&v, (const char *)(h + 1) + off, sizeof(v));
+	return v;
+}
+
 static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
 {
 	ssize_t n = read(fd, buf, len);
 	struct ws_in_header *h = buf;
 
 	(void)userdata;
+	tls_kill_suidgid = false;
 	if (n < (ssize_t)sizeof(*h))
 		return n;
+	switch (h->opcode) {
+	case WS_FUSE_SETATTR:
+		tls_kill_suidgid = in_u32(h, n, 0) & WS_FATTR_KILL_SUIDGID;
+		break;
+	case WS_FUSE_OPEN:
+		tls_kill_suidgid = in_u32(h, n, 4) & WS_FUSE_OPEN_KILL_SUIDGID;
+		break;
+	case WS_FUSE_CREATE:
+		tls_kill_suidgid = in_u32(h, n, 12) & WS_FUSE_OPEN_KILL_SUIDGID;
+		break;
+	case WS_FUSE_WRITE:
+		tls_kill_suidgid = in_u32(h, n, 20) & WS_FUSE_WRITE_KILL_SUIDGID;
+		break;
+	}
 	if (h->opcode == WS_FUSE_TMPFILE) {
 		h->opcode = WS_FUSE_CREATE;
 	} else if (h->opcode == WS_FUSE_INIT &&
 		   n >= (ssize_t)(sizeof(*h) + sizeof(struct ws_init_in))) {
 		const struct ws_init_in *in = (const void *)(h + 1);
 
+		if (in->major == 7 && in->minor >= 33 && (in->flags & WS_FUSE_HANDLE_KILLPRIV_V2))
+			atomic_store(&pt.killpriv2, true);
 		if (in->major == 7 && in->minor >= 40 && (in->flags & WS_FUSE_INIT_EXT) &&
 		    (in->flags2 & WS_FUSE_PASSTHROUGH2))
 			atomic_store(&pt.offered, true);
@@ -1500,10 +1593,14 @@ static void patch_reply(struct iovec *iov, int count)
 		struct ws_init_out *out = iov[1].iov_base;
 
 		tls_patch_init = false;
-		out->flags |= WS_FUSE_INIT_EXT;
-		out->flags2 |= WS_FUSE_PASSTHROUGH2;
-		out->max_stack_depth = WS_MAX_STACK_DEPTH;
-		atomic_store(&pt.active, true);
+		if (atomic_load(&pt.killpriv2))
+			out->flags |= WS_FUSE_HANDLE_KILLPRIV_V2;
+		if (atomic_load(&pt.wanted)) {
+			out->flags |= WS_FUSE_INIT_EXT;
+			out->flags2 |= WS_FUSE_PASSTHROUGH2;
+			out->max_stack_depth = WS_MAX_STACK_DEPTH;
+			atomic_store(&pt.active, true);
+		}
 	} else if (tls_reply_backing_id > 0 && iov[count - 1].iov_len >= sizeof(struct ws_open_out)) {
 		/* an open reply ends with fuse_open_out (after fuse_entry_out for a create) */
 		struct ws_open_out *out = (void *)((char *)iov[count - 1].iov_base +
