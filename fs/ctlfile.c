@@ -366,15 +366,19 @@ void ctl_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fus
 	(void)ino;
 	/* Once answered, the file may be released at once: hold fh until we are done with it. */
 	__atomic_add_fetch(&fh->refs, 1, __ATOMIC_RELAXED);
-	if (!is_stream(fh->kind) && fh->kind != K_EXIT && fh->kind != K_READY)
+	if (!is_stream(fh->kind) && fh->kind != K_EXIT && fh->kind != K_READY) {
 		reply_slice(req, fh->snap, fh->snaplen, size, off);
-	else if (!fh->run && fh->kind != K_READY)
+	} else if (!fh->run && fh->kind != K_READY) {
 		fuse_reply_buf(req, NULL, 0); /* no command yet: empty */
-	else if (try_read(req, fh, size, off, NULL) < 0) {
-		rr = xmalloc(sizeof(*rr));
-		*rr = (struct read_req){fh, size, off};
-		park_request(req, read_attempt, rr, read_req_free);
-		return; /* the park owns the reference now */
+	} else if (try_read(req, fh, size, off, NULL) < 0) {
+		if (fi->flags & O_NONBLOCK) {
+			fuse_reply_err(req, EAGAIN);
+		} else {
+			rr = xmalloc(sizeof(*rr));
+			*rr = (struct read_req){fh, size, off};
+			park_request(req, read_attempt, rr, read_req_free);
+			return; /* the park owns the reference now */
+		}
 	}
 	fh_unref(fh);
 }

@@ -646,7 +646,9 @@ def test_select_on_stdout_wakes_when_output_arrives(sbx):
     s = sbx.new_session()
     go1, go2 = uniq("go1"), uniq("go2")
     sbx.submit(s, f"{wait_file_sh(go1)}; echo late; {wait_file_sh(go2)}")
-    fd = bounded(os.open, s / "stdout", os.O_RDONLY)
+    # A plain open of a still-empty running output waits for its first byte (so that GNU
+    # tail -f follows it); an event loop opens with O_NONBLOCK to get the fd at once.
+    fd = bounded(os.open, s / "stdout", os.O_RDONLY | os.O_NONBLOCK)
     try:
         ready = bounded(select.select, [fd], [], [], 0.5, timeout=10)[0]
         assert ready == [], "select says readable but there is no output and no EOF yet"
@@ -712,6 +714,41 @@ def test_sigint_interrupts_a_reader_parked_on_a_running_command(sbx):
     # the command itself was not disturbed
     assert sbx.exit_status(s) == 0
     assert sbx.read(s, "stdout") == b"first\nlast\n"
+
+
+def test_open_of_empty_running_output_waits_for_first_byte_and_is_interruptible(sbx):
+    s = sbx.new_session()
+    go = uniq("go")
+    sbx.submit(s, f"{wait_file_sh(go)}; echo first")
+    opener = Background(os.open, s / "stdout", os.O_RDONLY, what="open stdout")
+    time.sleep(0.3)  # the open must still be waiting; nothing was printed yet
+    assert not opener.done(), "open of an empty running stdout returned before any output"
+    sbx.touch(go)
+    fd = opener.result(10)
+    try:
+        assert bounded(os.read, fd, 100, timeout=5) == b"first\n"
+    finally:
+        os.close(fd)
+    # Ctrl-C on a process waiting in that open ends it at once.
+    go2 = uniq("go")
+    sbx.submit(s, f"{wait_file_sh(go2)}; echo second")
+    cat = subprocess.Popen(["cat", str(s / "stdout")], stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL)
+    try:
+        _wait_blocked(cat.pid, "cat")
+        os.kill(cat.pid, signal.SIGINT)
+        try:
+            cat.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            pytest.fail("cat still blocked opening stdout 2 s after SIGINT")
+        assert cat.returncode == -signal.SIGINT
+    finally:
+        sbx.touch(go2)
+        if cat.poll() is None:
+            cat.kill()
+        cat.wait(timeout=10)
+        cat.stdout.close()
+    assert sbx.exit_status(s) == 0
 
 
 @pytest.mark.sbx_timeout(180)
