@@ -186,7 +186,8 @@ int main(int argc, char **argv)
 	ws_abs = absolute(cfg.workspace);
 	config_set(&cfg, "sbxfs", "workspace", ws_abs, err, sizeof(err));
 	free(ws_abs);
-	wso = (struct ws_opts){.cache = cfg.ws_cache, .timeout = cfg.ws_timeout};
+	wso = (struct ws_opts){
+	    .cache = cfg.ws_cache, .timeout = cfg.ws_timeout, .passthrough = cfg.ws_passthrough};
 	if ((rc = ws_open(cfg.workspace, &wso)) < 0)
 		fatalx("workspace %s: %s", cfg.workspace, strerror(-rc));
 	se = mount_fs(&cl, self);

@@ -1410,7 +1410,7 @@ void ws_init_conn(struct fuse_conn_info *conn)
 	conn->want &= ~FUSE_CAP_SPLICE_READ;
 	/* The INIT reply goes out on this thread right after we return. */
 	tls_patch_init = true;
-	if (self.root && atomic_load(&pt.offered) && !getenv("SBXFS_NO_PASSTHROUGH"))
+	if (self.root && opts.passthrough && atomic_load(&pt.offered))
 		atomic_store(&pt.wanted, true);
 	/* Readahead and async reads: more requests in flight than the default 12. */
 	conn->max_background = 64;

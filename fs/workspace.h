@@ -15,6 +15,8 @@ struct ws_opts {
 	 * timeout seconds. Off: timeouts 0, data re-read at every open. */
 	bool cache;
 	double timeout;
+	/* Kernel passthrough of file data when the daemon may (root). */
+	bool passthrough;
 };
 
 /* Opens the backing directory; returns 0 or -errno. One workspace per process. */

@@ -58,6 +58,7 @@ void config_defaults(struct config *cfg)
 	cfg->shm_size = 256ull << 20;
 	cfg->ws_cache = true;
 	cfg->ws_timeout = 1.0;
+	cfg->ws_passthrough = true;
 	base_env_set(cfg, "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
 	base_env_set(cfg, "LANG", "C.UTF-8");
 	base_env_set(cfg, "TERM", "dumb");
@@ -240,6 +241,8 @@ static int set_workspace(struct config *cfg, const char *key, const char *value)
 		return parse_bool(value, &cfg->ws_cache);
 	if (!strcmp(key, "cache_timeout"))
 		return parse_seconds(value, &cfg->ws_timeout);
+	if (!strcmp(key, "passthrough"))
+		return parse_bool(value, &cfg->ws_passthrough);
 	return -ENOENT;
 }
 

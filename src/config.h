@@ -36,6 +36,7 @@ struct config {
 
 	bool ws_cache;        /* workspace changed only through sbxfs and the sandbox */
 	double ws_timeout;    /* entry/attr timeout in seconds when ws_cache is on */
+	bool ws_passthrough;  /* kernel passthrough of file data (daemon as root) */
 };
 
 void config_defaults(struct config *cfg);
