@@ -126,6 +126,15 @@ static void read_socket(void)
 			handle_msg(inbuf.data + off, (size_t)flen);
 			off += (size_t)flen;
 		}
+		if (flen < 0) {
+			/* Sandboxed code can write to this socket too: a launcher that says
+			 * nonsense is treated as dead, and replaced. */
+			log_warnx("malformed frame from the launcher; restarting it");
+			inbuf.len = 0;
+			loop_mod_fd(sock_lf, 0);
+			kill(launcher_pid, SIGKILL);
+			return;
+		}
 		memmove(inbuf.data, inbuf.data + off, inbuf.len - off);
 		inbuf.len -= off;
 	}

@@ -172,6 +172,35 @@ static void unstage(char **path)
 	*path = NULL;
 }
 
+/* Staging dirs of daemons that died without their watchdog cleaning up. */
+static void remove_stale_stages(void)
+{
+	static const char *const names[] = {"workspace", "launcher"};
+	struct dirent *de;
+	DIR *d = opendir("/run");
+
+	while (d && (de = readdir(d))) {
+		long pid;
+
+		if (strncmp(de->d_name, "sbxfs-", 6))
+			continue;
+		pid = strtol(de->d_name + 6, NULL, 10);
+		if (pid <= 0 || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		for (size_t i = 0; i < 2; i++) {
+			char *path = xasprintf("/run/%s/%s", de->d_name, names[i]);
+
+			umount2(path, MNT_DETACH);
+			if (rmdir(path) < 0)
+				unlink(path);
+			free(path);
+		}
+		unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR);
+	}
+	if (d)
+		closedir(d);
+}
+
 static int stage_paths(char *err, size_t errlen)
 {
 	int rc;
@@ -181,6 +210,7 @@ static int stage_paths(char *err, size_t errlen)
 		staged_launcher = xstrdup(launcher);
 		return 0;
 	}
+	remove_stale_stages();
 	stage_dir = xasprintf("/run/sbxfs-%d", (int)getpid());
 	if (mkdir(stage_dir, 0711) < 0 && errno != EEXIST) {
 		rc = -errno;
