@@ -93,14 +93,15 @@ void ctlfile_shutdown(void)
 	pthread_mutex_unlock(&open_lock);
 }
 
+/* Files that read like a growing output: a checkout's progress is one too. */
 static bool is_stream(enum ctl_kind k)
 {
-	return k == K_STDOUT || k == K_STDERR;
+	return k == K_STDOUT || k == K_STDERR || k == K_CHECKOUT;
 }
 
 static enum run_stream stream_of(enum ctl_kind k)
 {
-	return k == K_STDOUT ? RUN_STDOUT : RUN_STDERR;
+	return k == K_STDERR ? RUN_STDERR : RUN_STDOUT;
 }
 
 static int open_snapshot(struct ctlfh *fh)
@@ -169,7 +170,7 @@ static bool is_writable(enum ctl_kind k, fuse_ino_t ino)
 	if (ino_job(ino))
 		return k == K_CMD || k == K_CTL || k == K_STDIN || k == K_SIGNAL;
 	return ino_run(ino) == 0 && (k == K_CMD || k == K_ENV || k == K_CWD || k == K_TIMEOUT ||
-				     k == K_CTL || k == K_STDIN);
+				     k == K_CTL || k == K_STDIN || k == K_CHECKOUT);
 }
 
 /* Binds a per-session handle to its session and run (or background process); -ENOENT if
@@ -184,6 +185,8 @@ static int bind_session(struct ctlfh *fh, fuse_ino_t ino, bool writing)
 		if (!fh->job)
 			return -ENOENT;
 		fh->run = job_run(fh->job);
+	} else if (fh->kind == K_CHECKOUT) {
+		fh->run = session_checkout_run(fh->s);
 	} else {
 		fh->run = fh->n ? session_run(fh->s, fh->n) : session_latest(fh->s);
 		if (fh->n && !fh->run)
@@ -568,6 +571,8 @@ void ctl_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off
 		rc = session_set_timeout(fh->s, buf, size);
 	else if (fh->kind == K_SIGNAL)
 		rc = write_signal(fh, buf, size);
+	else if (fh->kind == K_CHECKOUT)
+		rc = session_checkout(fh->s, buf, size);
 	else if (fh->kind == K_CTL)
 		rc = write_ctl(fh, buf, size);
 	else if (fh->kind == K_CWD) {

@@ -51,6 +51,7 @@ static const struct kind_info kinds[K_MAX] = {
 	[K_READY] = {"ready", S_IFREG | 0444, IN_JOB},
 	[K_ALLJOBS] = {"procs", S_IFDIR | 0755, 0},
 	[K_JOBLINK] = {"", S_IFLNK | 0777, 0},
+	[K_CHECKOUT] = {"checkout", S_IFREG | 0644, IN_SESSION},
 };
 
 /* The root level has no session behind it. */
@@ -146,9 +147,9 @@ static void stat_session_file(struct session *s, fuse_ino_t ino, struct stat *st
 		free(target);
 		return;
 	}
-	r = run_of(s, ino);
-	if (k == K_STDOUT || k == K_STDERR)
-		stat_stream(r, k == K_STDOUT ? RUN_STDOUT : RUN_STDERR, st);
+	r = k == K_CHECKOUT ? session_checkout_run(s) : run_of(s, ino);
+	if (k == K_STDOUT || k == K_STDERR || k == K_CHECKOUT)
+		stat_stream(r, k == K_STDERR ? RUN_STDERR : RUN_STDOUT, st);
 	else if (k == K_EXIT)
 		stat_exit(r, st);
 	else if (k == K_CMD && r)

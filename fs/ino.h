@@ -39,6 +39,7 @@ enum ctl_kind {
 	K_READY,
 	K_ALLJOBS, /* procs/ at the root */
 	K_JOBLINK, /* procs/<session>.<name> */
+	K_CHECKOUT,
 	K_MAX
 };
 

@@ -48,6 +48,7 @@ void config_defaults(struct config *cfg)
 	cfg->kill_grace_ms = 2000;
 	cfg->history = 100;
 	cfg->output_cap = 1ull << 30;
+	cfg->git_timeout_ms = 600000;
 	cfg->isolate = true;
 	cfg->user = xstrdup("sbxfs");
 	cfg->host_network = false;
@@ -145,6 +146,8 @@ static int set_session(struct config *cfg, const char *key, const char *value)
 		cfg->history = (unsigned)v;
 	} else if (!strcmp(key, "output_cap"))
 		return parse_u64(value, 1, UINT64_MAX >> 2, &cfg->output_cap);
+	else if (!strcmp(key, "git_timeout_ms"))
+		return parse_u64(value, 1, UINT32_MAX, &cfg->git_timeout_ms);
 	else
 		return -ENOENT;
 	return 0;

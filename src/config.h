@@ -21,6 +21,7 @@ struct config {
 	uint64_t kill_grace_ms; /* from a kill's signal to SIGKILL */
 	unsigned history;     /* runs kept per session */
 	uint64_t output_cap;  /* bytes kept per output stream of a command */
+	uint64_t git_timeout_ms; /* a checkout's time limit */
 	char **base_env;      /* NAME=VALUE, NULL-terminated: a new session's environment */
 	size_t n_base_env;
 

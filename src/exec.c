@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gitrun.h"
 #include "log.h"
 #include "session_priv.h"
 #include "xmalloc.h"
@@ -22,6 +23,9 @@ void exec_op_free(struct op *op)
 	if (op->ticket)
 		ticket_unref(op->ticket);
 	envedits_free(&op->edits);
+	checkout_req_free(&op->req);
+	free(op->rel);
+	free(op->shown);
 	free(op->path);
 	free(op);
 }
@@ -32,6 +36,10 @@ void exec_op_fail(struct op *op, int run_status, const char *why)
 		if (why)
 			spool_append(&op->run->out[RUN_STDERR], why, strlen(why));
 		run_end(op->run, run_status);
+	} else if (op->kind == OP_CHECKOUT) {
+		why = "error io: the session was removed before the checkout ran\n";
+		spool_append(&op->run->out[RUN_STDOUT], why, strlen(why));
+		run_end(op->run, 1);
 	} else if (op->kind == OP_CHDIR) {
 		ticket_done(op->ticket, -EIO);
 	}
@@ -135,7 +143,7 @@ static void shell_exited(void *arg, int wstatus)
 
 	s->sh = NULL;
 	s->st = SH_NONE;
-	if (s->current)
+	if (s->current && s->current->kind != OP_CHECKOUT) /* a checkout does not need it */
 		finish_current(s, run_status_from_wait(wstatus));
 	else if (was_starting && !TAILQ_EMPTY(&s->queue) && !s->restart_wanted)
 		/* A shell that cannot start would be restarted forever: fail the op instead. */
@@ -247,12 +255,36 @@ void exec_send_run(struct session *s, const char *stdin_path)
 		set_timer(s, TP_TIMEOUT, timeout);
 }
 
+static void checkout_done(struct session *s)
+{
+	struct op *op = s->current;
+
+	if (!op || op->kind != OP_CHECKOUT)
+		return; /* the session was torn down under it */
+	s->current = NULL;
+	exec_op_free(op);
+	exec_pump(s);
+}
+
+static void start_checkout(struct session *s, struct op *op)
+{
+	struct envlist env;
+
+	session_next_env(s, &env);
+	op->git = gitrun_start(s, op->run, &op->req, op->rel, op->shown,
+			       envlist_get(&env, "GIT_TOKEN"), checkout_done);
+	envlist_free(&env);
+}
+
 static void send_op(struct session *s, struct op *op)
 {
 	char *script;
 	size_t len;
 
 	switch (op->kind) {
+	case OP_CHECKOUT:
+		start_checkout(s, op);
+		return;
 	case OP_RUN:
 		stdin_begin(s); /* calls exec_send_run once the command's stdin is ready */
 		return;
@@ -294,7 +326,8 @@ void exec_pump(struct session *s)
 		return;
 	}
 	s->current = op;
-	s->st = SH_BUSY;
+	if (op->kind != OP_CHECKOUT) /* a checkout runs beside the idle shell */
+		s->st = SH_BUSY;
 	send_op(s, op);
 }
 
@@ -410,6 +443,8 @@ void exec_teardown(struct session *s)
 	s->removed = true;
 	set_timer(s, TP_NONE, 0);
 	jobs_teardown(s);
+	if (s->current && s->current->kind == OP_CHECKOUT)
+		gitrun_kill(s->current->git);
 	feed_wake(&s->in.feed); /* parked stdin writers learn the session is gone */
 	while ((op = TAILQ_FIRST(&s->queue))) {
 		TAILQ_REMOVE(&s->queue, op, link);

@@ -369,14 +369,48 @@ static void launcher_died(int status)
 		watch_launcher();
 }
 
+struct child_watch {
+	pid_t pid;
+	void (*cb)(void *arg, int status);
+	void *arg;
+	TAILQ_ENTRY(child_watch) link;
+};
+
+static TAILQ_HEAD(, child_watch) watches = TAILQ_HEAD_INITIALIZER(watches);
+
+void launch_watch_child(pid_t pid, void (*cb)(void *arg, int status), void *arg)
+{
+	struct child_watch *w = xcalloc(1, sizeof(*w));
+
+	*w = (struct child_watch){.pid = pid, .cb = cb, .arg = arg};
+	TAILQ_INSERT_TAIL(&watches, w, link);
+}
+
+static void child_exited(pid_t pid, int status)
+{
+	struct child_watch *w;
+
+	TAILQ_FOREACH(w, &watches, link) {
+		if (w->pid == pid) {
+			TAILQ_REMOVE(&watches, w, link);
+			w->cb(w->arg, status);
+			free(w);
+			return;
+		}
+	}
+}
+
 static void on_sigchld(void)
 {
 	int status;
 	pid_t pid;
 
-	while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
 		if (pid == launcher_pid)
 			launcher_died(status);
+		else
+			child_exited(pid, status);
+	}
 }
 
 int launch_init(const struct launch_spec *sp, char *err, size_t errlen)

@@ -52,6 +52,9 @@ void launch_drop(struct hold *h);
 void launch_signal(struct proc *p, int sig, bool group);
 /* The caller forgets p: no callback will come for it. */
 void launch_detach(struct proc *p);
+/* Core lock held: the daemon's own child pid (not the launcher's) is reaped here too;
+ * cb(arg, wait status) runs on the loop thread with the core lock held when it exits. */
+void launch_watch_child(pid_t pid, void (*cb)(void *arg, int status), void *arg);
 /* Closes the socket: the launcher kills everything and exits; waits for it (bounded). */
 void launch_shutdown(void);
 

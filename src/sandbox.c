@@ -21,6 +21,7 @@
 #include "bwrap.h"
 #include "cgroup.h"
 #include "filter.h"
+#include "gitrun.h"
 #include "identity.h"
 #include "launch.h"
 #include "log.h"
@@ -39,6 +40,7 @@ static struct identity identity;
 static char **bwrap;
 static int seccomp_fd = -1;
 static char *mountpoint;
+static char *git_helper;
 static char *stage_dir, *staged_ws, *staged_launcher;
 
 static int mkdir_p(const char *path, mode_t mode)
@@ -78,19 +80,17 @@ static int reset_spool(const char *dir)
 	return 0;
 }
 
-static char *find_launcher(const char *self_exe)
+/* A helper program: next to the sbxfs binary (a build tree), else in libexec. */
+static char *find_helper(const char *self_exe, const char *name)
 {
-	char *copy, *path;
+	char *copy = xstrdup(self_exe), *path;
 
-	if (cfg->launcher[0])
-		return xstrdup(cfg->launcher);
-	copy = xstrdup(self_exe);
-	path = xasprintf("%s/sbxfs-launcher", dirname(copy));
+	path = xasprintf("%s/%s", dirname(copy), name);
 	free(copy);
 	if (access(path, X_OK) == 0)
 		return path;
 	free(path);
-	return xstrdup(SBXFS_LIBEXECDIR "/sbxfs-launcher");
+	return xasprintf("%s/%s", SBXFS_LIBEXECDIR, name);
 }
 
 static int take_lock(const char *state_dir)
@@ -129,7 +129,9 @@ int sandbox_prepare(struct config *c, const char *self_exe, char *err, size_t er
 		snprintf(err, errlen, "spool dir %s: %s", spool_dir, strerror(-rc));
 		return rc;
 	}
-	launcher = find_launcher(self_exe);
+	launcher = cfg->launcher[0] ? xstrdup(cfg->launcher)
+				    : find_helper(self_exe, "sbxfs-launcher");
+	git_helper = find_helper(self_exe, "sbxfs-git");
 	if (access(launcher, X_OK) < 0) {
 		rc = -errno;
 		snprintf(err, errlen, "launcher %s: %s", launcher, strerror(-rc));
@@ -317,6 +319,8 @@ int sandbox_start(const char *mnt, char *err, size_t errlen)
 		return rc;
 	sessions_init(cfg, spool_dir, inside_workspace(),
 		      cfg->isolate && getuid() == 0 ? &identity : NULL);
+	gitrun_init(git_helper, cfg->workspace, inside_workspace(),
+		    cfg->isolate && getuid() == 0 ? &identity : NULL);
 	if ((rc = session_create(SESSION_DEFAULT, NULL)) < 0) {
 		snprintf(err, errlen, "default session: %s", strerror(-rc));
 		return rc;
@@ -337,12 +341,14 @@ void sandbox_stop(void)
 	sessions_shutdown();
 	loop_stop();
 	launch_shutdown();
+	gitrun_shutdown();
 	cgroup_shutdown();
 	bwrap_argv_free(bwrap);
 	if (seccomp_fd >= 0)
 		close(seccomp_fd);
 	unstage_paths();
 	free(mountpoint);
+	free(git_helper);
 	free(launcher);
 	free(spool_dir);
 	if (lock_fd >= 0)

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gitrun.h"
 #include "log.h"
 #include "session_priv.h"
 #include "signame.h"
@@ -66,6 +67,8 @@ void session_unref(struct session *s)
 		TAILQ_REMOVE(&s->runs, r, hist);
 		run_unref(r);
 	}
+	if (s->checkout)
+		run_unref(s->checkout);
 	cgroup_destroy(s->cg);
 	feed_free(&s->in.feed);
 	envlist_free(&s->env);
@@ -270,6 +273,81 @@ struct run *session_latest(struct session *s)
 
 	core_lock();
 	r = TAILQ_LAST(&s->runs, run_list);
+	if (r)
+		run_ref(r);
+	core_unlock();
+	return r;
+}
+
+int session_checkout(struct session *s, const char *line, size_t len)
+{
+	struct checkout_req req;
+	char *name, *dir, *rel;
+	struct op *op;
+	struct run *r;
+	int err = 0;
+
+	if (checkout_parse(line, len, &req) < 0)
+		return -EINVAL;
+	name = req.dir ? NULL : checkout_repo_name(req.url);
+	if (!req.dir && !name) {
+		checkout_req_free(&req);
+		return -EINVAL;
+	}
+	core_lock();
+	dir = req.dir ? xstrdup(req.dir) : xstrdup(name);
+	rel = checkout_resolve(gitrun_workspace(), s->cwd, dir);
+	free(dir);
+	free(name);
+	if (!rel || s->removed) {
+		core_unlock();
+		checkout_req_free(&req);
+		free(rel);
+		return s->removed ? -ENOENT : -EINVAL; /* outside the workspace */
+	}
+	dir = xasprintf("%s/%llu-checkout-%u", session_spool_dir, (unsigned long long)s->serial,
+			++s->next_checkout);
+	r = run_new(s->next_checkout, line, len, dir, session_cfg->output_cap, &err);
+	free(dir);
+	if (!r) {
+		core_unlock();
+		checkout_req_free(&req);
+		free(rel);
+		return err;
+	}
+	op = xcalloc(1, sizeof(*op));
+	op->kind = OP_CHECKOUT;
+	op->run = r;
+	op->req = req;
+	op->rel = rel;
+	op->shown = rel[0] ? xasprintf("%s/%s", gitrun_workspace(), rel)
+			   : xstrdup(gitrun_workspace());
+	if (s->checkout)
+		run_unref(s->checkout);
+	s->checkout = r;
+	run_ref(r);
+	if (op->req.depth) {
+		/* libgit2 1.5 cannot fetch a shallow history: say so rather than pretend. */
+		const char *msg = "error unsupported: depth=N (shallow clone) needs libgit2 1.7; "
+				  "this build has 1.5 and clones full history only\n";
+
+		run_begin(r);
+		spool_append(&r->out[RUN_STDOUT], msg, strlen(msg));
+		run_end(r, 1);
+		exec_op_free(op);
+	} else {
+		exec_enqueue(s, op);
+	}
+	core_unlock();
+	return 0;
+}
+
+struct run *session_checkout_run(struct session *s)
+{
+	struct run *r;
+
+	core_lock();
+	r = s->checkout;
 	if (r)
 		run_ref(r);
 	core_unlock();

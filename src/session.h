@@ -78,6 +78,11 @@ uint64_t session_timeout(struct session *s);
 int session_set_timeout(struct session *s, const char *text, size_t len);
 /* The status file: "key value" lines; caller frees. */
 char *session_status(struct session *s, size_t *len);
+/* A checkout request line ("URL [branch=B] [dir=D] [depth=N]"), queued like a command.
+ * -EINVAL for a bad line or a target outside the workspace. */
+int session_checkout(struct session *s, const char *line, size_t len);
+/* The latest checkout (referenced; its stdout is the progress), or NULL. */
+struct run *session_checkout_run(struct session *s);
 /* Run number n of the history (referenced), or NULL if it is not kept. */
 struct run *session_run(struct session *s, unsigned n);
 /* Numbers of the runs kept, oldest first; caller frees. */

@@ -10,6 +10,7 @@
 #include "cgroup.h"
 #include "config.h"
 #include "envlist.h"
+#include "checkout.h"
 #include "feed.h"
 #include "launch.h"
 #include "loop.h"
@@ -19,7 +20,7 @@
 #include "ticket.h"
 #include "waiter.h"
 
-enum op_kind { OP_RUN, OP_ENV, OP_CHDIR };
+enum op_kind { OP_RUN, OP_ENV, OP_CHDIR, OP_CHECKOUT };
 enum shell_state { SH_NONE, SH_STARTING, SH_IDLE, SH_BUSY, SH_DYING };
 /* What the session's one timer is counting down to. */
 enum timer_phase { TP_NONE, TP_TIMEOUT, TP_GRACE, TP_STUCK };
@@ -30,6 +31,9 @@ struct op {
 	struct envedits edits;  /* OP_ENV */
 	char *path;             /* OP_CHDIR */
 	struct ticket *ticket;  /* OP_CHDIR */
+	struct checkout_req req; /* OP_CHECKOUT, with run for its progress */
+	char *rel, *shown;      /* OP_CHECKOUT: target below the workspace, as shown */
+	struct gitrun *git;     /* OP_CHECKOUT while it runs */
 	TAILQ_ENTRY(op) link;
 };
 
@@ -63,6 +67,8 @@ struct session {
 	struct op_list queue;
 	struct op *current;
 	struct run_list runs;   /* history, oldest first; the last is the latest */
+	struct run *checkout;   /* the latest checkout */
+	unsigned next_checkout;
 	unsigned nruns;
 	unsigned next_n;
 
@@ -90,6 +96,8 @@ extern char *session_spool_dir;
 
 /* Core lock held: the environment the next command would start with. */
 void session_next_env(struct session *s, struct envlist *next);
+
+struct gitrun;
 
 /* exec.c: running the queue on the shell. */
 void exec_start_shell(struct session *s);

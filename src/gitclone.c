@@ -1,0 +1,329 @@
+/* sbxfs-git: clones one repository into the workspace with libgit2, for a session's checkout
+ * file. The daemon starts it as the sandbox's user, outside the sandbox (so it works when the
+ * sandbox has no network), and reads its stdout: progress lines, then one last line,
+ * "ok SHA DIR BRANCH" or "error CODE: MESSAGE". Before cloning it creates the target below the
+ * workspace without following any symlink, then confines its own writes to the target with
+ * Landlock, so a hostile repository or a planted symlink cannot make it write elsewhere.
+ *
+ * usage: sbxfs-git WORKSPACE TARGET-RELATIVE-TO-WORKSPACE SHOWN-DIR URL [BRANCH]
+ * The credential for https comes from $GIT_TOKEN. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <git2.h>
+#include <linux/landlock.h>
+#include <linux/openat2.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+struct progress {
+	int recv_pct, delta_pct, checkout_pct;
+	int cred_tries;
+};
+
+static void __attribute__((format(printf, 2, 3), noreturn)) fail(const char *code,
+								   const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("error %s: ", code);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	exit(1);
+}
+
+static int percent(unsigned done, unsigned total)
+{
+	return total ? (int)((100ull * done) / total) : 100;
+}
+
+static int on_transfer(const git_indexer_progress *st, void *payload)
+{
+	struct progress *p = payload;
+	int r = percent(st->received_objects, st->total_objects);
+	int d = percent(st->indexed_deltas, st->total_deltas);
+
+	if (st->received_objects < st->total_objects || p->recv_pct < 100) {
+		if (r != p->recv_pct)
+			printf("receiving objects %d%% (%u/%u)\n", r, st->received_objects,
+			       st->total_objects);
+		p->recv_pct = r;
+	} else if (st->total_deltas && d != p->delta_pct) {
+		printf("resolving deltas %d%% (%u/%u)\n", d, st->indexed_deltas,
+		       st->total_deltas);
+		p->delta_pct = d;
+	}
+	fflush(stdout);
+	return 0;
+}
+
+static void on_checkout(const char *path, size_t done, size_t total, void *payload)
+{
+	struct progress *p = payload;
+	int c = percent((unsigned)done, (unsigned)total);
+
+	(void)path;
+	if (c != p->checkout_pct) {
+		printf("checking out files %d%% (%zu/%zu)\n", c, done, total);
+		fflush(stdout);
+	}
+	p->checkout_pct = c;
+}
+
+static int on_credentials(git_credential **out, const char *url, const char *user,
+			  unsigned int allowed, void *payload)
+{
+	const char *token = getenv("GIT_TOKEN");
+	struct progress *p = payload;
+
+	(void)url;
+	/* One try: a wrong token must end as an auth error, not a loop. */
+	if (!token || !(allowed & GIT_CREDENTIAL_USERPASS_PLAINTEXT) || p->cred_tries++ > 0)
+		return GIT_PASSTHROUGH;
+	return git_credential_userpass_plaintext_new(out, user ? user : "git", token);
+}
+
+/* The libgit2 error in our codes. */
+static void __attribute__((noreturn)) fail_git(int rc, const char *url)
+{
+	const git_error *e = git_error_last();
+	const char *msg = e && e->message ? e->message : "unknown error";
+
+	if (rc == GIT_EAUTH || strstr(msg, "401") || strstr(msg, "authentication"))
+		fail("auth", "%s", msg);
+	if (strstr(msg, "unsupported URL protocol") || strstr(msg, "invalid url") ||
+	    strstr(msg, "malformed URL") || rc == GIT_EINVALIDSPEC)
+		fail("invalid-url", "%s", msg);
+	if (rc == GIT_ENOTFOUND || strstr(msg, "404") || strstr(msg, "not found") ||
+	    strstr(msg, "does not appear to be a git repository") ||
+	    strstr(msg, "could not find repository"))
+		fail("not-found", "%s: %s", url, msg);
+	if (e && (e->klass == GIT_ERROR_NET || e->klass == GIT_ERROR_SSL ||
+		  e->klass == GIT_ERROR_HTTP || e->klass == GIT_ERROR_SSH ||
+		  strstr(msg, "connect") || strstr(msg, "resolve")))
+		fail("network", "%s", msg);
+	fail("io", "%s", msg);
+}
+
+static int openat2_beneath(int dirfd, const char *name, int flags)
+{
+	struct open_how how = {.flags = (unsigned long long)flags,
+			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+					  RESOLVE_NO_MAGICLINKS};
+
+	return (int)syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
+}
+
+/* Empties dir (an fd) after a failed clone; Landlock keeps this inside the target too. */
+static void remove_contents(int dir)
+{
+	int dfd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	struct dirent *de;
+
+	while (d && (de = readdir(d))) {
+		int sub;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (unlinkat(dirfd(d), de->d_name, 0) == 0 || errno != EISDIR)
+			continue;
+		sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub >= 0) {
+			remove_contents(sub);
+			close(sub);
+		}
+		unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR);
+	}
+	if (d)
+		closedir(d);
+}
+
+static int target_fd = -1;
+
+static void cleanup_on_failure(int status, void *arg)
+{
+	(void)arg;
+	if (status != 0 && target_fd >= 0)
+		remove_contents(target_fd);
+}
+
+/* A URL without a scheme that is not scp-like (host:path) is a local path. */
+static void check_local_path(const char *url)
+{
+	const char *colon = strchr(url, ':'), *slash = strchr(url, '/');
+	struct stat st;
+
+	if (strstr(url, "://") || (colon && (!slash || colon < slash)))
+		return;
+	if (stat(url, &st) < 0)
+		fail("not-found", "%s: %s", url, strerror(errno));
+}
+
+/* mkdir -p of rel below the workspace, refusing any symlink on the way. */
+static int make_target(const char *workspace, const char *rel)
+{
+	int fd = open(workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	char *copy = strdup(rel), *save, *part;
+
+	for (part = strtok_r(copy, "/", &save); fd >= 0 && part; part = strtok_r(NULL, "/", &save)) {
+		int next;
+
+		if (mkdirat(fd, part, 0755) < 0 && errno != EEXIST)
+			fail("io", "cannot create %s: %s", rel, strerror(errno));
+		next = openat2_beneath(fd, part, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (next < 0)
+			fail("io", "%s: %s (symlinks are not followed)", rel, strerror(errno));
+		close(fd);
+		fd = next;
+	}
+	free(copy);
+	return fd;
+}
+
+static void require_empty(int fd, const char *shown)
+{
+	int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	struct dirent *de;
+	int n = 0;
+
+	while (d && (de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			n++;
+	if (d)
+		closedir(d);
+	if (n > 0)
+		fail("exists", "%s is not empty", shown);
+}
+
+/* From here on this process may write only below the target (Landlock, kernel 5.13+). */
+static void confine_writes(int target_fd)
+{
+	const __u64 writes = LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR |
+			     LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_CHAR |
+			     LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG |
+			     LANDLOCK_ACCESS_FS_MAKE_SOCK | LANDLOCK_ACCESS_FS_MAKE_FIFO |
+			     LANDLOCK_ACCESS_FS_MAKE_BLOCK | LANDLOCK_ACCESS_FS_MAKE_SYM;
+	struct landlock_ruleset_attr attr = {.handled_access_fs = writes};
+	struct landlock_path_beneath_attr rule = {.allowed_access = writes,
+						  .parent_fd = target_fd};
+	int rs = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof(attr), 0);
+
+	if (rs < 0)
+		fail("io", "landlock is not available (%s): refusing to clone unconfined",
+		     strerror(errno));
+	if (syscall(SYS_landlock_add_rule, rs, LANDLOCK_RULE_PATH_BENEATH, &rule, 0) < 0 ||
+	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+	    syscall(SYS_landlock_restrict_self, rs, 0) < 0)
+		fail("io", "landlock: %s", strerror(errno));
+	close(rs);
+}
+
+/* Checks out branch (or tag) name, as git clone -b does. */
+static void checkout_ref(git_repository *repo, const char *name, struct progress *p)
+{
+	git_checkout_options co;
+	char ref[512];
+	git_object *target = NULL;
+	git_reference *branch = NULL;
+	int rc;
+
+	git_checkout_options_init(&co, GIT_CHECKOUT_OPTIONS_VERSION);
+	co.checkout_strategy = GIT_CHECKOUT_SAFE;
+	co.progress_cb = on_checkout;
+	co.progress_payload = p;
+	snprintf(ref, sizeof(ref), "refs/remotes/origin/%s", name);
+	if (git_revparse_single(&target, repo, ref) == 0) {
+		git_commit *c = NULL;
+
+		if ((rc = git_commit_lookup(&c, repo, git_object_id(target))) < 0 ||
+		    (rc = git_branch_create(&branch, repo, name, c, 1)) < 0 ||
+		    (rc = git_branch_set_upstream(branch, ref + strlen("refs/remotes/"))) < 0 ||
+		    (rc = git_checkout_tree(repo, target, &co)) < 0 ||
+		    (rc = git_repository_set_head(repo, git_reference_name(branch))) < 0)
+			fail_git(rc, name);
+		git_commit_free(c);
+		git_reference_free(branch);
+		git_object_free(target);
+		return;
+	}
+	snprintf(ref, sizeof(ref), "refs/tags/%s", name);
+	if (git_revparse_single(&target, repo, ref) < 0)
+		fail("branch-not-found", "no branch or tag named %s", name);
+	if ((rc = git_checkout_tree(repo, target, &co)) < 0 ||
+	    (rc = git_repository_set_head_detached(repo, git_object_id(target))) < 0)
+		fail_git(rc, name);
+	git_object_free(target);
+}
+
+static void report_head(git_repository *repo, const char *shown)
+{
+	char sha[GIT_OID_HEXSZ + 1];
+	git_reference *head = NULL;
+	const char *name = "HEAD";
+	int rc;
+
+	if ((rc = git_repository_head(&head, repo)) < 0)
+		fail_git(rc, shown);
+	git_oid_tostr(sha, sizeof(sha), git_reference_target(head));
+	if (git_reference_is_branch(head))
+		name = git_reference_shorthand(head);
+	printf("ok %s %s %s\n", sha, shown, name);
+	git_reference_free(head);
+}
+
+int main(int argc, char **argv)
+{
+	git_clone_options opts;
+	struct progress p = {-1, -1, -1, 0};
+	git_repository *repo = NULL;
+	const char *url, *branch, *shown;
+	char path[64];
+	int fd, rc;
+
+	if (argc < 5 || argc > 6) {
+		fprintf(stderr, "usage: sbxfs-git WORKSPACE TARGET SHOWN-DIR URL [BRANCH]\n");
+		return 2;
+	}
+	shown = argv[3];
+	url = argv[4];
+	branch = argc == 6 ? argv[5] : NULL;
+	fd = make_target(argv[1], argv[2]);
+	require_empty(fd, shown);
+	confine_writes(fd);
+	target_fd = fd;
+	on_exit(cleanup_on_failure, NULL);
+	check_local_path(url);
+	git_libgit2_init();
+	/* The source belongs to whoever made it, not to the sandbox's user: reading it is all
+	 * we do, so git's ownership check (safe.directory) does not apply. */
+	git_libgit2_opts(GIT_OPT_SET_OWNER_VALIDATION, 0);
+	git_clone_options_init(&opts, GIT_CLONE_OPTIONS_VERSION);
+	opts.fetch_opts.callbacks.transfer_progress = on_transfer;
+	opts.fetch_opts.callbacks.credentials = on_credentials;
+	opts.fetch_opts.callbacks.payload = &p;
+	opts.checkout_opts.progress_cb = on_checkout;
+	opts.checkout_opts.progress_payload = &p;
+	/* With a branch or tag, check out once we know which of the two it is. */
+	if (branch)
+		opts.checkout_opts.checkout_strategy = GIT_CHECKOUT_NONE;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	rc = git_clone(&repo, url, path, &opts);
+	if (rc < 0)
+		fail_git(rc, url);
+	if (branch)
+		checkout_ref(repo, branch, &p);
+	report_head(repo, shown);
+	git_repository_free(repo);
+	git_libgit2_shutdown();
+	return 0;
+}
