@@ -35,6 +35,21 @@ static void base_env_set(struct config *cfg, const char *name, const char *value
 	cfg->base_env[cfg->n_base_env] = NULL;
 }
 
+static void base_env_unset(struct config *cfg, const char *name)
+{
+	size_t nlen = strlen(name);
+
+	for (size_t i = 0; i < cfg->n_base_env; i++) {
+		if (strncmp(cfg->base_env[i], name, nlen) == 0 && cfg->base_env[i][nlen] == '=') {
+			free(cfg->base_env[i]);
+			memmove(&cfg->base_env[i], &cfg->base_env[i + 1],
+				(cfg->n_base_env - i) * sizeof(char *));
+			cfg->n_base_env--;
+			return;
+		}
+	}
+}
+
 void config_defaults(struct config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
@@ -130,6 +145,8 @@ static int set_session(struct config *cfg, const char *key, const char *value)
 		set_str(&cfg->shell, value);
 	else if (!strcmp(key, "path"))
 		base_env_set(cfg, "PATH", value);
+	else if (!strcmp(key, "home") && !value[0])
+		base_env_unset(cfg, "HOME"); /* the workspace, as commands see it */
 	else if (!strcmp(key, "home"))
 		base_env_set(cfg, "HOME", value);
 	else if (!strcmp(key, "lang"))
