@@ -61,13 +61,22 @@ struct ws_inode {
 	uint64_t nlookup;      /* lookups the kernel holds; under tab.lock */
 	bool pinned;	       /* the root: kept when nlookup drops to zero */
 	struct ws_inode *next; /* hash chain; under tab.lock */
+	/* Passthrough: the kernel wants one backing file per inode for all its passthrough
+	 * opens. Registered at the first, closed after the last; under pt_lock. */
+	int backing_id;
+	int backing_fd;
+	int backing_refs;
+	bool backing_rw; /* opened O_RDWR: serves writers too */
 };
 
-/* An open regular file: its backing fd and, in passthrough mode, the kernel's id of it. */
+/* An open regular file: its own fd of the backing file (flock, fsync, daemon-side I/O) and,
+ * when it is a passthrough open, the inode whose backing file the kernel uses. */
 struct ws_file {
 	int fd;
-	int backing_id; /* 0: none */
+	struct ws_inode *pt; /* NULL: not passthrough */
 };
+
+static pthread_mutex_t pt_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct ws_dir {
 	pthread_mutex_t lock;
@@ -843,40 +852,92 @@ static bool writes_need_kill(int fd, int flags)
 	return (flags & O_ACCMODE) != O_RDONLY && fstat(fd, &st) == 0 && sxid_to_kill(st.st_mode);
 }
 
+/* The passthrough backing id for an open of in (flags: the open's), counting one more user
+ * of it; 0 if none can be registered. The kernel wants every open of an inode that has a
+ * backing file to be a passthrough open of that same file, so it is shared; *rw says whether
+ * it serves writes (else writes of this open must go through the daemon). The backing file has
+ * only an access mode: O_APPEND, O_SYNC and the like of each open reach the backing write as
+ * that write's own flags. */
+static int backing_get(struct ws_inode *in, int flags, bool *rw)
+{
+	bool write = (flags & O_ACCMODE) != O_RDONLY;
+	char p[PROC_FD_LEN];
+	int id = 0, fd;
+
+	pthread_mutex_lock(&pt_lock);
+	if (in->backing_refs > 0) {
+		in->backing_refs++;
+		id = in->backing_id;
+	} else {
+		fd = open(proc_path(p, in->fd), (write ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+		id = fd == -1 ? 0 : backing_open(fd);
+		if (id > 0) {
+			in->backing_id = id;
+			in->backing_fd = fd;
+			in->backing_refs = 1;
+			in->backing_rw = write;
+		} else if (fd != -1) {
+			close(fd);
+		}
+	}
+	*rw = in->backing_rw;
+	pthread_mutex_unlock(&pt_lock);
+	return id;
+}
+
+static void backing_put(struct ws_inode *in)
+{
+	pthread_mutex_lock(&pt_lock);
+	if (--in->backing_refs == 0) {
+		backing_close(in->backing_id);
+		close(in->backing_fd);
+		in->backing_id = 0;
+		in->backing_fd = -1;
+	}
+	pthread_mutex_unlock(&pt_lock);
+}
+
 static void file_free(struct ws_file *f)
 {
-	if (f->backing_id > 0)
-		backing_close(f->backing_id);
+	if (f->pt)
+		backing_put(f->pt);
 	close(f->fd); /* also drops a flock() taken through it */
 	free(f);
 }
 
 /* Replies an open or create of the backing fd (taken) with the kernel's caching mode:
  * passthrough (reads, writes and mmap go to the backing file in the kernel, no FUSE page cache)
- * when the connection has it, else the FUSE page cache (kept with ws_opts.cache), and direct
- * I/O through the daemon for O_DIRECT opens, which the backing file could not serve with the
- * caller's unaligned buffers. Returns what fuse_reply_open/create returned. */
-static int reply_opened(fuse_req_t req, struct fuse_file_info *fi, int fd,
+ * when the connection has it, else the FUSE page cache (kept with ws_opts.cache). Some opens
+ * need their reads and writes to come to the daemon instead (direct I/O): O_DIRECT ones, whose
+ * unaligned buffers the backing file would refuse, writers of suid/sgid files (killpriv), and
+ * writers sharing a read-only backing file; with passthrough they are passthrough and direct
+ * I/O at once (the kernel then only maps through the backing file). Returns what
+ * fuse_reply_open/create returned. */
+static int reply_opened(fuse_req_t req, struct ws_inode *in, struct fuse_file_info *fi, int fd,
 			const struct fuse_entry_param *e)
 {
 	struct ws_file *f = xcalloc(1, sizeof(*f));
-	int rc;
+	bool write = (fi->flags & O_ACCMODE) != O_RDONLY, rw = false;
+	int rc, id;
 
 	f->fd = fd;
 	fi->fh = (uint64_t)(uintptr_t)f;
 	/* Writes are write-through, so close has nothing to flush: skip the FLUSH round trip.
 	 * (POSIX locks are the kernel's, released by the kernel at close.) */
 	fi->noflush = 1;
-	if (fi->flags & O_DIRECT || (passthrough_active() && writes_need_kill(fd, fi->flags))) {
-		fi->direct_io = 1;
-	} else if (passthrough_active()) {
-		f->backing_id = backing_open(fd);
-		if (f->backing_id > 0)
-			tls_reply_backing_id = f->backing_id;
-		else if (passthrough_active())
-			fi->direct_io = 1; /* other opens of the inode may be passthrough */
+	fi->direct_io = (fi->flags & O_DIRECT) != 0;
+	if (passthrough_active()) {
+		id = backing_get(in, fi->flags, &rw);
+		if (id > 0) {
+			f->pt = in;
+			tls_reply_backing_id = id;
+			if ((write && !rw) || writes_need_kill(fd, fi->flags))
+				fi->direct_io = 1;
+		} else {
+			fi->direct_io = 1; /* takes no inode I/O mode: fits any later opens */
+		}
 	}
-	if (!fi->direct_io && !f->backing_id) {
+	if (!fi->direct_io && !f->pt) {
 		/* Without caching, pages are dropped at each open (close-to-open consistency); with
 		 * it, the kernel drops them itself when a revalidation finds another mtime or size. */
 		fi->keep_cache = opts.cache;
@@ -899,7 +960,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	kill_suidgid(fd); /* O_TRUNC */
-	reply_opened(req, fi, fd, NULL);
+	reply_opened(req, inode_of(ino), fi, fd, NULL);
 }
 
 /* The name the create handler gets for an O_TMPFILE open (see ws_attach_session): the kernel
@@ -963,7 +1024,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		reply_res(req, res);
 		return;
 	}
-	if (reply_opened(req, fi, fd, &e) != 0)
+	if (reply_opened(req, inode_of(e.ino), fi, fd, &e) != 0)
 		ws_forget_one(e.ino, 1);
 }
 
@@ -1693,6 +1754,8 @@ void ws_close(void)
 
 		for (; in; in = next) {
 			next = in->next;
+			if (in->backing_refs > 0)
+				close(in->backing_fd); /* the kernel never released these opens */
 			close(in->fd);
 			free(in);
 		}
