@@ -196,7 +196,8 @@ static void kill_job(struct job *j, int sig)
 		j->run->kill_sig = sig;
 	}
 	signal_tree(j, sig);
-	if (sig != SIGKILL)
+	/* A second kill during the grace does not push the SIGKILL back. */
+	if (sig != SIGKILL && j->phase != JT_GRACE)
 		set_timer(j, JT_GRACE, session_cfg->kill_grace_ms);
 }
 
@@ -214,6 +215,16 @@ static void job_timer_fired(struct loop_timer *t)
 	}
 }
 
+static void close_pipe(struct job *j, int i)
+{
+	if (j->out_lf[i])
+		loop_del_fd(j->out_lf[i]);
+	if (j->out[i] >= 0)
+		close(j->out[i]);
+	j->out_lf[i] = NULL;
+	j->out[i] = -1;
+}
+
 static void drain(struct job *j, int i, bool all)
 {
 	int avail = 0;
@@ -221,7 +232,9 @@ static void drain(struct job *j, int i, bool all)
 	if (j->out[i] < 0)
 		return;
 	if (!all) {
-		spool_fill(&j->run->out[i], j->out[i], 4u << 20);
+		/* EOF: every writer closed it (`exec >/dev/null`); stop watching it. */
+		if (spool_fill(&j->run->out[i], j->out[i], 4u << 20) == 0)
+			close_pipe(j, i);
 		return;
 	}
 	/* At exit: what the process wrote is in the pipe; take exactly that. */
@@ -232,14 +245,8 @@ static void drain(struct job *j, int i, bool all)
 
 static void close_pipes(struct job *j)
 {
-	for (int i = 0; i < 2; i++) {
-		if (j->out_lf[i])
-			loop_del_fd(j->out_lf[i]);
-		if (j->out[i] >= 0)
-			close(j->out[i]);
-		j->out_lf[i] = NULL;
-		j->out[i] = -1;
-	}
+	close_pipe(j, 0);
+	close_pipe(j, 1);
 }
 
 static void on_output(struct loop_fd *lf, uint32_t events, void *arg)
@@ -259,6 +266,9 @@ static void on_exit_job(struct proc *p, int wstatus)
 	drain(j, 1, true);
 	close_pipes(j);
 	feed_detach(&j->in);
+	/* Killed: the top process going first must not let the rest of the tree live. */
+	if (j->run->killed || j->run->timed_out)
+		signal_tree(j, SIGKILL);
 	set_timer(j, JT_NONE, 0);
 	loop_timer_cancel(&j->ready_timer);
 	j->running = false;
@@ -411,7 +421,8 @@ static int ctl_locked(struct job *j, char *verb, char *arg)
 		if (*end || end == arg || arg[0] == '-' || ms > UINT32_MAX)
 			return -EINVAL;
 		j->timeout_ms = ms;
-		if (j->running)
+		/* During a kill's grace the SIGKILL stays due. */
+		if (j->running && j->phase != JT_GRACE)
 			set_timer(j, ms ? JT_TIMEOUT : JT_NONE, ms);
 		return 0;
 	}
@@ -538,7 +549,7 @@ int job_ready(struct job *j, unsigned *port, struct waiter *w)
 	n = ports_locked(j, &ports);
 	if (n > 0) {
 		*port = ports[0];
-	} else if (!j->running && j->run) {
+	} else if ((!j->running && j->run) || j->removed) {
 		*port = 0;
 	} else {
 		rc = -EAGAIN;

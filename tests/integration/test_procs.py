@@ -943,8 +943,6 @@ def test_root_procs_links_processes_of_two_sessions(sbx):
 # --- known bugs (see the reasons; strict: they fail loudly once fixed) -------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="bug: when the process itself dies of TERM, the pending "
-                   "SIGKILL is cancelled, so a child that ignores TERM survives `kill`")
 def test_kill_reaches_a_child_that_ignores_term_after_its_parent_died(sbx):
     s = sbx.new_session()
     p = new_proc(s)
@@ -962,8 +960,6 @@ def test_kill_reaches_a_child_that_ignores_term_after_its_parent_died(sbx):
         kill_tags([f"sleep {tag}"])
 
 
-@pytest.mark.xfail(strict=True, reason="bug: `ctl timeout` written during a kill's grace "
-                   "replaces the pending SIGKILL (timeout 0 cancels it for good)")
 def test_ctl_timeout_during_the_grace_keeps_the_kill(sbx):
     s = sbx.new_session()
     p = new_proc(s)
@@ -984,8 +980,6 @@ def _cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-@pytest.mark.xfail(strict=True, reason="bug: the daemon's loop spins on the hung-up output pipe "
-                   "of a process that closed its stdout/stderr but still runs")
 def test_process_that_closes_its_output_does_not_busy_the_daemon(sbx):
     s = sbx.new_session()
     p = new_proc(s)
@@ -1004,8 +998,6 @@ def test_process_that_closes_its_output_does_not_busy_the_daemon(sbx):
         kill_tags([f"sleep {tag}"])
 
 
-@pytest.mark.xfail(strict=True, reason="bug: a `ready` read parked on a never-started process "
-                   "stays blocked after rmdir of the process (and of its session)")
 def test_ready_of_a_never_started_process_ends_with_rmdir(sbx):
     s = sbx.new_session()
     p = new_proc(s)
@@ -1024,7 +1016,7 @@ def test_ready_of_a_never_started_process_ends_with_rmdir(sbx):
             cat.wait(10)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: <session>.<name> is ambiguous when names hold dots: "
+@pytest.mark.xfail(strict=True, reason="known limitation: <session>.<name> is ambiguous when names hold dots: "
                    "the root procs/ lists the same name twice and both resolve to one process")
 def test_root_procs_names_are_unique(sbx):
     base = uniq("amb")
