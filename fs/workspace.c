@@ -80,7 +80,8 @@ static pthread_mutex_t pt_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct ws_dir {
 	pthread_mutex_t lock;
-	DIR *dp;
+	struct ws_inode *in;
+	DIR *dp; /* opened at the first readdir: with cached listings there may be none */
 	off_t offset;		/* d_off of the last entry handed out: where dp stands */
 	struct dirent *pending; /* read from dp but not yet handed out (buffer was full) */
 };
@@ -1191,31 +1192,44 @@ static struct ws_dir *dir_of(struct fuse_file_info *fi)
 
 static void dir_free(struct ws_dir *d)
 {
-	closedir(d->dp);
+	if (d->dp)
+		closedir(d->dp);
 	pthread_mutex_destroy(&d->lock);
 	free(d);
 }
 
-static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+/* Opens the directory stream of d if it is not yet; 0 or -errno. Under d->lock. */
+static int dir_open_stream(struct ws_dir *d)
 {
-	struct ws_dir *d;
-	DIR *dp;
-	int fd = openat(fd_of(ino), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd;
 
+	if (d->dp)
+		return 0;
+	fd = openat(d->in->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd == -1) {
 		warn_nofile(errno);
-		fuse_reply_err(req, errno);
-		return;
+		return -errno;
 	}
-	dp = fdopendir(fd);
-	if (!dp) {
-		fuse_reply_err(req, errno);
+	d->dp = fdopendir(fd);
+	if (!d->dp) {
+		int res = -errno;
+
 		close(fd);
-		return;
+		return res;
 	}
-	d = xcalloc(1, sizeof(*d));
+	d->offset = 0;
+	return 0;
+}
+
+/* The kernel has checked the caller's right to read the directory; the daemon reads it at
+ * the first READDIR, which does not come while the kernel serves the listing from its cache
+ * (a warm `find` or `git status` costs one OPENDIR per directory, and no more). */
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct ws_dir *d = xcalloc(1, sizeof(*d));
+
 	pthread_mutex_init(&d->lock, NULL);
-	d->dp = dp;
+	d->in = inode_of(ino);
 	fi->fh = (uint64_t)(uintptr_t)d;
 	/* The kernel may keep the listing; with auto_inval_data it drops it when a revalidation
 	 * finds the directory's mtime changed. */
@@ -1269,8 +1283,10 @@ static ssize_t dir_fill(fuse_req_t req, struct ws_dir *d, char *buf, size_t size
 			bool plus)
 {
 	size_t used = 0;
-	ssize_t n = 0;
+	ssize_t n = dir_open_stream(d);
 
+	if (n < 0)
+		return n;
 	if (off != d->offset) {
 		seekdir(d->dp, off);
 		d->offset = off;
@@ -1338,8 +1354,16 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 
 static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-	(void)ino;
-	reply_res(req, sync_fd(dirfd(dir_of(fi)->dp), datasync));
+	int fd = openat(fd_of(ino), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), res;
+
+	(void)fi;
+	if (fd == -1) {
+		fuse_reply_err(req, errno);
+		return;
+	}
+	res = sync_fd(fd, datasync);
+	close(fd);
+	reply_res(req, res);
 }
 
 /* ---- file system, xattrs, access ---- */

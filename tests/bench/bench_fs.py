@@ -2,7 +2,9 @@
 """bench_fs.py: workspace/ against the native directory behind it, in one run.
 
 Mounts a fresh sbxfs (binary: $SBXFS_BIN, else build/sbxfs of this checkout) whose backing
-workspace is a directory on the filesystem of --dir (default /var/tmp), and runs every test
+workspace is a directory on the filesystem of --dir (default /var/tmp; --mkfs-gib N makes a fresh
+ext4 filesystem there instead, so that earlier runs' deleted files do not slow inode allocation
+down), and runs every test
 twice per round, once in MOUNT/workspace/w and once in the native directory n next to the
 backing directory of w (same filesystem),
 alternating which goes first. The figure of each side is the median of its rounds; the ratio is
@@ -61,9 +63,9 @@ static double now(void)
 
 int main(int argc, char **argv)
 {
-	const char *op = argv[1], *dir = argv[2];
+	const char *op = argv[1], *dir = argv[2], *prefix = argc > 5 ? argv[5] : "f";
 	int n = atoi(argv[3]), size = argc > 4 ? atoi(argv[4]) : 0, dfd;
-	char name[32], *buf = calloc(1, size + 1);
+	char name[64], *buf = calloc(1, size + 1);
 	struct stat st;
 	double t0;
 
@@ -72,7 +74,7 @@ int main(int argc, char **argv)
 	if (dfd < 0) { perror(dir); return 1; }
 	t0 = now();
 	for (int i = 0; i < n; i++) {
-		snprintf(name, sizeof(name), "f%06d", i);
+		snprintf(name, sizeof(name), "%s%06d", prefix, i);
 		if (!strcmp(op, "create")) {
 			int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 			if (fd < 0 || write(fd, buf, size) != size || close(fd) < 0) { perror(name); return 1; }
@@ -158,6 +160,23 @@ class Mount:
             shutil.rmtree(self.tmp, ignore_errors=True)
 
 
+class FreshExt4:
+    """An ext4 filesystem made for the run: a sparse image in base, loop-mounted."""
+
+    def __init__(self, base, gib):
+        self.dir = Path(tempfile.mkdtemp(prefix="sbxfs-bench-fs-", dir=base))
+        self.img, self.mnt = self.dir / "fs.img", self.dir / "mnt"
+        self.mnt.mkdir()
+        with open(self.img, "wb") as f:
+            f.truncate(gib << 30)
+        sh(f"mkfs.ext4 -q -F {self.img}")
+        sh(f"mount -o loop {self.img} {self.mnt}")
+
+    def remove(self):
+        subprocess.run(["umount", str(self.mnt)], capture_output=True)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
 def make_tree(root, nfiles, seed=4):
     """A source-like tree of nfiles text files (3 levels of directories) committed to git,
     with the objects packed, as a tarball path."""
@@ -216,13 +235,14 @@ class Bench:
     def record(self, name, side, value):
         self.results.setdefault(name, {"ws": [], "native": []})[side].append(value)
 
-    def helper_run(self, op, d, n, size=0):
-        return float(sh(f"{self.helper} {op} {d} {n} {size}"))
+    def helper_run(self, op, d, n, size, prefix):
+        return float(sh(f"{self.helper} {op} {d} {n} {size} {prefix}"))
 
     def big_file(self, rnd):
         count = self.args.size_mib
         for side, base in self.sides(rnd):
             f = base / "big.bin"
+            os.sync()
             self.record("write 1 GiB (dd, fsync)", side,
                         dd_rate(["if=/dev/zero", f"of={f}", "bs=1M", f"count={count}",
                                  "conv=fsync"]))
@@ -236,14 +256,20 @@ class Bench:
             (base / "big.bin").unlink()
 
     def small_files(self, rnd):
+        """Both sides in one directory (names w* through the mount, n* natively), so that
+        both get the same block group of the backing filesystem: ext4's inode allocator
+        slows down in a group full of recently deleted inodes."""
         n = self.args.files
-        for side, base in self.sides(rnd):
-            d = base / "many"
-            d.mkdir()
-            self.record("create 10k files", side, self.helper_run("create", d, n, 1024))
-            self.record("stat 10k files", side, self.helper_run("stat", d, n))
-            self.record("unlink 10k files", side, self.helper_run("unlink", d, n))
-            d.rmdir()
+        shared = self.m.ws / "many"
+        shared.mkdir()
+        os.sync()
+        for op, name in (("create", "create 10k files"), ("stat", "stat 10k files"),
+                         ("unlink", "unlink 10k files")):
+            for side, _ in self.sides(rnd):
+                d = self.m.mnt / "workspace" / "many" if side == "ws" else shared
+                prefix = "w" if side == "ws" else "n"
+                self.record(name, side, self.helper_run(op, d, n, 1024, prefix))
+        shared.rmdir()
 
     def tree(self, rnd, tarball):
         for side, base in self.sides(rnd):
@@ -317,6 +343,9 @@ def main():
     ap.add_argument("--tree-files", type=int, default=5000)
     ap.add_argument("--quick", action="store_true", help="1 round, 256 MiB (a smoke test)")
     ap.add_argument("--only", default="", help="comma list of: big,small,tree")
+    ap.add_argument("--mkfs-gib", type=int, default=0,
+                    help="run on a fresh ext4 filesystem of this size (a loop-mounted image "
+                         "in --dir) instead of --dir itself")
     ap.add_argument("extra", nargs="*", help="extra sbxfs arguments (after --)")
     args = ap.parse_args()
     if args.quick:
@@ -324,6 +353,10 @@ def main():
     if os.geteuid() != 0:
         sys.exit("bench_fs.py needs root (drop_caches)")
     extra = args.extra or ["--isolation", "none"]
+    fresh = None
+    if args.mkfs_gib:
+        fresh = FreshExt4(args.dir, args.mkfs_gib)
+        args.dir = str(fresh.mnt)
     scratch = Path(tempfile.mkdtemp(prefix="sbxfs-bench-scratch-", dir=args.dir))
     m = Mount(args.dir, extra)
     killer = threading.Timer(3600, lambda: os.killpg(m.proc.pid, signal.SIGKILL))
@@ -348,6 +381,8 @@ def main():
         killer.cancel()
         m.stop()
         shutil.rmtree(scratch, ignore_errors=True)
+        if fresh:
+            fresh.remove()
 
 
 if __name__ == "__main__":
