@@ -208,9 +208,9 @@ int cgroup_signal(struct cgroup *cg, pid_t keep, int sig)
 	return cg ? signal_dir(cg, keep, sig) : 0;
 }
 
-static void kill_tree(const char *dir)
+/* Calls fn on every child group of dir. */
+static void for_each_child(const char *dir, void (*fn)(const char *sub, void *arg), void *arg)
 {
-	struct cgroup one = {{(char *)dir}};
 	struct dirent *de;
 	DIR *d = opendir(dir);
 
@@ -220,47 +220,47 @@ static void kill_tree(const char *dir)
 		if (de->d_type != DT_DIR || de->d_name[0] == '.')
 			continue;
 		sub = xasprintf("%s/%s", dir, de->d_name);
-		kill_tree(sub);
+		fn(sub, arg);
 		free(sub);
 	}
 	if (d)
 		closedir(d);
+}
+
+static void kill_tree(const char *dir, void *unused)
+{
+	struct cgroup one = {{(char *)dir}};
+
+	for_each_child(dir, kill_tree, unused);
 	signal_dir(&one, 0, SIGKILL);
 }
 
 void cgroup_kill_all(void)
 {
 	if (root)
-		kill_tree(root->dir[0]);
+		kill_tree(root->dir[0], NULL);
 }
 
 /* Removes dir's child groups first, then dir; what is still inside is killed. */
-static void remove_tree(const char *dir, bool with_freezer)
+static void remove_tree_at(const char *dir, void *with_freezer)
 {
 	struct cgroup one = {{(char *)dir}};
-	struct dirent *de;
-	DIR *d = opendir(dir);
 
-	while (d && (de = readdir(d))) {
-		char *sub;
-
-		if (de->d_type != DT_DIR || de->d_name[0] == '.')
-			continue;
-		sub = xasprintf("%s/%s", dir, de->d_name);
-		remove_tree(sub, with_freezer);
-		free(sub);
-	}
-	if (d)
-		closedir(d);
+	for_each_child(dir, remove_tree_at, with_freezer);
 	/* Killed processes leave the group once they have run their exit: retry briefly. */
 	for (int tries = 0; tries < 100; tries++) {
-		if (with_freezer && tries % 10 == 0)
+		if (*(bool *)with_freezer && tries % 10 == 0)
 			signal_dir(&one, 0, SIGKILL);
 		if (rmdir(dir) == 0 || errno == ENOENT)
 			return;
 		sleep_ms(1);
 	}
 	log_warn("cgroup %s", dir);
+}
+
+static void remove_tree(const char *dir, bool with_freezer)
+{
+	remove_tree_at(dir, &with_freezer);
 }
 
 static void destroy_dirs(struct cgroup *cg)
@@ -482,28 +482,21 @@ void cgroup_cleanup_daemon(pid_t pid)
 }
 
 /* v1 counts an OOM kill in the group of the victim only: add up the whole tree. */
-static long v1_oom_kills(const char *dir)
+static void add_oom_kills(const char *dir, void *sum)
 {
 	char buf[512], *p;
-	struct dirent *de;
-	long n = 0;
-	DIR *d;
 
 	if (read_file(dir, "memory.oom_control", buf, sizeof(buf)) > 0 &&
 	    (p = strstr(buf, "oom_kill ")))
-		n = strtol(p + 9, NULL, 10);
-	d = opendir(dir);
-	while (d && (de = readdir(d))) {
-		char *sub;
+		*(long *)sum += strtol(p + 9, NULL, 10);
+	for_each_child(dir, add_oom_kills, sum);
+}
 
-		if (de->d_type != DT_DIR || de->d_name[0] == '.')
-			continue;
-		sub = xasprintf("%s/%s", dir, de->d_name);
-		n += v1_oom_kills(sub);
-		free(sub);
-	}
-	if (d)
-		closedir(d);
+static long v1_oom_kills(const char *dir)
+{
+	long n = 0;
+
+	add_oom_kills(dir, &n);
 	return n;
 }
 

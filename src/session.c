@@ -538,22 +538,13 @@ static int ctl_verb(struct session *s, char *verb, char *arg)
 
 int session_ctl(struct session *s, const char *line, size_t len)
 {
-	char buf[128], *verb, *arg, *extra, *save;
+	struct ctl_line cl;
 	int rc;
 
-	while (len > 0 && line[len - 1] == '\n')
-		len--;
-	if (len == 0 || len >= sizeof(buf) || memchr(line, '\0', len) || memchr(line, '\n', len))
-		return -EINVAL;
-	memcpy(buf, line, len);
-	buf[len] = '\0';
-	verb = strtok_r(buf, " \t", &save);
-	arg = strtok_r(NULL, " \t", &save);
-	extra = strtok_r(NULL, " \t", &save);
-	if (!verb || extra)
+	if (ctl_line_split(line, len, &cl) < 0)
 		return -EINVAL;
 	core_lock();
-	rc = s->removed ? -ENOENT : ctl_verb(s, verb, arg);
+	rc = s->removed ? -ENOENT : ctl_verb(s, cl.verb, cl.arg);
 	core_unlock();
 	return rc;
 }

@@ -1,4 +1,4 @@
-/* Parsing signal names and numbers for ctl and signal files. */
+/* Parsing what ctl and signal files take: signal names and numbers, verb lines. */
 #include "signame.h"
 
 #include <errno.h>
@@ -32,4 +32,20 @@ int signal_parse(const char *name, int *sig)
 		return -EINVAL;
 	*sig = (int)v;
 	return 0;
+}
+
+int ctl_line_split(const char *line, size_t len, struct ctl_line *cl)
+{
+	char *save;
+
+	while (len > 0 && line[len - 1] == '\n')
+		len--;
+	if (len == 0 || len >= sizeof(cl->buf) || memchr(line, '\0', len) ||
+	    memchr(line, '\n', len))
+		return -EINVAL;
+	memcpy(cl->buf, line, len);
+	cl->buf[len] = '\0';
+	cl->verb = strtok_r(cl->buf, " \t", &save);
+	cl->arg = strtok_r(NULL, " \t", &save);
+	return cl->verb && !strtok_r(NULL, " \t", &save) ? 0 : -EINVAL;
 }
