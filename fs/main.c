@@ -13,6 +13,7 @@
 
 #include "config.h"
 #include "ctl.h"
+#include "idmap.h"
 #include "log.h"
 #include "ops.h"
 #include "sandbox.h"
@@ -152,7 +153,10 @@ static int serve(struct fuse_session *se)
 	int rc;
 
 	fuse_loop_cfg_set_clone_fd(lc, 1);
-	fuse_loop_cfg_set_max_threads(lc, 64);
+	/* Waiting readers hold no thread (they are parked), so few threads serve many clients;
+	 * each costs a 1 MiB request buffer, which is most of the daemon's memory. */
+	fuse_loop_cfg_set_max_threads(lc, 16);
+	fuse_loop_cfg_set_idle_threads(lc, 4);
 	rc = fuse_session_loop_mt(se, lc);
 	fuse_loop_cfg_destroy(lc);
 	return rc;
@@ -175,6 +179,8 @@ int main(int argc, char **argv)
 	struct cmdline cl;
 	struct config cfg;
 	char err[512], *self, *ws_abs, *mnt_abs;
+	uid_t sb_uid;
+	gid_t sb_gid;
 	int rc;
 
 	parse_cmdline(argc, argv, &cl);
@@ -188,6 +194,8 @@ int main(int argc, char **argv)
 	free(ws_abs);
 	wso = (struct ws_opts){
 	    .cache = cfg.ws_cache, .timeout = cfg.ws_timeout, .passthrough = cfg.ws_passthrough};
+	if (cfg.idmap && sandbox_user(&sb_uid, &sb_gid))
+		idmap_swap(getuid(), getgid(), sb_uid, sb_gid);
 	if ((rc = ws_open(cfg.workspace, &wso)) < 0)
 		fatalx("workspace %s: %s", cfg.workspace, strerror(-rc));
 	se = mount_fs(&cl, self);

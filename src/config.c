@@ -67,6 +67,7 @@ void config_defaults(struct config *cfg)
 	cfg->isolate = true;
 	cfg->user = xstrdup("sbxfs");
 	cfg->host_network = false;
+	cfg->idmap = true;
 	cfg->memory_max = 4ull << 30;
 	cfg->pids_max = 4096;
 	cfg->cpu_max = 0;
@@ -216,6 +217,8 @@ static int set_sandbox(struct config *cfg, const char *key, const char *value)
 		return set_choice(value, "bwrap", "none", &cfg->isolate);
 	if (!strcmp(key, "network"))
 		return set_choice(value, "host", "none", &cfg->host_network);
+	if (!strcmp(key, "idmap"))
+		return set_choice(value, "user", "none", &cfg->idmap);
 	if (!strcmp(key, "user")) {
 		set_str(&cfg->user, value);
 		return value[0] ? 0 : -EINVAL;

@@ -29,6 +29,7 @@ struct config {
 	bool isolate;         /* isolation = bwrap (true) or none */
 	char *user;           /* the unprivileged user sandboxed commands run as (daemon root) */
 	bool host_network;    /* network = host; else only lo */
+	bool idmap;           /* idmap = user: swap the mount owner and the sandbox user */
 	uint64_t memory_max;  /* bytes, 0 = no limit */
 	uint64_t pids_max;    /* 0 = no limit */
 	double cpu_max;       /* CPUs, 0 = no limit */

@@ -279,6 +279,15 @@ static const char *inside_workspace(void)
 	return cfg->isolate ? SANDBOX_WORKSPACE : cfg->workspace;
 }
 
+int sandbox_user(uid_t *uid, gid_t *gid)
+{
+	if (!cfg->isolate || getuid() != 0)
+		return 0;
+	*uid = identity.uid;
+	*gid = identity.gid;
+	return 1;
+}
+
 /* In the watchdog, once the daemon died: what sandbox_stop would have undone. */
 static void cleanup_after_daemon(void)
 {

@@ -4,11 +4,15 @@
 #define SBX_SANDBOX_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "config.h"
 
 /* Checks and creates directories, takes the state dir lock. 0 or -errno with a reason. */
 int sandbox_prepare(struct config *cfg, const char *self_exe, char *err, size_t errlen);
+/* After sandbox_prepare: the user sandboxed commands run as, if not the daemon's own (1), or
+ * 0 when they run as the daemon's user. */
+int sandbox_user(uid_t *uid, gid_t *gid);
 /* Starts the loop thread, the launcher, the default session and the watchdog that cleans up
  * (and unmounts mountpoint) if the daemon dies. On failure, sandbox_stop undoes what started. */
 int sandbox_start(const char *mountpoint, char *err, size_t errlen);

@@ -57,6 +57,21 @@ def isolation_none():
         a == "--isolation" and b == "none" for a, b in zip(args, args[1:]))
 
 
+def stored_owner(uid, gid):
+    """The (uid, gid) the backing directory holds for a file whose owner shows as (uid, gid)
+    through workspace/ (or the other way round: it is a swap). With the sandbox run by root
+    (idmap = user, the default), the mount owner's ids and the sandbox user's are swapped, so
+    both can change every workspace file; without isolation nothing is mapped."""
+    if isolation_none() or os.getuid() != 0:
+        return uid, gid
+    import pwd
+    pw = pwd.getpwnam("sbxfs")
+
+    def swap(x, owner, sandbox):
+        return sandbox if x == owner else owner if x == sandbox else x
+    return swap(uid, 0, pw.pw_uid), swap(gid, 0, pw.pw_gid)
+
+
 def uniq(prefix="t"):
     return f"{prefix}-{uuid.uuid4().hex[:10]}"
 
