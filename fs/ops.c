@@ -43,12 +43,27 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 	fuse_reply_none(req);
 }
 
+/* The mount's root never changes (its names are fixed), and the kernel checks its search
+ * permission at every path walk through the mount: let it keep the attributes, or every
+ * open or stat of a path under workspace/ costs a GETATTR of the root first. */
+#define ROOT_ATTR_TIMEOUT 3600.0
+
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	if (WS(ino))
+	struct stat st;
+	int rc;
+
+	if (WS(ino)) {
 		ws_ops.getattr(req, ino, fi);
-	else
+	} else if (ino == FUSE_ROOT_ID) {
+		rc = ctl_stat(ino, &st, fi, true);
+		if (rc < 0)
+			fuse_reply_err(req, -rc);
+		else
+			fuse_reply_attr(req, &st, ROOT_ATTR_TIMEOUT);
+	} else {
 		ctl_getattr(req, ino, fi);
+	}
 }
 
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,

@@ -8,19 +8,24 @@
  * Holding the fd also pins the backing inode, so its (st_dev, st_ino) cannot be reused for
  * another file while the kernel still knows the inode.
  *
+ * File data: when the daemon is root, the kernel reads and writes open files on the backing
+ * files itself (FUSE passthrough, negotiated below libfuse: see "below libfuse"), sharing the
+ * page cache with the sandbox, which writes the backing directory directly. Otherwise data goes
+ * through the daemon and the mount's page cache. Either way writes are write-through (no
+ * writeback cache: the connection is shared with the control files, whose sizes the kernel must
+ * take from us, and it would hide the sandbox's writes; see README, "The workspace"), so every
+ * write() reaches the backing file before it returns and close needs no FLUSH (FOPEN_NOFLUSH).
+ *
  * Caching (ws_opts.cache): names, attributes, negative entries, data pages, directory listings
  * and symlink targets are kept by the kernel and revalidated after the timeout; a changed mtime
- * or size then drops the pages (FUSE_CAP_AUTO_INVAL_DATA). Writes are write-through (no
- * writeback cache): the connection is shared with the control files, whose sizes the kernel must
- * take from us, and the sandbox writes the backing files directly, which the writeback cache
- * would hide (see README, "Workspace"). So every write() reaches the backing file before it
- * returns, and no FLUSH is needed on close (FOPEN_NOFLUSH).
+ * or size then drops the pages (FUSE_CAP_AUTO_INVAL_DATA).
  *
  * Concurrency: tab.lock guards the hash table and every nlookup count; an inode is freed only
  * when its nlookup reaches zero under that lock (the root is pinned and never freed). The kernel
- * sends FORGET only for an inode it has evicted, i.e. one no request in flight refers to, so
- * operations use inode fds without taking references. File handles are plain fds; directory
- * handles carry their own lock. */
+ * sends FORGET only for an inode it has evicted, i.e. one no request in flight refers to (nor
+ * an open file), so operations use inode fds without taking references. pt_lock guards the
+ * inodes' passthrough backing files. Open files are struct ws_file; directory handles carry
+ * their own lock. */
 #include "workspace.h"
 
 #include <assert.h>
@@ -48,7 +53,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "idmap.h"
 #include "log.h"
 #include "xmalloc.h"
 
@@ -207,8 +211,8 @@ static bool passthrough_active(void)
 	return atomic_load_explicit(&pt.active, memory_order_relaxed);
 }
 
-/* Registers fd with the kernel; the id (> 0), or 0 when it cannot be (then passthrough is
- * turned off for good if the kernel has none). */
+/* Registers fd with the kernel; the id (> 0), or 0 when it cannot be (then no new backing
+ * files are registered if the kernel has no passthrough for us). */
 static int backing_open(int fd)
 {
 	static atomic_bool warned;
@@ -425,14 +429,9 @@ static int file_fd(struct fuse_file_info *fi)
 	return file_of(fi)->fd;
 }
 
-/* Attributes as the kernel sees them: owners through the idmap. */
 static int stat_fd(int fd, struct stat *st)
 {
-	int res = neg_errno(fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW));
-
-	if (res == 0)
-		idmap_stat(st);
-	return res;
+	return neg_errno(fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW));
 }
 
 static void fill_timeouts(struct fuse_entry_param *e)
@@ -470,7 +469,6 @@ static int lookup_at(int dirfd, const char *name, struct fuse_entry_param *e)
 		return -EINVAL;
 	if (fstatat(dirfd, name, &e->attr, AT_SYMLINK_NOFOLLOW) == -1)
 		return -errno;
-	idmap_stat(&e->attr);
 	e->ino = inode_ref_known(&e->attr);
 	if (e->ino)
 		return 0;
@@ -508,9 +506,6 @@ struct ws_cred {
 	bool umask_set;
 	bool switched;
 	mode_t umask;
-	bool adopt;  /* the caller is the mount owner, mapped: create as root, then hand over */
-	uid_t adopt_uid;
-	gid_t adopt_gid;
 };
 
 static __thread bool thread_fs_private;
@@ -546,8 +541,7 @@ static void as_caller(fuse_req_t req, struct ws_cred *c)
 {
 	static atomic_bool warned;
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	gid_t small[32], *groups, gid;
-	uid_t uid;
+	gid_t small[32], *groups;
 	int n;
 
 	memset(c, 0, sizeof(*c));
@@ -561,16 +555,6 @@ static void as_caller(fuse_req_t req, struct ws_cred *c)
 		c->umask = umask(ctx->umask & 07777);
 		c->umask_set = true;
 	}
-	uid = idmap_uid(ctx->uid);
-	gid = idmap_gid(ctx->gid);
-	if (self.root && uid != ctx->uid && ctx->uid == self.uid) {
-		/* The mount owner (root), whose files are stored as the sandbox user's: create
-		 * with root's powers, as a local fs would, then give the new file away. */
-		c->adopt = true;
-		c->adopt_uid = uid;
-		c->adopt_gid = gid;
-		return;
-	}
 	if (!self.root || (ctx->uid == self.uid && ctx->gid == self.gid))
 		return;
 	n = caller_groups(req, small, (int)(sizeof(small) / sizeof(small[0])), &groups);
@@ -581,34 +565,6 @@ static void as_caller(fuse_req_t req, struct ws_cred *c)
 	setfsgid(ctx->gid);
 	setfsuid(ctx->uid);
 	c->switched = true;
-}
-
-/* Hands a file the mount owner just made (dirfd/name, or fd) to the sandbox user, keeping its
- * mode (a chown clears the set-id bits) and a group other than the owner's (setgid dirs). */
-static void adopt_new(const struct ws_cred *c, int dirfd, const char *name, int fd)
-{
-	struct stat st;
-	gid_t gid;
-	int rc;
-
-	if (!c->adopt)
-		return;
-	rc = fd >= 0 ? fstat(fd, &st) : fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW);
-	if (rc < 0 || st.st_uid != self.uid)
-		return;
-	gid = st.st_gid == self.gid ? c->adopt_gid : st.st_gid;
-	rc = fd >= 0 ? fchown(fd, c->adopt_uid, gid)
-		     : fchownat(dirfd, name, c->adopt_uid, gid, AT_SYMLINK_NOFOLLOW);
-	if (rc < 0) {
-		log_warn("workspace: giving %s to the sandbox user", name ? name : "a new file");
-		return;
-	}
-	if (!S_ISLNK(st.st_mode) && (st.st_mode & (S_ISUID | S_ISGID))) {
-		if (fd >= 0)
-			fchmod(fd, st.st_mode & 07777);
-		else
-			fchmodat(dirfd, name, st.st_mode & 07777, 0);
-	}
 }
 
 static void restore(const struct ws_cred *c)
@@ -687,8 +643,8 @@ static int set_mode(int fd, mode_t mode)
 
 static int set_owner(int fd, int valid, const struct stat *attr)
 {
-	uid_t uid = (valid & FUSE_SET_ATTR_UID) ? idmap_uid(attr->st_uid) : (uid_t)-1;
-	gid_t gid = (valid & FUSE_SET_ATTR_GID) ? idmap_gid(attr->st_gid) : (gid_t)-1;
+	uid_t uid = (valid & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1;
+	gid_t gid = (valid & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1;
 
 	return neg_errno(fchownat(fd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW));
 }
@@ -812,8 +768,6 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 
 	as_caller(req, &c);
 	res = neg_errno(mknodat(fd_of(parent), name, mode, rdev));
-	if (!res)
-		adopt_new(&c, fd_of(parent), name, -1);
 	restore(&c);
 	reply_made(req, parent, name, res);
 }
@@ -825,8 +779,6 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 
 	as_caller(req, &c);
 	res = neg_errno(mkdirat(fd_of(parent), name, mode));
-	if (!res)
-		adopt_new(&c, fd_of(parent), name, -1);
 	restore(&c);
 	reply_made(req, parent, name, res);
 }
@@ -838,8 +790,6 @@ static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, cons
 
 	as_caller(req, &c);
 	res = neg_errno(symlinkat(link, fd_of(parent), name));
-	if (!res)
-		adopt_new(&c, fd_of(parent), name, -1);
 	restore(&c);
 	reply_made(req, parent, name, res);
 }
@@ -924,7 +874,7 @@ static int backing_get(struct ws_inode *in, int flags, bool *rw)
 	if (in->backing_refs > 0) {
 		in->backing_refs++;
 		id = in->backing_id;
-	} else {
+	} else if (passthrough_active()) {
 		fd = open(proc_path(p, in->fd), (write ? O_RDWR : O_RDONLY) | O_CLOEXEC);
 		id = fd == -1 ? 0 : backing_open(fd);
 		if (id > 0) {
@@ -982,15 +932,19 @@ static int reply_opened(fuse_req_t req, struct ws_inode *in, struct fuse_file_in
 	 * (POSIX locks are the kernel's, released by the kernel at close.) */
 	fi->noflush = 1;
 	fi->direct_io = (fi->flags & O_DIRECT) != 0;
-	if (passthrough_active()) {
+	if (atomic_load_explicit(&pt.wanted, memory_order_relaxed)) {
+		/* An inode that has a backing file keeps it even if the kernel stopped taking
+		 * new ones: all its opens must name it. */
 		id = backing_get(in, fi->flags, &rw);
 		if (id > 0) {
 			f->pt = in;
 			tls_reply_backing_id = id;
 			if ((write && !rw) || writes_need_kill(fd, fi->flags))
 				fi->direct_io = 1;
-		} else {
-			fi->direct_io = 1; /* takes no inode I/O mode: fits any later opens */
+		} else if (passthrough_active()) {
+			/* This file could not be registered (ELOOP, EMFILE...). Direct I/O takes no
+			 * inode I/O mode, so it fits later passthrough opens of the inode. */
+			fi->direct_io = 1;
 		}
 	}
 	if (!fi->direct_io && !f->pt) {
@@ -1059,22 +1013,14 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	struct fuse_entry_param e;
 	struct ws_cred c;
 	int fd = -1, flags = (fi->flags & ~(O_DIRECT | O_NOCTTY)) | O_CREAT | O_NOFOLLOW | O_CLOEXEC;
-	bool existed;
 	int res;
 
 	as_caller(req, &c);
 	if (is_tmpfile_name(name)) {
 		res = create_tmpfile(parent, fi->flags, mode, &fd, &e);
-		existed = false;
 	} else {
-		existed = faccessat(fd_of(parent), name, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
 		fd = openat(fd_of(parent), name, flags, mode);
 		res = fd == -1 ? -errno : 0;
-	}
-	if (!res && !existed) {
-		adopt_new(&c, fd_of(parent), name, fd);
-		if (c.adopt && is_tmpfile_name(name))
-			stat_fd(fd, &e.attr); /* the owner it was given */
 	}
 	restore(&c);
 	if (!res)
@@ -1856,12 +1802,17 @@ void ws_close(void)
 	self.groups = NULL;
 }
 
+/* The name "workspace" always means the root: the kernel may keep it (its attributes follow
+ * the cache settings like any other's). */
+#define ROOT_ENTRY_TIMEOUT 3600.0
+
 int ws_root_entry(struct fuse_entry_param *e)
 {
 	int res;
 
 	memset(e, 0, sizeof(*e));
 	fill_timeouts(e);
+	e->entry_timeout = ROOT_ENTRY_TIMEOUT;
 	res = stat_fd(root->fd, &e->attr);
 	if (res)
 		return res;

@@ -311,7 +311,7 @@ TARGETS = {
 }
 
 
-def report(results):
+def report(results, verbose=False):
     print()
     print(f"{'test':28} {'workspace/':>12} {'native':>12} {'ratio':>8}  target")
     for name, (kind, target) in TARGETS.items():
@@ -332,6 +332,11 @@ def report(results):
             print(f"{name:28} {ws:10.3f} {unit:3}{nat:9.3f} {unit:3}{ratio:7.2f}x  {verdict}")
     print()
     print("ratio: workspace/ over native; for MB/s higher is better, for seconds lower is.")
+    if verbose:
+        print()
+        for name, sides in results.items():
+            print(f"{name:28} ws {['%.3g' % v for v in sides['ws']]} "
+                  f"native {['%.3g' % v for v in sides['native']]}")
 
 
 def main():
@@ -342,6 +347,7 @@ def main():
     ap.add_argument("--files", type=int, default=10000)
     ap.add_argument("--tree-files", type=int, default=5000)
     ap.add_argument("--quick", action="store_true", help="1 round, 256 MiB (a smoke test)")
+    ap.add_argument("-v", "--verbose", action="store_true", help="print every sample too")
     ap.add_argument("--only", default="", help="comma list of: big,small,tree")
     ap.add_argument("--mkfs-gib", type=int, default=0,
                     help="run on a fresh ext4 filesystem of this size (a loop-mounted image "
@@ -376,7 +382,7 @@ def main():
             if "tree" in only:
                 b.tree(rnd, tarball)
             print(f"round {rnd + 1} done", flush=True)
-        report(b.results)
+        report(b.results, args.verbose)
     finally:
         killer.cancel()
         m.stop()
