@@ -53,6 +53,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "idmap.h"
 #include "log.h"
 #include "xmalloc.h"
 
@@ -429,9 +430,14 @@ static int file_fd(struct fuse_file_info *fi)
 	return file_of(fi)->fd;
 }
 
+/* Attributes as the kernel sees them: owners through the idmap. */
 static int stat_fd(int fd, struct stat *st)
 {
-	return neg_errno(fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW));
+	int res = neg_errno(fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW));
+
+	if (res == 0)
+		idmap_stat(st);
+	return res;
 }
 
 static void fill_timeouts(struct fuse_entry_param *e)
@@ -469,6 +475,7 @@ static int lookup_at(int dirfd, const char *name, struct fuse_entry_param *e)
 		return -EINVAL;
 	if (fstatat(dirfd, name, &e->attr, AT_SYMLINK_NOFOLLOW) == -1)
 		return -errno;
+	idmap_stat(&e->attr);
 	e->ino = inode_ref_known(&e->attr);
 	if (e->ino)
 		return 0;
@@ -506,6 +513,9 @@ struct ws_cred {
 	bool umask_set;
 	bool switched;
 	mode_t umask;
+	bool adopt;  /* the caller is the mount owner, mapped: create as root, then hand over */
+	uid_t adopt_uid;
+	gid_t adopt_gid;
 };
 
 static __thread bool thread_fs_private;
@@ -541,7 +551,8 @@ static void as_caller(fuse_req_t req, struct ws_cred *c)
 {
 	static atomic_bool warned;
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	gid_t small[32], *groups;
+	gid_t small[32], *groups, gid;
+	uid_t uid;
 	int n;
 
 	memset(c, 0, sizeof(*c));
@@ -555,6 +566,16 @@ static void as_caller(fuse_req_t req, struct ws_cred *c)
 		c->umask = umask(ctx->umask & 07777);
 		c->umask_set = true;
 	}
+	uid = idmap_uid(ctx->uid);
+	gid = idmap_gid(ctx->gid);
+	if (self.root && uid != ctx->uid && ctx->uid == self.uid) {
+		/* The mount owner (root), whose files are stored as the sandbox user's: create
+		 * with root's powers, as a local fs would, then give the new file away. */
+		c->adopt = true;
+		c->adopt_uid = uid;
+		c->adopt_gid = gid;
+		return;
+	}
 	if (!self.root || (ctx->uid == self.uid && ctx->gid == self.gid))
 		return;
 	n = caller_groups(req, small, (int)(sizeof(small) / sizeof(small[0])), &groups);
@@ -565,6 +586,34 @@ static void as_caller(fuse_req_t req, struct ws_cred *c)
 	setfsgid(ctx->gid);
 	setfsuid(ctx->uid);
 	c->switched = true;
+}
+
+/* Hands a file the mount owner just made (dirfd/name, or fd) to the sandbox user, keeping its
+ * mode (a chown clears the set-id bits) and a group other than the owner's (setgid dirs). */
+static void adopt_new(const struct ws_cred *c, int dirfd, const char *name, int fd)
+{
+	struct stat st;
+	gid_t gid;
+	int rc;
+
+	if (!c->adopt)
+		return;
+	rc = fd >= 0 ? fstat(fd, &st) : fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW);
+	if (rc < 0 || st.st_uid != self.uid)
+		return;
+	gid = st.st_gid == self.gid ? c->adopt_gid : st.st_gid;
+	rc = fd >= 0 ? fchown(fd, c->adopt_uid, gid)
+		     : fchownat(dirfd, name, c->adopt_uid, gid, AT_SYMLINK_NOFOLLOW);
+	if (rc < 0) {
+		log_warn("workspace: giving %s to the sandbox user", name ? name : "a new file");
+		return;
+	}
+	if (!S_ISLNK(st.st_mode) && (st.st_mode & (S_ISUID | S_ISGID))) {
+		if (fd >= 0)
+			fchmod(fd, st.st_mode & 07777);
+		else
+			fchmodat(dirfd, name, st.st_mode & 07777, 0);
+	}
 }
 
 static void restore(const struct ws_cred *c)
@@ -643,8 +692,8 @@ static int set_mode(int fd, mode_t mode)
 
 static int set_owner(int fd, int valid, const struct stat *attr)
 {
-	uid_t uid = (valid & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1;
-	gid_t gid = (valid & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1;
+	uid_t uid = (valid & FUSE_SET_ATTR_UID) ? idmap_uid(attr->st_uid) : (uid_t)-1;
+	gid_t gid = (valid & FUSE_SET_ATTR_GID) ? idmap_gid(attr->st_gid) : (gid_t)-1;
 
 	return neg_errno(fchownat(fd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW));
 }
@@ -768,6 +817,8 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 
 	as_caller(req, &c);
 	res = neg_errno(mknodat(fd_of(parent), name, mode, rdev));
+	if (!res)
+		adopt_new(&c, fd_of(parent), name, -1);
 	restore(&c);
 	reply_made(req, parent, name, res);
 }
@@ -779,6 +830,8 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 
 	as_caller(req, &c);
 	res = neg_errno(mkdirat(fd_of(parent), name, mode));
+	if (!res)
+		adopt_new(&c, fd_of(parent), name, -1);
 	restore(&c);
 	reply_made(req, parent, name, res);
 }
@@ -790,6 +843,8 @@ static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, cons
 
 	as_caller(req, &c);
 	res = neg_errno(symlinkat(link, fd_of(parent), name));
+	if (!res)
+		adopt_new(&c, fd_of(parent), name, -1);
 	restore(&c);
 	reply_made(req, parent, name, res);
 }
@@ -1013,14 +1068,22 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	struct fuse_entry_param e;
 	struct ws_cred c;
 	int fd = -1, flags = (fi->flags & ~(O_DIRECT | O_NOCTTY)) | O_CREAT | O_NOFOLLOW | O_CLOEXEC;
+	bool existed;
 	int res;
 
 	as_caller(req, &c);
 	if (is_tmpfile_name(name)) {
 		res = create_tmpfile(parent, fi->flags, mode, &fd, &e);
+		existed = false;
 	} else {
+		existed = faccessat(fd_of(parent), name, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
 		fd = openat(fd_of(parent), name, flags, mode);
 		res = fd == -1 ? -errno : 0;
+	}
+	if (!res && !existed) {
+		adopt_new(&c, fd_of(parent), name, fd);
+		if (c.adopt && is_tmpfile_name(name))
+			stat_fd(fd, &e.attr); /* the owner it was given */
 	}
 	restore(&c);
 	if (!res)

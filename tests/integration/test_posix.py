@@ -713,7 +713,12 @@ def test_flock_across_opens_and_with_the_backing_file(pm, actors):
         t.join()
         assert a1.err("flock", fd1, fcntl.LOCK_SH | fcntl.LOCK_NB) == errno.EWOULDBLOCK
         a2.close(fd2)  # closing the holder's file releases it
-        a1.flock(fd1, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        # ... once the daemon has the close: FUSE sends RELEASE asynchronously, so the lock
+        # can outlive close() by a moment
+        deadline = time.monotonic() + 2
+        while a1.err("flock", fd1, fcntl.LOCK_SH | fcntl.LOCK_NB) == errno.EWOULDBLOCK:
+            assert time.monotonic() < deadline, "the lock outlived its file by 2 s"
+            time.sleep(0.001)
         a2.flock(fdh, fcntl.LOCK_SH | fcntl.LOCK_NB)  # shared with the backing side
         a1.close(fd1)
         a2.close(fdh)
