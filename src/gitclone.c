@@ -103,6 +103,7 @@ static void __attribute__((noreturn)) fail_git(int rc, const char *url)
 	    strstr(msg, "malformed URL") || rc == GIT_EINVALIDSPEC)
 		fail("invalid-url", "%s", msg);
 	if (rc == GIT_ENOTFOUND || strstr(msg, "404") || strstr(msg, "not found") ||
+	    strstr(msg, "failed to resolve path") || strstr(msg, "not exported") ||
 	    strstr(msg, "does not appear to be a git repository") ||
 	    strstr(msg, "could not find repository"))
 		fail("not-found", "%s: %s", url, msg);
@@ -174,6 +175,9 @@ static int make_target(const char *workspace, const char *rel)
 	int fd = open(workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	char *copy = strdup(rel), *save, *part;
 
+	if (fd < 0)
+		fail("io", "cannot open the workspace: %s", strerror(errno));
+
 	for (part = strtok_r(copy, "/", &save); fd >= 0 && part; part = strtok_r(NULL, "/", &save)) {
 		int next;
 
@@ -241,6 +245,17 @@ static void checkout_ref(git_repository *repo, const char *name, struct progress
 	co.checkout_strategy = GIT_CHECKOUT_SAFE;
 	co.progress_cb = on_checkout;
 	co.progress_payload = p;
+	/* The remote's default branch: HEAD already, its files only need checking out. */
+	if (git_branch_lookup(&branch, repo, name, GIT_BRANCH_LOCAL) == 0 &&
+	    git_branch_is_head(branch) == 1) {
+		git_reference_free(branch);
+		co.checkout_strategy = GIT_CHECKOUT_FORCE;
+		if ((rc = git_checkout_head(repo, &co)) < 0)
+			fail_git(rc, name);
+		return;
+	}
+	git_reference_free(branch);
+	branch = NULL;
 	snprintf(ref, sizeof(ref), "refs/remotes/origin/%s", name);
 	if (git_revparse_single(&target, repo, ref) == 0) {
 		git_commit *c = NULL;

@@ -650,10 +650,7 @@ def test_absolute_dir_inside_the_workspace(sbx, src):
 @pytest.mark.parametrize("ref,branch", [
     ("feature", "feature"),
     ("release", "release"),
-    pytest.param("main", "main", marks=pytest.mark.xfail(strict=True, reason=(
-        "bug: branch=<the remote's default branch> fails with `error io: cannot force update "
-        "branch 'main' as it is the current HEAD of the repository.`: the clone already made "
-        "it HEAD, and checkout_ref force-creates it again"))),
+    ("main", "main"),
 ])
 def test_branch(sbx, src, daemon, ref, branch):
     s = sbx.new_session()
@@ -696,12 +693,8 @@ def test_missing_branch(sbx, src, daemon, url):
 @pytest.mark.parametrize("url", [
     "path",
     "http",
-    pytest.param("file", marks=pytest.mark.xfail(strict=True, reason=(
-        "bug: a missing repository behind a file:// URL reads `error network: failed to "
-        "resolve path '...': No such file or directory`, not `error not-found`"))),
-    pytest.param("git", marks=pytest.mark.xfail(strict=True, reason=(
-        "bug: a missing repository on a git daemon reads `error network: remote error: access "
-        "denied or repository not exported: /missing.git`, not `error not-found`"))),
+    "file",
+    "git",
 ])
 def test_missing_repository(sbx, src, daemon, http, url):
     s = sbx.new_session()
@@ -1104,11 +1097,6 @@ def test_command_queued_behind_a_stalled_checkout_runs_after_the_timeout(short, 
     assert read_bytes(s / "runs" / "1" / "stdout") == b"next\n"
 
 
-@pytest.mark.xfail(not isolation_none(), strict=True, reason=(
-    "bug: sbxfs-git opens the workspace by its host path as the sandbox's user, not through "
-    "the staged bind mount that bwrap uses, so a workspace below a directory that user cannot "
-    "traverse (the harness's 0700 temp dirs) makes every checkout fail, with the misleading "
-    "`error io: landlock: Bad file descriptor` (make_target does not check the first open)"))
 def test_workspace_below_a_private_directory(fresh_mount, src):
     m = fresh_mount()
     assert os.stat(m.tmp).st_mode & 0o777 == 0o700
