@@ -143,6 +143,9 @@ static void shell_exited(void *arg, int wstatus)
 
 	s->sh = NULL;
 	s->st = SH_NONE;
+	/* env edits the shell took with it are kept: the next shell starts with them. */
+	if (s->current && s->current->kind == OP_ENV)
+		envlist_apply(&s->env, &s->current->edits);
 	if (s->current && s->current->kind != OP_CHECKOUT) /* a checkout does not need it */
 		finish_current(s, run_status_from_wait(wstatus));
 	else if (was_starting && !TAILQ_EMPTY(&s->queue) && !s->restart_wanted)
