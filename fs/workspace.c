@@ -1076,7 +1076,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		res = create_tmpfile(parent, fi->flags, mode, &fd, &e);
 		existed = false;
 	} else {
-		existed = faccessat(fd_of(parent), name, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+		existed = c.adopt && faccessat(fd_of(parent), name, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
 		fd = openat(fd_of(parent), name, flags, mode);
 		res = fd == -1 ? -errno : 0;
 	}
