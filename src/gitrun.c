@@ -178,7 +178,9 @@ static void __attribute__((noreturn)) exec_git(int out, char **argv, char **envp
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	setsid();
-	if (dup2(out, 1) < 0 || dup2(out, 2) < 0)
+	/* Its stdout is the progress; its stderr (libgit2's or a sanitizer's noise) stays the
+	 * daemon's log. */
+	if (dup2(out, 1) < 0)
 		_exit(127);
 	close_range(3, ~0U, 0);
 	if (owner && identity_drop(owner) < 0)
