@@ -9,7 +9,7 @@ twice per round, once in MOUNT/workspace/w and once in the native directory n ne
 backing directory of w (same filesystem),
 alternating which goes first. The figure of each side is the median of its rounds; the ratio is
 workspace/native as a speed (throughput tests: higher is better) or as a time (the others:
-lower is better).
+lower is better), the median over pairs of runs that had the same slot in their rounds.
 
   write       1 GiB sequential write, dd bs=1M conv=fsync (MB/s)
   read cold   that file read with dd bs=1M after sync + drop_caches (MB/s)
@@ -43,6 +43,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+WRITE_SETTLE = 5  # seconds between the 1 GiB writes
 
 HELPER_C = r"""
 #define _GNU_SOURCE
@@ -243,6 +244,7 @@ class Bench:
         for side, base in self.sides(rnd):
             f = base / "big.bin"
             os.sync()
+            time.sleep(WRITE_SETTLE)  # the disk under a VM keeps flushing after fsync
             self.record("write 1 GiB (dd, fsync)", side,
                         dd_rate(["if=/dev/zero", f"of={f}", "bs=1M", f"count={count}",
                                  "conv=fsync"]))
@@ -311,6 +313,21 @@ TARGETS = {
 }
 
 
+def paired_ratio(ws, nat):
+    """Median of ws/native over samples that ran in the same slot of a round. Rounds
+    alternate which side goes first (sides()), and on a VM the second of two back-to-back
+    runs is often much faster or slower than the first (the host's disk and caches), so
+    round r's first run is paired with round r+1's first run, and so on."""
+    n = min(len(ws), len(nat))
+    if n < 2:
+        return ws[0] / nat[0]
+    pairs = []
+    for i in range(n - n % 2):
+        j = i + 1 if i % 2 == 0 else i - 1
+        pairs.append(ws[i] / nat[j])
+    return statistics.median(pairs)
+
+
 def report(results, verbose=False):
     print()
     print(f"{'test':28} {'workspace/':>12} {'native':>12} {'ratio':>8}  target")
@@ -320,18 +337,18 @@ def report(results, verbose=False):
         ws = statistics.median(results[name]["ws"])
         nat = statistics.median(results[name]["native"])
         unit = "MB/s" if kind == "rate" else "s"
+        ratio = paired_ratio(results[name]["ws"], results[name]["native"])
         if kind == "rate":
-            ratio = ws / nat
             verdict = "" if target is None else (
                 f">= {target}  {'met' if ratio >= target else 'MISSED'}")
             print(f"{name:28} {ws:9.0f} {unit:4}{nat:8.0f} {unit:4}{ratio:7.2f}x  {verdict}")
         else:
-            ratio = ws / nat
             verdict = "" if target is None else (
                 f"<= {target}x  {'met' if ratio <= target else 'MISSED'}")
             print(f"{name:28} {ws:10.3f} {unit:3}{nat:9.3f} {unit:3}{ratio:7.2f}x  {verdict}")
     print()
-    print("ratio: workspace/ over native; for MB/s higher is better, for seconds lower is.")
+    print("ratio: workspace/ over native (median over runs in the same slot of a round); for "
+          "MB/s higher is better, for seconds lower is.")
     if verbose:
         print()
         for name, sides in results.items():
