@@ -26,23 +26,19 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchutil import Mount, read_to_eof, sbxfs_binary, start_watchdog, \
+    write_file  # noqa: E402
+
 WATCHDOG_SECONDS = 170
 GIT = "/usr/bin/git"
-
-
-def sbxfs_binary():
-    env = os.environ.get("SBXFS_BIN")
-    return Path(env).expanduser().resolve() if env else REPO / "build" / "sbxfs"
 
 
 def git_env(home):
@@ -80,71 +76,6 @@ def count_files(path):
             dirs.remove(".git")
         n += len(files)
     return n
-
-
-def write_file(path, data):
-    fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
-    try:
-        os.write(fd, data)
-    finally:
-        os.close(fd)
-
-
-def read_to_eof(path):
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        chunks = []
-        while True:
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                return b"".join(chunks)
-            chunks.append(chunk)
-    finally:
-        os.close(fd)
-
-
-class Mount:
-    def __init__(self, binary, tmp):
-        self.tmp = tmp
-        self.mnt = tmp / "mnt"
-        self.ws = tmp / "ws"
-        for d in (self.ws, tmp / "state", self.mnt):
-            d.mkdir()
-        self.log = open(tmp / "sbxfs.log", "wb")
-        extra = shlex.split(os.environ.get("SBXFS_EXTRA_ARGS", ""))
-        self.proc = subprocess.Popen(
-            [str(binary), "-f", "--workspace", str(self.ws), "--state-dir", str(tmp / "state"),
-             *extra, str(self.mnt)],
-            stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT,
-            start_new_session=True)
-        deadline = time.monotonic() + 10
-        while not (self.mnt / "sessions" / "default").is_dir():
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.close()
-                sys.exit(f"sbxfs did not mount:\n{self.log_text()}")
-            time.sleep(0.02)
-
-    def log_text(self):
-        try:
-            return (self.tmp / "sbxfs.log").read_text(errors="replace")
-        except OSError:
-            return ""
-
-    def close(self):
-        if self.proc.poll() is None:
-            subprocess.run(["fusermount3", "-u", str(self.mnt)], stderr=subprocess.DEVNULL)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.send_signal(signal.SIGTERM)
-                try:
-                    self.proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    self.proc.kill()
-                    self.proc.wait()
-        self.log.close()
-        if os.path.ismount(self.mnt):  # a killed daemon leaves a dead mount behind
-            subprocess.run(["fusermount3", "-u", "-z", str(self.mnt)], stderr=subprocess.DEVNULL)
 
 
 FINAL_RE = re.compile(rb"^ok ([0-9a-f]{40}) (\S+) (\S+)$")
@@ -226,12 +157,9 @@ def main():
         native.mkdir()
         same_fs = os.stat(native).st_dev == os.stat(tmp).st_dev
 
-        m = Mount(binary, tmp)
-        timer = threading.Timer(WATCHDOG_SECONDS, lambda: (
-            print(f"bench: still running after {WATCHDOG_SECONDS}s; killing sbxfs",
-                  file=sys.stderr), m.proc.kill()))
-        timer.daemon = True
-        timer.start()
+        m = Mount(binary, tmp, extra=shlex.split(os.environ.get("SBXFS_EXTRA_ARGS", "")),
+                  new_session=True, remove_tmp=False)
+        timer = start_watchdog(WATCHDOG_SECONDS, m.proc)
         sdir = m.mnt / "sessions" / "bench"
         os.mkdir(sdir)
         n = [0]

@@ -22,46 +22,18 @@ usage: tests/bench/bench_exec.py [--size BYTES] [--tp-runs N] [--kill-runs N] [-
 
 import argparse
 import os
-import re
-import shutil
 import signal
 import statistics
 import subprocess
 import sys
-import tempfile
-import threading
 import time
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchutil import Mount, descendants, med_p90, read_to_eof, sbxfs_binary, \
+    start_watchdog, write_file  # noqa: E402
+
 WATCHDOG_SECONDS = 170
 GIB = 1 << 30
-
-
-def sbxfs_binary():
-    env = os.environ.get("SBXFS_BIN")
-    return Path(env).expanduser().resolve() if env else REPO / "build" / "sbxfs"
-
-
-def write_file(path, data):
-    fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
-    try:
-        os.write(fd, data)
-    finally:
-        os.close(fd)
-
-
-def read_to_eof(path):
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        chunks = []
-        while True:
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                return b"".join(chunks)
-            chunks.append(chunk)
-    finally:
-        os.close(fd)
 
 
 def status_of(sdir):
@@ -70,28 +42,6 @@ def status_of(sdir):
     for line in read_to_eof(str(sdir / "status")).decode().splitlines():
         key, _, value = line.partition(" ")
         out[key] = value
-    return out
-
-
-def descendants(root):
-    """Pids of every live descendant of root (from the ppid field of /proc/*/stat)."""
-    children = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        # pid (comm) state ppid ...: comm may hold spaces and parentheses, so split after it.
-        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
-        children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
     return out
 
 
@@ -119,59 +69,6 @@ def pid_alive(pid):
     except OSError:
         return False
     return stat[stat.rindex(")") + 2] != "Z"
-
-
-def percentile(sorted_values, q):
-    """Nearest-rank percentile of an already sorted list."""
-    k = max(0, min(len(sorted_values) - 1, round(q / 100 * len(sorted_values)) - 1))
-    return sorted_values[k]
-
-
-class Mount:
-    def __init__(self, binary):
-        self.tmp = Path(tempfile.mkdtemp(prefix="sbxfs-bench-"))
-        self.mnt = self.tmp / "mnt"
-        for d in ("ws", "state", "mnt"):
-            (self.tmp / d).mkdir()
-        self.log = open(self.tmp / "sbxfs.log", "wb")
-        self.proc = subprocess.Popen(
-            [str(binary), "-f", "--workspace", str(self.tmp / "ws"),
-             "--state-dir", str(self.tmp / "state"), str(self.mnt)],
-            stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 10
-        while not (self.mnt / "sessions" / "default").is_dir():
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.close()
-                sys.exit(f"sbxfs did not mount:\n{self.log_text()}")
-            time.sleep(0.02)
-
-    def log_text(self):
-        try:
-            return (self.tmp / "sbxfs.log").read_text(errors="replace")
-        except OSError:
-            return ""
-
-    def cgroup_mode(self):
-        m = re.search(r"cgroup: (\S+)", self.log_text())
-        return m.group(1).rstrip(";,") if m else "?"
-
-    def close(self):
-        if self.proc.poll() is None:
-            subprocess.run(["fusermount3", "-u", str(self.mnt)], stderr=subprocess.DEVNULL)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.send_signal(signal.SIGTERM)
-                try:
-                    self.proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    self.proc.kill()
-                    self.proc.wait()
-        self.log.close()
-        if os.path.ismount(self.mnt):  # a killed daemon leaves a dead mount behind
-            subprocess.run(["fusermount3", "-u", "-z", str(self.mnt)], stderr=subprocess.DEVNULL)
-        if not os.path.ismount(self.mnt):
-            shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 # (a) throughput
@@ -270,11 +167,6 @@ def interleaved(fns, runs, warmup):
     return samples
 
 
-def med_p90(values):
-    values = sorted(values)
-    return statistics.median(values), percentile(values, 90)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--size", type=int, default=GIB, help="bytes streamed in (a)")
@@ -288,14 +180,7 @@ def main():
         sys.exit(f"no sbxfs binary at {binary} (build it, or set SBXFS_BIN)")
     t_start = time.monotonic()
     m = Mount(binary)
-
-    def watchdog():
-        print(f"bench: still running after {WATCHDOG_SECONDS}s; killing sbxfs", file=sys.stderr)
-        m.proc.kill()
-
-    timer = threading.Timer(WATCHDOG_SECONDS, watchdog)
-    timer.daemon = True
-    timer.start()
+    timer = start_watchdog(WATCHDOG_SECONDS, m.proc)
     ks = None
     try:
         sessions = m.mnt / "sessions"

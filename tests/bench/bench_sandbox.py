@@ -30,14 +30,11 @@ import threading
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchutil import med_p90, read_to_eof, sbxfs_binary, write_file  # noqa: E402
+
 WATCHDOG_SECONDS = 110
 LIVE = set()
-
-
-def sbxfs_binary():
-    env = os.environ.get("SBXFS_BIN")
-    return Path(env).expanduser().resolve() if env else REPO / "build" / "sbxfs"
 
 
 def mounted(path):
@@ -50,37 +47,10 @@ def mounted(path):
     return False
 
 
-def write_file(path, data):
-    fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
-    try:
-        os.write(fd, data)
-    finally:
-        os.close(fd)
-
-
-def read_to_eof(path):
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        chunks = []
-        while True:
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                return b"".join(chunks)
-            chunks.append(chunk)
-    finally:
-        os.close(fd)
-
-
 def round_trip(session):
     write_file(session / "cmd", b"true\n")
     if read_to_eof(session / "exit") != b"0\n":
         sys.exit(f"`true` in {session} did not exit 0")
-
-
-def percentile(sorted_values, q):
-    """Nearest-rank percentile of an already sorted list."""
-    k = max(0, min(len(sorted_values) - 1, round(q / 100 * len(sorted_values)) - 1))
-    return sorted_values[k]
 
 
 class Mount:
@@ -206,8 +176,7 @@ def main():
           f"after {args.warmup} warm-up)")
     stats = {}
     for mode in modes:
-        v = sorted(samples[mode])
-        stats[mode] = (statistics.median(v), percentile(v, 90))
+        stats[mode] = med_p90(samples[mode])
         print(f"    isolation {mode:5}  median {stats[mode][0]:6.3f} ms   "
               f"p90 {stats[mode][1]:6.3f} ms")
     print(f"    bwrap / none: median {stats['bwrap'][0] / stats['none'][0]:.2f}x, "

@@ -18,44 +18,15 @@ usage: tests/bench/bench_session.py [--runs N] [--warmup N] [--sessions N]
 
 import argparse
 import os
-import shutil
-import signal
-import statistics
 import subprocess
 import sys
-import tempfile
-import threading
 import time
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchutil import Mount, descendants, med_p90, read_to_eof, sbxfs_binary, \
+    start_watchdog, write_file  # noqa: E402
+
 WATCHDOG_SECONDS = 240
-
-
-def sbxfs_binary():
-    env = os.environ.get("SBXFS_BIN")
-    return Path(env).expanduser().resolve() if env else REPO / "build" / "sbxfs"
-
-
-def write_file(path, data):
-    fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
-    try:
-        os.write(fd, data)
-    finally:
-        os.close(fd)
-
-
-def read_to_eof(path):
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        chunks = []
-        while True:
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                return b"".join(chunks)
-            chunks.append(chunk)
-    finally:
-        os.close(fd)
 
 
 def vmrss_kib(pid):
@@ -70,34 +41,6 @@ def vmrss_kib(pid):
     return 0
 
 
-def descendants(root):
-    """Pids of every live descendant of root (from the ppid field of /proc/*/stat)."""
-    children = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        # pid (comm) state ppid ...: comm may hold spaces and parentheses, so split after it.
-        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
-        children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
-    return out
-
-
-def percentile(sorted_values, q):
-    """Nearest-rank percentile of an already sorted list."""
-    k = max(0, min(len(sorted_values) - 1, round(q / 100 * len(sorted_values)) - 1))
-    return sorted_values[k]
-
-
 def timings(fns, runs, warmup):
     """Median and p90 (ms) of each of fns, run interleaved so load changes hit all alike."""
     for _ in range(warmup):
@@ -109,54 +52,7 @@ def timings(fns, runs, warmup):
             t0 = time.perf_counter_ns()
             fn()
             out.append((time.perf_counter_ns() - t0) / 1e6)
-    result = []
-    for out in samples:
-        out.sort()
-        result.append((statistics.median(out), percentile(out, 90)))
-    return result
-
-
-class Mount:
-    def __init__(self, binary):
-        self.tmp = Path(tempfile.mkdtemp(prefix="sbxfs-bench-"))
-        self.mnt = self.tmp / "mnt"
-        for d in ("ws", "state", "mnt"):
-            (self.tmp / d).mkdir()
-        self.log = open(self.tmp / "sbxfs.log", "wb")
-        self.proc = subprocess.Popen(
-            [str(binary), "-f", "--workspace", str(self.tmp / "ws"),
-             "--state-dir", str(self.tmp / "state"), str(self.mnt)],
-            stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 10
-        while not (self.mnt / "sessions" / "default").is_dir():
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.close()
-                sys.exit(f"sbxfs did not mount:\n{self.log_text()}")
-            time.sleep(0.02)
-
-    def log_text(self):
-        try:
-            return (self.tmp / "sbxfs.log").read_text(errors="replace")
-        except OSError:
-            return ""
-
-    def close(self):
-        if self.proc.poll() is None:
-            subprocess.run(["fusermount3", "-u", str(self.mnt)], stderr=subprocess.DEVNULL)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.send_signal(signal.SIGTERM)
-                try:
-                    self.proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    self.proc.kill()
-                    self.proc.wait()
-        self.log.close()
-        if os.path.ismount(self.mnt):  # a killed daemon leaves a dead mount behind
-            subprocess.run(["fusermount3", "-u", "-z", str(self.mnt)], stderr=subprocess.DEVNULL)
-        if not os.path.ismount(self.mnt):
-            shutil.rmtree(self.tmp, ignore_errors=True)
+    return [med_p90(out) for out in samples]
 
 
 def main():
@@ -171,14 +67,7 @@ def main():
         sys.exit(f"no sbxfs binary at {binary} (build it, or set SBXFS_BIN)")
     t_start = time.monotonic()
     m = Mount(binary)
-
-    def watchdog():
-        print(f"bench: still running after {WATCHDOG_SECONDS}s; killing sbxfs", file=sys.stderr)
-        m.proc.kill()
-
-    timer = threading.Timer(WATCHDOG_SECONDS, watchdog)
-    timer.daemon = True
-    timer.start()
+    timer = start_watchdog(WATCHDOG_SECONDS, m.proc)
     try:
         pid = m.proc.pid
         sessions = m.mnt / "sessions"
