@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -83,6 +84,18 @@ static void child_reset_signals(void)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
+/* The daemon raises its own fd limit (one fd per workspace inode); commands get the usual
+ * soft limit back, as some tools loop over every possible fd. */
+static void child_reset_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > 1024) {
+		rl.rlim_cur = 1024;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 /* Joining before exec means nothing the program forks can start outside its group. */
 static void child_join_cgroups(const int *cgfds, uint32_t n)
 {
@@ -94,6 +107,7 @@ static void child_join_cgroups(const int *cgfds, uint32_t n)
 static void __attribute__((noreturn)) child_exec(struct msg *m, const int *fds)
 {
 	child_reset_signals();
+	child_reset_nofile();
 	setsid();
 	child_join_cgroups(fds + m->nfds, m->ncg);
 	child_setup_fds(fds, m->nfds);
