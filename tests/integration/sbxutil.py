@@ -590,3 +590,34 @@ def abort_all_mounts(reason):
         except OSError:
             pass
         m.abort()
+
+
+class ConfMount(SbxMount):
+    """An SbxMount started with `-c <tmp>/sbxfs.ini`."""
+
+    def __init__(self, tmp, config_text):
+        super().__init__(tmp)
+        self.config = self.tmp / "sbxfs.ini"
+        self.config.write_text(config_text)
+
+    def command_line(self):
+        cmd = super().command_line()
+        return [cmd[0], "-c", str(self.config), *cmd[1:]]
+
+
+def parse_status(data):
+    """`key value` lines -> dict (the value is the rest of the line, e.g. 'queued 2')."""
+    text = data.decode()
+    assert text.endswith("\n"), f"status does not end with a newline: {text!r}"
+    out = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(" ")
+        assert sep and key and value, f"malformed status line {line!r} in {text!r}"
+        assert key not in out, f"duplicate key {key!r} in {text!r}"
+        out[key] = value
+    return out
+
+
+def status(path):
+    """The parsed `status` of a session, a runs/<n> or a background process; never blocks."""
+    return parse_status(read_bytes(Path(path) / "status", timeout=5))

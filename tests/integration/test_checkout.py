@@ -27,7 +27,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from sbxutil import (Background, SbxMount, bounded, errname, isolation_none, procs_matching,
+from sbxutil import (ConfMount, Background, bounded, errname, isolation_none, procs_matching,
                      read_bytes, run_proc, uniq, wait_file_sh, wait_until, write_errno)
 
 GIT = shutil.which("git", path="/usr/bin:/bin") or "/usr/bin/git"
@@ -1010,19 +1010,6 @@ def test_sbxfs_git_is_gone_afterwards(sbx, src):
 
 
 GIT_TIMEOUT_MS = 3000
-
-
-class ConfMount(SbxMount):
-    """An SbxMount started with `-c <tmp>/sbxfs.ini`."""
-
-    def __init__(self, tmp, config_text):
-        super().__init__(tmp)
-        self.config = self.tmp / "sbxfs.ini"
-        self.config.write_text(config_text)
-
-    def command_line(self):
-        cmd = super().command_line()
-        return [cmd[0], "-c", str(self.config), *cmd[1:]]
 
 
 @pytest.fixture(scope="module")

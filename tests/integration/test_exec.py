@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from sbxutil import (Background, SbxMount, bounded, errname, kill_quietly, pid_alive,
+from sbxutil import (status, ConfMount, Background, bounded, errname, kill_quietly, pid_alive,
                      procs_matching, read_bytes, read_pipe_until, run_proc,
                      sleep_tag, uniq, wait_file_sh, wait_until, write_bytes, write_errno)
 
@@ -31,23 +31,6 @@ SESSION_KEYS = ["state", "queued", "shell_pid", "restarts", "timeout"]
 
 # --- helpers -----------------------------------------------------------------------------------
 
-
-def parse_status(data):
-    """`key value` lines -> dict (the value is the rest of the line, e.g. 'queued 2')."""
-    text = data.decode()
-    assert text.endswith("\n"), f"status does not end with a newline: {text!r}"
-    out = {}
-    for line in text.splitlines():
-        key, sep, value = line.partition(" ")
-        assert sep and key and value, f"malformed status line {line!r} in {text!r}"
-        assert key not in out, f"duplicate key {key!r} in {text!r}"
-        out[key] = value
-    return out
-
-
-def status(path):
-    """The parsed `status` of a session or of a runs/<n> directory; it must never block."""
-    return parse_status(read_bytes(Path(path) / "status", timeout=5))
 
 
 def ctl(s, line):
@@ -120,19 +103,6 @@ def find_serial(m, token):
 
 
 # --- a mount with its own config ---------------------------------------------------------------
-
-
-class ConfMount(SbxMount):
-    """An SbxMount started with `-c <tmp>/sbxfs.ini`."""
-
-    def __init__(self, tmp, config_text):
-        super().__init__(tmp)
-        self.config = self.tmp / "sbxfs.ini"
-        self.config.write_text(config_text)
-
-    def command_line(self):
-        cmd = super().command_line()
-        return [cmd[0], "-c", str(self.config), *cmd[1:]]
 
 
 CONF_CAP = 1_000_000

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from sbxutil import (SbxMount, bounded, descendants, errname, errno_of, is_mounted,
+from sbxutil import (status, ConfMount, bounded, descendants, errname, errno_of, is_mounted,
                      isolation_none, kill_quietly, pid_alive, proc_comm, procs_matching,
                      read_bytes, sleep_tag, uniq, wait_until, write_errno)
 
@@ -52,19 +52,6 @@ shm_size = 16M
 
 
 # --- helpers -----------------------------------------------------------------------------------
-
-
-class ConfMount(SbxMount):
-    """An SbxMount started with `-c <tmp>/sbxfs.ini`."""
-
-    def __init__(self, tmp, config_text):
-        super().__init__(tmp)
-        self.config = self.tmp / "sbxfs.ini"
-        self.config.write_text(config_text)
-
-    def command_line(self):
-        cmd = super().command_line()
-        return [cmd[0], "-c", str(self.config), *cmd[1:]]
 
 
 def _start_conf(config_text, prefix):
@@ -133,11 +120,6 @@ def limits(m):
         key, _, value = line.partition(" ")
         out[key] = value
     return out
-
-
-def status(s):
-    text = read_bytes(Path(s) / "status", timeout=5).decode()
-    return dict(line.partition(" ")[::2] for line in text.splitlines())
 
 
 def ctl_ok(s, line):

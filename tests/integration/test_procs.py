@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from sbxutil import (Background, bounded, errname, errno_of, kill_quietly, procs_matching,
+from sbxutil import (status, Background, bounded, errname, errno_of, kill_quietly, procs_matching,
                      read_bytes, run_proc, sleep_tag, uniq, wait_file_sh, wait_until,
                      write_bytes, write_errno)
 
@@ -43,22 +43,6 @@ def start(p, cmd):
     """Starts (or restarts) the process: `echo CMD > cmd`."""
     write_bytes(Path(p) / "cmd", cmd)
 
-
-def parse_status(data):
-    text = data.decode()
-    assert text.endswith("\n"), f"status does not end with a newline: {text!r}"
-    out = {}
-    for line in text.splitlines():
-        key, sep, value = line.partition(" ")
-        assert sep and key and value, f"malformed status line {line!r} in {text!r}"
-        assert key not in out, f"duplicate key {key!r} in {text!r}"
-        out[key] = value
-    return out
-
-
-def status(p):
-    """The parsed `status` of a process; it never blocks."""
-    return parse_status(read_bytes(Path(p) / "status", timeout=5))
 
 
 def exit_of(p, timeout=30):
