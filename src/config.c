@@ -76,6 +76,8 @@ void config_defaults(struct config *cfg)
 	cfg->ws_cache = true;
 	cfg->ws_timeout = 1.0;
 	cfg->ws_passthrough = true;
+	cfg->ws_kernel = true;
+	cfg->ws_symfollow = false;
 	base_env_set(cfg, "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
 	base_env_set(cfg, "LANG", "C.UTF-8");
 	base_env_set(cfg, "TERM", "dumb");
@@ -266,6 +268,10 @@ static int set_workspace(struct config *cfg, const char *key, const char *value)
 		return parse_seconds(value, &cfg->ws_timeout);
 	if (!strcmp(key, "passthrough"))
 		return parse_bool(value, &cfg->ws_passthrough);
+	if (!strcmp(key, "mount"))
+		return set_choice(value, "kernel", "fuse", &cfg->ws_kernel);
+	if (!strcmp(key, "host_symlinks"))
+		return set_choice(value, "follow", "nofollow", &cfg->ws_symfollow);
 	return -ENOENT;
 }
 

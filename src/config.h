@@ -39,6 +39,8 @@ struct config {
 	bool ws_cache;        /* workspace changed only through sbxfs and the sandbox */
 	double ws_timeout;    /* entry/attr timeout in seconds when ws_cache is on */
 	bool ws_passthrough;  /* kernel passthrough of file data (daemon as root) */
+	bool ws_kernel;       /* mount = kernel: the backing directory mounted on workspace/ */
+	bool ws_symfollow;    /* host_symlinks = follow: the host's view follows symlinks */
 };
 
 void config_defaults(struct config *cfg);
