@@ -1865,9 +1865,10 @@ void ws_close(void)
 	self.groups = NULL;
 }
 
-/* The name "workspace" always means the root: the kernel may keep it (its attributes follow
- * the cache settings like any other's). */
-#define ROOT_ENTRY_TIMEOUT 3600.0
+/* The name "workspace" always means the root: the kernel keeps it for good (its attributes
+ * follow the cache settings like any other's). A failed revalidation would make the kernel
+ * detach the workspace mounted on it (wsmount.h), so it never has to be revalidated. */
+#define ROOT_ENTRY_TIMEOUT 1e9
 
 int ws_root_entry(struct fuse_entry_param *e)
 {
