@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -18,12 +19,13 @@
 #include "ops.h"
 #include "sandbox.h"
 #include "workspace.h"
+#include "wsmount.h"
 #include "xmalloc.h"
 
 #define DEFAULT_CONFIG "/etc/sbxfs/sbxfs.ini"
 
 struct cmdline {
-	bool foreground, debug;
+	bool foreground, debug, unmount;
 	const char *config, *workspace, *state_dir, *isolation, *fuse_opts, *mountpoint;
 };
 
@@ -32,6 +34,7 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: sbxfs [-f] [-d] [-c CONFIG] [--workspace DIR] [--state-dir DIR]\n"
 		"             [--isolation bwrap|none] [-o FUSEOPTS] MOUNTPOINT\n"
+		"       sbxfs -u MOUNTPOINT\n"
 		"\n"
 		"Mounts a sandbox at MOUNTPOINT: sessions/ holds shell sessions driven through\n"
 		"control files, workspace/ is the workspace their commands share.\n"
@@ -46,11 +49,14 @@ static void usage(FILE *out)
 		"                    none: they run as the daemon's user, unconfined, seeing the\n"
 		"                    whole host (only cgroup limits and kills still apply)\n"
 		"  -o FUSEOPTS       extra FUSE mount options (e.g. allow_other)\n"
+		"  -u                unmount MOUNTPOINT: its kernel-mounted workspace, then the\n"
+		"                    sandbox (which ends every session)\n"
 		"  -h, --help        this text\n"
 		"  -V, --version     the version\n"
 		"\n"
 
-		"Unmount with: fusermount3 -u MOUNTPOINT (or SIGTERM / SIGINT).\n");
+		"Unmount with: sbxfs -u MOUNTPOINT (or SIGTERM / SIGINT to the daemon). A workspace\n"
+		"the kernel mounts makes a plain fusermount3 -u fail with EBUSY.\n");
 }
 
 static void parse_cmdline(int argc, char **argv, struct cmdline *cl)
@@ -66,12 +72,13 @@ static void parse_cmdline(int argc, char **argv, struct cmdline *cl)
 	int c;
 
 	memset(cl, 0, sizeof(*cl));
-	while ((c = getopt_long(argc, argv, "fdc:o:hV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "fdc:o:uhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f': cl->foreground = true; break;
 		case 'd': cl->debug = cl->foreground = true; break;
 		case 'c': cl->config = optarg; break;
 		case 'o': cl->fuse_opts = optarg; break;
+		case 'u': cl->unmount = true; break;
 		case 'w': cl->workspace = optarg; break;
 		case 's': cl->state_dir = optarg; break;
 		case 'i': cl->isolation = optarg; break;
@@ -162,6 +169,86 @@ static int serve(struct fuse_session *se)
 	return rc;
 }
 
+/* `sbxfs -u`: the workspace mounted on the mount goes first, or the FUSE unmount meets EBUSY. */
+static void __attribute__((noreturn)) unmount_cmd(const char *mountpoint)
+{
+	char *argv[] = {"fusermount3", "-u", (char *)mountpoint, NULL};
+	int rc = wsmount_unmount_at(mountpoint);
+
+	if (rc < 0 && rc != -EPERM) /* EPERM: not root, so there is no kernel mount to undo */
+		log_warnx("unmount %s/workspace: %s", mountpoint, strerror(-rc));
+	execvp(argv[0], argv);
+	fatal("%s", argv[0]);
+}
+
+/* The host's view of the workspace as a kernel mount: its detached mount, or -1 when
+ * workspace/ stays the FUSE passthrough (logged, with why). */
+static int prepare_kernel_workspace(const struct config *cfg, bool swap, uid_t sb_uid,
+				    gid_t sb_gid)
+{
+	struct wsmount_spec s = {
+	    .backing = cfg->workspace,
+	    .idmap = swap,
+	    .owner_uid = getuid(),
+	    .owner_gid = getgid(),
+	    .sandbox_uid = sb_uid,
+	    .sandbox_gid = sb_gid,
+	    .symfollow = cfg->ws_symfollow,
+	};
+	char why[512];
+	int mfd;
+
+	if (!cfg->ws_kernel)
+		return -1;
+	if (geteuid() != 0) {
+		log_info("workspace/ is served through FUSE: mounting the workspace needs root");
+		return -1;
+	}
+	mfd = wsmount_prepare(&s, why, sizeof(why));
+	if (mfd < 0)
+		log_warnx("workspace/ is served through FUSE: %s", why);
+	return mfd;
+}
+
+struct ws_attach {
+	int mfd;
+	char *target;
+};
+
+static void *attach_thread(void *arg)
+{
+	struct ws_attach *a = arg;
+	int rc = wsmount_attach(a->mfd, a->target);
+
+	if (rc < 0)
+		log_warnx("workspace/ is served through FUSE: cannot mount the workspace on %s: %s",
+			  a->target, strerror(-rc));
+	else
+		log_info("workspace/ is a kernel mount of the workspace");
+	free(a->target);
+	free(a);
+	return NULL;
+}
+
+/* The move onto MOUNT/workspace needs its lookup answered: it runs while the session serves. */
+static void attach_kernel_workspace(int mfd, const char *mountpoint)
+{
+	struct ws_attach *a = xmalloc(sizeof(*a));
+	pthread_t t;
+	int rc;
+
+	a->mfd = mfd;
+	a->target = xasprintf("%s/workspace", mountpoint);
+	if ((rc = pthread_create(&t, NULL, attach_thread, a)) != 0) {
+		log_warnx("workspace/ is served through FUSE: %s", strerror(rc));
+		close(mfd);
+		free(a->target);
+		free(a);
+		return;
+	}
+	pthread_detach(t);
+}
+
 static void log_to_state_dir(const struct config *cfg)
 {
 	char *path = xasprintf("%s/sbxfs.log", cfg->state_dir);
@@ -179,11 +266,14 @@ int main(int argc, char **argv)
 	struct cmdline cl;
 	struct config cfg;
 	char err[512], *self, *ws_abs, *mnt_abs;
-	uid_t sb_uid;
-	gid_t sb_gid;
-	int rc;
+	uid_t sb_uid = getuid();
+	gid_t sb_gid = getgid();
+	bool swap = false;
+	int rc, ws_mfd;
 
 	parse_cmdline(argc, argv, &cl);
+	if (cl.unmount)
+		unmount_cmd(cl.mountpoint);
 	load_config(&cl, &cfg);
 	log_init("sbxfs", cfg.log_level, NULL);
 	self = absolute("/proc/self/exe");
@@ -194,8 +284,12 @@ int main(int argc, char **argv)
 	free(ws_abs);
 	wso = (struct ws_opts){
 	    .cache = cfg.ws_cache, .timeout = cfg.ws_timeout, .passthrough = cfg.ws_passthrough};
-	if (cfg.idmap && sandbox_user(&sb_uid, &sb_gid))
+	if (cfg.idmap && sandbox_user(&sb_uid, &sb_gid)) {
 		idmap_swap(getuid(), getgid(), sb_uid, sb_gid);
+		swap = true;
+	}
+	/* Before anything reaps children: it forks (see wsmount_prepare). */
+	ws_mfd = prepare_kernel_workspace(&cfg, swap, sb_uid, sb_gid);
 	if ((rc = ws_open(cfg.workspace, &wso)) < 0)
 		fatalx("workspace %s: %s", cfg.workspace, strerror(-rc));
 	se = mount_fs(&cl, self);
@@ -206,6 +300,8 @@ int main(int argc, char **argv)
 	mnt_abs = absolute(cl.mountpoint);
 	if (sandbox_start(mnt_abs, err, sizeof(err)) < 0) {
 		log_warnx("%s", err);
+		if (ws_mfd >= 0)
+			close(ws_mfd);
 		sandbox_stop();
 		fuse_session_unmount(se);
 		return 1;
@@ -214,8 +310,11 @@ int main(int argc, char **argv)
 	ws_raise_nofile();
 	ws_tune_mount(mnt_abs);
 	log_info("mounted on %s (workspace %s)", cl.mountpoint, cfg.workspace);
+	if (ws_mfd >= 0)
+		attach_kernel_workspace(ws_mfd, mnt_abs);
 	rc = serve(se);
 	sandbox_stop();
+	wsmount_detach();
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);
 	fuse_session_destroy(se);

@@ -414,6 +414,17 @@ class SbxMount:
         return [str(sbxfs_binary()), "-f", "--workspace", str(self.ws),
                 "--state-dir", str(self.state), *extra_args(), str(self.mnt)]
 
+    def config_text(self):
+        """The ini text this mount is started with ("" for none)."""
+        config = getattr(self, "config", None)
+        return config.read_text() if config else ""
+
+    def kernel_workspace(self):
+        """Whether workspace/ should be the kernel's mount of the backing directory: the daemon
+        is root and the config does not ask for the FUSE workspace."""
+        return os.geteuid() == 0 and not re.search(r"(?m)^\s*mount\s*=\s*fuse\s*$",
+                                                   self.config_text())
+
     def start(self, timeout=10):
         binary = sbxfs_binary()
         if not os.access(binary, os.X_OK):
@@ -443,6 +454,10 @@ class SbxMount:
             time.sleep(0.02)
         # Mounted; make sure the daemon answers before handing it to tests.
         bounded(os.listdir, self.mnt, timeout=timeout, what="first listdir of the mount")
+        if self.kernel_workspace():
+            wait_until(lambda: is_mounted(self.workspace), timeout,
+                       f"{self.workspace} to become the kernel's mount of the workspace",
+                       show=self.daemon_log)
         return self
 
     def alive(self):
@@ -475,6 +490,17 @@ class SbxMount:
             time.sleep(0.25)
         return res
 
+    def unmount(self, attempts=20):
+        """`sbxfs -u`, retried while the mount is busy. Returns the last CompletedProcess."""
+        res = None
+        for _ in range(attempts):
+            res = subprocess.run([str(sbxfs_binary()), "-u", str(self.mnt)],
+                                 capture_output=True, timeout=10)
+            if res.returncode == 0 or not is_mounted(self.mnt):
+                return res
+            time.sleep(0.25)
+        return res
+
     def wait_exit(self, timeout=10):
         """Waits for the daemon; returns its status or None if it is still running."""
         try:
@@ -500,24 +526,25 @@ class SbxMount:
             LIVE_MOUNTS.discard(self)
 
     def stop(self):
-        """Normal teardown: fusermount3 -u, wait 10 s (then kill). Returns a list of problems."""
+        """Normal teardown: sbxfs -u, wait 10 s (then kill). Returns a list of problems."""
         problems = []
         if self.proc is None:
             return problems
         if self.proc.poll() is not None:
             problems.append(f"daemon had already exited with status {self.proc.returncode}")
         else:
-            res = self.fusermount_unmount()
+            res = self.unmount()
             if res.returncode != 0 and is_mounted(self.mnt):
-                problems.append(f"fusermount3 -u failed: {res.stderr.decode(errors='replace')}")
+                problems.append(f"sbxfs -u failed: {res.stderr.decode(errors='replace')}")
             rc = self.wait_exit(10)
             if rc is None:
                 problems.append("daemon still running 10 s after unmount; killed it")
             elif rc != 0:
                 problems.append(f"daemon exited with status {rc} after unmount")
         self.abort()
-        if is_mounted(self.mnt):
-            problems.append(f"{self.mnt} still mounted after teardown")
+        for path in (self.workspace, self.mnt):
+            if is_mounted(path):
+                problems.append(f"{path} still mounted after teardown")
         if problems:
             problems.append(self.daemon_log())
         return problems

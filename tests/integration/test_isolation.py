@@ -1042,8 +1042,9 @@ def test_daemon_sigkill_leaves_nothing_behind(fresh_mount):
             left += [f"cgroup {c}" for c in sandbox_cgroups(daemon)]
             if os.path.lexists(f"/run/sbxfs-{daemon}"):
                 left.append(f"/run/sbxfs-{daemon}")
-            if is_mounted(m.mnt):
-                left.append(f"mount {m.mnt}")
+            for path in (m.workspace, m.mnt):
+                if is_mounted(path):
+                    left.append(f"mount {path}")
             return left
 
         wait_until(lambda: not leftovers(), 5, "the watchdog to clean up after SIGKILL",

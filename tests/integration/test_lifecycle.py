@@ -26,8 +26,8 @@ def _busy_sessions(m):
 
 
 def _stop(m, how):
-    if how == "fusermount":
-        res = m.fusermount_unmount()
+    if how == "sbxfs -u":
+        res = m.unmount()
         assert res.returncode == 0, res.stderr.decode(errors="replace")
     else:
         m.proc.send_signal({"SIGTERM": signal.SIGTERM, "SIGINT": signal.SIGINT}[how])
@@ -36,7 +36,7 @@ def _stop(m, how):
     return rc
 
 
-@pytest.mark.parametrize("how", ["fusermount", "SIGTERM", "SIGINT"])
+@pytest.mark.parametrize("how", ["sbxfs -u", "SIGTERM", "SIGINT"])
 def test_unmount_ends_every_shell_and_process(fresh_mount, how):
     m = fresh_mount()
     tags, procs = _busy_sessions(m)
@@ -44,6 +44,7 @@ def test_unmount_ends_every_shell_and_process(fresh_mount, how):
         rc = _stop(m, how)
         assert rc == 0, f"daemon exit status {rc} after {how}\n{m.daemon_log()}"
         assert not is_mounted(m.mnt), f"{m.mnt} still mounted after {how}"
+        assert not is_mounted(m.workspace), f"{m.workspace} still mounted after {how}"
         assert os.listdir(m.mnt) == [], "mount point not left empty"
         wait_until(lambda: not any(pid_alive(p) for p in procs), 5,
                    "the daemon's processes to end",
@@ -86,7 +87,7 @@ def test_remount_after_unmount(fresh_mount):
     m = fresh_mount()
     s = m.new_session()
     assert m.run(s, "echo before") == (b"before\n", b"", 0)
-    assert m.fusermount_unmount().returncode == 0
+    assert m.unmount().returncode == 0
     assert m.wait_exit(10) == 0
     m.start()
     assert (m.sessions / "default").is_dir()

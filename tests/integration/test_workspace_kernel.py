@@ -1,0 +1,192 @@
+"""The kernel-mounted workspace ([workspace] mount = kernel, the default, daemon as root):
+workspace/ is the backing directory itself, mounted by the kernel over the FUSE mount's
+workspace entry (idmapped when the sandbox runs as its own user, always nosuid and nodev,
+nosymfollow unless host_symlinks = follow). Unmounting (sbxfs -u, signals, the watchdog) takes
+both mounts down; where the workspace cannot be mounted, workspace/ is the FUSE passthrough and
+the log says why, once."""
+
+import errno
+import os
+import shutil
+import subprocess
+import tempfile
+
+import pytest
+
+from posixutil import AllowOtherMount
+from sbxutil import (ConfMount, is_mounted, isolation_none, stored_owner, uniq, wait_until)
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a kernel mount needs root")
+
+FALLBACK_LOG = "workspace/ is served through FUSE"
+
+
+def mount_options(path):
+    """The per-mount options of the mount at path (e.g. {'rw', 'nosuid', 'idmapped'})."""
+    path = os.path.realpath(path)
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            if fields[4] == path:
+                return set(fields[5].split(","))
+    return None
+
+
+def start(mount):
+    try:
+        return mount.start(timeout=10)
+    except BaseException:
+        mount.abort()
+        mount.cleanup_tmp()
+        raise
+
+
+@pytest.fixture
+def own_mount():
+    """Factory of private mounts: own_mount(config_text=None, allow_other=False)."""
+    made = []
+
+    def make(config_text=None, allow_other=False):
+        tmp = tempfile.mkdtemp(prefix="sbxfs-it-kws-")
+        if allow_other:
+            m = AllowOtherMount(tmp, config_text)
+        elif config_text is not None:
+            m = ConfMount(tmp, config_text)
+        else:
+            from sbxutil import SbxMount
+            m = SbxMount(tmp)
+        made.append(m)
+        return m
+
+    yield make
+    for m in made:
+        if m.alive():
+            m.stop()
+        m.abort()
+        m.cleanup_tmp()
+
+
+def test_workspace_is_the_kernels_mount_of_the_backing_directory(sbx):
+    opts = mount_options(sbx.workspace)
+    assert opts is not None, f"{sbx.workspace} is not a mount point"
+    assert {"nosuid", "nodev", "nosymfollow"} <= opts, opts
+    if not isolation_none():
+        assert "idmapped" in opts, opts
+    ws, backing = os.stat(sbx.workspace), os.stat(sbx.ws)
+    assert (ws.st_dev, ws.st_ino) == (backing.st_dev, backing.st_ino)
+    assert FALLBACK_LOG not in sbx.daemon_log()
+
+
+def test_what_a_command_wrote_is_there_when_exit_reads(sbx):
+    s = sbx.new_session()
+    name = uniq("k")
+    path = sbx.workspace / name
+    assert not path.exists()  # a negative lookup first: nothing may keep it
+    assert sbx.run(s, f"mkdir {name}; echo x > {name}/y") == (b"", b"", 0)
+    assert sorted(os.listdir(path)) == ["y"]
+    assert sbx.run(s, f"rm -rf {name}; mkdir {name}; echo z > {name}/w; chmod 640 {name}/w") == \
+        (b"", b"", 0)
+    assert sorted(os.listdir(path)) == ["w"]
+    assert (path / "w").read_bytes() == b"z\n"
+    assert os.stat(path / "w").st_mode & 0o777 == 0o640
+
+
+def test_owner_and_sandbox_ids_are_swapped_on_the_host_side(sbx):
+    s = sbx.new_session()
+    name = uniq("own")
+    (sbx.workspace / f"{name}.host").write_text("h")
+    assert sbx.run(s, f"echo c > {name}.cmd; stat -c '%u %g' {name}.host") [2] == 0
+    for suffix in ("host", "cmd"):
+        shown = os.stat(sbx.workspace / f"{name}.{suffix}")
+        stored = os.stat(sbx.ws / f"{name}.{suffix}")
+        assert (shown.st_uid, shown.st_gid) == (0, 0), suffix
+        assert (stored.st_uid, stored.st_gid) == stored_owner(0, 0), suffix
+
+
+def test_planted_symlink_is_not_followed_from_the_host(sbx):
+    secret = sbx.tmp / "host-secret"
+    secret.write_text("host only\n")
+    s = sbx.new_session()
+    name = uniq("link")
+    assert sbx.run(s, f"ln -s {secret} {name}")[2] == 0
+    link = sbx.workspace / name
+    assert os.readlink(link) == str(secret)
+    with pytest.raises(OSError) as e:
+        link.read_text()
+    assert e.value.errno == errno.ELOOP
+    # The sandbox's own view is unchanged: links there are followed as usual.
+    assert sbx.run(s, f"ln -s {name}.t {name}.rel; echo in > {name}.t; cat {name}.rel") == \
+        (b"in\n", b"", 0)
+
+
+def test_host_symlinks_follow(own_mount):
+    m = start(own_mount("[workspace]\nhost_symlinks = follow\n"))
+    secret = m.tmp / "host-secret"
+    secret.write_text("host only\n")
+    assert "nosymfollow" not in mount_options(m.workspace)
+    s = m.new_session()
+    assert m.run(s, f"ln -s {secret} l")[2] == 0
+    assert (m.workspace / "l").read_text() == "host only\n"
+
+
+@pytest.mark.skipif(isolation_none(), reason="the sandbox runs as root: its ids are the host's")
+def test_setuid_planted_by_the_sandbox_gives_nothing_on_the_host(own_mount):
+    m = start(own_mount(allow_other=True))
+    s = m.new_session()
+    assert m.run(s, "cp /usr/bin/id idcopy && chmod 4755 idcopy")[2] == 0
+    planted = m.workspace / "idcopy"
+    # Through the idmapped view it shows as a setuid file of root's...
+    st = os.stat(planted)
+    assert st.st_uid == 0 and st.st_mode & 0o4000
+    # ...which, run by another user, must not run as root.
+    out = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                          str(planted), "-u"], capture_output=True, timeout=10)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == b"65534\n"
+
+
+def test_fusermount_alone_is_refused_and_leaves_both_mounts_working(own_mount):
+    m = start(own_mount())
+    res = subprocess.run(["fusermount3", "-u", str(m.mnt)], capture_output=True, timeout=10)
+    assert res.returncode != 0 and b"busy" in res.stderr.lower(), res
+    assert is_mounted(m.mnt) and is_mounted(m.workspace)
+    s = m.new_session()
+    assert m.run(s, "echo ok > f; cat f") == (b"ok\n", b"", 0)
+    assert (m.workspace / "f").read_text() == "ok\n"
+    assert m.unmount().returncode == 0
+    assert m.wait_exit(10) == 0
+    assert not is_mounted(m.workspace) and not is_mounted(m.mnt)
+    assert os.listdir(m.mnt) == []
+
+
+def test_workspace_mount_fuse_keeps_the_passthrough(own_mount):
+    m = start(own_mount("[workspace]\nmount = fuse\n"))
+    assert not is_mounted(m.workspace)
+    s = m.new_session()
+    assert m.run(s, "echo ok > f") == (b"", b"", 0)
+    assert (m.workspace / "f").read_text() == "ok\n"
+    # A plain fusermount3 -u works when nothing is mounted on the FUSE mount.
+    assert m.fusermount_unmount().returncode == 0
+    assert m.wait_exit(10) == 0
+
+
+@pytest.mark.skipif(isolation_none(), reason="without a sandbox user no id mapping is needed")
+def test_a_backing_filesystem_that_cannot_be_idmapped_falls_back_to_fuse(own_mount):
+    m = own_mount("[workspace]\nmount = kernel\n")
+    # ramfs cannot be idmapped.
+    subprocess.run(["mount", "-t", "ramfs", "ramfs", str(m.ws)], check=True)
+    try:
+        m.kernel_workspace = lambda: False
+        start(m)
+        assert not is_mounted(m.workspace)
+        lines = [ln for ln in m.daemon_log().splitlines() if FALLBACK_LOG in ln]
+        assert len(lines) == 1 and "cannot be idmapped" in lines[0], m.daemon_log()
+        s = m.new_session()
+        assert m.run(s, "echo ok > f") == (b"", b"", 0)
+        assert (m.workspace / "f").read_text() == "ok\n"
+        assert os.stat(m.ws / "f").st_uid == stored_owner(0, 0)[0]
+        assert m.stop() == []
+    finally:
+        wait_until(lambda: not is_mounted(m.mnt), 10, "the mount to go")
+        subprocess.run(["umount", str(m.ws)], check=True)
+    shutil.rmtree(m.tmp, ignore_errors=True)
