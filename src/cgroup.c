@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fdres.h"
 #include "log.h"
 #include "xmalloc.h"
 
@@ -49,12 +50,12 @@ struct cgroup *cgroup_launcher(void)
 static int write_file(const char *dir, const char *name, const char *value)
 {
 	char *path = xasprintf("%s/%s", dir, name);
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	int fd = fdres_open(path, O_WRONLY, 0); /* freeze, thaw: a kill must work at the limit */
 	int rc = 0;
 
 	free(path);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if (write(fd, value, strlen(value)) < 0)
 		rc = -errno;
 	close(fd);
@@ -64,12 +65,12 @@ static int write_file(const char *dir, const char *name, const char *value)
 static ssize_t read_file(const char *dir, const char *name, char *buf, size_t size)
 {
 	char *path = xasprintf("%s/%s", dir, name);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = fdres_open(path, O_RDONLY, 0);
 	ssize_t n;
 
 	free(path);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	n = read(fd, buf, size - 1);
 	close(fd);
 	if (n < 0)
@@ -136,11 +137,14 @@ static void set_frozen(const struct cgroup *cg, bool on)
 static size_t read_pids(const char *dir, pid_t **pids)
 {
 	char *path = xasprintf("%s/cgroup.procs", dir);
-	FILE *f = fopen(path, "r");
+	int fd = fdres_open(path, O_RDONLY, 0); /* a kill must find its processes at the limit */
+	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
 	size_t n = 0, cap = 16;
 	long pid;
 
 	free(path);
+	if (!f && fd >= 0)
+		close(fd);
 	*pids = xmalloc(cap * sizeof(pid_t));
 	while (f && fscanf(f, "%ld", &pid) == 1) {
 		if (n == cap)
@@ -319,11 +323,17 @@ int cgroup_join_fds(struct cgroup *cg, int *fds, int max)
 		if (!cg->dir[i])
 			continue;
 		path = xasprintf("%s/cgroup.procs", cg->dir[i]);
-		fds[n] = open(path, O_WRONLY | O_CLOEXEC);
-		if (fds[n] >= 0)
-			n++;
-		else
-			log_warn("%s", path);
+		fds[n] = fdres_open(path, O_WRONLY, 0);
+		if (fds[n] < 0) {
+			int rc = fds[n];
+
+			log_warnx("%s: %s", path, strerror(-rc));
+			free(path);
+			while (n > 0)
+				close(fds[--n]);
+			return rc;
+		}
+		n++;
 		free(path);
 	}
 	return n;

@@ -33,7 +33,9 @@ void cgroup_cleanup_daemon(pid_t pid);
 struct cgroup *cgroup_create(struct cgroup *parent, const char *name);
 /* Kills what is left, removes the group and frees cg. */
 void cgroup_destroy(struct cgroup *cg);
-/* Opens the cgroup.procs file(s) a process writes "0" to in order to join. Returns how many. */
+/* Opens the cgroup.procs file(s) a process writes "0" to in order to join (drawing on the
+ * descriptor reserve). Returns how many, or -errno if one cannot be opened (none is left open):
+ * a process started outside its group could not be killed with it. */
 int cgroup_join_fds(struct cgroup *cg, int *fds, int max);
 /* Freezes the group, sends sig to every process but keep (a pid as the launcher sees it, 0:
  * none spared), thaws. Returns how many were signalled. */

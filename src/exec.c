@@ -30,18 +30,28 @@ void exec_op_free(struct op *op)
 	free(op);
 }
 
-void exec_op_fail(struct op *op, int run_status, const char *why)
+void exec_op_fail(struct op *op, int run_status, int err, const char *why)
 {
+	char *text;
+
 	if (op->kind == OP_RUN) {
-		if (why)
-			spool_append(&op->run->out[RUN_STDERR], why, strlen(why));
+		if (why) {
+			text = err ? xasprintf("sbxfs: %s: %s\n", why, strerror(err))
+				   : xasprintf("sbxfs: %s\n", why);
+			spool_append(&op->run->out[RUN_STDERR], text, strlen(text));
+			run_set_error(op->run, err, why);
+			free(text);
+		}
 		run_end(op->run, run_status);
 	} else if (op->kind == OP_CHECKOUT) {
-		why = "error io: the session was removed before the checkout ran\n";
-		spool_append(&op->run->out[RUN_STDOUT], why, strlen(why));
+		text = !why ? xstrdup("error io: the session was removed before the checkout ran\n")
+		       : err ? xasprintf("error io: %s: %s\n", why, strerror(err))
+			     : xasprintf("error io: %s\n", why);
+		spool_append(&op->run->out[RUN_STDOUT], text, strlen(text));
+		free(text);
 		run_end(op->run, 1);
 	} else if (op->kind == OP_CHDIR) {
-		ticket_done(op->ticket, -EIO);
+		ticket_done(op->ticket, err ? -err : -EIO);
 	}
 	exec_op_free(op);
 }
@@ -126,17 +136,36 @@ static void shell_report(void *arg, struct shell_report *rep)
 	exec_pump(s);
 }
 
-static void fail_first_queued(struct session *s, int wstatus)
+/* Ends an op that needs the shell when none can be had; env edits are kept for the next one. */
+static void fail_for_shell(struct session *s, struct op *op, int err, const char *why)
 {
-	struct op *op = TAILQ_FIRST(&s->queue);
-
-	TAILQ_REMOVE(&s->queue, op, link);
-	log_warnx("session %s: the shell %s exited at start (status %d)", s->id,
-		  session_cfg->shell, run_status_from_wait(wstatus));
-	exec_op_fail(op, 127, "sbxfs: the session's shell could not start; see the daemon log\n");
+	if (op->kind == OP_ENV) {
+		envlist_apply(&s->env, &op->edits);
+		exec_op_free(op);
+		return;
+	}
+	exec_op_fail(op, RUN_EXIT_NOSHELL, err, why);
 }
 
-static void shell_exited(void *arg, int wstatus)
+static void fail_first_queued(struct session *s, int wstatus, int start_err)
+{
+	struct op *op = TAILQ_FIRST(&s->queue);
+	char *why;
+
+	TAILQ_REMOVE(&s->queue, op, link);
+	if (start_err)
+		why = xstrdup("the launcher could not start the session's shell");
+	else
+		why = xasprintf("the session's shell (%s) exited at start with status %d; see the "
+				"daemon log",
+				session_cfg->shell, run_status_from_wait(wstatus));
+	log_warnx("session %s: %s%s%s", s->id, why, start_err ? ": " : "",
+		  start_err ? strerror(start_err) : "");
+	fail_for_shell(s, op, start_err, why);
+	free(why);
+}
+
+static void shell_exited(void *arg, int wstatus, int start_err)
 {
 	struct session *s = arg;
 	bool was_starting = s->st == SH_STARTING;
@@ -150,14 +179,15 @@ static void shell_exited(void *arg, int wstatus)
 		finish_current(s, run_status_from_wait(wstatus));
 	else if (was_starting && !TAILQ_EMPTY(&s->queue) && !s->restart_wanted)
 		/* A shell that cannot start would be restarted forever: fail the op instead. */
-		fail_first_queued(s, wstatus);
+		fail_first_queued(s, wstatus, start_err);
 	if (s->gone) {
 		ticket_done(s->gone, 0);
 		ticket_unref(s->gone);
 		s->gone = NULL;
 	} else if (s->restart_wanted) {
 		s->restart_wanted = false;
-		exec_start_shell(s);
+		if (exec_start_shell(s) < 0)
+			exec_pump(s); /* which fails what is queued */
 	} else {
 		exec_pump(s);
 	}
@@ -187,20 +217,21 @@ static const struct shell_cbs session_shell_cbs = {
 	.sink = shell_sink,
 };
 
-void exec_start_shell(struct session *s)
+int exec_start_shell(struct session *s)
 {
 	int err = 0;
 
 	s->sh = shell_start(session_cfg, &s->env, s->cwd, s->cg, &session_shell_cbs, s, &err);
 	if (!s->sh) {
 		log_warnx("session %s: cannot start a shell: %s", s->id, strerror(-err));
-		return;
+		return err;
 	}
 	session_ref(s);
 	s->st = SH_STARTING;
 	if (s->started_once)
 		s->restarts++;
 	s->started_once = true;
+	return 0;
 }
 
 static char *env_script(const struct envedits *ed, size_t *len)
@@ -258,6 +289,23 @@ void exec_send_run(struct session *s, const char *stdin_path)
 		set_timer(s, TP_TIMEOUT, timeout);
 }
 
+void exec_unrun(struct session *s, int err, const char *why)
+{
+	struct run *r = s->current->run;
+	char *text = err ? xasprintf("sbxfs: %s: %s\n", why, strerror(err))
+			 : xasprintf("sbxfs: %s\n", why);
+
+	log_warnx("session %s: command %u not run: %s%s%s", s->id, r->n, why, err ? ": " : "",
+		  err ? strerror(err) : "");
+	spool_append(&r->out[RUN_STDERR], text, strlen(text));
+	free(text);
+	run_set_error(r, err, why);
+	s->next_timeout_set = false;
+	finish_current(s, RUN_EXIT_UNRUN);
+	s->st = SH_IDLE;
+	exec_pump(s);
+}
+
 static void checkout_done(struct session *s)
 {
 	struct op *op = s->current;
@@ -313,12 +361,12 @@ void exec_pump(struct session *s)
 	    TAILQ_EMPTY(&s->queue))
 		return;
 	if (!s->sh) {
-		exec_start_shell(s);
-		if (!s->sh)
-			while ((op = TAILQ_FIRST(&s->queue))) {
-				TAILQ_REMOVE(&s->queue, op, link);
-				exec_op_fail(op, 127, "sbxfs: cannot start the session's shell\n");
-			}
+		int err = exec_start_shell(s);
+
+		while (err < 0 && (op = TAILQ_FIRST(&s->queue))) {
+			TAILQ_REMOVE(&s->queue, op, link);
+			fail_for_shell(s, op, -err, "cannot start the session's shell");
+		}
 		return;
 	}
 	op = TAILQ_FIRST(&s->queue);
@@ -422,12 +470,10 @@ int exec_kill(struct session *s, int sig, bool timed_out)
 	return 0;
 }
 
-void exec_restart(struct session *s)
+int exec_restart(struct session *s)
 {
-	if (!s->sh) {
-		exec_start_shell(s);
-		return;
-	}
+	if (!s->sh)
+		return exec_start_shell(s);
 	if (s->current && s->current->kind == OP_RUN && !s->current->run->killed) {
 		s->current->run->killed = true;
 		s->current->run->kill_sig = SIGKILL;
@@ -437,6 +483,7 @@ void exec_restart(struct session *s)
 	if (s->cg)
 		cgroup_signal(s->cg, 0, SIGKILL);
 	shell_kill(s->sh);
+	return 0;
 }
 
 void exec_teardown(struct session *s)
@@ -451,7 +498,7 @@ void exec_teardown(struct session *s)
 	feed_wake(&s->in.feed); /* parked stdin writers learn the session is gone */
 	while ((op = TAILQ_FIRST(&s->queue))) {
 		TAILQ_REMOVE(&s->queue, op, link);
-		exec_op_fail(op, 128 + SIGKILL, NULL);
+		exec_op_fail(op, 128 + SIGKILL, 0, NULL);
 	}
 	if (s->sh) {
 		if (s->cg)

@@ -10,6 +10,7 @@
 #include <sys/fsuid.h>
 #include <unistd.h>
 
+#include "fdres.h"
 #include "identity.h"
 #include "xmalloc.h"
 
@@ -54,10 +55,10 @@ int feed_pipe(int p[2], const struct identity *owner)
 
 	/* A pipe belongs to whoever made it (fsuid, which is per thread). */
 	if (!owner)
-		return pipe2(p, O_CLOEXEC);
+		return fdres_pipe(p);
 	setfsgid(owner->gid);
 	setfsuid(owner->uid);
-	rc = pipe2(p, O_CLOEXEC);
+	rc = fdres_pipe(p);
 	setfsuid(0);
 	setfsgid(0);
 	return rc;

@@ -27,7 +27,8 @@ void feed_init(struct feed *f);
 void feed_free(struct feed *f);
 /* Whether a starting process needs a pipe: something is staged or a writer is there. */
 bool feed_wanted(const struct feed *f);
-/* A pipe owned by owner (NULL: the daemon), whose user must be able to open it. */
+/* A pipe owned by owner (NULL: the daemon), whose user must be able to open it; 0 or -errno
+ * (drawing on the descriptor reserve). */
 int feed_pipe(int p[2], const struct identity *owner);
 /* Starts delivering into pipe_w (taken over); feed_detach closes it. */
 void feed_attach(struct feed *f, int pipe_w);

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fdres.h"
 #include "identity.h"
 #include "launch.h"
 #include "log.h"
@@ -197,7 +198,7 @@ struct gitrun *gitrun_start(struct session *s, struct run *r, struct checkout_re
 	char *tok = token ? xasprintf("GIT_TOKEN=%s", token) : NULL;
 	char *envp[] = {"PATH=/usr/bin:/bin", "HOME=/nonexistent", tok, NULL};
 	struct gitrun *g = xcalloc(1, sizeof(*g));
-	int p[2];
+	int p[2], rc;
 
 	g->s = s;
 	g->r = r;
@@ -207,7 +208,8 @@ struct gitrun *gitrun_start(struct session *s, struct run *r, struct checkout_re
 	session_ref(s);
 	run_ref(r);
 	run_begin(r);
-	if (pipe2(p, O_CLOEXEC) < 0) {
+	if ((rc = fdres_pipe(p)) < 0) {
+		errno = -rc;
 		fail_start(g, req, tok);
 		return NULL;
 	}

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fdres.h"
 #include "log.h"
 #include "ports.h"
 #include "session_priv.h"
@@ -262,6 +263,8 @@ static void on_exit_job(struct proc *p, int wstatus)
 {
 	struct job *j = container_of(p, struct job, proc);
 
+	if (p->start_err)
+		run_set_error(j->run, p->start_err, "the launcher could not start it");
 	drain(j, 0, true);
 	drain(j, 1, true);
 	close_pipes(j);
@@ -278,51 +281,51 @@ static void on_exit_job(struct proc *p, int wstatus)
 	job_unref(j); /* the running process's reference */
 }
 
-/* Opens the pipes of a start: fds[0..2] for the child, out[] and *in_w for us. */
-static int open_stdio(struct job *j, int fds[3], int *in_w)
+/* Opens the pipes and cgroup files of a start: fds[0..2] and cgfds for the child, out[] and
+ * *in_w for us. On failure -errno, and nothing stays open. */
+static int open_stdio(struct job *j, int fds[3], int cgfds[4], int *ncg, int *in_w)
 {
-	int p[2];
+	int p[2], rc;
 
 	*in_w = -1;
+	*ncg = 0;
 	if (feed_wanted(&j->in)) {
-		if (feed_pipe(p, session_owner) < 0)
-			return -errno;
+		if ((rc = feed_pipe(p, session_owner)) < 0)
+			goto fail;
 		fds[0] = p[0];
 		*in_w = p[1];
-	} else if ((fds[0] = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
-		return -errno;
+	} else if ((fds[0] = rc = fdres_open("/dev/null", O_RDONLY, 0)) < 0) {
+		goto fail;
 	}
 	for (int i = 0; i < 2; i++) {
-		if (pipe2(p, O_CLOEXEC) < 0)
-			return -errno;
+		if ((rc = fdres_pipe(p)) < 0)
+			goto fail;
 		fcntl(p[0], F_SETFL, O_NONBLOCK);
 		fcntl(p[0], F_SETPIPE_SZ, 1 << 20);
 		j->out[i] = p[0];
 		fds[i + 1] = p[1];
 	}
-	return 0;
+	if ((rc = *ncg = cgroup_join_fds(j->cg, cgfds, 4)) >= 0)
+		return 0;
+fail:
+	*ncg = 0;
+	for (int i = 0; i < 3; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	if (*in_w >= 0)
+		close(*in_w);
+	close_pipes(j);
+	return rc;
 }
 
-static void spawn(struct job *j)
+/* Core lock held: starts the process with what open_stdio opened. */
+static void spawn(struct job *j, int fds[3], int cgfds[4], int ncg, int in_w)
 {
 	char *argv[] = {session_cfg->shell, "-c", j->run->cmd, NULL};
-	int fds[3] = {-1, -1, -1}, cgfds[4], ncg, in_w, rc;
 	struct envlist env;
 
-	rc = open_stdio(j, fds, &in_w);
-	if (rc < 0) {
-		for (int i = 0; i < 3; i++)
-			if (fds[i] >= 0)
-				close(fds[i]);
-		close_pipes(j);
-		log_warnx("job %s: cannot open its pipes: %s", j->name, strerror(-rc));
-		run_begin(j->run);
-		run_end(j->run, 127);
-		return;
-	}
 	session_next_env(j->s, &env);
 	envlist_unset(&env, "SHLVL");
-	ncg = cgroup_join_fds(j->cg, cgfds, 4);
 	j->proc.on_exit = on_exit_job;
 	launch_start(&j->proc, j->s->cwd, argv, env.v, fds, 3, cgfds, ncg);
 	envlist_free(&env);
@@ -347,8 +350,18 @@ int job_idle(struct job *j)
 	return rc;
 }
 
+/* Core lock held: the start is refused (err, an errno); its status says why. */
+static void refuse(struct job *j, const char *cmd, size_t len, int err, const char *why)
+{
+	log_warnx("job %s: start refused: %s: %s", j->name, why, strerror(err));
+	if (j->run)
+		run_unref(j->run);
+	j->run = run_refused(j->starts + 1, cmd, len, err, why);
+}
+
 int job_start(struct job *j, const char *cmd, size_t len)
 {
+	int fds[3] = {-1, -1, -1}, cgfds[4], ncg, in_w, rc;
 	struct run *r;
 	char *base;
 	int err = 0;
@@ -365,14 +378,21 @@ int job_start(struct job *j, const char *cmd, size_t len)
 	r = run_new(j->starts + 1, cmd, len, base, session_cfg->output_cap, &err);
 	free(base);
 	if (!r) {
+		refuse(j, cmd, len, -err, "cannot create its output spool");
 		core_unlock();
 		return err;
+	}
+	if ((rc = open_stdio(j, fds, cgfds, &ncg, &in_w)) < 0) {
+		run_unref(r);
+		refuse(j, cmd, len, -rc, "cannot open its pipes");
+		core_unlock();
+		return rc;
 	}
 	j->starts++;
 	if (j->run)
 		run_unref(j->run);
 	j->run = r;
-	spawn(j);
+	spawn(j, fds, cgfds, ncg, in_w);
 	core_unlock();
 	return 0;
 }
@@ -461,12 +481,13 @@ static const char *state_of(const struct job *j, int *sig)
 
 char *job_status(struct job *j)
 {
-	char started[32] = "-", ended[32] = "-", exit_text[16] = "-", *text;
+	char started[32] = "-", ended[32] = "-", exit_text[16] = "-", *text, *error, *with_error;
 	const char *state;
 	int sig;
 
 	core_lock();
 	state = state_of(j, &sig);
+	error = j->run ? run_error_text(j->run) : NULL;
 	if (j->run && j->run->state != RUN_QUEUED)
 		snprintf(started, sizeof(started), "%lld.%03ld", (long long)j->run->started.tv_sec,
 			 j->run->started.tv_nsec / 1000000);
@@ -481,7 +502,12 @@ char *job_status(struct job *j)
 			 sig, j->run && j->run->timed_out ? "yes" : "no", j->starts,
 			 (unsigned long long)j->timeout_ms);
 	core_unlock();
-	return text;
+	if (!error) /* the line is there only when something went wrong */
+		return text;
+	with_error = xasprintf("%serror %s\n", text, error);
+	free(text);
+	free(error);
+	return with_error;
 }
 
 /* Core lock held. */

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "fdres.h"
 #include "identity.h"
 #include "log.h"
 #include "loop.h"
@@ -30,6 +31,7 @@ struct outmsg {
 	size_t off;
 	int fds[MSG_MAXFDS];
 	int nfds;
+	uint64_t start_id, hold_id; /* what fails if the message cannot be sent */
 	STAILQ_ENTRY(outmsg) link;
 };
 
@@ -44,6 +46,14 @@ static STAILQ_HEAD(, outmsg) outq = STAILQ_HEAD_INITIALIZER(outq);
 static TAILQ_HEAD(, proc) procs = TAILQ_HEAD_INITIALIZER(procs);
 static TAILQ_HEAD(, hold) holds = TAILQ_HEAD_INITIALIZER(holds);
 static uint64_t next_id = 1;
+/* START and HOLD messages the socket refused (ENOBUFS...): their owners learn it from a timer,
+ * never inside the launch_start or launch_hold that queued them. */
+static struct unsent {
+	uint64_t start_id, hold_id;
+	int err;
+} *unsent;
+static size_t nunsent;
+static struct loop_timer unsent_timer;
 
 static void outmsg_free(struct outmsg *om)
 {
@@ -100,8 +110,10 @@ static void handle_msg(const char *buf, size_t len)
 	p = m.id ? proc_by_id(m.id) : NULL; /* id 0: the launcher's hello */
 	if (p && m.type == MSG_STARTED) {
 		p->pid = m.a;
-		if (m.b) /* fork failed: report it as an exec failure would be */
+		if (m.b) { /* fork failed: report it as an exec failure would be */
+			p->start_err = m.b;
 			proc_exited(p, 127 << 8);
+		}
 	} else if (p && m.type == MSG_EXITED) {
 		proc_exited(p, m.a);
 	}
@@ -166,6 +178,34 @@ static int send_one(struct outmsg *om)
 	return 0;
 }
 
+static void fail_unsent(struct loop_timer *t)
+{
+	(void)t;
+	for (size_t i = 0; i < nunsent; i++) {
+		struct proc *p = unsent[i].start_id ? proc_by_id(unsent[i].start_id) : NULL;
+
+		if (p) {
+			p->start_err = unsent[i].err;
+			proc_exited(p, 127 << 8);
+		} else if (unsent[i].hold_id) {
+			held(unsent[i].hold_id, -1, 0);
+		}
+	}
+	nunsent = 0;
+}
+
+/* A START or HOLD that cannot be sent must not leave its owner waiting forever. */
+static void lost(const struct outmsg *om, int err)
+{
+	if (!om->start_id && !om->hold_id)
+		return;
+	unsent = xrealloc(unsent, (nunsent + 1) * sizeof(*unsent));
+	unsent[nunsent++] = (struct unsent){om->start_id, om->hold_id, err};
+	unsent_timer.fn = fail_unsent;
+	if (!unsent_timer.armed)
+		loop_timer_arm(&unsent_timer, 0);
+}
+
 static void flush_out(void)
 {
 	struct outmsg *om;
@@ -176,8 +216,13 @@ static void flush_out(void)
 		if (rc == -EAGAIN || rc == -EINTR)
 			break;
 		if (rc < 0 || om->off == om->buf.len) {
-			if (rc < 0)
+			if (rc < 0) {
 				log_warnx("send to launcher: %s", strerror(-rc));
+				/* Sent in part, the stream is broken: the launcher will be
+				 * restarted, and that fails what it had. */
+				if (om->off == 0)
+					lost(om, -rc);
+			}
 			STAILQ_REMOVE_HEAD(&outq, link);
 			outmsg_free(om);
 		}
@@ -186,8 +231,17 @@ static void flush_out(void)
 		loop_mod_fd(sock_lf, EPOLLIN | (STAILQ_EMPTY(&outq) ? 0 : EPOLLOUT));
 }
 
+static int respawn(void);
+
 static void queue_msg(struct outmsg *om)
 {
+	int rc;
+
+	if (sock < 0 && (rc = respawn()) < 0) {
+		lost(om, -rc);
+		outmsg_free(om);
+		return;
+	}
 	STAILQ_INSERT_TAIL(&outq, om, link);
 	flush_out();
 }
@@ -278,15 +332,15 @@ static void on_stderr(struct loop_fd *lf, uint32_t events, void *arg)
 
 static int spawn_launcher(void)
 {
-	int sv[2], ep[2];
+	int sv[2], ep[2], rc;
 	pid_t pid;
 
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-		return -errno;
-	if (pipe2(ep, O_CLOEXEC) < 0) {
+	if ((rc = fdres_socketpair(AF_UNIX, SOCK_STREAM, sv)) < 0)
+		return rc;
+	if ((rc = fdres_pipe(ep)) < 0) {
 		close(sv[0]);
 		close(sv[1]);
-		return -errno;
+		return rc;
 	}
 	pid = fork();
 	if (pid == 0)
@@ -339,6 +393,19 @@ static void watch_launcher(void)
 	err_lf = loop_add_fd(err_pipe, EPOLLIN, on_stderr, NULL);
 }
 
+/* A launcher that cannot be restarted now (descriptors, memory) is tried again at the next
+ * start, and the starts meanwhile fail with the reason. */
+static int respawn(void)
+{
+	int rc = spawn_launcher();
+
+	if (rc < 0)
+		log_warnx("cannot restart the launcher: %s", strerror(-rc));
+	else
+		watch_launcher();
+	return rc;
+}
+
 static void launcher_died(int status)
 {
 	struct proc *p;
@@ -363,10 +430,7 @@ static void launcher_died(int status)
 		proc_exited(p, SIGKILL);
 	while (!TAILQ_EMPTY(&holds))
 		held(TAILQ_FIRST(&holds)->id, -1, 0);
-	if (spawn_launcher() < 0)
-		log_warn("restarting the launcher");
-	else
-		watch_launcher();
+	respawn();
 }
 
 struct child_watch {
@@ -442,6 +506,8 @@ void launch_start(struct proc *p, const char *cwd, char *const argv[], char *con
 
 	p->id = next_id++;
 	p->pid = 0;
+	p->start_err = 0;
+	om->start_id = p->id;
 	memcpy(om->fds, fds, sizeof(int) * (size_t)nfds);
 	memcpy(om->fds + nfds, cgfds, sizeof(int) * (size_t)ncg);
 	om->nfds = nfds + ncg;
@@ -455,6 +521,7 @@ void launch_hold(struct hold *h, int fd)
 	struct outmsg *om = xcalloc(1, sizeof(*om));
 
 	h->id = next_id++;
+	om->hold_id = h->id;
 	om->fds[0] = fd;
 	om->nfds = 1;
 	msg_int_encode(&om->buf, MSG_HOLD, h->id, 0, 0);

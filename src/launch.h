@@ -12,6 +12,7 @@
 struct proc {
 	uint64_t id;
 	pid_t pid;           /* 0 until the launcher says it started */
+	int start_err;       /* errno when the launcher could not start it (it then exits 127) */
 	/* Loop thread, core lock held. status is a wait status. */
 	void (*on_exit)(struct proc *p, int status);
 	void *arg;

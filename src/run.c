@@ -11,11 +11,17 @@
 #include "loop.h"
 #include "xmalloc.h"
 
-struct run *run_new(unsigned n, const char *cmd, size_t cmdlen, const char *spool_base,
-		    uint64_t output_cap, int *err)
+static void (*begin_hook)(void), (*end_hook)(void);
+
+void run_set_hooks(void (*begin)(void), void (*end)(void))
+{
+	begin_hook = begin;
+	end_hook = end;
+}
+
+static struct run *run_alloc(unsigned n, const char *cmd, size_t cmdlen)
 {
 	struct run *r = xcalloc(1, sizeof(*r));
-	static const char *const suffix[2] = {"out", "err"};
 
 	r->refs = 1;
 	r->n = n;
@@ -24,6 +30,16 @@ struct run *run_new(unsigned n, const char *cmd, size_t cmdlen, const char *spoo
 	r->state = RUN_QUEUED;
 	waitq_init(&r->doneq);
 	clock_gettime(CLOCK_REALTIME, &r->submitted);
+	return r;
+}
+
+struct run *run_new(unsigned n, const char *cmd, size_t cmdlen, const char *spool_base,
+		    uint64_t output_cap, int *err)
+{
+	struct run *r = run_alloc(n, cmd, cmdlen);
+	static const char *const suffix[2] = {"out", "err"};
+
+	r->out[1].fd = -1;
 	for (int i = 0; i < 2; i++) {
 		char *path = xasprintf("%s.%s", spool_base, suffix[i]);
 		int rc = spool_open(&r->out[i], path, (off_t)output_cap);
@@ -39,6 +55,27 @@ struct run *run_new(unsigned n, const char *cmd, size_t cmdlen, const char *spoo
 	return r;
 }
 
+struct run *run_refused(unsigned n, const char *cmd, size_t cmdlen, int err, const char *what)
+{
+	struct run *r = run_alloc(n, cmd, cmdlen);
+
+	spool_empty(&r->out[0]);
+	spool_empty(&r->out[1]);
+	run_set_error(r, err, what);
+	r->state = RUN_DONE;
+	r->status = RUN_EXIT_UNRUN;
+	r->started = r->ended = r->submitted;
+	return r;
+}
+
+void run_set_error(struct run *r, int err, const char *what)
+{
+	if (r->error)
+		return;
+	r->error = err ? xasprintf("%s: %s: %s", strerrorname_np(err), what, strerror(err))
+		       : xstrdup(what);
+}
+
 void run_ref(struct run *r)
 {
 	__atomic_add_fetch(&r->refs, 1, __ATOMIC_RELAXED);
@@ -50,12 +87,15 @@ void run_unref(struct run *r)
 		return;
 	spool_close(&r->out[0]);
 	spool_close(&r->out[1]);
+	free(r->error);
 	free(r->cmd);
 	free(r);
 }
 
 void run_begin(struct run *r)
 {
+	if (r->state == RUN_QUEUED && begin_hook)
+		begin_hook();
 	r->state = RUN_RUNNING;
 	clock_gettime(CLOCK_REALTIME, &r->started);
 	waitq_wake(&r->doneq);
@@ -73,11 +113,26 @@ static double seconds(struct timespec a, struct timespec b)
 	return (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
 }
 
+char *run_error_text(const struct run *r)
+{
+	if (r->error)
+		return xstrdup(r->error);
+	for (int i = 0; i < 2; i++) {
+		int err = r->out[i].err;
+
+		if (err)
+			return xasprintf("%s: writing its %s spool: %s", strerrorname_np(err),
+					 i ? "stderr" : "stdout", strerror(err));
+	}
+	return NULL;
+}
+
 char *run_describe(const struct run *r)
 {
 	static const char *const states[] = {"queued", "running", "done"};
 	struct timespec now, end;
 	char exit_text[16] = "-", started[32] = "-", duration[32] = "-";
+	char *text, *error = run_error_text(r), *with_error;
 
 	clock_gettime(CLOCK_REALTIME, &now);
 	end = r->state == RUN_DONE ? r->ended : now;
@@ -88,13 +143,19 @@ char *run_describe(const struct run *r)
 	}
 	if (r->state == RUN_DONE)
 		snprintf(exit_text, sizeof(exit_text), "%d", r->status);
-	return xasprintf("command %u\nrun_state %s\npid %d\nstarted %s\nduration %s\nexit %s\n"
+	text = xasprintf("command %u\nrun_state %s\npid %d\nstarted %s\nduration %s\nexit %s\n"
 			 "timed_out %s\nkilled %s\nsignal %d\ntruncated %s\ncommand_timeout %llu\n",
 			 r->n, states[r->state], (int)r->shell_pid, started, duration, exit_text,
 			 r->timed_out ? "yes" : "no", r->killed ? "yes" : "no",
 			 r->killed ? r->kill_sig : 0,
 			 r->out[0].truncated || r->out[1].truncated ? "yes" : "no",
 			 (unsigned long long)r->timeout_ms);
+	if (!error) /* the line is there only when something went wrong */
+		return text;
+	with_error = xasprintf("%serror %s\n", text, error);
+	free(text);
+	free(error);
+	return with_error;
 }
 
 char *run_status(struct run *r)
@@ -111,9 +172,13 @@ void run_end(struct run *r, int status)
 {
 	if (r->state == RUN_DONE)
 		return;
+	if (r->state == RUN_RUNNING && end_hook)
+		end_hook();
+	clock_gettime(CLOCK_REALTIME, &r->ended);
+	if (r->state == RUN_QUEUED) /* it never started: it took no time */
+		r->started = r->ended;
 	r->state = RUN_DONE;
 	r->status = status;
-	clock_gettime(CLOCK_REALTIME, &r->ended);
 	spool_finish(&r->out[0]);
 	spool_finish(&r->out[1]);
 	waitq_wake(&r->doneq);

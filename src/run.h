@@ -32,19 +32,38 @@ struct run {
 	bool killed;          /* by a kill (ctl, restart, rmdir) */
 	int kill_sig;
 	pid_t shell_pid;      /* the shell that ran it */
+	char *error;          /* why sbxfs could not run it as asked (status "error"), or NULL */
 	TAILQ_ENTRY(run) hist; /* the session's history */
 };
+
+/* Exit status of a command sbxfs could not set up: refused at submission (its spools), or its
+ * stdin at start. A shell that cannot start gives 127, as bash does for a missing program. */
+#define RUN_EXIT_UNRUN 126
+#define RUN_EXIT_NOSHELL 127
 
 /* spool_base is a path prefix; the run adds ".out" and ".err". On failure NULL, *err set. */
 struct run *run_new(unsigned n, const char *cmd, size_t cmdlen, const char *spool_base,
 		    uint64_t output_cap, int *err);
+/* A run that is done before it starts, without spools: a command refused with err (errno)
+ * because what says (e.g. "cannot create its output spool"). Exit RUN_EXIT_UNRUN. */
+struct run *run_refused(unsigned n, const char *cmd, size_t cmdlen, int err, const char *what);
 void run_ref(struct run *r);
 void run_unref(struct run *r);
+
+/* Called with the core lock held when a run starts and when a started run ends (before its end
+ * is visible); the layer above learns from them when the sandbox may be changing files. */
+void run_set_hooks(void (*begin)(void), void (*end)(void));
 
 /* Core lock held. */
 void run_begin(struct run *r);
 void run_end(struct run *r, int status);
+/* Records why the run could not go as asked ("EMFILE: what: Too many open files"; err 0: just
+ * what); the first reason is kept. */
+void run_set_error(struct run *r, int err, const char *what);
 int run_status_from_wait(int wstatus);
+/* Core lock held: why it could not go as asked (run_set_error, or a spool that could not be
+ * written), or NULL; caller frees. */
+char *run_error_text(const struct run *r);
 /* Core lock held: the run's status file, "key value" lines; caller frees. */
 char *run_describe(const struct run *r);
 /* Takes the core lock: as run_describe. */

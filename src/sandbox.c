@@ -20,6 +20,7 @@
 
 #include "bwrap.h"
 #include "cgroup.h"
+#include "fdres.h"
 #include "filter.h"
 #include "gitrun.h"
 #include "identity.h"
@@ -321,6 +322,7 @@ int sandbox_start(const char *mnt, char *err, size_t errlen)
 					  .pass_fds = {seccomp_fd}, .npass = 1, .id = &identity};
 	}
 	ls.cg = cgroup_launcher();
+	fdres_init();
 	core_lock();
 	rc = launch_init(&ls, err, errlen);
 	core_unlock();
@@ -352,6 +354,7 @@ void sandbox_stop(void)
 	loop_stop();
 	launch_shutdown();
 	gitrun_shutdown();
+	fdres_shutdown();
 	cgroup_shutdown();
 	bwrap_argv_free(bwrap);
 	if (seccomp_fd >= 0)

@@ -86,7 +86,9 @@ static struct session *find_locked(const char *id)
 	return NULL;
 }
 
-static struct session *create_locked(const char *id)
+/* Core lock held: a new session with its shell started, in the table; NULL and *err if the
+ * shell cannot be started (its pipes, descriptors, memory), and then nothing of it remains. */
+static struct session *create_locked(const char *id, int *err)
 {
 	struct session *s = xcalloc(1, sizeof(*s));
 	char cgname[32];
@@ -112,14 +114,20 @@ static struct session *create_locked(const char *id)
 	envlist_set(&s->env, "SHLVL", "1");
 	snprintf(cgname, sizeof(cgname), "s%llu", (unsigned long long)s->serial);
 	s->cg = cgroup_create(NULL, cgname);
+	if ((*err = exec_start_shell(s)) < 0) {
+		log_warnx("session %s not created: %s", id, strerror(-*err));
+		s->removed = true;
+		session_unref(s);
+		return NULL;
+	}
 	TAILQ_INSERT_TAIL(&sessions, s, link);
-	exec_start_shell(s);
 	return s;
 }
 
 int session_create(const char *id, struct session **out)
 {
 	struct session *s;
+	int err = 0;
 
 	if (!session_id_valid(id, strlen(id)))
 		return -EINVAL;
@@ -128,26 +136,27 @@ int session_create(const char *id, struct session **out)
 		core_unlock();
 		return -EEXIST;
 	}
-	s = create_locked(id);
-	if (out) {
+	s = create_locked(id, &err);
+	if (s && out) {
 		session_ref(s);
 		*out = s;
 	}
 	core_unlock();
-	return 0;
+	return err;
 }
 
 int session_clone(char *id)
 {
 	static unsigned counter;
+	int err = 0;
 
 	core_lock();
 	do
 		snprintf(id, SESSION_ID_MAX + 1, "s%u", ++counter);
 	while (find_locked(id));
-	create_locked(id);
+	create_locked(id, &err);
 	core_unlock();
-	return 0;
+	return err;
 }
 
 int session_remove(const char *id, struct ticket **gone)
@@ -253,8 +262,14 @@ int session_submit(struct session *s, const char *cmd, size_t len)
 	r = run_new(s->next_n + 1, cmd, len, base, session_cfg->output_cap, &err);
 	free(base);
 	if (!r) {
+		/* Refused: the close of cmd fails with err, and the run is kept as done with the
+		 * reason, so exit, status and runs/ say what became of it. */
+		log_warnx("session %s: command refused: cannot create its output spool: %s", s->id,
+			  strerror(-err));
+		r = run_refused(++s->next_n, cmd, len, -err, "cannot create its output spool");
+		remember(s, r);
+		run_unref(r);
 		core_unlock();
-		log_warnx("session %s: cannot create spool files: %s", s->id, strerror(-err));
 		return err;
 	}
 	s->next_n++;
@@ -529,10 +544,8 @@ static int ctl_verb(struct session *s, char *verb, char *arg)
 		s->next_timeout_set = true;
 		return 0;
 	}
-	if (!strcmp(verb, "restart") && !arg) {
-		exec_restart(s);
-		return 0;
-	}
+	if (!strcmp(verb, "restart") && !arg)
+		return exec_restart(s);
 	return -EINVAL;
 }
 
@@ -601,7 +614,7 @@ void sessions_shutdown(void)
 			struct op *op = s->current;
 
 			s->current = NULL;
-			exec_op_fail(op, 128 + SIGKILL, NULL);
+			exec_op_fail(op, 128 + SIGKILL, 0, NULL);
 		}
 		stdin_end(s);
 		if (s->sh) {

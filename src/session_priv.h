@@ -100,14 +100,18 @@ void session_next_env(struct session *s, struct envlist *next);
 struct gitrun;
 
 /* exec.c: running the queue on the shell. */
-void exec_start_shell(struct session *s);
+/* 0, or -errno when the shell cannot be started (nothing changed then). */
+int exec_start_shell(struct session *s);
 void exec_pump(struct session *s);
 void exec_enqueue(struct session *s, struct op *op);
 void exec_op_free(struct op *op);
-void exec_op_fail(struct op *op, int run_status, const char *why);
+/* Ends an op that will not run; a run gets run_status, and why (with err, an errno or 0) in its
+ * stderr and status. */
+void exec_op_fail(struct op *op, int run_status, int err, const char *why);
 /* Signals the running command (not the shell); -ESRCH if nothing runs. */
 int exec_kill(struct session *s, int sig, bool timed_out);
-void exec_restart(struct session *s);
+/* -errno when there was no shell and none can be started. */
+int exec_restart(struct session *s);
 /* Ends the op in flight and everything queued; the shell is killed. */
 void exec_teardown(struct session *s);
 
@@ -120,5 +124,8 @@ void stdin_begin(struct session *s);
 void stdin_end(struct session *s);
 /* exec.c: the command can be sent now; path NULL means /dev/null. */
 void exec_send_run(struct session *s, const char *stdin_path);
+/* exec.c: the command cannot be started as asked (its stdin): it ends with RUN_EXIT_UNRUN and
+ * why (err: an errno, or 0) in its stderr and status. */
+void exec_unrun(struct session *s, int err, const char *why);
 
 #endif

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "fdres.h"
 #include "launch.h"
 #include "log.h"
 #include "loop.h"
@@ -302,7 +303,7 @@ static void on_proc_exit(struct proc *p, int wstatus)
 	struct shell *sh = container_of(p, struct shell, proc);
 
 	drain_pending(sh);
-	sh->cbs->on_exit(sh->arg, wstatus);
+	sh->cbs->on_exit(sh->arg, wstatus, p->start_err);
 	shell_free(sh);
 }
 
@@ -325,16 +326,16 @@ void shell_abandon(struct shell *sh)
 
 static int make_pipes(int child[5], int parent[5])
 {
-	int p[2];
+	int p[2], rc;
 
 	for (int i = 0; i < 5; i++)
 		child[i] = parent[i] = -1;
-	child[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	child[0] = fdres_open("/dev/null", O_RDONLY, 0);
 	if (child[0] < 0)
-		return -errno;
+		return child[0];
 	for (int i = 1; i < 5; i++) {
-		if (pipe2(p, O_CLOEXEC) < 0)
-			return -errno;
+		if ((rc = fdres_pipe(p)) < 0)
+			return rc;
 		/* fd 3 is read by the shell; 1, 2 and 4 are written by it. */
 		child[i] = i == 3 ? p[0] : p[1];
 		parent[i] = i == 3 ? p[1] : p[0];
@@ -373,10 +374,11 @@ struct shell *shell_start(const struct config *cfg, const struct envlist *env, c
 	int rc;
 
 	rc = make_pipes(child, parent);
-	if (rc < 0) {
+	ncg = rc < 0 ? 0 : cgroup_join_fds(cg, cgfds, 4);
+	if (rc < 0 || ncg < 0) {
 		close_all(child, 5);
 		close_all(parent, 5);
-		*err = rc;
+		*err = rc < 0 ? rc : ncg;
 		return NULL;
 	}
 	sh = xcalloc(1, sizeof(*sh));
@@ -392,7 +394,6 @@ struct shell *shell_start(const struct config *cfg, const struct envlist *env, c
 	sh->req_lf = loop_add_fd(sh->req_fd, 0, on_request_fd, sh);
 	sh->rep_lf = loop_add_fd(sh->rep_fd, EPOLLIN, on_report_fd, sh);
 	envp = start_env(env);
-	ncg = cgroup_join_fds(cg, cgfds, 4);
 	launch_start(&sh->proc, cwd, argv, envp, child, 5, cgfds, ncg);
 	for (size_t i = 0; envp[i]; i++)
 		free(envp[i]);

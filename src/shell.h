@@ -27,15 +27,17 @@ struct shell_cbs {
 	void (*on_report)(void *arg, struct shell_report *rep);
 	/* The command just sent started: the shell can now be told to abandon it. */
 	void (*on_started)(void *arg);
-	/* The shell exited (wait status); the shell object is freed after this returns. */
-	void (*on_exit)(void *arg, int wstatus);
+	/* The shell exited (wait status; start_err is the errno if the launcher could not start
+	 * it, else 0); the shell object is freed after this returns. */
+	void (*on_exit)(void *arg, int wstatus, int start_err);
 	/* Where output goes now: a spool, or NULL to drop it. */
 	struct spool *(*sink)(void *arg, int fd_no);
 };
 
 struct cgroup;
 
-/* Core lock held. The first report (seq "i") comes once the driver is up. cg may be NULL. */
+/* Core lock held. The first report (seq "i") comes once the driver is up. cg may be NULL.
+ * NULL and *err (-errno) if its pipes or cgroup files cannot be opened. */
 struct shell *shell_start(const struct config *cfg, const struct envlist *env, const char *cwd,
 			  struct cgroup *cg, const struct shell_cbs *cbs, void *arg, int *err);
 /* Core lock held: send one request; the shell must be idle (its last report came). stdin_path

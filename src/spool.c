@@ -6,22 +6,60 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "fdres.h"
 #include "log.h"
 #include "xmalloc.h"
 
+/* Whether the file's filesystem has a block left for it (root may use the reserved ones). */
+static int has_room(int fd)
+{
+	struct statvfs vfs;
+
+	if (fstatvfs(fd, &vfs) < 0)
+		return -errno;
+	return (geteuid() == 0 ? vfs.f_bfree : vfs.f_bavail) > 0 ? 0 : -ENOSPC;
+}
+
 int spool_open(struct spool *sp, const char *path, off_t cap)
 {
+	int rc;
+
 	memset(sp, 0, sizeof(*sp));
 	sp->cap = cap;
 	waitq_init(&sp->waiters);
-	sp->fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	sp->fd = fdres_open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
 	if (sp->fd < 0)
-		return -errno;
+		return sp->fd;
 	sp->path = xstrdup(path);
 	clock_gettime(CLOCK_REALTIME, &sp->mtime);
-	return 0;
+	if ((rc = has_room(sp->fd)) < 0)
+		spool_close(sp);
+	return rc;
+}
+
+void spool_empty(struct spool *sp)
+{
+	memset(sp, 0, sizeof(*sp));
+	sp->fd = -1;
+	waitq_init(&sp->waiters);
+	clock_gettime(CLOCK_REALTIME, &sp->mtime);
+	sp->done = true;
+}
+
+/* The file cannot take more (disk full, I/O error): say so once, and drop from now on. */
+static void write_failed(struct spool *sp, int err)
+{
+	if (sp->err)
+		return;
+	sp->err = err;
+	log_warnx("spool %s: %s; dropping the rest of this output", sp->path, strerror(err));
+	if (!sp->truncated) {
+		sp->truncated = true;
+		waitq_wake(&sp->waiters);
+	}
 }
 
 static void spool_grew(struct spool *sp, size_t n)
@@ -50,20 +88,26 @@ ssize_t spool_fill(struct spool *sp, int pipefd, size_t max)
 	loff_t off = sp->size;
 	ssize_t n;
 
-	if (sp->size >= sp->cap)
+	if (sp->size >= sp->cap || sp->err)
 		return drop(sp, pipefd, max);
 	if ((off_t)max > sp->cap - sp->size)
 		max = (size_t)(sp->cap - sp->size);
 
 	n = splice(pipefd, NULL, sp->fd, &off, max, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+	if (n < 0 && errno != EINVAL && errno != EAGAIN && errno != EINTR) {
+		/* The pipe side only fails with EAGAIN: this is the file (ENOSPC, EIO...). */
+		write_failed(sp, errno);
+		return drop(sp, pipefd, max);
+	}
 	if (n < 0 && errno == EINVAL) {
 		/* Spool on a filesystem without splice: copy through a buffer. */
 		char buf[65536];
+		ssize_t w;
 
 		n = read(pipefd, buf, max < sizeof(buf) ? max : sizeof(buf));
-		if (n > 0 && pwrite(sp->fd, buf, (size_t)n, sp->size) != n) {
-			log_warn("spool %s", sp->path);
-			return -EIO;
+		if (n > 0 && (w = pwrite(sp->fd, buf, (size_t)n, sp->size)) != n) {
+			write_failed(sp, w < 0 ? errno : ENOSPC);
+			return n; /* read, and dropped */
 		}
 	}
 	if (n < 0)
@@ -75,8 +119,12 @@ ssize_t spool_fill(struct spool *sp, int pipefd, size_t max)
 
 void spool_append(struct spool *sp, const void *buf, size_t len)
 {
-	if (pwrite(sp->fd, buf, len, sp->size) != (ssize_t)len) {
-		log_warn("spool %s", sp->path);
+	ssize_t w;
+
+	if (sp->fd < 0 || sp->err)
+		return;
+	if ((w = pwrite(sp->fd, buf, len, sp->size)) != (ssize_t)len) {
+		write_failed(sp, w < 0 ? errno : ENOSPC);
 		return;
 	}
 	spool_grew(sp, len);

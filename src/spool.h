@@ -16,14 +16,19 @@ struct spool {
 	struct timespec mtime;
 	off_t cap;           /* bytes kept; what comes beyond is read and dropped */
 	bool truncated;
+	int err;             /* errno of the first failed write to the file (then it drops), or 0 */
 	bool done;           /* no more data will come */
 	struct waitq waiters; /* woken when it grows or is done */
 };
 
+/* Creates the file (drawing on the descriptor reserve); -ENOSPC if its filesystem has no free
+ * block left, so a command is refused rather than started with nowhere to put its output. */
 int spool_open(struct spool *sp, const char *path, off_t cap);
-/* Moves what the pipe holds into the spool, at most max bytes; past the cap the bytes are read
- * and dropped, so the writer never blocks. Returns bytes taken from the pipe, 0 at EOF, -EAGAIN
- * when the pipe is empty. Core lock held. */
+/* A spool that holds nothing and has ended: the output of a command that never ran. */
+void spool_empty(struct spool *sp);
+/* Moves what the pipe holds into the spool, at most max bytes; past the cap, or once a write to
+ * the file failed (sp->err), the bytes are read and dropped, so the writer never blocks. Returns
+ * bytes taken from the pipe, 0 at EOF, -EAGAIN when the pipe is empty. Core lock held. */
 ssize_t spool_fill(struct spool *sp, int pipefd, size_t max);
 /* Appends bytes (daemon messages such as a shell that cannot start). Core lock held. */
 void spool_append(struct spool *sp, const void *buf, size_t len);

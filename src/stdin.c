@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "log.h"
 #include "session_priv.h"
 #include "xmalloc.h"
 
@@ -19,9 +18,9 @@ static void on_held(struct hold *h, int fdnum, pid_t launcher_pid)
 	in->holding = false;
 	in->pending_w = -1;
 	if (fdnum < 0) {
-		log_warnx("session %s: the launcher could not hold stdin", s->id);
+		/* Running it on /dev/null would silently lose what was written to stdin. */
 		close(pipe_w);
-		exec_send_run(s, NULL);
+		exec_unrun(s, 0, "the launcher could not take the command's stdin pipe");
 		return;
 	}
 	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)launcher_pid, fdnum);
@@ -32,15 +31,14 @@ static void on_held(struct hold *h, int fdnum, pid_t launcher_pid)
 void stdin_begin(struct session *s)
 {
 	struct session_stdin *in = &s->in;
-	int p[2];
+	int p[2], rc;
 
 	if (!feed_wanted(&in->feed)) {
 		exec_send_run(s, NULL);
 		return;
 	}
-	if (feed_pipe(p, session_owner) < 0) {
-		log_warn("session %s: stdin pipe", s->id);
-		exec_send_run(s, NULL);
+	if ((rc = feed_pipe(p, session_owner)) < 0) {
+		exec_unrun(s, -rc, "cannot make the command's stdin pipe");
 		return;
 	}
 	/* Bytes go in only once the command can open the pipe: until then they stay staged. */
