@@ -182,9 +182,9 @@ static void __attribute__((noreturn)) unmount_cmd(const char *mountpoint)
 }
 
 /* The host's view of the workspace as a kernel mount: its detached mount, or -1 when
- * workspace/ stays the FUSE passthrough (logged, with why). */
+ * workspace/ stays the FUSE passthrough, with why (empty when so configured). */
 static int prepare_kernel_workspace(const struct config *cfg, bool swap, uid_t sb_uid,
-				    gid_t sb_gid)
+				    gid_t sb_gid, char *why, size_t whylen)
 {
 	struct wsmount_spec s = {
 	    .backing = cfg->workspace,
@@ -195,19 +195,14 @@ static int prepare_kernel_workspace(const struct config *cfg, bool swap, uid_t s
 	    .sandbox_gid = sb_gid,
 	    .symfollow = cfg->ws_symfollow,
 	};
-	char why[512];
-	int mfd;
-
+	why[0] = '\0';
 	if (!cfg->ws_kernel)
 		return -1;
 	if (geteuid() != 0) {
-		log_info("workspace/ is served through FUSE: mounting the workspace needs root");
+		snprintf(why, whylen, "mounting the workspace needs root");
 		return -1;
 	}
-	mfd = wsmount_prepare(&s, why, sizeof(why));
-	if (mfd < 0)
-		log_warnx("workspace/ is served through FUSE: %s", why);
-	return mfd;
+	return wsmount_prepare(&s, why, whylen);
 }
 
 struct ws_attach {
@@ -265,7 +260,7 @@ int main(int argc, char **argv)
 	struct ws_opts wso;
 	struct cmdline cl;
 	struct config cfg;
-	char err[512], *self, *ws_abs, *mnt_abs;
+	char err[512], ws_why[512], *self, *ws_abs, *mnt_abs;
 	uid_t sb_uid = getuid();
 	gid_t sb_gid = getgid();
 	bool swap = false;
@@ -289,7 +284,7 @@ int main(int argc, char **argv)
 		swap = true;
 	}
 	/* Before anything reaps children: it forks (see wsmount_prepare). */
-	ws_mfd = prepare_kernel_workspace(&cfg, swap, sb_uid, sb_gid);
+	ws_mfd = prepare_kernel_workspace(&cfg, swap, sb_uid, sb_gid, ws_why, sizeof(ws_why));
 	if ((rc = ws_open(cfg.workspace, &wso)) < 0)
 		fatalx("workspace %s: %s", cfg.workspace, strerror(-rc));
 	se = mount_fs(&cl, self);
@@ -312,6 +307,8 @@ int main(int argc, char **argv)
 	log_info("mounted on %s (workspace %s)", cl.mountpoint, cfg.workspace);
 	if (ws_mfd >= 0)
 		attach_kernel_workspace(ws_mfd, mnt_abs);
+	else if (ws_why[0])
+		log_warnx("workspace/ is served through FUSE: %s", ws_why);
 	rc = serve(se);
 	sandbox_stop();
 	wsmount_detach();
