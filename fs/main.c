@@ -279,6 +279,7 @@ int main(int argc, char **argv)
 	free(ws_abs);
 	wso = (struct ws_opts){
 	    .cache = cfg.ws_cache, .timeout = cfg.ws_timeout, .passthrough = cfg.ws_passthrough};
+	wso.max_fds = cfg.ws_max_fds;
 	if (cfg.idmap && sandbox_user(&sb_uid, &sb_gid)) {
 		idmap_swap(getuid(), getgid(), sb_uid, sb_gid);
 		swap = true;

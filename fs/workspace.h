@@ -17,6 +17,9 @@ struct ws_opts {
 	double timeout;
 	/* Kernel passthrough of file data when the daemon may (root). */
 	bool passthrough;
+	/* The most descriptors the workspace keeps open (0: half of RLIMIT_NOFILE); past it,
+	 * unused inode fds are closed and reopened when needed. */
+	unsigned long max_fds;
 };
 
 /* Opens the backing directory; returns 0 or -errno. One workspace per process. */
@@ -24,7 +27,7 @@ int ws_open(const char *dir, const struct ws_opts *opts);
 void ws_close(void);
 
 /* Raises RLIMIT_NOFILE (each inode the kernel holds costs one O_PATH fd): the soft limit to
- * the hard one, and both to fs.nr_open when the daemon may. */
+ * the hard one, and both to fs.nr_open when the daemon may; then sets the workspace's share. */
 void ws_raise_nofile(void);
 
 /* Hooks the session's device reads (after fuse_session_mount) so that O_TMPFILE requests,

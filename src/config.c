@@ -78,6 +78,7 @@ void config_defaults(struct config *cfg)
 	cfg->ws_passthrough = true;
 	cfg->ws_kernel = true;
 	cfg->ws_symfollow = false;
+	cfg->ws_max_fds = 0;
 	base_env_set(cfg, "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
 	base_env_set(cfg, "LANG", "C.UTF-8");
 	base_env_set(cfg, "TERM", "dumb");
@@ -272,6 +273,8 @@ static int set_workspace(struct config *cfg, const char *key, const char *value)
 		return set_choice(value, "kernel", "fuse", &cfg->ws_kernel);
 	if (!strcmp(key, "host_symlinks"))
 		return set_choice(value, "follow", "nofollow", &cfg->ws_symfollow);
+	if (!strcmp(key, "max_fds"))
+		return parse_u64(value, 0, 1u << 30, &cfg->ws_max_fds);
 	return -ENOENT;
 }
 

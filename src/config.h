@@ -41,6 +41,7 @@ struct config {
 	bool ws_passthrough;  /* kernel passthrough of file data (daemon as root) */
 	bool ws_kernel;       /* mount = kernel: the backing directory mounted on workspace/ */
 	bool ws_symfollow;    /* host_symlinks = follow: the host's view follows symlinks */
+	uint64_t ws_max_fds;  /* descriptors the FUSE workspace may keep open; 0: half the limit */
 };
 
 void config_defaults(struct config *cfg);

@@ -41,6 +41,7 @@ static SLIST_HEAD(, loop_fd) dead = SLIST_HEAD_INITIALIZER(dead);
 static int epfd = -1, evfd = -1, sigfd = -1, tfd = -1;
 static struct loop_timer *timers; /* sorted by deadline */
 static void (*sigchld_fn)(void);
+static void (*wake_fn)(void);
 static pthread_t thread;
 static volatile bool stopping;
 static bool started;
@@ -205,6 +206,11 @@ void loop_set_sigchld(void (*fn)(void))
 	sigchld_fn = fn;
 }
 
+void loop_set_wake_hook(void (*fn)(void))
+{
+	wake_fn = fn;
+}
+
 static void run_deferred(void)
 {
 	struct deferred *d;
@@ -273,6 +279,8 @@ static void *loop_main(void *arg)
 
 		if (n < 0 && errno != EINTR)
 			fatal("epoll_wait");
+		if (wake_fn)
+			wake_fn();
 		if (n > 0)
 			dispatch(evs, n);
 		run_deferred();

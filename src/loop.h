@@ -41,5 +41,9 @@ void loop_defer(void (*fn)(void *), void *arg);
 void loop_poke(void);
 /* Called on the loop thread, core lock held, when the signalfd reports SIGCHLD. */
 void loop_set_sigchld(void (*fn)(void));
+/* Called on the loop thread without the core lock each time the loop wakes, before it handles
+ * what woke it (a shell's report, a SIGCHLD): the layer above catches up there with what must be
+ * visible before a command's end is published. It may block on the kernel, not on the core. */
+void loop_set_wake_hook(void (*fn)(void));
 
 #endif

@@ -1,0 +1,159 @@
+/* What the workspace's files share among themselves (not for the rest of fs/): the inode and
+ * open file structures and each file's entry points. workspace.c has the FUSE handlers,
+ * wsinode.c the inode table and the descriptor budget, wsinval.c the coherence with the
+ * sandbox's changes, wscred.c the caller's credentials, wsdev.c what is done below libfuse. */
+#ifndef SBX_WS_PRIV_H
+#define SBX_WS_PRIV_H
+
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "workspace.h"
+
+struct file_handle;
+
+struct ws_inode {
+	dev_t dev;
+	ino_t ino;
+	bool isdir;
+	bool pinned; /* the root: never freed, its fd never closed */
+	/* Under the table lock (wsinode.c). */
+	int fd;		 /* O_PATH|O_NOFOLLOW of the backing file; -1 while closed (fd budget) */
+	int uses;	 /* operations using fd right now: it is not closed under them */
+	uint64_t nlookup; /* lookups the kernel holds */
+	int refs;	 /* other holders: children naming it as their parent, the coherence code */
+	bool intab;	 /* in the hash table: the kernel knows it */
+	bool uncached;	 /* its parent or itself has no watch: the kernel must not keep it */
+	struct ws_inode *next;		      /* hash chain */
+	struct ws_inode *lru_prev, *lru_next; /* open and unused: the oldest is closed first */
+	struct ws_inode *parent;	      /* where it was last seen, to reopen it by name */
+	char *name;
+	/* A file seen with more than one link: another name's removal changes its attributes. */
+	bool multi;
+	struct ws_inode *multi_prev, *multi_next;
+	struct file_handle *handle; /* taken when its fd is closed, if the daemon may reopen by it */
+	/* Coherence (wsinval.c), under the table lock: the inotify watch of a directory. */
+	int wd; /* -1: none */
+	struct ws_inode *wd_next;
+	unsigned mark; /* last drain that invalidated it */
+	/* Passthrough (wsdev.c): the kernel wants one backing file per inode for all its
+	 * passthrough opens. Registered at the first, closed after the last; under pt_lock. */
+	int backing_id;
+	int backing_fd;
+	int backing_refs;
+	bool backing_rw; /* opened O_RDWR: serves writers too */
+};
+
+/* An open regular file: its own fd of the backing file (flock, fsync, daemon-side I/O) and,
+ * when it is a passthrough open, the inode whose backing file the kernel uses. */
+struct ws_file {
+	int fd;
+	struct ws_inode *pt; /* NULL: not passthrough */
+};
+
+static inline struct ws_inode *inode_of(fuse_ino_t ino)
+{
+	return (struct ws_inode *)(uintptr_t)ino;
+}
+
+static inline fuse_ino_t ino_of(struct ws_inode *in)
+{
+	return (fuse_ino_t)(uintptr_t)in;
+}
+
+/* ---- wsinode.c: the inode table and the descriptor budget ---- */
+
+/* Makes the table and the root inode of the backing directory fd (taken); 0 or -errno. */
+int wsn_open(int fd, const struct stat *st);
+void wsn_close(void);
+struct ws_inode *wsn_root(void);
+/* The most descriptors the workspace keeps open (inode fds, open files, backing files,
+ * directory streams); past it the least recently used inode fds are closed. */
+void wsn_set_budget(long max);
+long wsn_budget(void);
+long wsn_fds_open(void);
+
+void wsn_lock(void);
+void wsn_unlock(void);
+/* Table lock held: the known inode of (dev, ino), or NULL. */
+struct ws_inode *wsn_find(dev_t dev, ino_t ino);
+
+/* The inode's fd, reopened if the budget closed it, counted as in use until wsn_unuse; -errno
+ * (ESTALE: the file it was is gone). */
+int wsn_use(struct ws_inode *in);
+void wsn_unuse(struct ws_inode *in);
+
+/* Looks name up in dir (whose fd, in use, is dirfd), counting one kernel lookup; 0 or -errno.
+ * Fills e's attributes, inode and, with timeout, its timeouts. */
+int wsn_lookup(struct ws_inode *dir, int dirfd, const char *name, struct fuse_entry_param *e,
+	       double timeout);
+/* An inode for the open fd (taken) of an unnamed file in dir; counts one lookup. */
+fuse_ino_t wsn_ref_fd(struct ws_inode *dir, int fd, const struct stat *st);
+/* Counts one more kernel lookup of an inode the kernel already holds (link). */
+void wsn_ref_again(struct ws_inode *in);
+void wsn_forget(struct ws_inode *in, uint64_t nlookup);
+/* Holds and releases an inode for a while (the coherence code). */
+void wsn_hold(struct ws_inode *in);
+void wsn_drop(struct ws_inode *in);
+/* Records that (newdir, newname) now names the inode that was renamed there. */
+void wsn_renamed(struct ws_inode *newdir, int newdirfd, const char *newname);
+/* Table lock held: calls fn on every inode of the table / every file seen with several links. */
+void wsn_each(void (*fn)(struct ws_inode *in, void *arg), void *arg);
+void wsn_each_multi(void (*fn)(struct ws_inode *in, void *arg), void *arg);
+
+/* Descriptors that are not inode fds (open files, backing files, directory streams): counted
+ * against the budget, making room for them first. */
+void wsn_fd_opening(void);
+void wsn_fd_closed(void);
+
+/* ---- wsinval.c: what the sandbox changes, shown through the mount ---- */
+
+/* Starts the inotify instance; without one nothing the kernel learns is kept (timeouts 0). */
+void wsi_init(bool cache, double timeout);
+/* The session the invalidations go to; registers the core hooks. */
+void wsi_start(struct fuse_session *se);
+void wsi_stop(void);
+/* Table lock held: watches the new directory inode in (wd -1 if it cannot). */
+void wsi_watch(struct ws_inode *in);
+void wsi_unwatch(struct ws_inode *in);
+/* Table lock held: whether the kernel may keep entries under dir (it is watched). */
+bool wsi_watched(const struct ws_inode *dir);
+
+/* ---- wscred.c: requests run as their caller ---- */
+
+struct ws_cred {
+	bool umask_set;
+	bool switched;
+	mode_t umask;
+	bool adopt; /* the caller is the mount owner, mapped: create as root, then hand over */
+	uid_t adopt_uid;
+	gid_t adopt_gid;
+};
+
+void wsc_remember_self(void);
+void wsc_forget_self(void);
+bool wsc_root(void);
+void wsc_as_caller(fuse_req_t req, struct ws_cred *c);
+void wsc_adopt_new(const struct ws_cred *c, int dirfd, const char *name, int fd);
+void wsc_restore(const struct ws_cred *c);
+
+/* ---- wsdev.c: below libfuse (passthrough, killpriv v2, O_TMPFILE, readahead) ---- */
+
+/* Whether the INIT reply asked for passthrough / the kernel still takes backing files. */
+bool wsd_pt_wanted(void);
+bool wsd_pt_active(void);
+/* The INIT reply goes out on this thread next: patch it. */
+void wsd_patch_init(bool passthrough);
+/* The open reply that goes out next on this thread carries backing id id. */
+void wsd_reply_backing(int id);
+/* The request this thread read last asked to kill suid/sgid (killpriv v2); clears it. */
+bool wsd_take_kill_suidgid(void);
+/* The passthrough backing id for an open of in (see wsdev.c), one more user counted; 0 if
+ * none. *rw: whether it serves writes. */
+int wsd_backing_get(struct ws_inode *in, int flags, bool *rw);
+void wsd_backing_put(struct ws_inode *in);
+void wsd_init_done(void);
+
+#endif
