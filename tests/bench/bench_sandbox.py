@@ -6,7 +6,7 @@ Measures in one run (binary: $SBXFS_BIN, else build/sbxfs of this checkout; run 
   (a) sandbox start time: from starting `sbxfs -f` until the first command's exit can be
       read, i.e. mount + `echo true > sessions/default/cmd; cat sessions/default/exit`, for
       isolation bwrap and none (RUNS mounts each, interleaved; median, min and max). Each
-      mount is unmounted (fusermount3 -u) and waited for before the next one;
+      mount is unmounted (sbxfs -u) and waited for before the next one;
   (b) the per-command round trip `echo true > cmd; cat exit` (open/write/close cmd, then read
       exit to EOF, with plain os calls) in a session of a bwrap mount and of a none mount,
       N runs each after a warm-up, interleaved so load changes hit both alike: median and p90,
@@ -90,7 +90,7 @@ class Mount:
 
     def close(self):
         if self.proc is not None and self.proc.poll() is None:
-            subprocess.run(["fusermount3", "-u", str(self.mnt)], stderr=subprocess.DEVNULL)
+            subprocess.run([str(sbxfs_binary()), "-u", str(self.mnt)], stderr=subprocess.DEVNULL)
             try:
                 self.proc.wait(10)
             except subprocess.TimeoutExpired:

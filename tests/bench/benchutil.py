@@ -131,7 +131,7 @@ class Mount:
 
     def close(self):
         if self.proc.poll() is None:
-            subprocess.run(["fusermount3", "-u", str(self.mnt)], stderr=subprocess.DEVNULL)
+            subprocess.run([str(sbxfs_binary()), "-u", str(self.mnt)], stderr=subprocess.DEVNULL)
             try:
                 self.proc.wait(10)
             except subprocess.TimeoutExpired:
