@@ -437,8 +437,37 @@ static void mkdir_job(fuse_req_t req, fuse_ino_t parent, const char *name)
 		session_unref(s);
 }
 
+struct mkdir_req {
+	struct ticket *ready;
+	fuse_ino_t ino;
+};
+
+static void mkdir_req_free(void *arg)
+{
+	struct mkdir_req *mr = arg;
+
+	ticket_unref(mr->ready);
+	free(mr);
+}
+
+static int mkdir_attempt(struct park *p)
+{
+	struct mkdir_req *mr = park_arg(p);
+	int result;
+
+	if (ticket_wait(mr->ready, &result, park_waiter(p)) < 0)
+		return -EAGAIN;
+	if (result < 0)
+		fuse_reply_err(park_req(p), -result);
+	else
+		reply_entry(park_req(p), mr->ino, 0);
+	return 0;
+}
+
 void ctl_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
+	struct mkdir_req *mr;
+	struct ticket *ready;
 	struct session *s;
 	int rc;
 
@@ -451,13 +480,16 @@ void ctl_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 		fuse_reply_err(req, EPERM);
 		return;
 	}
-	rc = session_create(name, &s);
+	rc = session_create(name, &s, &ready);
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	reply_entry(req, ctl_ino(session_serial(s), K_SDIR, 0), 0);
+	/* Answer once its shell is up: a shell the launcher cannot start fails the mkdir. */
+	mr = xmalloc(sizeof(*mr));
+	*mr = (struct mkdir_req){ready, ctl_ino(session_serial(s), K_SDIR, 0)};
 	session_unref(s);
+	park_request(req, mkdir_attempt, mr, mkdir_req_free);
 }
 
 static int rmdir_attempt(struct park *p)

@@ -131,6 +131,11 @@ static void shell_report(void *arg, struct shell_report *rep)
 		finish_current(s, rep->status);
 	else if (strcmp(rep->seq, "i") != 0)
 		log_warnx("session %s: unexpected report '%s'", s->id, rep->seq);
+	if (s->ready && !strcmp(rep->seq, "i")) { /* up: the mkdir succeeds */
+		ticket_done(s->ready, 0);
+		ticket_unref(s->ready);
+		s->ready = NULL;
+	}
 	if (s->st != SH_DYING)
 		s->st = SH_IDLE;
 	exec_pump(s);
@@ -180,11 +185,17 @@ static void shell_exited(void *arg, int wstatus, int start_err)
 	else if (was_starting && !TAILQ_EMPTY(&s->queue) && !s->restart_wanted)
 		/* A shell that cannot start would be restarted forever: fail the op instead. */
 		fail_first_queued(s, wstatus, start_err);
+	if (was_starting && s->ready) {
+		/* Its mkdir is still waiting: it fails, and no half session remains. */
+		while (!TAILQ_EMPTY(&s->queue))
+			fail_first_queued(s, wstatus, start_err);
+		session_start_failed(s, start_err ? -start_err : -EIO);
+	}
 	if (s->gone) {
 		ticket_done(s->gone, 0);
 		ticket_unref(s->gone);
 		s->gone = NULL;
-	} else if (s->restart_wanted) {
+	} else if (s->restart_wanted && !s->removed) {
 		s->restart_wanted = false;
 		if (exec_start_shell(s) < 0)
 			exec_pump(s); /* which fails what is queued */

@@ -88,7 +88,7 @@ static struct session *find_locked(const char *id)
 
 /* Core lock held: a new session with its shell started, in the table; NULL and *err if the
  * shell cannot be started (its pipes, descriptors, memory), and then nothing of it remains. */
-static struct session *create_locked(const char *id, int *err)
+static struct session *create_locked(const char *id, struct ticket **ready, int *err)
 {
 	struct session *s = xcalloc(1, sizeof(*s));
 	char cgname[32];
@@ -121,10 +121,31 @@ static struct session *create_locked(const char *id, int *err)
 		return NULL;
 	}
 	TAILQ_INSERT_TAIL(&sessions, s, link);
+	if (ready) {
+		s->ready = *ready = ticket_new();
+		ticket_ref(*ready);
+	}
 	return s;
 }
 
-int session_create(const char *id, struct session **out)
+void session_start_failed(struct session *s, int err)
+{
+	struct ticket *ready = s->ready;
+
+	s->ready = NULL;
+	if (!s->removed) {
+		log_warnx("session %s removed: its shell did not come up", s->id);
+		TAILQ_REMOVE(&sessions, s, link);
+		exec_teardown(s);
+		session_unref(s); /* the table's; the caller still holds the shell's */
+	} else {
+		err = -ENOENT; /* removed by an rmdir meanwhile */
+	}
+	ticket_done(ready, err);
+	ticket_unref(ready);
+}
+
+int session_create(const char *id, struct session **out, struct ticket **ready)
 {
 	struct session *s;
 	int err = 0;
@@ -136,7 +157,7 @@ int session_create(const char *id, struct session **out)
 		core_unlock();
 		return -EEXIST;
 	}
-	s = create_locked(id, &err);
+	s = create_locked(id, ready, &err);
 	if (s && out) {
 		session_ref(s);
 		*out = s;
@@ -154,7 +175,7 @@ int session_clone(char *id)
 	do
 		snprintf(id, SESSION_ID_MAX + 1, "s%u", ++counter);
 	while (find_locked(id));
-	create_locked(id, &err);
+	create_locked(id, NULL, &err);
 	core_unlock();
 	return err;
 }
@@ -617,6 +638,11 @@ void sessions_shutdown(void)
 			exec_op_fail(op, 128 + SIGKILL, 0, NULL);
 		}
 		stdin_end(s);
+		if (s->ready) {
+			ticket_done(s->ready, -ENOENT);
+			ticket_unref(s->ready);
+			s->ready = NULL;
+		}
 		if (s->sh) {
 			shell_abandon(s->sh);
 			s->sh = NULL;

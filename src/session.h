@@ -34,8 +34,10 @@ void sessions_init(const struct config *cfg, const char *spool_dir, const char *
 void sessions_shutdown(void);
 
 bool session_id_valid(const char *id, size_t len);
-/* 0 and *out (referenced, may be NULL) or -EINVAL / -EEXIST / -errno. */
-int session_create(const char *id, struct session **out);
+/* 0 and *out (referenced, may be NULL) or -EINVAL / -EEXIST / -errno (its shell cannot be
+ * started: descriptors, memory; nothing of it remains). With ready, *ready is a ticket done with
+ * 0 once the shell is up, or with -errno if it died at start, and then the session is gone. */
+int session_create(const char *id, struct session **out, struct ticket **ready);
 /* Creates a session with a fresh id, written to id (SESSION_ID_MAX + 1 bytes). */
 int session_clone(char *id);
 /* -ENOENT, -EBUSY for the default session; else 0 and a ticket done once its shell is gone. */

@@ -87,6 +87,7 @@ struct session {
 	struct envlist env;     /* as the shell last reported it */
 	char *cwd;
 	struct ticket *gone;
+	struct ticket *ready;   /* a mkdir waiting for the first shell to be up */
 	TAILQ_ENTRY(session) link;
 };
 
@@ -94,6 +95,9 @@ extern const struct config *session_cfg;
 extern const struct identity *session_owner;
 extern char *session_spool_dir;
 
+/* Core lock held: the first shell died before it was up (err: -errno); the session leaves the
+ * table and the mkdir waiting on s->ready fails with err. */
+void session_start_failed(struct session *s, int err);
 /* Core lock held: the environment the next command would start with. */
 void session_next_env(struct session *s, struct envlist *next);
 

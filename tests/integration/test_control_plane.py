@@ -266,3 +266,55 @@ def test_output_past_a_full_spool_disk_is_dropped_and_said_so():
         assert re.fullmatch(r"ENOSPC: writing its stdout spool: .+", st["error"]), st
         os.unlink(filler)
         assert_runs(m, s, "after")
+
+
+# --- processes ---------------------------------------------------------------------------------
+
+FORK_ALL = (
+    "python3 -c 'import os, sys, time\n"
+    "n = 0\n"
+    "while True:\n"
+    "    try:\n"
+    "        pid = os.fork()\n"
+    "    except OSError:\n"
+    "        break\n"
+    "    if pid == 0:\n"
+    "        time.sleep(1000)\n"
+    "        os._exit(0)\n"
+    "    n += 1\n"
+    "print(n, flush=True)\n"
+    "time.sleep(1000)\n'"
+)
+
+
+@needs_root
+def test_mkdir_fails_whole_when_the_launcher_cannot_fork_its_shell():
+    with mount_with("[sandbox]\npids_max = 64\n") as m:
+        if "pids" not in read_bytes(m.mnt / "limits").decode():
+            pytest.skip("no pids controller: pids_max is not enforced")
+        s = m.new_session()
+        hog = s / "procs" / "hog"
+        bounded(os.mkdir, hog)
+        write_bytes(hog / "cmd", FORK_ALL)
+
+        def first_line():  # the open waits for the first byte, the read returns what is there
+            fd = os.open(hog / "stdout", os.O_RDONLY)
+            try:
+                return os.read(fd, 64)
+            finally:
+                os.close(fd)
+
+        forked = bounded(first_line, timeout=30, what="the sandbox to be full of processes")
+        assert forked.strip().isdigit(), (forked, status(hog))
+        name = uniq("nopid")
+        assert mkdir_errno(m.sessions / name) == errno.EAGAIN
+        assert name not in os.listdir(m.sessions)
+        # a command of a session whose shell is there still runs when it needs no fork
+        out, err, code = m.run(s, "echo still")
+        assert (out, code) == (b"still\n", 0), (out, err, code)
+        bounded(os.rmdir, hog)
+        # the killed processes leave as they are reaped: then there is room again
+        wait_until(lambda: mkdir_errno(m.sessions / name) != errno.EAGAIN, 10,
+                   "room for a new session's shell", show=lambda: read_bytes(m.mnt / "limits"))
+        assert name in os.listdir(m.sessions)
+        assert_runs(m, m.sessions / name, "room-again")
