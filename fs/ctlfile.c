@@ -31,6 +31,7 @@ struct ctlfh {
 	struct session *s;
 	struct run *run;       /* stdout, stderr, exit: the latest run when opened */
 	char *snap;            /* README, clone, env, cwd, cmd: the text read back */
+	struct ticket *ready;  /* clone: done once the new session's shell is up */
 	size_t snaplen;
 	pthread_mutex_t lock;  /* wbuf and poll state */
 	char *wbuf;            /* cmd: the script so far; env: a partial last line */
@@ -65,6 +66,8 @@ static void fh_free(struct ctlfh *fh)
 		session_unref(fh->s);
 	if (fh->ph)
 		fuse_pollhandle_destroy(fh->ph);
+	if (fh->ready)
+		ticket_unref(fh->ready);
 	pthread_mutex_destroy(&fh->lock);
 	free(fh->snap);
 	free(fh->wbuf);
@@ -119,7 +122,7 @@ static int open_snapshot(struct ctlfh *fh)
 		fh->snaplen = strlen(fh->snap);
 		break;
 	case K_CLONE:
-		rc = session_clone(id);
+		rc = session_clone(id, &fh->ready);
 		if (rc < 0)
 			return rc;
 		fh->snap = xasprintf("%s\n", id);
@@ -229,7 +232,20 @@ static void open_req_free(void *arg)
 static int open_attempt(struct park *p)
 {
 	struct open_req *orq = park_arg(p);
+	int result;
 
+	if (orq->fh->ready) {
+		/* clone: the session is there once its shell is up, or the open fails */
+		if (ticket_wait(orq->fh->ready, &result, park_waiter(p)) < 0)
+			return -EAGAIN;
+		if (result < 0) {
+			fuse_reply_err(park_req(p), -result);
+			return 0;
+		}
+		orq->opened = true;
+		fuse_reply_open(park_req(p), &orq->fi);
+		return 0;
+	}
 	if (!stream_started(orq->fh, park_waiter(p)))
 		return -EAGAIN;
 	orq->opened = true;
@@ -239,7 +255,7 @@ static int open_attempt(struct park *p)
 
 /* An empty output of a running command opens once it has a first byte (or ended): tools that
  * see an empty regular file read it as a pipe to EOF (GNU tail -f does), which would block
- * until the command ends instead of following it. */
+ * until the command ends instead of following it. clone opens once its session's shell is up. */
 static void park_open(fuse_req_t req, struct ctlfh *fh, struct fuse_file_info *fi)
 {
 	struct open_req *orq = xmalloc(sizeof(*orq));
@@ -284,7 +300,8 @@ void ctl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fi->fh = (uint64_t)(uintptr_t)fh;
 	fi->direct_io = 1;
 	fi->keep_cache = 0;
-	if (is_stream(k) && fh->run && !(fi->flags & O_NONBLOCK) && !stream_started(fh, NULL)) {
+	if (fh->ready ||
+	    (is_stream(k) && fh->run && !(fi->flags & O_NONBLOCK) && !stream_started(fh, NULL))) {
 		park_open(req, fh, fi);
 		return;
 	}

@@ -166,7 +166,7 @@ int session_create(const char *id, struct session **out, struct ticket **ready)
 	return err;
 }
 
-int session_clone(char *id)
+int session_clone(char *id, struct ticket **ready)
 {
 	static unsigned counter;
 	int err = 0;
@@ -175,7 +175,7 @@ int session_clone(char *id)
 	do
 		snprintf(id, SESSION_ID_MAX + 1, "s%u", ++counter);
 	while (find_locked(id));
-	create_locked(id, NULL, &err);
+	create_locked(id, ready, &err);
 	core_unlock();
 	return err;
 }

@@ -38,8 +38,9 @@ bool session_id_valid(const char *id, size_t len);
  * started: descriptors, memory; nothing of it remains). With ready, *ready is a ticket done with
  * 0 once the shell is up, or with -errno if it died at start, and then the session is gone. */
 int session_create(const char *id, struct session **out, struct ticket **ready);
-/* Creates a session with a fresh id, written to id (SESSION_ID_MAX + 1 bytes). */
-int session_clone(char *id);
+/* Creates a session with a fresh id, written to id (SESSION_ID_MAX + 1 bytes); errors and
+ * *ready as session_create. */
+int session_clone(char *id, struct ticket **ready);
 /* -ENOENT, -EBUSY for the default session; else 0 and a ticket done once its shell is gone. */
 int session_remove(const char *id, struct ticket **gone);
 struct session *session_find(const char *id);

@@ -307,8 +307,14 @@ def test_mkdir_fails_whole_when_the_launcher_cannot_fork_its_shell():
         forked = bounded(first_line, timeout=30, what="the sandbox to be full of processes")
         assert forked.strip().isdigit(), (forked, status(hog))
         name = uniq("nopid")
+        before = sorted(os.listdir(m.sessions))
         assert mkdir_errno(m.sessions / name) == errno.EAGAIN
         assert name not in os.listdir(m.sessions)
+        # the same for a session made by reading clone
+        with pytest.raises(OSError) as exc:
+            read_bytes(m.sessions / "clone")
+        assert exc.value.errno == errno.EAGAIN, exc.value
+        assert sorted(os.listdir(m.sessions)) == before
         # a command of a session whose shell is there still runs when it needs no fork
         out, err, code = m.run(s, "echo still")
         assert (out, code) == (b"still\n", 0), (out, err, code)
