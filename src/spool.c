@@ -13,13 +13,16 @@
 #include "log.h"
 #include "xmalloc.h"
 
-/* Whether the file's filesystem has a block left for it (root may use the reserved ones). */
+/* Whether the file's filesystem has a block left for it (root may use the reserved ones). One
+ * that counts no blocks at all (tmpfs without a size, some network filesystems) is not full. */
 static int has_room(int fd)
 {
 	struct statvfs vfs;
 
 	if (fstatvfs(fd, &vfs) < 0)
 		return -errno;
+	if (vfs.f_blocks == 0)
+		return 0;
 	return (geteuid() == 0 ? vfs.f_bfree : vfs.f_bavail) > 0 ? 0 : -ENOSPC;
 }
 
