@@ -245,3 +245,46 @@ def test_error_exit_still_publishes_changes(case):
     with pytest.raises(OSError) as exc:
         os.stat(w / "nothing")
     assert exc.value.errno == errno.ENOENT
+
+
+
+@pytest.fixture
+def small_queue_mount():
+    """A FUSE-workspace mount whose inotify queue holds 64 events (the limit applies when the
+    daemon makes its instance, at start; it is put back at once)."""
+    knob = "/proc/sys/fs/inotify/max_queued_events"
+    old = open(knob).read()
+    m = ConfMount(tempfile.mkdtemp(prefix="sbxfs-coh-"), CONFIGS["passthrough"])
+    try:
+        with open(knob, "w") as f:
+            f.write("64")
+        try:
+            m.start()
+        finally:
+            with open(knob, "w") as f:
+                f.write(old)
+        yield m
+    finally:
+        problems = m.stop()
+        m.cleanup_tmp()
+        assert not problems, "unclean shutdown:\n" + "\n".join(problems)
+
+
+def test_queue_overflow_invalidates_everything(small_queue_mount):
+    """A command makes more changes than the queue holds (it overflows): the kernel forgets
+    everything it kept, absences included, rather than keep a stale part of it."""
+    m = small_queue_mount
+    s = m.new_session()
+    w = m.workspace
+    run_ok(m, s, "mkdir sub; echo old > sub/keep; touch gone")
+    assert (w / "sub" / "keep").read_text() == "old\n"
+    assert os.path.exists(w / "gone")
+    enoent(w / "n999")
+    enoent(w / "sub" / "late")
+    run_ok(m, s, "touch $(seq -f n%g 0 999); echo new > sub/keep; echo late > sub/late; rm gone")
+    assert "overflow" in m.daemon_log()
+    assert (w / "sub" / "late").read_text() == "late\n"
+    assert (w / "sub" / "keep").read_text() == "new\n"
+    assert os.stat(w / "n999").st_size == 0
+    enoent(w / "gone")
+    assert len(os.listdir(w)) == 1001
