@@ -1,7 +1,9 @@
-/* The workspace passthrough: the FUSE handlers of everything under MOUNT/workspace/, and its
- * setup. The inode table and the descriptor budget are wsinode.c's, the coherence with the
- * sandbox's own changes wsinval.c's, the caller's credentials wscred.c's, and what libfuse 3.14
- * does not know (passthrough, killpriv v2, O_TMPFILE) wsdev.c's.
+/* The workspace passthrough, everything under MOUNT/workspace/: the handlers of names,
+ * attributes, extended attributes and statfs, the helpers all handlers share, the operation
+ * table, and the setup. Open files are wsfile.c's, open directories wsdir.c's, the inode table
+ * and the descriptor budget wsinode.c's, the coherence with the sandbox's own changes
+ * wsinval.c's, the caller's credentials wscred.c's, and what libfuse 3.14 does not know
+ * (passthrough, killpriv v2, O_TMPFILE) wsdev.c's.
  *
  * Each inode has an O_PATH|O_NOFOLLOW fd of its backing file and every operation is done
  * relative to such an fd (or through its /proc/self/fd magic link, which names the inode itself
@@ -25,19 +27,15 @@
  * refers to (nor an open file), so handlers use inodes without holding them. */
 #include "ws_priv.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/xattr.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "idmap.h"
@@ -47,62 +45,12 @@
 _Static_assert(sizeof(fuse_ino_t) >= sizeof(void *), "inode numbers hold pointers");
 _Static_assert(_Alignof(max_align_t) >= 2, "malloc'd inodes must have even addresses");
 
-/* An open directory; it keeps its inode's fd in use. */
-struct ws_dir {
-	pthread_mutex_t lock;
-	struct ws_inode *in;
-	DIR *dp; /* opened at the first readdir: with cached listings there may be none */
-	off_t offset;		/* d_off of the last entry handed out: where dp stands */
-	struct dirent *pending; /* read from dp but not yet handed out (buffer was full) */
-};
-
 static struct ws_opts opts;
 
 /* ---- helpers ---- */
 
-#define PROC_FD_LEN 32
-
-/* The magic link naming the inode behind fd: opening or following it reaches that inode
- * itself (a symlink included, which is not followed further), never a path. */
-static const char *proc_path(char buf[PROC_FD_LEN], int fd)
-{
-	snprintf(buf, PROC_FD_LEN, "/proc/self/fd/%d", fd);
-	return buf;
-}
-
-static int neg_errno(int res)
-{
-	return res == -1 ? -errno : 0;
-}
-
-static void reply_res(fuse_req_t req, int res)
-{
-	fuse_reply_err(req, -res);
-}
-
-/* The fd of inode ino, in use until put(ino); -errno. */
-static int use(fuse_ino_t ino)
-{
-	return wsn_use(inode_of(ino));
-}
-
-static void put(fuse_ino_t ino)
-{
-	wsn_unuse(inode_of(ino));
-}
-
-static struct ws_file *file_of(struct fuse_file_info *fi)
-{
-	return (struct ws_file *)(uintptr_t)fi->fh;
-}
-
-static int file_fd(struct fuse_file_info *fi)
-{
-	return file_of(fi)->fd;
-}
-
 /* Attributes as the kernel sees them: owners through the idmap. */
-static int stat_fd(int fd, struct stat *st)
+int ws_stat_fd(int fd, struct stat *st)
 {
 	int res = neg_errno(fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW));
 
@@ -112,14 +60,14 @@ static int stat_fd(int fd, struct stat *st)
 }
 
 /* Whether the kernel may keep what it learns of in (wsinval.c sees its changes). */
-static bool cacheable(struct ws_inode *in)
+bool ws_cacheable(struct ws_inode *in)
 {
 	return opts.cache && !__atomic_load_n(&in->uncached, __ATOMIC_RELAXED);
 }
 
-static double attr_timeout(struct ws_inode *in)
+double ws_attr_timeout(struct ws_inode *in)
 {
-	return cacheable(in) ? opts.timeout : 0;
+	return ws_cacheable(in) ? opts.timeout : 0;
 }
 
 /* Replies an entry; when the reply does not reach the kernel, its lookup never counted. */
@@ -129,7 +77,7 @@ static void reply_entry(fuse_req_t req, const struct fuse_entry_param *e)
 		wsn_forget(inode_of(e->ino), 1);
 }
 
-static void warn_nofile(int err)
+void ws_warn_nofile(int err)
 {
 	static bool warned;
 
@@ -140,18 +88,18 @@ static void warn_nofile(int err)
 }
 
 /* Looks name up in parent (whose fd, in use, is pfd), counting one kernel lookup. */
-static int lookup_in(fuse_ino_t parent, int pfd, const char *name, struct fuse_entry_param *e)
+int ws_lookup_in(fuse_ino_t parent, int pfd, const char *name, struct fuse_entry_param *e)
 {
 	int res = wsn_lookup(inode_of(parent), pfd, name, e, opts.timeout);
 
-	warn_nofile(-res);
+	ws_warn_nofile(-res);
 	return res;
 }
 
 /* Flags to reopen a file through its magic link: O_NOFOLLOW would refuse the link itself;
  * O_DIRECT is dropped because FUSE direct I/O reaches us with unaligned buffers and offsets
  * (the kernel keeps the caller's O_DIRECT semantics: no page cache on its side). */
-static int reopen_flags(int flags)
+int ws_reopen_flags(int flags)
 {
 	return (flags & ~(O_NOFOLLOW | O_DIRECT | O_CREAT | O_EXCL | O_NOCTTY)) | O_CLOEXEC;
 }
@@ -173,13 +121,13 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		reply_res(req, pfd);
 		return;
 	}
-	res = lookup_in(parent, pfd, name, &e);
+	res = ws_lookup_in(parent, pfd, name, &e);
 	put(parent);
 	if (res == -ENOENT && opts.cache) {
 		/* A negative entry: ino 0 lets the kernel cache the absence, which wsinval.c
 		 * drops when the name appears, if it sees the directory. */
 		memset(&e, 0, sizeof(e));
-		e.entry_timeout = attr_timeout(inode_of(parent));
+		e.entry_timeout = ws_attr_timeout(inode_of(parent));
 		fuse_reply_entry(req, &e);
 		return;
 	}
@@ -210,12 +158,12 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 static void reply_attr(fuse_req_t req, fuse_ino_t ino, int fd)
 {
 	struct stat st;
-	int res = stat_fd(fd, &st);
+	int res = ws_stat_fd(fd, &st);
 
 	if (res)
 		reply_res(req, res);
 	else
-		fuse_reply_attr(req, &st, attr_timeout(inode_of(ino)));
+		fuse_reply_attr(req, &st, ws_attr_timeout(inode_of(ino)));
 }
 
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -273,7 +221,7 @@ static int set_times(int fd, int valid, const struct stat *attr)
 
 /* Whether a write by someone without CAP_FSETID must clear bits of mode: S_ISUID, and S_ISGID
  * of a group-executable file (a mandatory-locking one keeps it), as the VFS does. */
-static mode_t sxid_to_kill(mode_t mode)
+mode_t ws_sxid_to_kill(mode_t mode)
 {
 	mode_t kill = mode & S_ISUID;
 
@@ -284,7 +232,7 @@ static mode_t sxid_to_kill(mode_t mode)
 
 /* The request asked to kill suid/sgid (killpriv v2): the daemon's own write or truncate would
  * not, having CAP_FSETID. */
-static int kill_suidgid(int fd)
+int ws_kill_suidgid(int fd)
 {
 	char p[PROC_FD_LEN];
 	struct stat st;
@@ -292,9 +240,9 @@ static int kill_suidgid(int fd)
 
 	if (!wsd_take_kill_suidgid())
 		return 0;
-	if (stat_fd(fd, &st) != 0 || !S_ISREG(st.st_mode))
+	if (ws_stat_fd(fd, &st) != 0 || !S_ISREG(st.st_mode))
 		return 0;
-	kill = sxid_to_kill(st.st_mode);
+	kill = ws_sxid_to_kill(st.st_mode);
 	if (!kill)
 		return 0;
 	return neg_errno(chmod(proc_path(p, fd), st.st_mode & 07777 & ~kill));
@@ -322,7 +270,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
 			      FUSE_SET_ATTR_MTIME_NOW)))
 		res = set_times(fd, valid, attr);
 	if (!res)
-		res = kill_suidgid(fd);
+		res = ws_kill_suidgid(fd);
 	if (res)
 		reply_res(req, res);
 	else
@@ -363,7 +311,7 @@ static void reply_made(fuse_req_t req, fuse_ino_t parent, int pfd, const char *n
 	struct fuse_entry_param e;
 
 	if (!res)
-		res = lookup_in(parent, pfd, name, &e);
+		res = ws_lookup_in(parent, pfd, name, &e);
 	put(parent);
 	if (res)
 		reply_res(req, res);
@@ -487,7 +435,7 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 	wsc_restore(&c);
 	memset(&e, 0, sizeof(e));
 	if (!res)
-		res = stat_fd(fd, &e.attr);
+		res = ws_stat_fd(fd, &e.attr);
 	if (!res)
 		wsn_renamed(inode_of(newparent), nfd, newname);
 	put(newparent);
@@ -497,541 +445,9 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 		return;
 	}
 	e.ino = ino;
-	e.attr_timeout = e.entry_timeout = attr_timeout(inode_of(ino));
+	e.attr_timeout = e.entry_timeout = ws_attr_timeout(inode_of(ino));
 	wsn_ref_again(inode_of(ino));
 	reply_entry(req, &e);
-}
-
-/* ---- files ---- */
-
-/* A passthrough write would not clear suid/sgid (the kernel leaves it to us with killpriv v2,
- * and the backing write runs with the daemon's CAP_FSETID), so such files are written through
- * the daemon, which sees FUSE_WRITE_KILL_SUIDGID. */
-static bool writes_need_kill(int fd, int flags)
-{
-	struct stat st;
-
-	return (flags & O_ACCMODE) != O_RDONLY && fstat(fd, &st) == 0 && sxid_to_kill(st.st_mode);
-}
-
-/* Closes an open file: its fd (dropping a flock() taken through it), its share of the backing
- * file, and the use of its inode's fd. */
-static void file_free(struct ws_file *f, struct ws_inode *in)
-{
-	if (f->pt)
-		wsd_backing_put(f->pt);
-	close(f->fd);
-	wsn_fd_closed();
-	wsn_unuse(in);
-	free(f);
-}
-
-/* Replies an open or create of the backing fd (taken, counted, as is a use of in's fd) with
- * the kernel's caching mode: passthrough (reads, writes and mmap go to the backing file in the
- * kernel, no FUSE page cache) when the connection has it, else the FUSE page cache (kept with
- * ws_opts.cache). Some opens need their reads and writes to come to the daemon instead (direct
- * I/O): O_DIRECT ones, whose unaligned buffers the backing file would refuse, writers of
- * suid/sgid files (killpriv), and writers sharing a read-only backing file; with passthrough
- * they are passthrough and direct I/O at once (the kernel then only maps through the backing
- * file). Returns what fuse_reply_open/create returned. */
-static int reply_opened(fuse_req_t req, struct ws_inode *in, struct fuse_file_info *fi, int fd,
-			const struct fuse_entry_param *e)
-{
-	struct ws_file *f = xcalloc(1, sizeof(*f));
-	bool write = (fi->flags & O_ACCMODE) != O_RDONLY, rw = false;
-	int rc, id;
-
-	f->fd = fd;
-	fi->fh = (uint64_t)(uintptr_t)f;
-	/* Writes are write-through, so close has nothing to flush: skip the FLUSH round trip.
-	 * (POSIX locks are the kernel's, released by the kernel at close.) */
-	fi->noflush = 1;
-	fi->direct_io = (fi->flags & O_DIRECT) != 0;
-	if (wsd_pt_wanted()) {
-		/* An inode that has a backing file keeps it even if the kernel stopped taking
-		 * new ones: all its opens must name it. */
-		id = wsd_backing_get(in, fi->flags, &rw);
-		if (id > 0) {
-			f->pt = in;
-			wsd_reply_backing(id);
-			if ((write && !rw) || writes_need_kill(fd, fi->flags))
-				fi->direct_io = 1;
-		} else if (wsd_pt_active()) {
-			/* This file could not be registered (ELOOP, EMFILE...). Direct I/O takes no
-			 * inode I/O mode, so it fits later passthrough opens of the inode. */
-			fi->direct_io = 1;
-		}
-	}
-	if (!fi->direct_io && !f->pt) {
-		/* Without caching, pages are dropped at each open (close-to-open consistency); with
-		 * it, the kernel drops them itself when a revalidation finds another mtime or size,
-		 * or wsinval.c when the sandbox writes the file. */
-		fi->keep_cache = cacheable(in);
-	}
-	rc = e ? fuse_reply_create(req, e, fi) : fuse_reply_open(req, fi);
-	wsd_reply_backing(0);
-	if (rc != 0)
-		file_free(f, in);
-	return rc;
-}
-
-static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	char p[PROC_FD_LEN];
-	int ifd = use(ino), fd;
-
-	if (ifd < 0) {
-		reply_res(req, ifd);
-		return;
-	}
-	wsn_fd_opening();
-	fd = open(proc_path(p, ifd), reopen_flags(fi->flags));
-	if (fd == -1) {
-		int err = errno;
-
-		wsn_fd_closed();
-		put(ino);
-		warn_nofile(err);
-		fuse_reply_err(req, err);
-		return;
-	}
-	kill_suidgid(fd); /* O_TRUNC */
-	reply_opened(req, inode_of(ino), fi, fd, NULL);
-}
-
-/* The name the create handler gets for an O_TMPFILE open (see wsdev.c): the kernel names the
- * unnamed file "/", which no real name can be. */
-static bool is_tmpfile_name(const char *name)
-{
-	return name[0] == '/' && name[1] == '\0';
-}
-
-/* An unnamed file in parent (fd pfd): its inode fd is an O_PATH reopen of the open file. */
-static int create_tmpfile(fuse_ino_t parent, int pfd, int flags, mode_t mode, int *fdp,
-			  struct fuse_entry_param *e)
-{
-	char p[PROC_FD_LEN];
-	int fd, ifd, res;
-
-	memset(e, 0, sizeof(*e));
-	fd = openat(pfd, ".", (flags & ~(O_CREAT | O_EXCL | O_DIRECT)) | O_CLOEXEC, mode);
-	if (fd == -1)
-		return -errno;
-	ifd = open(proc_path(p, fd), O_PATH | O_CLOEXEC);
-	if (ifd == -1 || (res = stat_fd(ifd, &e->attr)) != 0) {
-		res = -errno;
-		if (ifd != -1)
-			close(ifd);
-		close(fd);
-		return res;
-	}
-	e->ino = wsn_ref_fd(inode_of(parent), ifd, &e->attr);
-	e->attr_timeout = e->entry_timeout = attr_timeout(inode_of(e->ino));
-	*fdp = fd;
-	return 0;
-}
-
-/* O_NOFOLLOW: the kernel resolved the name as absent, so if it is a symlink now (made in the
- * backing dir meanwhile) refuse it rather than create wherever it points. */
-static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-		      struct fuse_file_info *fi)
-{
-	struct fuse_entry_param e;
-	struct ws_cred c;
-	int fd = -1, flags = (fi->flags & ~(O_DIRECT | O_NOCTTY)) | O_CREAT | O_NOFOLLOW | O_CLOEXEC;
-	int pfd = use(parent), ifd;
-	bool existed;
-	int res;
-
-	if (pfd < 0) {
-		reply_res(req, pfd);
-		return;
-	}
-	wsn_fd_opening();
-	wsc_as_caller(req, &c);
-	if (is_tmpfile_name(name)) {
-		res = create_tmpfile(parent, pfd, fi->flags, mode, &fd, &e);
-		existed = false;
-	} else {
-		existed = c.adopt && faccessat(pfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
-		fd = openat(pfd, name, flags, mode);
-		res = fd == -1 ? -errno : 0;
-	}
-	if (!res && !existed) {
-		wsc_adopt_new(&c, pfd, name, fd);
-		if (c.adopt && is_tmpfile_name(name))
-			stat_fd(fd, &e.attr); /* the owner it was given */
-	}
-	wsc_restore(&c);
-	if (!res)
-		kill_suidgid(fd); /* an existing file truncated */
-	if (!res && !is_tmpfile_name(name))
-		res = lookup_in(parent, pfd, name, &e);
-	put(parent);
-	ifd = res ? res : use(e.ino);
-	if (ifd < 0) {
-		warn_nofile(-ifd);
-		if (!res)
-			wsn_forget(inode_of(e.ino), 1);
-		if (fd != -1)
-			close(fd);
-		wsn_fd_closed();
-		reply_res(req, ifd);
-		return;
-	}
-	if (reply_opened(req, inode_of(e.ino), fi, fd, &e) != 0)
-		wsn_forget(inode_of(e.ino), 1);
-}
-
-static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		    struct fuse_file_info *fi)
-{
-	struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
-
-	(void)ino;
-	buf.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-	buf.buf[0].fd = file_fd(fi);
-	buf.buf[0].pos = off;
-	fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE); /* replies the error itself */
-}
-
-static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t off,
-			 struct fuse_file_info *fi)
-{
-	struct fuse_bufvec out = FUSE_BUFVEC_INIT(fuse_buf_size(in));
-	ssize_t n;
-
-	(void)ino;
-	kill_suidgid(file_fd(fi));
-	if (in->count == 1 && !(in->buf[0].flags & FUSE_BUF_IS_FD)) {
-		n = pwrite(file_fd(fi), in->buf[0].mem, in->buf[0].size, off);
-		if (n == -1)
-			fuse_reply_err(req, errno);
-		else
-			fuse_reply_write(req, (size_t)n);
-		return;
-	}
-	out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-	out.buf[0].fd = file_fd(fi);
-	out.buf[0].pos = off;
-	n = fuse_buf_copy(&out, in, FUSE_BUF_SPLICE_MOVE);
-	if (n < 0)
-		fuse_reply_err(req, (int)-n);
-	else
-		fuse_reply_write(req, (size_t)n);
-}
-
-/* Only used if the dispatcher has no write_buf; same as above from memory. */
-static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
-		     struct fuse_file_info *fi)
-{
-	ssize_t n;
-
-	(void)ino;
-	kill_suidgid(file_fd(fi));
-	n = pwrite(file_fd(fi), buf, size, off);
-	if (n == -1)
-		fuse_reply_err(req, errno);
-	else
-		fuse_reply_write(req, (size_t)n);
-}
-
-/* Not sent while opens say noflush; kept for a kernel that sends it anyway. Closing a
- * duplicate reports deferred write errors (NFS etc.) without closing fh. */
-static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	int dup = fcntl(file_fd(fi), F_DUPFD_CLOEXEC, 0);
-
-	(void)ino;
-	if (dup == -1)
-		fuse_reply_err(req, errno);
-	else
-		reply_res(req, neg_errno(close(dup)));
-}
-
-static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	file_free(file_of(fi), inode_of(ino));
-	fuse_reply_err(req, 0);
-}
-
-static int sync_fd(int fd, int datasync)
-{
-	return neg_errno(datasync ? fdatasync(fd) : fsync(fd));
-}
-
-static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
-{
-	(void)ino;
-	reply_res(req, sync_fd(file_fd(fi), datasync));
-}
-
-/* Every mode goes to the backing filesystem; the kernel itself refuses the modes FUSE has no
- * page cache handling for (collapse and insert range) before they get here. */
-static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
-			 struct fuse_file_info *fi)
-{
-	(void)ino;
-	reply_res(req, neg_errno(fallocate(file_fd(fi), mode, offset, length)));
-}
-
-static void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
-			       struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
-			       struct fuse_file_info *fi_out, size_t len, int flags)
-{
-	ssize_t n;
-
-	(void)ino_in;
-	(void)ino_out;
-	n = copy_file_range(file_fd(fi_in), &off_in, file_fd(fi_out), &off_out, len,
-			    (unsigned int)flags);
-	if (n == -1)
-		fuse_reply_err(req, errno);
-	else
-		fuse_reply_write(req, (size_t)n);
-}
-
-static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
-		     struct fuse_file_info *fi)
-{
-	off_t res = lseek(file_fd(fi), off, whence);
-
-	(void)ino;
-	if (res == -1)
-		fuse_reply_err(req, errno);
-	else
-		fuse_reply_lseek(req, res);
-}
-
-/* flock() on fh, which is one open file description per open of the mount, as flock wants,
- * and which a sandbox process's flock() on the backing file sees. A blocking request polls with
- * LOCK_NB (what a blocking flock does to an upgraded lock meanwhile is the same: the old lock
- * is gone while it waits) so that an interrupt (Ctrl-C) can end it with EINTR. */
-static void op_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op)
-{
-	struct timespec delay = {0, 250 * 1000};
-	int fd = file_fd(fi);
-
-	(void)ino;
-	if ((op & LOCK_NB) || (op & LOCK_UN)) {
-		reply_res(req, neg_errno(flock(fd, op)));
-		return;
-	}
-	for (;;) {
-		if (flock(fd, op | LOCK_NB) == 0) {
-			fuse_reply_err(req, 0);
-			return;
-		}
-		if (errno != EWOULDBLOCK && errno != EINTR) {
-			fuse_reply_err(req, errno);
-			return;
-		}
-		if (fuse_req_interrupted(req)) {
-			fuse_reply_err(req, EINTR);
-			return;
-		}
-		nanosleep(&delay, NULL);
-		if (delay.tv_nsec < 16 * 1000 * 1000)
-			delay.tv_nsec *= 2;
-	}
-}
-
-/* ---- directories ---- */
-
-static struct ws_dir *dir_of(struct fuse_file_info *fi)
-{
-	return (struct ws_dir *)(uintptr_t)fi->fh;
-}
-
-static void dir_free(struct ws_dir *d)
-{
-	if (d->dp) {
-		closedir(d->dp);
-		wsn_fd_closed();
-	}
-	wsn_unuse(d->in);
-	pthread_mutex_destroy(&d->lock);
-	free(d);
-}
-
-/* Opens the directory stream of d if it is not yet; 0 or -errno. Under d->lock. */
-static int dir_open_stream(struct ws_dir *d)
-{
-	int fd;
-
-	if (d->dp)
-		return 0;
-	wsn_fd_opening();
-	fd = openat(d->in->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd == -1) {
-		int res = -errno;
-
-		wsn_fd_closed();
-		warn_nofile(-res);
-		return res;
-	}
-	d->dp = fdopendir(fd);
-	if (!d->dp) {
-		int res = -errno;
-
-		close(fd);
-		wsn_fd_closed();
-		return res;
-	}
-	d->offset = 0;
-	return 0;
-}
-
-/* The kernel has checked the caller's right to read the directory; the daemon reads it at
- * the first READDIR, which does not come while the kernel serves the listing from its cache
- * (a warm `find` or `git status` costs one OPENDIR per directory, and no more). */
-static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	struct ws_dir *d;
-	int fd = use(ino);
-
-	if (fd < 0) {
-		reply_res(req, fd);
-		return;
-	}
-	d = xcalloc(1, sizeof(*d));
-	pthread_mutex_init(&d->lock, NULL);
-	d->in = inode_of(ino);
-	fi->fh = (uint64_t)(uintptr_t)d;
-	/* The kernel may keep the listing; with auto_inval_data it drops it when a revalidation
-	 * finds the directory's mtime changed, and wsinval.c when the sandbox changes it. */
-	fi->keep_cache = cacheable(d->in);
-	fi->cache_readdir = cacheable(d->in);
-	if (fuse_reply_open(req, fi) != 0)
-		dir_free(d);
-}
-
-static bool is_dot(const char *name)
-{
-	return name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'));
-}
-
-/* Adds one entry at p (rem bytes left). Returns the bytes used, 0 when it does not fit (the
- * entry stays pending), -ENOENT when it vanished (skip it), or another -errno. A plus entry
- * counts a lookup, given back when the entry does not fit; "." and ".." carry no inode. */
-static ssize_t dir_add(fuse_req_t req, struct ws_dir *d, char *p, size_t rem,
-		       const struct dirent *de, bool plus)
-{
-	struct fuse_entry_param e;
-	size_t n;
-	int res;
-
-	if (!plus) {
-		struct stat st = {.st_ino = de->d_ino, .st_mode = (mode_t)de->d_type << 12};
-
-		n = fuse_add_direntry(req, p, rem, de->d_name, &st, de->d_off);
-		return n > rem ? 0 : (ssize_t)n;
-	}
-	if (is_dot(de->d_name)) {
-		memset(&e, 0, sizeof(e));
-		e.attr.st_ino = de->d_ino;
-		e.attr.st_mode = (mode_t)de->d_type << 12;
-		n = fuse_add_direntry_plus(req, p, rem, de->d_name, &e, de->d_off);
-		return n > rem ? 0 : (ssize_t)n;
-	}
-	/* Measure first: a lookup is counted only for an entry that goes out. */
-	memset(&e, 0, sizeof(e));
-	n = fuse_add_direntry_plus(req, NULL, 0, de->d_name, &e, de->d_off);
-	if (n > rem)
-		return 0;
-	res = lookup_in(ino_of(d->in), dirfd(d->dp), de->d_name, &e);
-	if (res)
-		return res;
-	return (ssize_t)fuse_add_direntry_plus(req, p, rem, de->d_name, &e, de->d_off);
-}
-
-/* Fills buf from d at off; returns the bytes filled, or -errno if none were. */
-static ssize_t dir_fill(fuse_req_t req, struct ws_dir *d, char *buf, size_t size, off_t off,
-			bool plus)
-{
-	size_t used = 0;
-	ssize_t n = dir_open_stream(d);
-
-	if (n < 0)
-		return n;
-	if (off != d->offset) {
-		seekdir(d->dp, off);
-		d->offset = off;
-		d->pending = NULL;
-	}
-	for (;;) {
-		struct dirent *de = d->pending;
-
-		if (!de) {
-			errno = 0;
-			de = readdir(d->dp);
-			if (!de) {
-				n = -errno;
-				break;
-			}
-		}
-		d->pending = de;
-		n = dir_add(req, d, buf + used, size - used, de, plus);
-		if (n <= 0 && n != -ENOENT)
-			break;
-		used += n > 0 ? (size_t)n : 0;
-		d->offset = de->d_off;
-		d->pending = NULL;
-	}
-	return used > 0 || n >= 0 ? (ssize_t)used : n;
-}
-
-static void readdir_common(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi,
-			   bool plus)
-{
-	struct ws_dir *d = dir_of(fi);
-	char *buf = xmalloc(size);
-	ssize_t n;
-
-	pthread_mutex_lock(&d->lock);
-	n = dir_fill(req, d, buf, size, off, plus);
-	pthread_mutex_unlock(&d->lock);
-	if (n < 0)
-		fuse_reply_err(req, (int)-n);
-	else
-		fuse_reply_buf(req, buf, (size_t)n);
-	free(buf);
-}
-
-static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		       struct fuse_file_info *fi)
-{
-	(void)ino;
-	readdir_common(req, size, off, fi, false);
-}
-
-static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-			   struct fuse_file_info *fi)
-{
-	(void)ino;
-	readdir_common(req, size, off, fi, true);
-}
-
-static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	(void)ino;
-	dir_free(dir_of(fi));
-	fuse_reply_err(req, 0);
-}
-
-static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
-{
-	struct ws_dir *d = dir_of(fi);
-	int fd = openat(d->in->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), res;
-
-	(void)ino;
-	if (fd == -1) {
-		fuse_reply_err(req, errno);
-		return;
-	}
-	res = sync_fd(fd, datasync);
-	close(fd);
-	reply_res(req, res);
 }
 
 /* ---- file system, xattrs, access ---- */
@@ -1158,29 +574,29 @@ const struct fuse_lowlevel_ops ws_ops = {
     .symlink = op_symlink,
     .rename = op_rename,
     .link = op_link,
-    .open = op_open,
-    .read = op_read,
-    .write = op_write,
-    .write_buf = op_write_buf,
-    .flush = op_flush,
-    .release = op_release,
-    .fsync = op_fsync,
-    .opendir = op_opendir,
-    .readdir = op_readdir,
-    .readdirplus = op_readdirplus,
-    .releasedir = op_releasedir,
-    .fsyncdir = op_fsyncdir,
+    .open = wsf_open,
+    .read = wsf_read,
+    .write = wsf_write,
+    .write_buf = wsf_write_buf,
+    .flush = wsf_flush,
+    .release = wsf_release,
+    .fsync = wsf_fsync,
+    .opendir = wsdir_opendir,
+    .readdir = wsdir_readdir,
+    .readdirplus = wsdir_readdirplus,
+    .releasedir = wsdir_releasedir,
+    .fsyncdir = wsdir_fsyncdir,
     .statfs = op_statfs,
     .setxattr = op_setxattr,
     .getxattr = op_getxattr,
     .listxattr = op_listxattr,
     .removexattr = op_removexattr,
     .access = op_access,
-    .create = op_create,
-    .flock = op_flock,
-    .fallocate = op_fallocate,
-    .copy_file_range = op_copy_file_range,
-    .lseek = op_lseek,
+    .create = wsf_create,
+    .flock = wsf_flock,
+    .fallocate = wsf_fallocate,
+    .copy_file_range = wsf_copy_file_range,
+    .lseek = wsf_lseek,
 };
 
 /* ---- setup ---- */
@@ -1297,9 +713,9 @@ int ws_root_entry(struct fuse_entry_param *e)
 	int res;
 
 	memset(e, 0, sizeof(*e));
-	e->attr_timeout = attr_timeout(root);
+	e->attr_timeout = ws_attr_timeout(root);
 	e->entry_timeout = ROOT_ENTRY_TIMEOUT;
-	res = stat_fd(root->fd, &e->attr);
+	res = ws_stat_fd(root->fd, &e->attr);
 	if (res)
 		return res;
 	e->ino = ino_of(root);

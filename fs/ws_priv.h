@@ -1,13 +1,17 @@
 /* What the workspace's files share among themselves (not for the rest of fs/): the inode and
- * open file structures and each file's entry points. workspace.c has the FUSE handlers,
- * wsinode.c the inode table and the descriptor budget, wsinval.c the coherence with the
- * sandbox's changes, wscred.c the caller's credentials, wsdev.c what is done below libfuse. */
+ * open file structures and each file's entry points. workspace.c has the handlers of names and
+ * attributes, the shared helpers and the setup, wsfile.c those of open files, wsdir.c those of
+ * open directories, wsinode.c the inode table and the descriptor budget, wsinval.c the
+ * coherence with the sandbox's changes, wscred.c the caller's credentials, wsdev.c what is done
+ * below libfuse. */
 #ifndef SBX_WS_PRIV_H
 #define SBX_WS_PRIV_H
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/stat.h>
 
 #include "workspace.h"
@@ -63,6 +67,79 @@ static inline fuse_ino_t ino_of(struct ws_inode *in)
 	return (fuse_ino_t)(uintptr_t)in;
 }
 
+static inline struct ws_file *file_of(struct fuse_file_info *fi)
+{
+	return (struct ws_file *)(uintptr_t)fi->fh;
+}
+
+static inline int file_fd(struct fuse_file_info *fi)
+{
+	return file_of(fi)->fd;
+}
+
+#define PROC_FD_LEN 32
+
+/* The magic link naming the inode behind fd: opening or following it reaches that inode
+ * itself (a symlink included, which is not followed further), never a path. */
+static inline const char *proc_path(char buf[PROC_FD_LEN], int fd)
+{
+	snprintf(buf, PROC_FD_LEN, "/proc/self/fd/%d", fd);
+	return buf;
+}
+
+static inline int neg_errno(int res)
+{
+	return res == -1 ? -errno : 0;
+}
+
+static inline void reply_res(fuse_req_t req, int res)
+{
+	fuse_reply_err(req, -res);
+}
+
+/* ---- workspace.c: helpers of the handlers ---- */
+
+/* Attributes as the kernel sees them: owners through the idmap. */
+int ws_stat_fd(int fd, struct stat *st);
+/* Whether the kernel may keep what it learns of in, and for how long. */
+bool ws_cacheable(struct ws_inode *in);
+double ws_attr_timeout(struct ws_inode *in);
+void ws_warn_nofile(int err);
+/* Looks name up in parent (whose fd, in use, is pfd), counting one kernel lookup. */
+int ws_lookup_in(fuse_ino_t parent, int pfd, const char *name, struct fuse_entry_param *e);
+int ws_reopen_flags(int flags);
+mode_t ws_sxid_to_kill(mode_t mode);
+int ws_kill_suidgid(int fd);
+
+/* ---- wsfile.c, wsdir.c: handlers of open files and directories (fuse_lowlevel_ops) ---- */
+
+int ws_sync_fd(int fd, int datasync);
+void wsf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void wsf_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		struct fuse_file_info *fi);
+void wsf_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
+void wsf_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t off,
+		   struct fuse_file_info *fi);
+void wsf_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+	       struct fuse_file_info *fi);
+void wsf_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void wsf_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void wsf_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
+void wsf_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
+		   struct fuse_file_info *fi);
+void wsf_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+			 struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
+			 struct fuse_file_info *fi_out, size_t len, int flags);
+void wsf_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi);
+void wsf_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op);
+void wsdir_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void wsdir_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		   struct fuse_file_info *fi);
+void wsdir_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi);
+void wsdir_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void wsdir_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
+
 /* ---- wsinode.c: the inode table and the descriptor budget ---- */
 
 /* Makes the table and the root inode of the backing directory fd (taken); 0 or -errno. */
@@ -94,8 +171,7 @@ fuse_ino_t wsn_ref_fd(struct ws_inode *dir, int fd, const struct stat *st);
 /* Counts one more kernel lookup of an inode the kernel already holds (link). */
 void wsn_ref_again(struct ws_inode *in);
 void wsn_forget(struct ws_inode *in, uint64_t nlookup);
-/* Holds and releases an inode for a while (the coherence code). */
-void wsn_hold(struct ws_inode *in);
+/* Releases an inode held for a while (in->refs++ under the table lock). */
 void wsn_drop(struct ws_inode *in);
 /* Records that (newdir, newname) now names the inode that was renamed there. */
 void wsn_renamed(struct ws_inode *newdir, int newdirfd, const char *newname);
@@ -107,6 +183,17 @@ void wsn_each_multi(void (*fn)(struct ws_inode *in, void *arg), void *arg);
  * against the budget, making room for them first. */
 void wsn_fd_opening(void);
 void wsn_fd_closed(void);
+
+/* The fd of inode ino, in use until put(ino); -errno. */
+static inline int use(fuse_ino_t ino)
+{
+	return wsn_use(inode_of(ino));
+}
+
+static inline void put(fuse_ino_t ino)
+{
+	wsn_unuse(inode_of(ino));
+}
 
 /* ---- wsinval.c: what the sandbox changes, shown through the mount ---- */
 

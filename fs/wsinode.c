@@ -318,13 +318,6 @@ static void unref_locked(struct ws_inode *in)
 	maybe_free(in);
 }
 
-void wsn_hold(struct ws_inode *in)
-{
-	wsn_lock();
-	in->refs++;
-	wsn_unlock();
-}
-
 void wsn_drop(struct ws_inode *in)
 {
 	wsn_lock();
