@@ -555,8 +555,11 @@ static int reopen(struct ws_inode *in)
 		fd = open_by_handle_at(tab.mnt_fd, handle, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		if (fd == -1) {
 			fd = -errno;
-			if (errno == EPERM)
+			if (errno == EPERM) {
 				tab.handles = false;
+				log_info("workspace: no reopening by file handle (%s); by name",
+					 strerror(EPERM));
+			}
 		}
 		free(handle);
 	}

@@ -4,6 +4,8 @@ The daemon runs with a hard limit of 1024 open files it cannot raise (started th
 without CAP_SYS_RESOURCE), so the workspace gets 512 of them ([workspace] max_fds = 0: half),
 while the kernel holds an inode for each of 100,000 files. Every walk through workspace/ must
 give exactly what a walk of the backing directory gives, and the sandbox must keep working.
+Twice: reopening closed files by handle (root), and by name from their directory (without
+CAP_DAC_READ_SEARCH, as a daemon that is not root).
 """
 
 import os
@@ -20,17 +22,24 @@ pytestmark = pytest.mark.sbx_timeout(600)
 
 
 class LimitedMount(ConfMount):
-    """A FUSE-workspace mount whose daemon has RLIMIT_NOFILE LIMIT for good."""
+    """A FUSE-workspace mount whose daemon has RLIMIT_NOFILE LIMIT for good, and lacks the
+    capabilities in drop besides."""
+
+    def __init__(self, tmp, config_text, drop):
+        super().__init__(tmp, config_text)
+        self.drop = drop
 
     def command_line(self):
-        return ["setpriv", "--bounding-set=-sys_resource", "prlimit",
+        caps = ",".join(f"-{c}" for c in ("sys_resource", *self.drop))
+        return ["setpriv", f"--bounding-set={caps}", "prlimit",
                 f"--nofile={LIMIT}:{LIMIT}", *super().command_line()]
 
 
-@pytest.fixture(scope="module")
-def lm():
+@pytest.fixture(scope="module", params=["by-handle", "by-name"])
+def lm(request):
+    drop = ("dac_read_search",) if request.param == "by-name" else ()
     m = LimitedMount(tempfile.mkdtemp(prefix="sbxfs-scale-", dir="/var/tmp"),
-                     "[workspace]\nmount = fuse\n")
+                     "[workspace]\nmount = fuse\n", drop)
     try:
         m.start()
         assert not m.kernel_workspace()
@@ -79,6 +88,10 @@ def walks_agree(m, top, report):
 
 def test_the_daemon_cannot_raise_its_limit(lm):
     assert nofile_limit(lm) == (LIMIT, LIMIT)
+    with open(f"/proc/{lm.proc.pid}/status") as f:
+        caps = int(next(ln for ln in f if ln.startswith("CapEff:")).split()[1], 16)
+    assert not caps & (1 << 24)  # CAP_SYS_RESOURCE
+    assert bool(caps & (1 << 2)) == (not lm.drop)  # CAP_DAC_READ_SEARCH
 
 
 def test_walk_100k_files_made_by_a_command(lm):
@@ -94,6 +107,7 @@ def test_walk_100k_files_made_by_a_command(lm):
     walks_agree(lm, "big", report)
     print("\n100,000 files, 1,000 directories, hard limit 1024:", "; ".join(report))
     assert "out of file descriptors" not in lm.daemon_log()
+    assert ("no reopening by file handle" in lm.daemon_log()) == bool(lm.drop)
     # The sandbox still works, and so do new sessions.
     assert lm.run(s, "ls big | wc -l; cat big/7/3/big | wc -l") == (b"100\n400\n", b"", 0)
     s2 = lm.new_session()
