@@ -81,7 +81,8 @@ void ws_warn_nofile(int err)
 {
 	static bool warned;
 
-	if ((err == EMFILE || err == ENFILE) && !__atomic_exchange_n(&warned, true, __ATOMIC_RELAXED))
+	if ((err == EMFILE || err == ENFILE) &&
+	    !__atomic_exchange_n(&warned, true, __ATOMIC_RELAXED))
 		log_warnx("workspace: out of file descriptors (budget %ld, %ld open); lower "
 			  "[workspace] max_fds or raise the daemon's RLIMIT_NOFILE",
 			  wsn_budget(), wsn_fds_open());

@@ -24,12 +24,12 @@ struct ws_inode {
 	bool isdir;
 	bool pinned; /* the root: never freed, its fd never closed */
 	/* Under the table lock (wsinode.c). */
-	int fd;		 /* O_PATH|O_NOFOLLOW of the backing file; -1 while closed (fd budget) */
-	int uses;	 /* operations using fd right now: it is not closed under them */
+	int fd;		  /* O_PATH|O_NOFOLLOW of the backing file; -1 while closed (fd budget) */
+	int uses;	  /* operations using fd right now: it is not closed under them */
 	uint64_t nlookup; /* lookups the kernel holds */
-	int refs;	 /* other holders: children naming it as their parent, the coherence code */
-	bool intab;	 /* in the hash table: the kernel knows it */
-	bool uncached;	 /* its parent or itself has no watch: the kernel must not keep it */
+	int refs;      /* other holders: children naming it as their parent, the coherence code */
+	bool intab;    /* in the hash table: the kernel knows it */
+	bool uncached; /* its parent or itself has no watch: the kernel must not keep it */
 	struct ws_inode *next;		      /* hash chain */
 	struct ws_inode *lru_prev, *lru_next; /* open and unused: the oldest is closed first */
 	struct ws_inode *parent;	      /* where it was last seen, to reopen it by name */
@@ -37,7 +37,8 @@ struct ws_inode {
 	/* A file seen with more than one link: another name's removal changes its attributes. */
 	bool multi;
 	struct ws_inode *multi_prev, *multi_next;
-	struct file_handle *handle; /* taken when its fd is closed, if the daemon may reopen by it */
+	struct file_handle
+	    *handle; /* taken when its fd is closed, if the daemon may reopen by it */
 	/* Coherence (wsinval.c), under the table lock: the inotify watch of a directory. */
 	int wd; /* -1: none */
 	struct ws_inode *wd_next;

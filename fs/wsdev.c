@@ -37,20 +37,20 @@
  * handler, see tls_kill_suidgid), and the backing filesystem removes security.capability on
  * write, truncate and chown as usual. */
 
-#define WS_FUSE_SETATTR 4
-#define WS_FUSE_OPEN 14
-#define WS_FUSE_WRITE 16
-#define WS_FUSE_INIT 26
-#define WS_FUSE_CREATE 35
-#define WS_FUSE_TMPFILE 51
+#define WS_FUSE_SETATTR		   4
+#define WS_FUSE_OPEN		   14
+#define WS_FUSE_WRITE		   16
+#define WS_FUSE_INIT		   26
+#define WS_FUSE_CREATE		   35
+#define WS_FUSE_TMPFILE		   51
 #define WS_FUSE_HANDLE_KILLPRIV_V2 (1u << 28)
-#define WS_FUSE_INIT_EXT (1u << 30)
-#define WS_FATTR_KILL_SUIDGID (1u << 11)      /* fuse_setattr_in.valid */
-#define WS_FUSE_OPEN_KILL_SUIDGID (1u << 0)   /* fuse_open_in, fuse_create_in .open_flags */
-#define WS_FUSE_WRITE_KILL_SUIDGID (1u << 2)  /* fuse_write_in.write_flags */
-#define WS_FUSE_PASSTHROUGH2 (1u << (37 - 32)) /* in flags2 */
-#define WS_FOPEN_KEEP_CACHE (1u << 1)
-#define WS_FOPEN_PASSTHROUGH (1u << 7)
+#define WS_FUSE_INIT_EXT	   (1u << 30)
+#define WS_FATTR_KILL_SUIDGID	   (1u << 11)	     /* fuse_setattr_in.valid */
+#define WS_FUSE_OPEN_KILL_SUIDGID  (1u << 0)	     /* fuse_open_in, fuse_create_in .open_flags */
+#define WS_FUSE_WRITE_KILL_SUIDGID (1u << 2)	     /* fuse_write_in.write_flags */
+#define WS_FUSE_PASSTHROUGH2	   (1u << (37 - 32)) /* in flags2 */
+#define WS_FOPEN_KEEP_CACHE	   (1u << 1)
+#define WS_FOPEN_PASSTHROUGH	   (1u << 7)
 
 struct ws_in_header { /* struct fuse_in_header of <linux/fuse.h> */
 	uint32_t len;
@@ -103,7 +103,7 @@ _Static_assert(sizeof(struct ws_in_header) == 40, "fuse_in_header");
 _Static_assert(sizeof(struct ws_init_out) == 64, "fuse_init_out");
 _Static_assert(sizeof(struct ws_open_out) == 16, "fuse_open_out");
 
-#define WS_FUSE_DEV_IOC_BACKING_OPEN _IOW(229, 1, struct ws_backing_map)
+#define WS_FUSE_DEV_IOC_BACKING_OPEN  _IOW(229, 1, struct ws_backing_map)
 #define WS_FUSE_DEV_IOC_BACKING_CLOSE _IOW(229, 2, uint32_t)
 /* The backing file's filesystem must be below this depth: a local filesystem is at 0. */
 #define WS_MAX_STACK_DEPTH 1
@@ -111,9 +111,9 @@ _Static_assert(sizeof(struct ws_open_out) == 16, "fuse_open_out");
 static struct {
 	struct fuse_session *se;
 	atomic_bool killpriv2; /* the kernel's INIT offered FUSE_HANDLE_KILLPRIV_V2 */
-	atomic_bool offered; /* the kernel's INIT offered passthrough */
-	atomic_bool wanted;  /* our INIT reply asked for it */
-	atomic_bool active;  /* granted, as far as we know: cleared when the kernel refuses */
+	atomic_bool offered;   /* the kernel's INIT offered passthrough */
+	atomic_bool wanted;    /* our INIT reply asked for it */
+	atomic_bool active;    /* granted, as far as we know: cleared when the kernel refuses */
 } pt;
 
 /* Set around one reply on this thread: the INIT reply to patch, the backing id of an open. */
@@ -140,7 +140,8 @@ static int backing_open(int fd)
 	if (errno == EOPNOTSUPP || errno == EPERM || errno == ENOTTY || errno == EINVAL) {
 		if (atomic_exchange(&pt.active, false))
 			log_info("workspace: no kernel passthrough (%s); file data goes through "
-				 "the daemon", strerror(errno));
+				 "the daemon",
+				 strerror(errno));
 	} else if (!atomic_exchange(&warned, true)) {
 		log_warn("workspace: FUSE_DEV_IOC_BACKING_OPEN");
 	}
@@ -388,7 +389,8 @@ static void patch_reply(struct iovec *iov, int count)
 			out->max_stack_depth = WS_MAX_STACK_DEPTH;
 			atomic_store(&pt.active, true);
 		}
-	} else if (tls_reply_backing_id > 0 && iov[count - 1].iov_len >= sizeof(struct ws_open_out)) {
+	} else if (tls_reply_backing_id > 0 &&
+		   iov[count - 1].iov_len >= sizeof(struct ws_open_out)) {
 		/* an open reply ends with fuse_open_out (after fuse_entry_out for a create) */
 		struct ws_open_out *out = (void *)((char *)iov[count - 1].iov_base +
 						   iov[count - 1].iov_len - sizeof(*out));

@@ -16,8 +16,8 @@
 struct ws_dir {
 	pthread_mutex_t lock;
 	struct ws_inode *in;
-	DIR *dp; /* opened at the first readdir: with cached listings there may be none */
-	off_t offset;		/* d_off of the last entry handed out: where dp stands */
+	DIR *dp;      /* opened at the first readdir: with cached listings there may be none */
+	off_t offset; /* d_off of the last entry handed out: where dp stands */
 	struct dirent *pending; /* read from dp but not yet handed out (buffer was full) */
 };
 
@@ -182,14 +182,14 @@ static void readdir_common(fuse_req_t req, size_t size, off_t off, struct fuse_f
 }
 
 void wsdir_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		       struct fuse_file_info *fi)
+		   struct fuse_file_info *fi)
 {
 	(void)ino;
 	readdir_common(req, size, off, fi, false);
 }
 
 void wsdir_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-			   struct fuse_file_info *fi)
+		       struct fuse_file_info *fi)
 {
 	(void)ino;
 	readdir_common(req, size, off, fi, true);

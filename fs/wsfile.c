@@ -20,7 +20,8 @@ static bool writes_need_kill(int fd, int flags)
 {
 	struct stat st;
 
-	return (flags & O_ACCMODE) != O_RDONLY && fstat(fd, &st) == 0 && ws_sxid_to_kill(st.st_mode);
+	return (flags & O_ACCMODE) != O_RDONLY && fstat(fd, &st) == 0 &&
+	       ws_sxid_to_kill(st.st_mode);
 }
 
 /* Closes an open file: its fd (dropping a flock() taken through it), its share of the backing
@@ -143,11 +144,12 @@ static int create_tmpfile(fuse_ino_t parent, int pfd, int flags, mode_t mode, in
 /* O_NOFOLLOW: the kernel resolved the name as absent, so if it is a symlink now (made in the
  * backing dir meanwhile) refuse it rather than create wherever it points. */
 void wsf_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-		      struct fuse_file_info *fi)
+		struct fuse_file_info *fi)
 {
 	struct fuse_entry_param e;
 	struct ws_cred c;
-	int fd = -1, flags = (fi->flags & ~(O_DIRECT | O_NOCTTY)) | O_CREAT | O_NOFOLLOW | O_CLOEXEC;
+	int fd = -1,
+	    flags = (fi->flags & ~(O_DIRECT | O_NOCTTY)) | O_CREAT | O_NOFOLLOW | O_CLOEXEC;
 	int pfd = use(parent), ifd;
 	bool existed;
 	int res;
@@ -192,8 +194,7 @@ void wsf_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode
 		wsn_forget(inode_of(e.ino), 1);
 }
 
-void wsf_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		    struct fuse_file_info *fi)
+void wsf_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
 
@@ -205,7 +206,7 @@ void wsf_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 }
 
 void wsf_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t off,
-			 struct fuse_file_info *fi)
+		   struct fuse_file_info *fi)
 {
 	struct fuse_bufvec out = FUSE_BUFVEC_INIT(fuse_buf_size(in));
 	ssize_t n;
@@ -232,7 +233,7 @@ void wsf_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t
 
 /* Only used if the dispatcher has no write_buf; same as above from memory. */
 void wsf_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
-		     struct fuse_file_info *fi)
+	       struct fuse_file_info *fi)
 {
 	ssize_t n;
 
@@ -278,15 +279,15 @@ void wsf_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_in
 /* Every mode goes to the backing filesystem; the kernel itself refuses the modes FUSE has no
  * page cache handling for (collapse and insert range) before they get here. */
 void wsf_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
-			 struct fuse_file_info *fi)
+		   struct fuse_file_info *fi)
 {
 	(void)ino;
 	reply_res(req, neg_errno(fallocate(file_fd(fi), mode, offset, length)));
 }
 
 void wsf_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
-			       struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
-			       struct fuse_file_info *fi_out, size_t len, int flags)
+			 struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
+			 struct fuse_file_info *fi_out, size_t len, int flags)
 {
 	ssize_t n;
 
@@ -300,8 +301,7 @@ void wsf_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 		fuse_reply_write(req, (size_t)n);
 }
 
-void wsf_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
-		     struct fuse_file_info *fi)
+void wsf_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi)
 {
 	off_t res = lseek(file_fd(fi), off, whence);
 

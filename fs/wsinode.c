@@ -38,9 +38,9 @@ static struct {
 	size_t count;
 	struct ws_inode *lru_head, *lru_tail;
 	struct ws_inode *multi; /* files seen with several links */
-	long fds; /* descriptors open, of every kind */
-	long max; /* 0: no budget */
-	bool handles; /* may reopen by file handle */
+	long fds;		/* descriptors open, of every kind */
+	long max;		/* 0: no budget */
+	bool handles;		/* may reopen by file handle */
 	int root_mnt;
 	int mnt_fd; /* a plain fd on the root's mount, for open_by_handle_at */
 } tab = {.lock = PTHREAD_MUTEX_INITIALIZER, .mnt_fd = -1};
@@ -217,8 +217,7 @@ static void take_handle(struct ws_inode *in)
 	if (in->handle)
 		return;
 	h.fh.handle_bytes = MAX_HANDLE_SZ;
-	if (name_to_handle_at(in->fd, "", &h.fh, &mnt, AT_EMPTY_PATH) == -1 ||
-	    mnt != tab.root_mnt)
+	if (name_to_handle_at(in->fd, "", &h.fh, &mnt, AT_EMPTY_PATH) == -1 || mnt != tab.root_mnt)
 		return;
 	in->handle = xmalloc(sizeof(h.fh) + h.fh.handle_bytes);
 	memcpy(in->handle, &h, sizeof(h.fh) + h.fh.handle_bytes);
@@ -626,8 +625,7 @@ int wsn_open(int fd, const struct stat *st)
 	update_cached(root, NULL);
 	/* Reopening by handle needs CAP_DAC_READ_SEARCH; refused later, it is given up. */
 	h.fh.handle_bytes = MAX_HANDLE_SZ;
-	if (geteuid() == 0 &&
-	    name_to_handle_at(fd, "", &h.fh, &tab.root_mnt, AT_EMPTY_PATH) == 0) {
+	if (geteuid() == 0 && name_to_handle_at(fd, "", &h.fh, &tab.root_mnt, AT_EMPTY_PATH) == 0) {
 		char p[32];
 
 		snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);

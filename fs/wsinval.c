@@ -39,7 +39,7 @@
 #define WATCH_MASK                                                                                 \
 	(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB | IN_MODIFY |             \
 	 IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
-#define NAME_EVENTS (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)
+#define NAME_EVENTS   (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)
 #define CHANGE_EVENTS (IN_ATTRIB | IN_MODIFY | IN_CLOSE_WRITE)
 /* While something runs, the loop reads the queue at least this often. */
 #define TICK_MS 50
