@@ -8,6 +8,7 @@ Twice: reopening closed files by handle (root), and by name from their directory
 CAP_DAC_READ_SEARCH, as a daemon that is not root).
 """
 
+import errno
 import os
 import subprocess
 import tempfile
@@ -112,6 +113,36 @@ def test_walk_100k_files_made_by_a_command(lm):
     assert lm.run(s, "ls big | wc -l; cat big/7/3/big | wc -l") == (b"100\n400\n", b"", 0)
     s2 = lm.new_session()
     assert lm.run(s2, "echo fresh") == (b"fresh\n", b"", 0)
+
+
+def test_a_closed_fd_is_never_reopened_through_a_symlink(lm, tmp_path):
+    """The sandbox swaps a directory whose fd the budget closed for a symlink to a host
+    directory: an inode the kernel still holds below it is reopened as the same file (by
+    handle) or fails with ESTALE (by name), never through the link."""
+    host = tmp_path / "host"
+    host.mkdir()
+    (host / "secret").write_text("host only\n")
+    (host / "0").mkdir()
+    p = os.open(lm.workspace / "big" / "3" / "0", os.O_PATH | os.O_DIRECTORY)
+    try:
+        sh("find big > /dev/null", lm.workspace)  # every other fd goes before these
+        s = lm.new_session()
+        assert lm.run(s, f"mv big/3 big/3x && ln -s {host} big/3 && "
+                         "touch big/3x/0/newfile")[2] == 0
+        for name in ("secret", "0"):
+            with pytest.raises(OSError) as exc:
+                os.stat(name, dir_fd=p)
+            assert exc.value.errno in (errno.ENOENT, errno.ESTALE)
+        try:
+            st = os.stat("newfile", dir_fd=p)
+        except OSError as e:
+            assert e.errno == errno.ESTALE and lm.drop, e
+        else:
+            assert not lm.drop
+            assert st.st_ino == os.stat(lm.ws / "big" / "3x" / "0" / "newfile").st_ino
+    finally:
+        os.close(p)
+    assert (lm.workspace / "big" / "3x" / "0" / "newfile").exists()
 
 
 def test_changes_by_a_command_after_the_walk(lm):
