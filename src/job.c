@@ -327,6 +327,8 @@ static void spawn(struct job *j, int fds[3], int cgfds[4], int ncg, int in_w)
 	session_next_env(j->s, &env);
 	envlist_unset(&env, "SHLVL");
 	j->proc.on_exit = on_exit_job;
+	/* Begun before it can run: the run hooks see its changes from its first one. */
+	run_begin(j->run);
 	launch_start(&j->proc, j->s->cwd, argv, env.v, fds, 3, cgfds, ncg);
 	envlist_free(&env);
 	for (int i = 0; i < 2; i++)
@@ -335,7 +337,6 @@ static void spawn(struct job *j, int fds[3], int cgfds[4], int ncg, int in_w)
 		feed_attach(&j->in, in_w);
 	j->running = true;
 	job_ref(j); /* held until the process is gone */
-	run_begin(j->run);
 	if (j->timeout_ms)
 		set_timer(j, JT_TIMEOUT, j->timeout_ms);
 }
