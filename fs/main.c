@@ -218,8 +218,10 @@ static void *attach_thread(void *arg)
 	if (rc < 0)
 		log_warnx("workspace/ is served through FUSE: cannot mount the workspace on %s: %s",
 			  a->target, strerror(-rc));
-	else
+	else {
+		ws_kernel_mounted();
 		log_info("workspace/ is a kernel mount of the workspace");
+	}
 	free(a->target);
 	free(a);
 	return NULL;

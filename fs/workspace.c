@@ -697,6 +697,11 @@ int ws_open(const char *dir, const struct ws_opts *o)
 	return wsn_open(fd, &st);
 }
 
+void ws_kernel_mounted(void)
+{
+	wsi_off();
+}
+
 void ws_close(void)
 {
 	wsn_close();
@@ -704,9 +709,10 @@ void ws_close(void)
 	wsc_forget_self();
 }
 
-/* The name "workspace" always means the root: the kernel may keep it (its attributes follow
- * the cache settings like any other's). */
-#define ROOT_ENTRY_TIMEOUT 3600.0
+/* The name "workspace" always means the root: the kernel keeps it for good (its attributes
+ * follow the cache settings like any other's). A failed revalidation would make the kernel
+ * detach the workspace mounted on it (wsmount.h), so it never has to be revalidated. */
+#define ROOT_ENTRY_TIMEOUT 1e9
 
 int ws_root_entry(struct fuse_entry_param *e)
 {

@@ -26,6 +26,10 @@ struct ws_opts {
 int ws_open(const char *dir, const struct ws_opts *opts);
 void ws_close(void);
 
+/* Any thread: workspace/ is now the kernel's mount of the backing directory (wsmount.h), so
+ * no request reaches the passthrough and the sandbox's changes need no invalidations. */
+void ws_kernel_mounted(void);
+
 /* Raises RLIMIT_NOFILE (each inode the kernel holds costs one O_PATH fd): the soft limit to
  * the hard one, and both to fs.nr_open when the daemon may; then sets the workspace's share. */
 void ws_raise_nofile(void);

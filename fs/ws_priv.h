@@ -202,6 +202,8 @@ static inline void put(fuse_ino_t ino)
 void wsi_init(bool cache, double timeout);
 /* The session the invalidations go to; registers the core hooks. */
 void wsi_start(struct fuse_session *se);
+/* Any thread: stops reading the queue for good (workspace/ became a kernel mount). */
+void wsi_off(void);
 void wsi_stop(void);
 /* Table lock held: watches the new directory inode in (wd -1 if it cannot). */
 void wsi_watch(struct ws_inode *in);

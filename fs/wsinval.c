@@ -48,6 +48,7 @@ static struct {
 	int fd; /* inotify; -1: none, nothing is cached */
 	struct fuse_session *se;
 	atomic_int active; /* runs in progress; changed with the core lock held */
+	atomic_bool off;   /* workspace/ is a kernel mount: nothing to keep coherent */
 	struct loop_timer tick;
 	unsigned gen; /* one per buffer of events read */
 	/* watch descriptor -> inode, under the table lock */
@@ -350,20 +351,22 @@ static void drain(bool apply)
 
 static void on_wake(void)
 {
+	if (atomic_load_explicit(&wi.off, memory_order_relaxed))
+		return;
 	if (atomic_load_explicit(&wi.active, memory_order_relaxed) > 0)
 		drain(true);
 }
 
 static void on_tick(struct loop_timer *t)
 {
-	if (atomic_load(&wi.active) > 0)
+	if (atomic_load(&wi.active) > 0 && !atomic_load(&wi.off))
 		loop_timer_arm(t, TICK_MS);
 }
 
 /* The first run to start drops what queued while nothing ran: the host's own changes. */
 static void on_begin(void)
 {
-	if (atomic_fetch_add(&wi.active, 1) == 0) {
+	if (atomic_fetch_add(&wi.active, 1) == 0 && !atomic_load(&wi.off)) {
 		drain(false);
 		loop_timer_arm(&wi.tick, TICK_MS);
 	}
@@ -391,6 +394,11 @@ void wsi_start(struct fuse_session *se)
 	wi.tick.fn = on_tick;
 	run_set_hooks(on_begin, on_end);
 	loop_set_wake_hook(on_wake);
+}
+
+void wsi_off(void)
+{
+	atomic_store(&wi.off, true);
 }
 
 void wsi_stop(void)
