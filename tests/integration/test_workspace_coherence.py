@@ -1,11 +1,12 @@
-"""The FUSE workspace shows what a command changed as soon as the command's exit can be read.
+"""workspace/ shows what a command changed as soon as the command's exit can be read.
 
 workspace/ served by the daemon ([workspace] mount = fuse) lets the kernel keep names, absences,
 attributes, listings and data for cache_timeout; these tests first make the kernel cache the
 old state through workspace/, let a command change the backing directory, read `exit`, and
 then expect the new state through workspace/ at once. cache_timeout is an hour here, so a
 stale cache cannot expire on its own during a test. Both data paths: passthrough (the kernel
-uses the backing files) and daemon I/O (the mount's own page cache).
+uses the backing files) and daemon I/O (the mount's own page cache). And the same tests against
+the kernel-mounted workspace (mount = kernel, as root), which shares the sandbox's inodes.
 """
 
 import errno
@@ -18,6 +19,7 @@ import pytest
 from sbxutil import ConfMount, uniq
 
 CONFIGS = {
+    "kernel": "[workspace]\nmount = kernel\nhost_symlinks = follow\n",
     "passthrough": "[workspace]\nmount = fuse\ncache_timeout = 3600\n",
     "daemon-io": "[workspace]\nmount = fuse\ncache_timeout = 3600\npassthrough = no\n",
 }
@@ -25,10 +27,12 @@ CONFIGS = {
 
 @pytest.fixture(scope="module", params=sorted(CONFIGS))
 def fm(request):
+    if request.param == "kernel" and os.geteuid() != 0:
+        pytest.skip("a kernel-mounted workspace needs root")
     m = ConfMount(tempfile.mkdtemp(prefix="sbxfs-coh-"), CONFIGS[request.param])
     try:
         m.start()
-        assert not m.kernel_workspace()
+        assert m.kernel_workspace() == (request.param == "kernel")
         yield m
     finally:
         problems = m.stop()

@@ -1,11 +1,12 @@
-"""The FUSE workspace on trees far larger than the daemon's descriptor limit.
+"""workspace/ on trees far larger than the daemon's descriptor limit.
 
 The daemon runs with a hard limit of 1024 open files it cannot raise (started through prlimit,
 without CAP_SYS_RESOURCE), so the workspace gets 512 of them ([workspace] max_fds = 0: half),
 while the kernel holds an inode for each of 100,000 files. Every walk through workspace/ must
 give exactly what a walk of the backing directory gives, and the sandbox must keep working.
 Twice: reopening closed files by handle (root), and by name from their directory (without
-CAP_DAC_READ_SEARCH, as a daemon that is not root).
+CAP_DAC_READ_SEARCH, as a daemon that is not root). And once with the kernel-mounted workspace
+(mount = kernel, root), where no walk costs the daemon anything, under the same limit.
 """
 
 import errno
@@ -36,14 +37,17 @@ class LimitedMount(ConfMount):
                 f"--nofile={LIMIT}:{LIMIT}", *super().command_line()]
 
 
-@pytest.fixture(scope="module", params=["by-handle", "by-name"])
+@pytest.fixture(scope="module", params=["kernel", "by-handle", "by-name"])
 def lm(request):
     drop = ("dac_read_search",) if request.param == "by-name" else ()
+    mode = "kernel" if request.param == "kernel" else "fuse"
+    if mode == "kernel" and os.geteuid() != 0:
+        pytest.skip("a kernel-mounted workspace needs root")
     m = LimitedMount(tempfile.mkdtemp(prefix="sbxfs-scale-", dir="/var/tmp"),
-                     "[workspace]\nmount = fuse\n", drop)
+                     f"[workspace]\nmount = {mode}\n", drop)
     try:
         m.start()
-        assert not m.kernel_workspace()
+        assert m.kernel_workspace() == (mode == "kernel")
         yield m
     finally:
         problems = m.stop()
