@@ -38,6 +38,9 @@ struct ctlfh {
 	size_t wlen;
 	off_t pos;             /* end of the last read, for poll */
 	struct fuse_pollhandle *ph;
+	bool handle;           /* cmd or checkout opened read-write: a read answers the run number */
+	char answer[16];       /* handle: "N\n" of the last submit, read once whatever the offset */
+	size_t anslen, ansoff; /* anslen 0: nothing submitted through the handle since its last write */
 	bool poll_armed;       /* pollw is queued (or being woken) */
 	struct waiter pollw;
 	LIST_ENTRY(ctlfh) link;
@@ -283,6 +286,7 @@ void ctl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fh->kind = k;
 	fh->n = ino_run(ino);
 	fh->writable = is_writable(k, ino);
+	fh->handle = (fi->flags & O_ACCMODE) == O_RDWR && (k == K_CMD || k == K_CHECKOUT);
 	fh->refs = 1;
 	pthread_mutex_init(&fh->lock, NULL);
 	pthread_mutex_lock(&open_lock);
@@ -378,12 +382,50 @@ static int read_attempt(struct park *p)
 	return try_read(park_req(p), rr->fh, rr->size, rr->off, park_waiter(p));
 }
 
+static int submit_pending(struct ctlfh *fh, unsigned *n);
+
+/* A handle's read: what was written is submitted, and the run number is read back once, from
+ * wherever the file offset is (it sits past the command written). -ENODATA if the handle has
+ * submitted nothing: the file then reads as a plain one. */
+static int read_answer(fuse_req_t req, struct ctlfh *fh, size_t size)
+{
+	unsigned n = 0;
+	size_t len;
+	int rc = 0;
+
+	pthread_mutex_lock(&fh->lock);
+	if (fh->wlen) {
+		rc = submit_pending(fh, &n);
+		if (rc == 0) {
+			fh->anslen = (size_t)snprintf(fh->answer, sizeof(fh->answer), "%u\n", n);
+			fh->ansoff = 0;
+		}
+	}
+	if (rc == 0 && !fh->anslen)
+		rc = -ENODATA;
+	if (rc < 0) {
+		pthread_mutex_unlock(&fh->lock);
+		return rc;
+	}
+	len = fh->anslen - fh->ansoff < size ? fh->anslen - fh->ansoff : size;
+	fuse_reply_buf(req, fh->answer + fh->ansoff, len);
+	fh->ansoff += len;
+	pthread_mutex_unlock(&fh->lock);
+	return 0;
+}
+
 void ctl_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct ctlfh *fh = fh_of(fi);
 	struct read_req *rr;
+	int rc;
 
 	(void)ino;
+	if (fh->handle && (rc = read_answer(req, fh, size)) != -ENODATA) {
+		if (rc < 0)
+			fuse_reply_err(req, -rc);
+		return;
+	}
 	/* Once answered, the file may be released at once: hold fh until we are done with it. */
 	__atomic_add_fetch(&fh->refs, 1, __ATOMIC_RELAXED);
 	if (!is_stream(fh->kind) && fh->kind != K_EXIT && fh->kind != K_READY) {
@@ -410,9 +452,12 @@ static int write_cmd(struct ctlfh *fh, const char *buf, size_t size)
 	if (memchr(buf, '\0', size))
 		return -EINVAL;
 	pthread_mutex_lock(&fh->lock);
-	if (fh->wlen + size > SESSION_CMD_MAX) {
+	if (fh->ansoff < fh->anslen) {
+		rc = -EBUSY; /* the last run number is still unread */
+	} else if (fh->wlen + size > SESSION_CMD_MAX) {
 		rc = -EFBIG;
 	} else {
+		fh->anslen = fh->ansoff = 0; /* the number was read: this is the next command */
 		fh->wbuf = xrealloc(fh->wbuf, fh->wlen + size);
 		memcpy(fh->wbuf + fh->wlen, buf, size);
 		fh->wlen += size;
@@ -508,6 +553,26 @@ static int write_signal(struct ctlfh *fh, const char *buf, size_t size)
 	return job_signal(fh->job, sig);
 }
 
+/* A checkout is queued by its write; a handle keeps its number for the next read. */
+static int write_checkout(struct ctlfh *fh, const char *buf, size_t size)
+{
+	unsigned n;
+	int rc;
+
+	pthread_mutex_lock(&fh->lock);
+	if (fh->ansoff < fh->anslen) {
+		pthread_mutex_unlock(&fh->lock);
+		return -EBUSY;
+	}
+	rc = session_checkout(fh->s, buf, size, &n);
+	if (rc == 0 && fh->handle) {
+		fh->anslen = (size_t)snprintf(fh->answer, sizeof(fh->answer), "%u\n", n);
+		fh->ansoff = 0;
+	}
+	pthread_mutex_unlock(&fh->lock);
+	return rc;
+}
+
 struct stdin_req {
 	struct ctlfh *fh;
 	char *data;
@@ -589,7 +654,7 @@ void ctl_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off
 	else if (fh->kind == K_SIGNAL)
 		rc = write_signal(fh, buf, size);
 	else if (fh->kind == K_CHECKOUT)
-		rc = session_checkout(fh->s, buf, size);
+		rc = write_checkout(fh, buf, size);
 	else if (fh->kind == K_CTL)
 		rc = write_ctl(fh, buf, size);
 	else if (fh->kind == K_CWD) {
@@ -608,34 +673,44 @@ void ctl_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off
 		fuse_reply_write(req, size);
 }
 
-/* Submits what was written since the last flush: the shell sees a command when its writer
- * closes the file (close sends FLUSH and waits for it; RELEASE comes asynchronously). */
-static int flush_pending(struct ctlfh *fh)
+/* fh->lock held: submits what was written since the last flush or read, its run number to *n
+ * (a command; 0 for an env edit). */
+static int submit_pending(struct ctlfh *fh, unsigned *n)
 {
-	char *text;
-	size_t len;
+	char *text = fh->wbuf;
+	size_t len = fh->wlen;
 	int rc = 0;
 
-	pthread_mutex_lock(&fh->lock);
-	text = fh->wbuf;
-	len = fh->wlen;
 	fh->wbuf = NULL;
 	fh->wlen = 0;
-	pthread_mutex_unlock(&fh->lock);
+	*n = 0;
 	if (len == 0) {
 		free(text);
 		return 0;
 	}
 	if (fh->kind == K_CMD && fh->job)
-		rc = job_start(fh->job, text, len);
+		rc = job_start(fh->job, text, len, n);
 	else if (fh->kind == K_CMD)
-		rc = session_submit(fh->s, text, len);
+		rc = session_submit(fh->s, text, len, n);
 	else if (fh->kind == K_ENV)
 		rc = session_setenv(fh->s, text, len);
 	if (rc < 0)
 		log_warnx("session %s: %s not applied: %s", session_id(fh->s),
 			  fh->kind == K_CMD ? "command" : "env edit", strerror(-rc));
 	free(text);
+	return rc;
+}
+
+/* The shell sees a command when its writer closes the file (close sends FLUSH and waits for it;
+ * RELEASE comes asynchronously), or when a handle reads its number. */
+static int flush_pending(struct ctlfh *fh)
+{
+	unsigned n;
+	int rc;
+
+	pthread_mutex_lock(&fh->lock);
+	rc = submit_pending(fh, &n);
+	pthread_mutex_unlock(&fh->lock);
 	return rc;
 }
 

@@ -360,7 +360,7 @@ static void refuse(struct job *j, const char *cmd, size_t len, int err, const ch
 	j->run = run_refused(j->starts + 1, cmd, len, err, why);
 }
 
-int job_start(struct job *j, const char *cmd, size_t len)
+int job_start(struct job *j, const char *cmd, size_t len, unsigned *n)
 {
 	int fds[3] = {-1, -1, -1}, cgfds[4], ncg, in_w, rc;
 	struct run *r;
@@ -390,6 +390,8 @@ int job_start(struct job *j, const char *cmd, size_t len)
 		return rc;
 	}
 	j->starts++;
+	if (n)
+		*n = j->starts;
 	if (j->run)
 		run_unref(j->run);
 	j->run = r;

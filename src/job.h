@@ -36,8 +36,9 @@ size_t job_list(struct session *s, struct job_info **v);
 
 /* -EBUSY while it runs. */
 int job_idle(struct job *j);
-/* Starts it (again): -EBUSY while it runs, -EINVAL for a NUL byte. */
-int job_start(struct job *j, const char *cmd, size_t len);
+/* Starts it (again), its start number to *n if n is given: -EBUSY while it runs, -EINVAL for
+ * a NUL byte. */
+int job_start(struct job *j, const char *cmd, size_t len, unsigned *n);
 /* The latest run (referenced), NULL before the first start. */
 struct run *job_run(struct job *j);
 /* Signals its whole tree; -ESRCH if it does not run. */

@@ -262,7 +262,7 @@ static void remember(struct session *s, struct run *r)
 	}
 }
 
-int session_submit(struct session *s, const char *cmd, size_t len)
+int session_submit(struct session *s, const char *cmd, size_t len, unsigned *n)
 {
 	struct op *op;
 	struct run *r;
@@ -294,6 +294,8 @@ int session_submit(struct session *s, const char *cmd, size_t len)
 		return err;
 	}
 	s->next_n++;
+	if (n)
+		*n = s->next_n;
 	remember(s, r);
 	op = xcalloc(1, sizeof(*op));
 	op->kind = OP_RUN;
@@ -315,31 +317,61 @@ struct run *session_latest(struct session *s)
 	return r;
 }
 
-int session_checkout(struct session *s, const char *line, size_t len)
+/* Parses a request and resolves its directory against the cwd; core lock held. */
+static int checkout_prepare(struct session *s, const char *line, size_t len,
+			    struct checkout_req *req, char **rel)
+{
+	char *name, *dir;
+
+	if (s->removed)
+		return -ENOENT;
+	if (checkout_parse(line, len, req) < 0)
+		return -EINVAL;
+	name = req->dir ? NULL : checkout_repo_name(req->url);
+	if (!req->dir && !name) {
+		checkout_req_free(req);
+		return -EINVAL;
+	}
+	dir = req->dir ? xstrdup(req->dir) : xstrdup(name);
+	*rel = checkout_resolve(gitrun_workspace(), s->cwd, dir);
+	free(dir);
+	free(name);
+	if (!*rel) {
+		checkout_req_free(req);
+		return -EINVAL; /* outside the workspace */
+	}
+	return 0;
+}
+
+int session_checkout_check(struct session *s, const char *line, size_t len)
 {
 	struct checkout_req req;
-	char *name, *dir, *rel;
+	char *rel;
+	int rc;
+
+	core_lock();
+	rc = checkout_prepare(s, line, len, &req, &rel);
+	core_unlock();
+	if (rc == 0) {
+		checkout_req_free(&req);
+		free(rel);
+	}
+	return rc;
+}
+
+int session_checkout(struct session *s, const char *line, size_t len, unsigned *n)
+{
+	struct checkout_req req;
+	char *dir, *rel;
 	struct op *op;
 	struct run *r;
 	int err = 0;
 
-	if (checkout_parse(line, len, &req) < 0)
-		return -EINVAL;
-	name = req.dir ? NULL : checkout_repo_name(req.url);
-	if (!req.dir && !name) {
-		checkout_req_free(&req);
-		return -EINVAL;
-	}
 	core_lock();
-	dir = req.dir ? xstrdup(req.dir) : xstrdup(name);
-	rel = checkout_resolve(gitrun_workspace(), s->cwd, dir);
-	free(dir);
-	free(name);
-	if (!rel || s->removed) {
+	err = checkout_prepare(s, line, len, &req, &rel);
+	if (err < 0) {
 		core_unlock();
-		checkout_req_free(&req);
-		free(rel);
-		return s->removed ? -ENOENT : -EINVAL; /* outside the workspace */
+		return err;
 	}
 	dir = xasprintf("%s/%llu-checkout-%u", session_spool_dir, (unsigned long long)s->serial,
 			++s->next_checkout);
@@ -358,6 +390,8 @@ int session_checkout(struct session *s, const char *line, size_t len)
 	op->rel = rel;
 	op->shown = rel[0] ? xasprintf("%s/%s", gitrun_workspace(), rel)
 			   : xstrdup(gitrun_workspace());
+	if (n)
+		*n = s->next_checkout;
 	if (s->checkout)
 		run_unref(s->checkout);
 	s->checkout = r;

@@ -54,8 +54,9 @@ const char *session_id(const struct session *s);
 uint64_t session_serial(const struct session *s);
 struct timespec session_ctime(const struct session *s);
 
-/* Queues a command. -EINVAL for a NUL byte, -EFBIG over SESSION_CMD_MAX, -ENOENT if removed. */
-int session_submit(struct session *s, const char *cmd, size_t len);
+/* Queues a command; its run number goes to *n if n is given. -EINVAL for a NUL byte, -EFBIG
+ * over SESSION_CMD_MAX, -ENOENT if removed. */
+int session_submit(struct session *s, const char *cmd, size_t len, unsigned *n);
 /* The latest submitted run (referenced), or NULL before the first command. */
 struct run *session_latest(struct session *s);
 /* NAME=VALUE lines the next command starts with; caller frees. */
@@ -81,9 +82,12 @@ uint64_t session_timeout(struct session *s);
 int session_set_timeout(struct session *s, const char *text, size_t len);
 /* The status file: "key value" lines; caller frees. */
 char *session_status(struct session *s, size_t *len);
-/* A checkout request line ("URL [branch=B] [dir=D] [depth=N]"), queued like a command.
+/* A checkout request line ("URL [branch=B] [dir=D] [depth=N]"), queued like a command; its
+ * checkout number goes to *n if n is given.
  * -EINVAL for a bad line or a target outside the workspace. */
-int session_checkout(struct session *s, const char *line, size_t len);
+int session_checkout(struct session *s, const char *line, size_t len, unsigned *n);
+/* What session_checkout would answer for the line, without queuing anything. */
+int session_checkout_check(struct session *s, const char *line, size_t len);
 /* The latest checkout (referenced; its stdout is the progress), or NULL. */
 struct run *session_checkout_run(struct session *s);
 /* Run number n of the history (referenced), or NULL if it is not kept. */
