@@ -52,6 +52,7 @@ static const struct kind_info kinds[K_MAX] = {
 	[K_ALLJOBS] = {"procs", S_IFDIR | 0755, 0},
 	[K_JOBLINK] = {"", S_IFLNK | 0777, 0},
 	[K_CHECKOUT] = {"checkout", S_IFREG | 0644, IN_SESSION},
+	[K_RESULT] = {"result", S_IFREG | 0444, IN_SESSION | IN_RUN},
 };
 
 /* The root level has no session behind it. */

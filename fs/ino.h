@@ -40,6 +40,7 @@ enum ctl_kind {
 	K_ALLJOBS, /* procs/ at the root */
 	K_JOBLINK, /* procs/<session>.<name> */
 	K_CHECKOUT,
+	K_RESULT, /* a run's result as one JSON object */
 	K_MAX
 };
 

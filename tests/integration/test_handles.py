@@ -4,14 +4,17 @@ per run) and output (stdout and stderr interleaved as the daemon read them).
 Every wait is bounded; commands are short, so the file runs in seconds.
 """
 
+import base64
+import datetime
 import errno
+import json
 import os
+import signal
+import subprocess
 import threading
 from pathlib import Path
 
-import pytest
-
-from sbxutil import bounded, read_bytes, write_bytes
+from sbxutil import Background, bounded, read_bytes, wait_until, write_bytes
 
 
 def handle_run(s, cmd):
@@ -124,7 +127,10 @@ def test_write_with_an_unread_number_is_ebusy(sbx):
             except OSError as e:
                 return part, e.errno
         finally:
-            os.close(fd)
+            try:
+                os.close(fd)
+            except OSError as e:  # a failed write may fail the close too: nothing was lost
+                assert e.errno == errno.EBUSY
 
     part, err = bounded(go)
     assert err == errno.EBUSY
@@ -208,3 +214,123 @@ def test_procs_cmd_handle(sbx):
 
     assert bounded(go) == b"1\n"
     assert read_bytes(s / "procs" / "srv" / "stdout") == b"started\n"
+
+
+# --- result ------------------------------------------------------------------------------------
+
+
+def result_of(s, n=None, timeout=30):
+    path = Path(s) / ("result" if n is None else f"runs/{n}/result")
+    raw = read_bytes(path, timeout=timeout)
+    r = subprocess.run(["python3", "-m", "json.tool"], input=raw, capture_output=True)
+    assert r.returncode == 0, (raw[:200], r.stderr)
+    return json.loads(raw)
+
+
+def status_of(s, n):
+    text = read_bytes(Path(s) / "runs" / str(n) / "status").decode()
+    return dict(line.split(" ", 1) for line in text.splitlines())
+
+
+RESULT_KEYS = {"success", "exitCode", "stdout", "stderr", "command", "duration", "timestamp",
+               "sessionId", "run", "signal", "timedOut", "truncated", "error",
+               "stdoutEncoding", "stderrEncoding", "commandEncoding",
+               "stdoutTruncated", "stderrTruncated", "commandTruncated"}
+
+
+def test_result_matches_the_files(sbx):
+    s = sbx.new_session()
+    cmd = 'printf \'out "q" \\\\ \\t\\001\\342\\200\\250 \\303\\251\\n\'; echo err >&2; exit 3'
+    n = bounded(handle_run, s, cmd)
+    res = result_of(s, n)
+    run = s / "runs" / str(n)
+    assert set(res) == RESULT_KEYS
+    assert res["stdout"].encode() == read_bytes(run / "stdout")
+    assert res["stderr"].encode() == read_bytes(run / "stderr") == b"err\n"
+    assert res["exitCode"] == int(read_bytes(run / "exit")) == 3
+    assert res["success"] is False
+    assert res["command"] == read_bytes(run / "cmd").decode() == cmd
+    assert res["run"] == n
+    assert res["sessionId"] == s.name
+    assert res["signal"] is None and res["timedOut"] is False and res["truncated"] is False
+    assert res["error"] is None
+    assert res["stdoutEncoding"] == res["stderrEncoding"] == "utf-8"
+    assert res["stdoutTruncated"] is False
+    st = status_of(s, n)
+    assert abs(res["duration"] - float(st["duration"]) * 1000) <= 2
+    started = datetime.datetime.fromisoformat(res["timestamp"].replace("Z", "+00:00"))
+    assert abs(started.timestamp() - float(st["started"])) < 0.002
+    # the session's result is the latest run's
+    assert result_of(s) == res
+
+
+def test_result_success_and_raw_escapes(sbx):
+    s = sbx.new_session()
+    n = bounded(handle_run, s, "printf 'a\\342\\200\\250b\\n'")
+    raw = read_bytes(s / "runs" / str(n) / "result")
+    assert b"\\u2028" in raw and b"\xe2\x80\xa8" not in raw
+    res = json.loads(raw)
+    assert res["success"] is True and res["exitCode"] == 0
+    assert res["stdout"] == "a\u2028b\n"
+
+
+def test_result_non_utf8_is_base64(sbx):
+    s = sbx.new_session()
+    n = bounded(handle_run, s, "printf '\\377\\376ok\\300\\257'; printf 'fine' >&2")
+    res = result_of(s, n)
+    assert res["stdoutEncoding"] == "base64"
+    assert base64.b64decode(res["stdout"]) == read_bytes(s / "runs" / str(n) / "stdout")
+    assert res["stderrEncoding"] == "utf-8" and res["stderr"] == "fine"
+
+
+def test_result_blocks_until_the_end(sbx):
+    s = sbx.new_session()
+    marker = f"res-{os.getpid()}"
+    n = bounded(handle_run, s, f"echo early; until [ -e {sbx.cmd_ws}/{marker} ]; do sleep 0.01; "
+                               "done; echo late")
+    r = Background(read_bytes, s / "runs" / str(n) / "result")
+    assert not r.wait(0.3), "result answered while the command runs"
+    sbx.touch(marker)
+    res = json.loads(r.result())
+    assert res["stdout"] == "early\nlate\n"
+
+
+def test_result_any_offset_and_buffer_size(sbx):
+    s = sbx.new_session()
+    n = bounded(handle_run, s, "seq 1 2000")
+    whole = read_bytes(s / "runs" / str(n) / "result")
+
+    def pieces():
+        fd = os.open(s / "runs" / str(n) / "result", os.O_RDONLY)
+        try:
+            out = bytearray()
+            for size in (1, 7, 4096, 3, 100000):
+                out += os.pread(fd, size, len(out))
+            while (b := os.pread(fd, 13, len(out))):
+                out += b
+            return bytes(out), os.pread(fd, 50, 10)
+        finally:
+            os.close(fd)
+
+    got, mid = bounded(pieces)
+    assert got == whole
+    assert mid == whole[10:60]
+
+
+def test_result_cut_past_one_mib(sbx):
+    s = sbx.new_session()
+    n = bounded(handle_run, s, "head -c 1100000 /dev/zero | tr '\\0' x; printf '\\342\\202\\254'")
+    res = result_of(s, n)
+    assert res["stdoutTruncated"] is True and res["truncated"] is False
+    assert res["stdoutEncoding"] == "utf-8"
+    assert res["stdout"] == "x" * (1 << 20)
+
+
+def test_result_of_a_killed_command(sbx):
+    s = sbx.new_session()
+    n = bounded(handle_run, s, "sleep 30")
+    wait_until(lambda: b"running" in read_bytes(s / "runs" / str(n) / "status"), 10, "start")
+    write_bytes(s / "ctl", b"kill KILL\n", flags=os.O_WRONLY)
+    res = result_of(s, n)
+    assert res["signal"] == signal.SIGKILL
+    assert res["exitCode"] == 128 + signal.SIGKILL and res["success"] is False
