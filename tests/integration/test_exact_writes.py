@@ -1,0 +1,221 @@
+"""Exact answers from control files: an open is applied whole at close or not at all; values
+that hold newlines or control bytes read back encoded and can never forge a line; every
+readable control file stats with its true size, so copies made with sendfile, copy_file_range
+or splice (shutil.copy, node's fs.copyFileSync, cp) hold what cat shows."""
+
+import errno
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from sbxutil import bounded, errname, status, uniq, write_errno
+
+SHELL_WRITE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+
+
+def open_writes(path, chunks, flags=SHELL_WRITE):
+    """One open, one write() per chunk; returns ([errno of each write], errno of close)."""
+    def go():
+        fd = os.open(path, flags, 0o644)
+        errs = []
+        for c in chunks:
+            try:
+                os.write(fd, c)
+                errs.append(0)
+            except OSError as exc:
+                errs.append(exc.errno)
+        try:
+            os.close(fd)
+            cerr = 0
+        except OSError as exc:
+            cerr = exc.errno
+        return errs, cerr
+
+    return bounded(go, what=f"writes to {path}")
+
+
+def bytewise(data):
+    return [data[i:i + 1] for i in range(len(data))]
+
+
+def settle(sbx, s):
+    """Waits until everything queued in the session before this point is done."""
+    assert sbx.run(s, "true")[2] == 0
+
+
+def absent(sbx, name):
+    return not (sbx.ws / name).exists()
+
+
+# --- cmd: all or nothing ----------------------------------------------------------------------
+
+def test_cmd_over_1mib_never_runs(sbx):
+    s = sbx.new_session()
+    keep, marker = uniq("keep"), uniq("ran")
+    (sbx.ws / keep).mkdir()
+    script = f"touch {marker}\n: " + "x" * (1 << 20) + f"\nrm -rf {keep}/\n"
+    errs, cerr = open_writes(s / "cmd", [script[i:i + 65536].encode()
+                                         for i in range(0, len(script), 65536)])
+    assert errno.EFBIG in errs, errs
+    assert all(e in (0, errno.EFBIG) for e in errs), errs
+    assert cerr == errno.EFBIG, errname(cerr)
+    settle(sbx, s)
+    assert absent(sbx, marker), "a cut command ran"
+    assert (sbx.ws / keep).is_dir()
+
+
+def test_cmd_nul_in_a_later_write_discards_the_earlier_ones(sbx):
+    s = sbx.new_session()
+    marker = uniq("ran")
+    errs, cerr = open_writes(s / "cmd", [f"touch {marker}\n".encode(), b"echo a\0b\n"])
+    assert errs == [0, errno.EINVAL], errs
+    assert cerr == errno.EINVAL
+    settle(sbx, s)
+    assert absent(sbx, marker)
+
+
+def test_cmd_poisoned_open_refuses_further_writes(sbx):
+    s = sbx.new_session()
+    marker = uniq("ran")
+    errs, cerr = open_writes(s / "cmd", [b"\0", f"touch {marker}\n".encode()])
+    assert errs == [errno.EINVAL, errno.EINVAL] and cerr == errno.EINVAL
+    settle(sbx, s)
+    assert absent(sbx, marker)
+
+
+def test_cmd_written_a_byte_at_a_time_runs_once_whole(sbx):
+    s = sbx.new_session()
+    marker = uniq("bw")
+    errs, cerr = open_writes(s / "cmd", bytewise(f"echo one >> {marker}\necho two >> {marker}\n"
+                                                 .encode()))
+    assert set(errs) == {0} and cerr == 0
+    settle(sbx, s)
+    assert (sbx.ws / marker).read_bytes() == b"one\ntwo\n"
+
+
+def test_proc_cmd_nul_never_starts(sbx):
+    s = sbx.new_session()
+    p = s / "procs" / uniq("p")
+    bounded(os.mkdir, p)
+    marker = uniq("pran")
+    errs, cerr = open_writes(p / "cmd", [f"touch {marker}\n".encode(), b"\0"])
+    assert errs == [0, errno.EINVAL] and cerr == errno.EINVAL
+    settle(sbx, s)
+    time.sleep(0.2)
+    assert absent(sbx, marker)
+    assert status(p)["state"] == "idle"
+
+
+# --- env ----------------------------------------------------------------------------------------
+
+def test_env_bad_line_after_a_good_one_applies_nothing(sbx):
+    s = sbx.new_session()
+    name = "EXACT_" + uniq("c").replace("-", "_")
+    errs, cerr = open_writes(s / "env", [f"{name}=3\n".encode(), b"bad line\n"])
+    assert errs == [0, errno.EINVAL] and cerr == errno.EINVAL
+    assert name not in sbx.read_env(s)
+    assert sbx.run(s, f'echo "${{{name}-unset}}"')[0] == b"unset\n"
+
+
+def test_env_printf_line_by_line_bad_line_applies_nothing(sbx):
+    s = sbx.new_session()
+    r = subprocess.run(["sh", "-c", f"printf 'C=3\\nbad line\\n' > {s}/env"],
+                       capture_output=True, timeout=30)
+    assert r.returncode != 0
+    assert "C" not in sbx.read_env(s)
+
+
+def test_env_byte_at_a_time(sbx):
+    s = sbx.new_session()
+    errs, cerr = open_writes(s / "env", bytewise(b"BW_A=1\nBW_B=two words\n-BW_A\nBW_C=3"))
+    assert set(errs) == {0} and cerr == 0
+    env = sbx.read_env(s)
+    assert "BW_A" not in env and env["BW_B"] == "two words" and env["BW_C"] == "3"
+
+
+def test_env_bad_partial_last_line_fails_the_close(sbx):
+    s = sbx.new_session()
+    errs, cerr = open_writes(s / "env", [b"PL_A=1\n", b"no equals sign"])
+    assert errs == [0, 0] and cerr == errno.EINVAL
+    assert "PL_A" not in sbx.read_env(s)
+
+
+def test_env_abuse(sbx):
+    s = sbx.new_session()
+    before = sbx.read(s, "env")
+    for data in [b"\0", b"A=\0\n", b"=x\n", b"1A=x\n", b"A B=c\n", b"-\n", b"-1\n",
+                 b"\xff\xfe=1\n"]:
+        assert write_errno(s / "env", data) == errno.EINVAL, data
+    big = b"BIG=" + b"x" * (1 << 20) + b"\n"
+    errs, cerr = open_writes(s / "env", [big[i:i + 65536] for i in range(0, len(big), 65536)])
+    assert errno.EFBIG in errs and cerr == errno.EFBIG
+    assert sbx.read(s, "env") == before
+
+
+# --- checkout, timeout, cwd, ctl --------------------------------------------------------------
+
+def test_checkout_two_lines_queue_nothing(sbx):
+    s = sbx.new_session()
+    ck = s / "checkout"
+    assert write_errno(ck, "https://example.invalid/a.git\nhttps://example.invalid/b.git\n") \
+        == errno.EINVAL
+    errs, cerr = open_writes(ck, bytewise(b"https://example.invalid/a.git\nhttps://x/b.git\n"))
+    assert errno.EINVAL in errs and cerr == errno.EINVAL
+    assert not any(errs[:30])
+    assert sbx.read(s, "checkout") == b"", "a checkout was queued"
+
+
+def test_checkout_abuse(sbx):
+    s = sbx.new_session()
+    ck = s / "checkout"
+    for data in [b"\0", b"https://x/a.git\0\n", b"-oops\n", b"https://x/a.git dir=/etc\n",
+                 b"https://x/a.git bogus=1\n"]:
+        assert write_errno(ck, data) == errno.EINVAL, data
+    huge = b"https://x/" + b"a" * (1 << 17) + b".git\n"
+    assert write_errno(ck, huge) in (errno.EFBIG, errno.EINVAL)
+    assert sbx.read(s, "checkout") == b""
+
+
+def test_timeout_byte_at_a_time_and_bad_input(sbx):
+    s = sbx.new_session()
+    errs, cerr = open_writes(s / "timeout", bytewise(b"1234\n"))
+    assert set(errs) == {0} and cerr == 0
+    assert sbx.read(s, "timeout") == b"1234\n"
+    for data in [b"12\n34\n", b"x", b" 5", b"99999999999\n", b"4294967296\n", b"5\0",
+                 b"1" * 100]:
+        assert write_errno(s / "timeout", data) == errno.EINVAL, data
+    errs, cerr = open_writes(s / "timeout", [b"77\n", b"x"])
+    assert errs == [0, errno.EINVAL] and cerr == errno.EINVAL
+    assert sbx.read(s, "timeout") == b"1234\n"
+    assert write_errno(s / "timeout", "0\n") == 0
+
+
+def test_cwd_byte_at_a_time_and_two_lines(sbx):
+    s = sbx.new_session()
+    d = uniq("cwdbw")
+    (sbx.ws / d / "x").mkdir(parents=True)
+    (sbx.ws / d / "y").mkdir()
+    errs, cerr = open_writes(s / "cwd", bytewise(f"{d}/x\n".encode()))
+    assert set(errs) == {0} and cerr == 0
+    assert sbx.read(s, "cwd").endswith(f"/{d}/x\n".encode())
+    before = sbx.read(s, "cwd")
+    assert write_errno(s / "cwd", "../y\n/etc\n") == errno.EINVAL
+    assert sbx.read(s, "cwd") == before
+    # no newline at all: the cd goes at close
+    errs, cerr = open_writes(s / "cwd", [b"../y"])
+    assert errs == [0] and cerr == 0
+    assert sbx.read(s, "cwd").endswith(f"/{d}/y\n".encode())
+    errs, cerr = open_writes(s / "cwd", [b"missing-dir"])
+    assert errs == [0] and cerr == errno.ENOENT
+
+
+def test_cwd_abuse(sbx):
+    s = sbx.new_session()
+    before = sbx.read(s, "cwd")
+    assert write_errno(s / "cwd", b"a\0b\n") == errno.EINVAL
+    assert write_errno(s / "cwd", b"x" * 70000) == errno.ENAMETOOLONG
+    assert sbx.read(s, "cwd") == before
