@@ -19,6 +19,7 @@
 #include "job.h"
 #include "log.h"
 #include "park.h"
+#include "result.h"
 #include "run.h"
 #include "session.h"
 #include "signame.h"
@@ -105,6 +106,12 @@ void ctlfile_shutdown(void)
 		fh_free(fh);
 	}
 	pthread_mutex_unlock(&open_lock);
+}
+
+/* Files whose read waits for the run (or process) to get somewhere, then answers once. */
+static bool is_awaited(enum ctl_kind k)
+{
+	return k == K_EXIT || k == K_READY || k == K_RESULT;
 }
 
 /* Files that read like a growing output: a checkout's progress is one too. */
@@ -343,7 +350,23 @@ static void read_req_free(void *arg)
 	free(rr);
 }
 
-/* Answers a read of stdout/stderr/exit, or returns -EAGAIN (w queued if given). */
+/* The result is rendered once, by the first read after the run ended, so every read of this
+ * open file sees the same document whatever its offsets and sizes. */
+static void reply_result(fuse_req_t req, struct ctlfh *fh, size_t size, off_t off)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&fh->lock);
+	if (!fh->snap)
+		rc = result_render(fh->run, session_id(fh->s), &fh->snap, &fh->snaplen);
+	pthread_mutex_unlock(&fh->lock);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		reply_slice(req, fh->snap, fh->snaplen, size, off);
+}
+
+/* Answers a read of stdout/stderr/exit/result, or returns -EAGAIN (w queued if given). */
 static int try_read(fuse_req_t req, struct ctlfh *fh, size_t size, off_t off, struct waiter *w)
 {
 	char text[16];
@@ -363,6 +386,12 @@ static int try_read(fuse_req_t req, struct ctlfh *fh, size_t size, off_t off, st
 			return -EAGAIN;
 		snprintf(text, sizeof(text), "%d\n", status);
 		reply_slice(req, text, strlen(text), size, off);
+		return 0;
+	}
+	if (fh->kind == K_RESULT) {
+		if (run_wait_exit(fh->run, &status, w) < 0)
+			return -EAGAIN;
+		reply_result(req, fh, size, off);
 		return 0;
 	}
 	if (run_read_extent(fh->run, stream_of(fh->kind), off, size, &fd, &n, w) < 0)
@@ -436,7 +465,7 @@ void ctl_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fus
 	}
 	/* Once answered, the file may be released at once: hold fh until we are done with it. */
 	__atomic_add_fetch(&fh->refs, 1, __ATOMIC_RELAXED);
-	if (!is_stream(fh->kind) && fh->kind != K_EXIT && fh->kind != K_READY) {
+	if (!is_stream(fh->kind) && !is_awaited(fh->kind)) {
 		reply_slice(req, fh->snap, fh->snaplen, size, off);
 	} else if (!fh->run && fh->kind != K_READY) {
 		fuse_reply_buf(req, NULL, 0); /* no command yet: empty */
@@ -889,7 +918,7 @@ static bool poll_ready(struct ctlfh *fh, struct waiter *w)
 {
 	int status;
 
-	if (fh->kind == K_EXIT)
+	if (fh->kind == K_EXIT || fh->kind == K_RESULT)
 		return run_wait_exit(fh->run, &status, w) == 0;
 	return run_poll(fh->run, stream_of(fh->kind), fh->pos, w);
 }
@@ -905,7 +934,7 @@ void ctl_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	(void)ino;
 	if (fh->writable)
 		revents |= POLLOUT | POLLWRNORM;
-	if (!fh->run || (!is_stream(fh->kind) && fh->kind != K_EXIT)) {
+	if (!fh->run || (!is_stream(fh->kind) && fh->kind != K_EXIT && fh->kind != K_RESULT)) {
 		if (ph)
 			fuse_pollhandle_destroy(ph);
 		fuse_reply_poll(req, revents);
@@ -947,6 +976,12 @@ int ctlfile_stat(struct fuse_file_info *fi, struct stat *st)
 	if (fh->kind == K_EXIT) {
 		if (run_wait_exit(fh->run, &status, NULL) == 0)
 			st->st_size = snprintf(NULL, 0, "%d\n", status);
+		return 0;
+	}
+	if (fh->kind == K_RESULT) {
+		pthread_mutex_lock(&fh->lock);
+		st->st_size = (off_t)fh->snaplen; /* 0 until the first read rendered it */
+		pthread_mutex_unlock(&fh->lock);
 		return 0;
 	}
 	return -ENOENT;
