@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "escape.h"
 #include "xmalloc.h"
 
 bool env_name_valid(const char *s, size_t len)
@@ -118,31 +119,41 @@ static int entry_cmp(const void *a, const void *b)
 char *envlist_format(const struct envlist *el, size_t *len)
 {
 	const char **sorted = xcalloc(el->n + 1, sizeof(char *));
-	size_t total = 0, off = 0;
+	char **shown = xcalloc(el->n + 1, sizeof(char *));
+	size_t total = 0, off = 0, *slen = xcalloc(el->n + 1, sizeof(size_t));
 	char *buf;
 
 	/* Sorted by name, so the file reads the same whatever order the shell reported. */
 	memcpy(sorted, el->v, el->n * sizeof(char *));
 	qsort(sorted, el->n, sizeof(char *), entry_cmp);
-	for (size_t i = 0; i < el->n; i++)
-		total += strlen(sorted[i]) + 1;
+	for (size_t i = 0; i < el->n; i++) {
+		const char *eq = strchr(sorted[i], '=') + 1;
+		char *value = esc_encode(eq, strlen(eq), &slen[i]);
+
+		/* values go in their escape.h form: one line each, whatever they hold */
+		shown[i] = xasprintf("%.*s%s\n", (int)(eq - sorted[i]), sorted[i], value);
+		slen[i] += (size_t)(eq - sorted[i]) + 1;
+		total += slen[i];
+		free(value);
+	}
 	buf = xmalloc(total + 1);
 	for (size_t i = 0; i < el->n; i++) {
-		size_t l = strlen(sorted[i]);
-
-		memcpy(buf + off, sorted[i], l);
-		off += l;
-		buf[off++] = '\n';
+		memcpy(buf + off, shown[i], slen[i]);
+		off += slen[i];
+		free(shown[i]);
 	}
 	buf[off] = '\0';
 	*len = off;
 	free(sorted);
+	free(shown);
+	free(slen);
 	return buf;
 }
 
 static int envedit_parse_line(const char *line, size_t len, struct envedit *e)
 {
 	const char *eq;
+	size_t vlen;
 
 	if (memchr(line, '\0', len))
 		return -EINVAL;
@@ -156,8 +167,9 @@ static int envedit_parse_line(const char *line, size_t len, struct envedit *e)
 	eq = memchr(line, '=', len);
 	if (!eq || !env_name_valid(line, (size_t)(eq - line)))
 		return -EINVAL;
+	if (esc_decode(eq + 1, len - (size_t)(eq - line) - 1, &e->value, &vlen) < 0)
+		return -EINVAL;
 	e->name = xstrndup(line, (size_t)(eq - line));
-	e->value = xstrndup(eq + 1, len - (size_t)(eq - line) - 1);
 	return 0;
 }
 

@@ -19,6 +19,7 @@
 #include "ports.h"
 #include "session_priv.h"
 #include "signame.h"
+#include "escape.h"
 #include "xmalloc.h"
 
 /* How often a parked `ready` reader looks for a listening port. */
@@ -485,7 +486,9 @@ static const char *state_of(const struct job *j, int *sig)
 char *job_status(struct job *j)
 {
 	char started[32] = "-", ended[32] = "-", exit_text[16] = "-", *text, *error, *with_error;
+	char *shown;
 	const char *state;
+	size_t n;
 	int sig;
 
 	core_lock();
@@ -507,7 +510,9 @@ char *job_status(struct job *j)
 	core_unlock();
 	if (!error) /* the line is there only when something went wrong */
 		return text;
-	with_error = xasprintf("%serror %s\n", text, error);
+	shown = esc_encode(error, strlen(error), &n); /* it may quote what a user wrote */
+	with_error = xasprintf("%serror %s\n", text, shown);
+	free(shown);
 	free(text);
 	free(error);
 	return with_error;

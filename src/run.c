@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 
 #include "loop.h"
+#include "escape.h"
 #include "xmalloc.h"
 
 static void (*begin_hook)(void), (*end_hook)(void);
@@ -132,7 +133,8 @@ char *run_describe(const struct run *r)
 	static const char *const states[] = {"queued", "running", "done"};
 	struct timespec now, end;
 	char exit_text[16] = "-", started[32] = "-", duration[32] = "-";
-	char *text, *error = run_error_text(r), *with_error;
+	char *text, *error = run_error_text(r), *with_error, *shown;
+	size_t n;
 
 	clock_gettime(CLOCK_REALTIME, &now);
 	end = r->state == RUN_DONE ? r->ended : now;
@@ -152,7 +154,9 @@ char *run_describe(const struct run *r)
 			 (unsigned long long)r->timeout_ms);
 	if (!error) /* the line is there only when something went wrong */
 		return text;
-	with_error = xasprintf("%serror %s\n", text, error);
+	shown = esc_encode(error, strlen(error), &n); /* it may quote what a user wrote */
+	with_error = xasprintf("%serror %s\n", text, shown);
+	free(shown);
 	free(text);
 	free(error);
 	return with_error;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "escape.h"
 #include "gitrun.h"
 #include "log.h"
 #include "session_priv.h"
@@ -507,29 +508,36 @@ int session_setenv(struct session *s, const char *buf, size_t len)
 
 char *session_cwd(struct session *s, size_t *len)
 {
-	char *text;
+	char *shown, *text;
+	size_t n;
 
 	core_lock();
-	text = xasprintf("%s\n", s->cwd);
+	shown = esc_encode(s->cwd, strlen(s->cwd), &n); /* one line, whatever the path holds */
 	core_unlock();
-	*len = strlen(text);
+	text = xasprintf("%s\n", shown);
+	free(shown);
+	*len = n + 1;
 	return text;
 }
 
 int session_chdir(struct session *s, const char *path, size_t len, struct ticket **t)
 {
 	struct op *op;
+	char *decoded;
+	size_t n;
 	int rc;
 
 	if (len > 0 && path[len - 1] == '\n')
 		len--;
-	if (memchr(path, '\0', len))
+	if (esc_decode(path, len, &decoded, &n) < 0)
 		return -EINVAL;
-	if (len == 0)
+	if (n == 0) {
+		free(decoded);
 		return -ENOENT;
+	}
 	op = xcalloc(1, sizeof(*op));
 	op->kind = OP_CHDIR;
-	op->path = xstrndup(path, len);
+	op->path = decoded;
 	op->ticket = ticket_new();
 	*t = op->ticket;
 	ticket_ref(*t);

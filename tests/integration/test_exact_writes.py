@@ -219,3 +219,71 @@ def test_cwd_abuse(sbx):
     assert write_errno(s / "cwd", b"a\0b\n") == errno.EINVAL
     assert write_errno(s / "cwd", b"x" * 70000) == errno.ENAMETOOLONG
     assert sbx.read(s, "cwd") == before
+
+
+# --- the $'...' form: env and cwd ---------------------------------------------------------------
+
+def shell_value(sbx, s, name):
+    out, _, code = sbx.run(s, f'printf %s "${name}" | od -An -tx1 -v')
+    assert code == 0
+    return bytes.fromhex(out.decode())
+
+
+def test_env_value_with_a_newline_cannot_forge_a_line(sbx):
+    s = sbx.new_session()
+    assert sbx.run(s, "export FORGE=$'a\\nLD_PRELOAD=/workspace/evil.so'")[2] == 0
+    text = sbx.read(s, "env")
+    lines = text.split(b"\n")
+    assert b"FORGE=$'a\\nLD_PRELOAD=/workspace/evil.so'" in lines, text
+    assert not any(line.startswith(b"LD_PRELOAD=") for line in lines), text
+
+
+NASTY = [b"a\nb", b"tab\there", b"\\n literal", b"$'quoted'", b"it's", b"\x1b[31mred\x7f",
+         b"\r\n\r", b"trailing\\", b"caf\xc3\xa9 \xff", b"", b"$'", b"$", b"a\\'b\n"]
+
+
+def test_env_round_trip_is_exact(sbx):
+    s = sbx.new_session()
+    names = [f"RT_{i}" for i in range(len(NASTY))]
+    script = "".join(f"export {n}=$'" + "".join(f"\\x{c:02x}" for c in v) + "'\n"
+                     for n, v in zip(names, NASTY) if v)
+    script += "export RT_%d=\n" % NASTY.index(b"")
+    assert sbx.run(s, script)[2] == 0
+    text = sbx.read(s, "env")
+    for n, v in zip(names, NASTY):
+        assert shell_value(sbx, s, n) == v
+    # write it back to a fresh session: identical file, identical values in the shell
+    t = sbx.new_session()
+    lines = [line for line in text.split(b"\n") if line.startswith(b"RT_")]
+    assert len(lines) == len(NASTY), text
+    assert write_errno(t / "env", b"\n".join(lines) + b"\n") == 0
+    got = [line for line in sbx.read(t, "env").split(b"\n") if line.startswith(b"RT_")]
+    assert got == lines
+    for n, v in zip(names, NASTY):
+        assert shell_value(sbx, t, n) == v, n
+
+
+def test_env_write_of_quoted_forms(sbx):
+    s = sbx.new_session()
+    assert write_errno(s / "env", b"Q_A=$'x\\ny'\nQ_B=$'\\x41\\t'\nQ_C=plain $ \\ ok\n") == 0
+    assert shell_value(sbx, s, "Q_A") == b"x\ny"
+    assert shell_value(sbx, s, "Q_B") == b"A\t"
+    assert shell_value(sbx, s, "Q_C") == b"plain $ \\ ok"
+    for bad in [b"Q_D=$'open\n", b"Q_D=$'a'b'\n", b"Q_D=$'\\x00'\n", b"Q_D=$'\\q'\n",
+                b"Q_D=$'\\'\n"]:
+        assert write_errno(s / "env", bad) == errno.EINVAL, bad
+    assert "Q_D" not in sbx.read_env(s)
+
+
+def test_cwd_with_a_newline_reads_as_one_line_and_writes_back(sbx):
+    s = sbx.new_session()
+    d = uniq("nl")
+    assert sbx.run(s, f"mkdir -p $'{d}\\n/etc' && cd $'{d}\\n/etc'")[2] == 0
+    text = sbx.read(s, "cwd")
+    assert text.count(b"\n") == 1 and text.startswith(b"$'"), text
+    assert text == b"$'" + sbx.cmd_ws.encode() + f"/{d}\\n/etc'\n".encode()
+    assert write_errno(s / "cwd", "/\n") == 0
+    assert write_errno(s / "cwd", text) == 0
+    assert sbx.read(s, "cwd") == text
+    assert sbx.run(s, "pwd")[0] == f"{sbx.cmd_ws}/{d}\n/etc\n".encode()
+    assert write_errno(s / "cwd", b"$'/nope\n") == errno.EINVAL

@@ -1,0 +1,24 @@
+/* One reversible text form for values that may hold any byte but NUL (env values, paths), so a
+ * control file shows each on one line and no value can forge another line.
+ *
+ * A value is shown as is, unless it holds a control byte (0x01-0x1f, 0x7f) or starts with $' :
+ * then it is shown in bash's ANSI-C quoting, $'...', with \\ for a backslash, \' for a quote,
+ * \n \t \r for those bytes and \xHH (two lowercase hex digits) for every other control byte.
+ * Reading $'...' back also takes \a \b \e \f \v \" and \xH. */
+#ifndef SBX_ESCAPE_H
+#define SBX_ESCAPE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The shown form of v (NUL-terminated, length in *outlen); v must hold no NUL. Caller frees. */
+char *esc_encode(const char *v, size_t len, size_t *outlen);
+/* The value a shown (or written) form stands for, NUL-terminated, into *out (caller frees).
+ * -EINVAL for a NUL or newline, a malformed $'...' or one that decodes to a NUL. */
+int esc_decode(const char *in, size_t len, char **out, size_t *outlen);
+/* For fuzzers: data without NUL encodes to one line that decodes back to data; anything decodes
+ * without error or to -EINVAL, and a decoded value re-encodes and decodes to itself. Returns 0,
+ * or -1 on a broken invariant. */
+int esc_roundtrip(const uint8_t *data, size_t size);
+
+#endif
