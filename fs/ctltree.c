@@ -53,6 +53,7 @@ static const struct kind_info kinds[K_MAX] = {
 	[K_JOBLINK] = {"", S_IFLNK | 0777, 0},
 	[K_CHECKOUT] = {"checkout", S_IFREG | 0644, IN_SESSION},
 	[K_RESULT] = {"result", S_IFREG | 0444, IN_SESSION | IN_RUN},
+	[K_OUTPUT] = {"output", S_IFREG | 0444, IN_SESSION | IN_RUN | IN_JOB},
 };
 
 /* The root level has no session behind it. */
@@ -149,8 +150,12 @@ static void stat_session_file(struct session *s, fuse_ino_t ino, struct stat *st
 		return;
 	}
 	r = k == K_CHECKOUT ? session_checkout_run(s) : run_of(s, ino);
-	if (k == K_STDOUT || k == K_STDERR || k == K_CHECKOUT)
-		stat_stream(r, k == K_STDERR ? RUN_STDERR : RUN_STDOUT, st);
+	if (k == K_STDOUT || k == K_STDERR || k == K_OUTPUT || k == K_CHECKOUT)
+		stat_stream(r,
+			    k == K_STDERR   ? RUN_STDERR
+			    : k == K_OUTPUT ? RUN_OUTPUT
+					    : RUN_STDOUT,
+			    st);
 	else if (k == K_EXIT)
 		stat_exit(r, st);
 	else if (k == K_CMD && r)
@@ -214,6 +219,8 @@ int ctl_stat(fuse_ino_t ino, struct stat *st, struct fuse_file_info *fi, bool he
 	if (k == K_README)
 		st->st_size = (off_t)strlen(readme_text);
 	else if (open_handle && fi && fi->fh && ctlfile_stat(fi, st) == 0)
+		;
+	else if (ctl_rendered_size(ino, s, &st->st_size) == 0)
 		;
 	else if (s && (is_file(k) || k == K_JOBLINK))
 		stat_session_file(s, ino, st);

@@ -41,6 +41,7 @@ enum ctl_kind {
 	K_JOBLINK, /* procs/<session>.<name> */
 	K_CHECKOUT,
 	K_RESULT, /* a run's result as one JSON object */
+	K_OUTPUT, /* stdout and stderr interleaved */
 	K_MAX
 };
 

@@ -38,10 +38,10 @@ struct run *run_new(unsigned n, const char *cmd, size_t cmdlen, const char *spoo
 		    uint64_t output_cap, int *err)
 {
 	struct run *r = run_alloc(n, cmd, cmdlen);
-	static const char *const suffix[2] = {"out", "err"};
+	static const char *const suffix[RUN_STREAMS] = {"out", "err", "all"};
 
-	r->out[1].fd = -1;
-	for (int i = 0; i < 2; i++) {
+	r->out[1].fd = r->out[2].fd = -1;
+	for (int i = 0; i < RUN_STREAMS; i++) {
 		char *path = xasprintf("%s.%s", spool_base, suffix[i]);
 		int rc = spool_open(&r->out[i], path, (off_t)output_cap);
 
@@ -53,6 +53,7 @@ struct run *run_new(unsigned n, const char *cmd, size_t cmdlen, const char *spoo
 			return NULL;
 		}
 	}
+	r->out[RUN_STDOUT].mirror = r->out[RUN_STDERR].mirror = &r->out[RUN_OUTPUT];
 	return r;
 }
 
@@ -60,8 +61,8 @@ struct run *run_refused(unsigned n, const char *cmd, size_t cmdlen, int err, con
 {
 	struct run *r = run_alloc(n, cmd, cmdlen);
 
-	spool_empty(&r->out[0]);
-	spool_empty(&r->out[1]);
+	for (int i = 0; i < RUN_STREAMS; i++)
+		spool_empty(&r->out[i]);
 	run_set_error(r, err, what);
 	r->state = RUN_DONE;
 	r->status = RUN_EXIT_UNRUN;
@@ -86,8 +87,8 @@ void run_unref(struct run *r)
 {
 	if (__atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL) > 0)
 		return;
-	spool_close(&r->out[0]);
-	spool_close(&r->out[1]);
+	for (int i = 0; i < RUN_STREAMS; i++)
+		spool_close(&r->out[i]);
 	free(r->error);
 	free(r->cmd);
 	free(r);
@@ -118,12 +119,13 @@ char *run_error_text(const struct run *r)
 {
 	if (r->error)
 		return xstrdup(r->error);
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < RUN_STREAMS; i++) {
+		static const char *const names[RUN_STREAMS] = {"stdout", "stderr", "output"};
 		int err = r->out[i].err;
 
 		if (err)
 			return xasprintf("%s: writing its %s spool: %s", strerrorname_np(err),
-					 i ? "stderr" : "stdout", strerror(err));
+					 names[i], strerror(err));
 	}
 	return NULL;
 }
@@ -183,8 +185,8 @@ void run_end(struct run *r, int status)
 		r->started = r->ended;
 	r->state = RUN_DONE;
 	r->status = status;
-	spool_finish(&r->out[0]);
-	spool_finish(&r->out[1]);
+	for (int i = 0; i < RUN_STREAMS; i++)
+		spool_finish(&r->out[i]);
 	waitq_wake(&r->doneq);
 }
 

@@ -14,7 +14,9 @@
 #include "waiter.h"
 
 enum run_state { RUN_QUEUED, RUN_RUNNING, RUN_DONE };
-enum run_stream { RUN_STDOUT, RUN_STDERR };
+/* RUN_OUTPUT: stdout and stderr interleaved in the order the daemon read them. */
+enum run_stream { RUN_STDOUT, RUN_STDERR, RUN_OUTPUT };
+#define RUN_STREAMS 3
 
 struct run {
 	int refs;
@@ -23,7 +25,7 @@ struct run {
 	size_t cmdlen;
 	enum run_state state;
 	int status; /* exit status, 128+N for signal N; valid when done */
-	struct spool out[2];
+	struct spool out[RUN_STREAMS];
 	struct waitq doneq;
 	struct timespec submitted, started, ended;
 	uint64_t timeout_ms;  /* in force for this run, 0 = none */
@@ -41,7 +43,8 @@ struct run {
 #define RUN_EXIT_UNRUN 126
 #define RUN_EXIT_NOSHELL 127
 
-/* spool_base is a path prefix; the run adds ".out" and ".err". On failure NULL, *err set. */
+/* spool_base is a path prefix; the run adds ".out", ".err" and ".all". On failure NULL, *err
+ * set. */
 struct run *run_new(unsigned n, const char *cmd, size_t cmdlen, const char *spool_base,
 		    uint64_t output_cap, int *err);
 /* A run that is done before it starts, without spools: a command refused with err (errno)

@@ -65,8 +65,39 @@ static void write_failed(struct spool *sp, int err)
 	}
 }
 
+/* Copies what the file got at off into its mirror, so the mirror has the bytes of every spool
+ * that feeds it in the order they arrived; past the mirror's cap they are dropped. */
+static void copy_to_mirror(struct spool *sp, off_t off, size_t n)
+{
+	struct spool *m = sp->mirror;
+	char buf[65536];
+
+	if (m->fd < 0 || m->err)
+		return;
+	if ((off_t)n > m->cap - m->size) {
+		n = m->size < m->cap ? (size_t)(m->cap - m->size) : 0;
+		if (!m->truncated) {
+			m->truncated = true;
+			waitq_wake(&m->waiters);
+		}
+	}
+	while (n > 0) {
+		ssize_t got = pread(sp->fd, buf, n < sizeof(buf) ? n : sizeof(buf), off);
+
+		if (got <= 0) {
+			write_failed(m, got < 0 ? errno : EIO);
+			return;
+		}
+		spool_append(m, buf, (size_t)got);
+		off += got;
+		n -= (size_t)got;
+	}
+}
+
 static void spool_grew(struct spool *sp, size_t n)
 {
+	if (sp->mirror)
+		copy_to_mirror(sp, sp->size, n);
 	sp->size += (off_t)n;
 	clock_gettime(CLOCK_REALTIME, &sp->mtime);
 	waitq_wake(&sp->waiters);

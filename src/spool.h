@@ -19,6 +19,7 @@ struct spool {
 	int err;             /* errno of the first failed write to the file (then it drops), or 0 */
 	bool done;           /* no more data will come */
 	struct waitq waiters; /* woken when it grows or is done */
+	struct spool *mirror; /* gets a copy of every byte kept here, as it comes (or NULL) */
 };
 
 /* Creates the file (drawing on the descriptor reserve); -ENOSPC if its filesystem has no free
@@ -30,7 +31,8 @@ void spool_empty(struct spool *sp);
  * the file failed (sp->err), the bytes are read and dropped, so the writer never blocks. Returns
  * bytes taken from the pipe, 0 at EOF, -EAGAIN when the pipe is empty. Core lock held. */
 ssize_t spool_fill(struct spool *sp, int pipefd, size_t max);
-/* Appends bytes (daemon messages such as a shell that cannot start). Core lock held. */
+/* Appends bytes (daemon messages such as a shell that cannot start; a mirror's copy, kept up to
+ * its cap). Core lock held. */
 void spool_append(struct spool *sp, const void *buf, size_t len);
 void spool_finish(struct spool *sp);
 /* Closes and removes the file. */

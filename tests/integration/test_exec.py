@@ -777,7 +777,7 @@ def test_runs_directories_hold_each_command(sbx):
     sbx.run(s, "printf out3; (exit 3)")
     assert sorted(bounded(os.listdir, s / "runs"), key=int) == ["1", "2", "3"]
     assert sorted(bounded(os.listdir, s / "runs" / "1")) == \
-        ["cmd", "exit", "status", "stderr", "stdout"]
+        ["cmd", "exit", "output", "result", "status", "stderr", "stdout"]
     expect = {1: (b"echo out1; echo err1 >&2; (exit 1)", b"out1\n", b"err1\n", b"1\n"),
               2: (b"echo out2", b"out2\n", b"", b"0\n"),
               3: (b"printf out3; (exit 3)", b"out3", b"", b"3\n")}
@@ -819,7 +819,8 @@ def test_history_keeps_the_last_100_runs_and_their_spools(sbx):
     assert not bounded(os.path.exists, s / "runs" / "1")
     assert sbx.read(s, "stdout") == b"run200\n"
     files = spool_files(sbx, serial)
-    expected = sorted(f"{serial}-{n}.{ext}" for n in range(101, 201) for ext in ("out", "err"))
+    expected = sorted(f"{serial}-{n}.{ext}" for n in range(101, 201)
+                      for ext in ("out", "err", "all"))
     assert files == expected
     bounded(os.rmdir, s, timeout=15)
     wait_until(lambda: not spool_files(sbx, serial), 5, "the spool files to go with rmdir",
@@ -835,7 +836,8 @@ def test_history_size_from_the_config(conf):
     assert conf.read(s / "runs" / "8", "stdout") == b"h8\n"
     serial = find_serial(conf, b"h8\n")
     assert spool_files(conf, serial) == sorted(
-        f"{serial}-{n}.{ext}" for n in range(9 - CONF_HISTORY, 9) for ext in ("out", "err"))
+        f"{serial}-{n}.{ext}" for n in range(9 - CONF_HISTORY, 9)
+        for ext in ("out", "err", "all"))
 
 
 # --- following output --------------------------------------------------------------------------

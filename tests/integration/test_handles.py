@@ -9,12 +9,16 @@ import datetime
 import errno
 import json
 import os
+import select
 import signal
 import subprocess
 import threading
 from pathlib import Path
 
-from sbxutil import Background, bounded, read_bytes, wait_until, write_bytes
+import pytest
+
+from sbxutil import (Background, bounded, proc_state, read_bytes, read_pipe_until, uniq,
+                     wait_file_sh, wait_until, write_bytes)
 
 
 def handle_run(s, cmd):
@@ -334,3 +338,100 @@ def test_result_of_a_killed_command(sbx):
     res = result_of(s, n)
     assert res["signal"] == signal.SIGKILL
     assert res["exitCode"] == 128 + signal.SIGKILL and res["success"] is False
+
+
+# --- output ------------------------------------------------------------------------------------
+
+
+def test_output_interleaves_in_the_order_written(sbx):
+    """Each write waits until the test has seen the one before in `output`, so the daemon read
+    them in that order."""
+    s = sbx.new_session()
+    steps = [(f"out{i}\n" if i % 2 == 0 else f"err{i}\n") for i in range(8)]
+    marks = [uniq("mark") for _ in steps]
+    script = "; ".join(
+        f"printf '{line[:-1]}\\n'{' >&2' if i % 2 else ''}; {wait_file_sh(marks[i], 20)}"
+        for i, line in enumerate(steps))
+    n = bounded(handle_run, s, script)
+    fd = bounded(os.open, s / "runs" / str(n) / "output", os.O_RDONLY)
+    try:
+        got = b""
+        for i, line in enumerate(steps):
+            want = "".join(steps[:i + 1]).encode()
+            while len(got) < len(want):
+                chunk = bounded(os.read, fd, 4096)
+                assert chunk, f"EOF before {line!r} (got {got!r})"
+                got += chunk
+            assert got == want
+            sbx.touch(marks[i])
+        assert bounded(os.read, fd, 4096) == b""
+    finally:
+        os.close(fd)
+    run = s / "runs" / str(n)
+    assert read_bytes(run / "output") == read_bytes(s / "output") == "".join(steps).encode()
+    assert read_bytes(run / "stdout") == "".join(steps[0::2]).encode()
+    assert read_bytes(run / "stderr") == "".join(steps[1::2]).encode()
+
+
+def test_output_is_byte_exact(sbx):
+    s = sbx.new_session()
+    n = bounded(handle_run, s, "head -c 300000 /dev/urandom; printf '\\377\\0x' >&2")
+    run = s / "runs" / str(n)
+    out, err, both = (read_bytes(run / f) for f in ("stdout", "stderr", "output"))
+    assert len(out) == 300000 and err == b"\xff\x00x"
+    assert len(both) == len(out) + len(err)
+    # the stderr chunk sits whole between (or after) stdout's chunks
+    i = both.find(err)
+    assert i >= 0 and both[:i] + both[i + len(err):] == out
+    assert os.stat(run / "output").st_size == len(both)
+
+
+def test_output_follows_and_a_parked_reader_takes_ctrl_c(sbx):
+    s = sbx.new_session()
+    go = uniq("go")
+    sbx.submit(s, f"echo first; echo warn >&2; {wait_file_sh(go)}; echo last")
+    cat = subprocess.Popen(["cat", str(s / "output")], stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL)
+    try:
+        assert read_pipe_until(cat.stdout, b"warn\n", 10) == b"first\nwarn\n"
+        wait_until(lambda: proc_state(cat.pid) in ("S", "D"), 10, "cat to block")
+        os.kill(cat.pid, signal.SIGINT)
+        try:
+            cat.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            pytest.fail("cat still blocked on output 2 s after SIGINT")
+        assert cat.returncode == -signal.SIGINT
+    finally:
+        sbx.touch(go)
+        if cat.poll() is None:
+            cat.kill()
+        cat.wait(timeout=10)
+        cat.stdout.close()
+    assert sbx.exit_status(s) == 0
+    assert read_bytes(s / "output") == b"first\nwarn\nlast\n"
+
+
+def test_output_poll_and_tail_f(sbx):
+    s = sbx.new_session()
+    go, go2 = uniq("go"), uniq("go")
+    sbx.submit(s, f"echo one >&2; {wait_file_sh(go)}; echo two; {wait_file_sh(go2)}")
+    fd = bounded(os.open, s / "output", os.O_RDONLY)
+    tail = subprocess.Popen(["tail", "-f", str(s / "output")], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+    try:
+        assert bounded(os.read, fd, 100) == b"one\n"
+        p = select.poll()
+        p.register(fd, select.POLLIN)
+        assert p.poll(200) == []
+        sbx.touch(go)
+        events = bounded(p.poll, 10000, timeout=15)
+        assert events and events[0][1] & select.POLLIN
+        assert bounded(os.read, fd, 100) == b"two\n"
+        assert read_pipe_until(tail.stdout, b"two\n", 10) == b"one\ntwo\n"
+    finally:
+        os.close(fd)
+        sbx.touch(go)
+        sbx.touch(go2)
+        tail.kill()
+        tail.wait(timeout=10)
+        tail.stdout.close()

@@ -138,8 +138,8 @@ def test_mkdir_makes_an_idle_process(sbx):
     name = uniq("idle")
     p = new_proc(s, name)
     assert sorted(bounded(os.listdir, p)) == sorted(
-        ["cmd", "stdout", "stderr", "stdin", "status", "exit", "signal", "ctl", "ports",
-         "ready"])
+        ["cmd", "stdout", "stderr", "output", "stdin", "status", "exit", "signal", "ctl",
+         "ports", "ready"])
     assert name in bounded(os.listdir, s / "procs")
     st = status(p)
     assert list(st) == STATUS_KEYS, st
