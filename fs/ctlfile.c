@@ -3,9 +3,11 @@
  * write() itself so tools see the errno. Every handle is direct_io and uncached. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,7 @@
 
 #include "cgroup.h"
 #include "ctl.h"
+#include "envlist.h"
 #include "job.h"
 #include "log.h"
 #include "park.h"
@@ -21,6 +24,8 @@
 #include "session.h"
 #include "signame.h"
 #include "xmalloc.h"
+
+#define CHECKOUT_LINE_MAX 65536 /* far above any URL and options */
 
 struct ctlfh {
 	enum ctl_kind kind;
@@ -35,8 +40,11 @@ struct ctlfh {
 	struct ticket *ready;  /* clone: done once the new session's shell is up */
 	size_t snaplen;
 	pthread_mutex_t lock;  /* wbuf and poll state */
-	char *wbuf;            /* cmd: the script so far; env: a partial last line */
+	char *wbuf;            /* cmd, env, timeout, checkout, cwd: written, applied at close */
 	size_t wlen;
+	size_t wchecked;       /* wbuf's prefix of lines already checked */
+	int werr;              /* the first failed write's -errno: nothing of the open applies */
+	bool wdone;            /* cwd: its one path was sent */
 	off_t pos;             /* end of the last read, for poll */
 	struct fuse_pollhandle *ph;
 	bool handle;           /* cmd or checkout opened read-write: a read answers the run number */
@@ -495,35 +503,70 @@ static int write_cmd(struct ctlfh *fh, const char *buf, size_t size)
 	return rc;
 }
 
-/* Whole lines are applied at once; a partial last line waits for more or for close. */
+/* Lock held: adds a write to what the open applies at close. */
+static int pending_append(struct ctlfh *fh, const char *buf, size_t size, size_t max)
+{
+	if (memchr(buf, '\0', size))
+		return -EINVAL;
+	if (fh->wlen + size > max)
+		return -EFBIG;
+	fh->wbuf = xrealloc(fh->wbuf, fh->wlen + size + 1);
+	memcpy(fh->wbuf + fh->wlen, buf, size);
+	fh->wlen += size;
+	fh->wbuf[fh->wlen] = '\0'; /* so checks may parse it as a string */
+	return 0;
+}
+
+/* Lines are checked as they complete and all of them are applied at close, or none. */
 static int write_env(struct ctlfh *fh, const char *buf, size_t size)
 {
-	char *all, *nl;
-	size_t len, whole;
+	struct envedits ed;
+	char *nl = NULL;
 	int rc;
 
 	pthread_mutex_lock(&fh->lock);
-	len = fh->wlen + size;
-	all = xmalloc(len);
-	if (fh->wlen)
-		memcpy(all, fh->wbuf, fh->wlen);
-	memcpy(all + fh->wlen, buf, size);
-	nl = memrchr(all, '\n', len);
-	whole = nl ? (size_t)(nl - all) + 1 : 0;
-	rc = session_setenv(fh->s, all, whole);
-	if (rc == 0) {
-		free(fh->wbuf);
-		fh->wlen = len - whole;
-		fh->wbuf = xmemdup(all + whole, fh->wlen);
+	rc = pending_append(fh, buf, size, SESSION_CMD_MAX);
+	if (rc == 0 && fh->wlen > fh->wchecked)
+		nl = memrchr(fh->wbuf + fh->wchecked, '\n', fh->wlen - fh->wchecked);
+	if (nl) {
+		rc = envedits_parse(fh->wbuf + fh->wchecked, (size_t)(nl - fh->wbuf) - fh->wchecked,
+				    &ed);
+		if (rc == 0) {
+			envedits_free(&ed);
+			fh->wchecked = (size_t)(nl - fh->wbuf) + 1;
+		}
 	}
 	pthread_mutex_unlock(&fh->lock);
-	free(all);
+	return rc;
+}
+
+/* Digits, then blanks or a newline: each write is checked, the value is set at close. */
+static int write_timeout(struct ctlfh *fh, const char *buf, size_t size)
+{
+	size_t digits = 0, i;
+	int rc;
+
+	pthread_mutex_lock(&fh->lock);
+	rc = pending_append(fh, buf, size, 32);
+	if (rc == -EFBIG)
+		rc = -EINVAL;
+	while (rc == 0 && digits < fh->wlen && fh->wbuf[digits] >= '0' && fh->wbuf[digits] <= '9')
+		digits++;
+	for (i = digits; rc == 0 && i < fh->wlen; i++)
+		if (fh->wbuf[i] != ' ' && fh->wbuf[i] != '\n')
+			rc = -EINVAL;
+	if (rc == 0 && (digits > 10 || (digits == 0 && fh->wlen > 0)))
+		rc = -EINVAL;
+	if (rc == 0 && digits > 0 && strtoull(fh->wbuf, NULL, 10) > UINT32_MAX)
+		rc = -EINVAL;
+	pthread_mutex_unlock(&fh->lock);
 	return rc;
 }
 
 struct cd_req {
+	struct ctlfh *fh;
 	struct ticket *t;
-	size_t size;
+	size_t size; /* the write's size, or 0 for a close */
 };
 
 static void cd_req_free(void *arg)
@@ -531,6 +574,7 @@ static void cd_req_free(void *arg)
 	struct cd_req *cr = arg;
 
 	ticket_unref(cr->t);
+	fh_unref(cr->fh);
 	free(cr);
 }
 
@@ -541,11 +585,66 @@ static int cd_attempt(struct park *p)
 
 	if (ticket_wait(cr->t, &result, park_waiter(p)) < 0)
 		return -EAGAIN;
-	if (result < 0)
+	if (result < 0) {
+		pthread_mutex_lock(&cr->fh->lock);
+		if (!cr->fh->werr)
+			cr->fh->werr = result;
+		pthread_mutex_unlock(&cr->fh->lock);
+	}
+	if (result < 0 || !cr->size)
 		fuse_reply_err(park_req(p), -result);
 	else
 		fuse_reply_write(park_req(p), cr->size);
 	return 0;
+}
+
+/* Lock held: queues the cd of the one path written, *t to learn when the shell did it (NULL if
+ * nothing was written). */
+static int cwd_submit(struct ctlfh *fh, struct ticket **t)
+{
+	int rc;
+
+	*t = NULL;
+	if (fh->werr || !fh->wlen)
+		return fh->werr;
+	rc = session_chdir(fh->s, fh->wbuf, fh->wlen, t);
+	if (rc < 0)
+		*t = NULL;
+	free(fh->wbuf);
+	fh->wbuf = NULL;
+	fh->wlen = 0;
+	fh->wdone = true;
+	return rc;
+}
+
+/* The cd goes when its line is complete, or at close; the write (or close) answers when the
+ * shell did it, as it is queued behind running work. Anything after the line is refused. */
+static int write_cwd(struct ctlfh *fh, const char *buf, size_t size, struct ticket **t)
+{
+	const char *nl;
+	int rc;
+
+	*t = NULL;
+	pthread_mutex_lock(&fh->lock);
+	rc = fh->wdone && size ? -EINVAL : pending_append(fh, buf, size, PATH_MAX);
+	if (rc == -EFBIG)
+		rc = -ENAMETOOLONG;
+	nl = rc == 0 ? memchr(fh->wbuf, '\n', fh->wlen) : NULL;
+	if (nl && (size_t)(nl - fh->wbuf) + 1 < fh->wlen)
+		rc = -EINVAL;
+	else if (nl)
+		rc = cwd_submit(fh, t);
+	pthread_mutex_unlock(&fh->lock);
+	return rc;
+}
+
+static void park_cd(fuse_req_t req, struct ctlfh *fh, struct ticket *t, size_t size)
+{
+	struct cd_req *cr = xmalloc(sizeof(*cr));
+
+	__atomic_add_fetch(&fh->refs, 1, __ATOMIC_RELAXED);
+	*cr = (struct cd_req){fh, t, size};
+	park_request(req, cd_attempt, cr, cd_req_free);
 }
 
 /* One verb per line; a bad line fails the write (the lines before it took effect). */
@@ -582,10 +681,11 @@ static int write_signal(struct ctlfh *fh, const char *buf, size_t size)
 	return job_signal(fh->job, sig);
 }
 
-/* A checkout is queued by its write; a handle keeps its number for the next read. */
+/* One request per open (or per read of a handle's number): its line is checked as soon as it is
+ * complete, and queued at close. */
 static int write_checkout(struct ctlfh *fh, const char *buf, size_t size)
 {
-	unsigned n;
+	const char *nl;
 	int rc;
 
 	pthread_mutex_lock(&fh->lock);
@@ -593,11 +693,15 @@ static int write_checkout(struct ctlfh *fh, const char *buf, size_t size)
 		pthread_mutex_unlock(&fh->lock);
 		return -EBUSY;
 	}
-	rc = session_checkout(fh->s, buf, size, &n);
-	if (rc == 0 && fh->handle) {
-		fh->anslen = (size_t)snprintf(fh->answer, sizeof(fh->answer), "%u\n", n);
-		fh->ansoff = 0;
-	}
+	fh->anslen = fh->ansoff = 0;
+	rc = pending_append(fh, buf, size, CHECKOUT_LINE_MAX);
+	nl = rc == 0 ? memchr(fh->wbuf, '\n', fh->wlen) : NULL;
+	if (nl && (size_t)(nl - fh->wbuf) + 1 < fh->wlen)
+		rc = -EINVAL; /* a second line */
+	else if (nl && !fh->wchecked)
+		rc = session_checkout_check(fh->s, fh->wbuf, fh->wlen);
+	if (rc == 0 && nl)
+		fh->wchecked = fh->wlen;
 	pthread_mutex_unlock(&fh->lock);
 	return rc;
 }
@@ -662,7 +766,6 @@ void ctl_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off
 	       struct fuse_file_info *fi)
 {
 	struct ctlfh *fh = fh_of(fi);
-	struct cd_req *cr;
 	struct ticket *t;
 	int rc = -EBADF;
 
@@ -672,14 +775,19 @@ void ctl_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off
 		write_stdin(req, fh, buf, size);
 		return;
 	}
-	if (fh->kind == K_CMD && fh->job && (rc = job_idle(fh->job)) < 0)
+	pthread_mutex_lock(&fh->lock);
+	rc = fh->werr;
+	pthread_mutex_unlock(&fh->lock);
+	if (rc < 0)
+		; /* an earlier write failed: the open applies nothing, so takes nothing more */
+	else if (fh->kind == K_CMD && fh->job && (rc = job_idle(fh->job)) < 0)
 		;
 	else if (fh->kind == K_CMD)
 		rc = write_cmd(fh, buf, size);
 	else if (fh->kind == K_ENV)
 		rc = write_env(fh, buf, size);
 	else if (fh->kind == K_TIMEOUT)
-		rc = session_set_timeout(fh->s, buf, size);
+		rc = write_timeout(fh, buf, size);
 	else if (fh->kind == K_SIGNAL)
 		rc = write_signal(fh, buf, size);
 	else if (fh->kind == K_CHECKOUT)
@@ -687,14 +795,19 @@ void ctl_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off
 	else if (fh->kind == K_CTL)
 		rc = write_ctl(fh, buf, size);
 	else if (fh->kind == K_CWD) {
-		rc = session_chdir(fh->s, buf, size, &t);
-		if (rc == 0) {
-			/* The cd is queued behind running work; answer when the shell did it. */
-			cr = xmalloc(sizeof(*cr));
-			*cr = (struct cd_req){t, size};
-			park_request(req, cd_attempt, cr, cd_req_free);
+		rc = write_cwd(fh, buf, size, &t);
+		if (rc == 0 && t) {
+			park_cd(req, fh, t, size);
 			return;
 		}
+	}
+	/* EBUSY refuses a write before it adds anything (a handle's number is unread, a process
+	 * runs): what was written before still stands. */
+	if (rc < 0 && rc != -EBUSY && fh->kind != K_SIGNAL) {
+		pthread_mutex_lock(&fh->lock);
+		if (!fh->werr)
+			fh->werr = rc;
+		pthread_mutex_unlock(&fh->lock);
 	}
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
@@ -712,10 +825,11 @@ static int submit_pending(struct ctlfh *fh, unsigned *n)
 
 	fh->wbuf = NULL;
 	fh->wlen = 0;
+	fh->wchecked = 0;
 	*n = 0;
-	if (len == 0) {
+	if (len == 0 || fh->werr) {
 		free(text);
-		return 0;
+		return fh->werr;
 	}
 	if (fh->kind == K_CMD && fh->job)
 		rc = job_start(fh->job, text, len, n);
@@ -723,6 +837,10 @@ static int submit_pending(struct ctlfh *fh, unsigned *n)
 		rc = session_submit(fh->s, text, len, n);
 	else if (fh->kind == K_ENV)
 		rc = session_setenv(fh->s, text, len);
+	else if (fh->kind == K_TIMEOUT)
+		rc = session_set_timeout(fh->s, text, len);
+	else if (fh->kind == K_CHECKOUT)
+		rc = session_checkout(fh->s, text, len, n);
 	if (rc < 0)
 		log_warnx("session %s: %s not applied: %s", session_id(fh->s),
 			  fh->kind == K_CMD ? "command" : "env edit", strerror(-rc));
@@ -745,8 +863,24 @@ static int flush_pending(struct ctlfh *fh)
 
 void ctl_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	struct ctlfh *fh = fh_of(fi);
+	struct ticket *t;
+	int rc;
+
 	(void)ino;
-	fuse_reply_err(req, -flush_pending(fh_of(fi)));
+	if (fh->kind == K_CWD) {
+		/* a path without its newline goes at close, which answers when the shell did it */
+		pthread_mutex_lock(&fh->lock);
+		rc = cwd_submit(fh, &t);
+		pthread_mutex_unlock(&fh->lock);
+		if (t) {
+			park_cd(req, fh, t, 0);
+			return;
+		}
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	fuse_reply_err(req, -flush_pending(fh));
 }
 
 void ctl_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
