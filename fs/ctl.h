@@ -46,6 +46,10 @@ void ctl_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 /* Size and mtime the file shows through an open handle (fstat), if fi is one of ours. */
 int ctlfile_stat(struct fuse_file_info *fi, struct stat *st);
 
+/* The size a file rendered at open (env, cwd, status, ...) would have now; -ENOENT for the
+ * other kinds. s may be NULL for the root's files. */
+int ctl_rendered_size(fuse_ino_t ino, struct session *s, off_t *size);
+
 /* Frees handles the kernel never released (it sends no RELEASE after unmount). */
 void ctlfile_shutdown(void);
 

@@ -125,20 +125,84 @@ static enum run_stream stream_of(enum ctl_kind k)
 	return k == K_STDERR ? RUN_STDERR : k == K_OUTPUT ? RUN_OUTPUT : RUN_STDOUT;
 }
 
+/* The text of a file rendered whole when opened (and when stat'ed, for its size), or NULL for
+ * the other kinds. A run's files need r, a process's need j. */
+static char *render(enum ctl_kind k, struct session *s, unsigned n, struct run *r,
+		    struct job *j, size_t *len)
+{
+	char *text;
+
+	switch (k) {
+	case K_README:
+		text = xstrdup(readme_text);
+		break;
+	case K_LIMITS:
+		text = cgroup_describe();
+		break;
+	case K_ENV:
+		return session_env(s, len);
+	case K_CWD:
+		return session_cwd(s, len);
+	case K_CMD:
+		if (!r)
+			return NULL;
+		*len = r->cmdlen;
+		return xmemdup(r->cmd, r->cmdlen);
+	case K_TIMEOUT:
+		text = xasprintf("%llu\n", (unsigned long long)session_timeout(s));
+		break;
+	case K_PORTS:
+		text = job_ports(j);
+		break;
+	case K_STATUS:
+		text = j ? job_status(j) : n ? run_status(r) : session_status(s, len);
+		break;
+	default:
+		return NULL;
+	}
+	*len = strlen(text);
+	return text;
+}
+
+int ctl_rendered_size(fuse_ino_t ino, struct session *s, off_t *size)
+{
+	enum ctl_kind k = ino_kind(ino);
+	struct job *j = NULL;
+	struct run *r = NULL;
+	size_t len = 0;
+	char *text;
+
+	if (k != K_README && k != K_LIMITS && !s)
+		return -ENOENT;
+	if (k == K_PORTS || (k == K_STATUS && ino_job(ino))) {
+		j = job_find_id(s, ino_job(ino));
+		if (!j)
+			return -ENOENT;
+	} else if (k == K_STATUS && ino_run(ino)) {
+		r = session_run(s, ino_run(ino));
+		if (!r)
+			return -ENOENT;
+	} else if (k == K_CMD) {
+		return -ENOENT; /* a run's cmd has its size without rendering */
+	}
+	text = render(k, s, ino_run(ino), r, j, &len);
+	if (r)
+		run_unref(r);
+	if (j)
+		job_unref(j);
+	if (!text)
+		return -ENOENT;
+	free(text);
+	*size = (off_t)len;
+	return 0;
+}
+
 static int open_snapshot(struct ctlfh *fh)
 {
 	char id[SESSION_ID_MAX + 1];
 	int rc;
 
 	switch (fh->kind) {
-	case K_README:
-		fh->snap = xstrdup(readme_text);
-		fh->snaplen = strlen(readme_text);
-		break;
-	case K_LIMITS:
-		fh->snap = cgroup_describe();
-		fh->snaplen = strlen(fh->snap);
-		break;
 	case K_CLONE:
 		rc = session_clone(id, &fh->ready);
 		if (rc < 0)
@@ -146,36 +210,8 @@ static int open_snapshot(struct ctlfh *fh)
 		fh->snap = xasprintf("%s\n", id);
 		fh->snaplen = strlen(fh->snap);
 		break;
-	case K_ENV:
-		fh->snap = session_env(fh->s, &fh->snaplen);
-		break;
-	case K_CWD:
-		fh->snap = session_cwd(fh->s, &fh->snaplen);
-		break;
-	case K_CMD:
-		if (fh->run) {
-			fh->snap = xmemdup(fh->run->cmd, fh->run->cmdlen);
-			fh->snaplen = fh->run->cmdlen;
-		}
-		break;
-	case K_TIMEOUT:
-		fh->snap = xasprintf("%llu\n", (unsigned long long)session_timeout(fh->s));
-		fh->snaplen = strlen(fh->snap);
-		break;
-	case K_PORTS:
-		fh->snap = job_ports(fh->job);
-		fh->snaplen = strlen(fh->snap);
-		break;
-	case K_STATUS:
-		if (fh->job)
-			fh->snap = job_status(fh->job);
-		else if (fh->n)
-			fh->snap = run_status(fh->run);
-		else
-			fh->snap = session_status(fh->s, &fh->snaplen);
-		fh->snaplen = strlen(fh->snap);
-		break;
 	default:
+		fh->snap = render(fh->kind, fh->s, fh->n, fh->run, fh->job, &fh->snaplen);
 		break;
 	}
 	return 0;
@@ -966,6 +1002,11 @@ int ctlfile_stat(struct fuse_file_info *fi, struct stat *st)
 {
 	struct ctlfh *fh = fh_of(fi);
 	int status;
+
+	if (fh->snap && !is_stream(fh->kind) && !is_awaited(fh->kind)) {
+		st->st_size = (off_t)fh->snaplen; /* what this open reads, to the byte */
+		return 0;
+	}
 
 	if (!fh->run)
 		return -ENOENT;

@@ -220,6 +220,8 @@ int ctl_stat(fuse_ino_t ino, struct stat *st, struct fuse_file_info *fi, bool he
 		st->st_size = (off_t)strlen(readme_text);
 	else if (open_handle && fi && fi->fh && ctlfile_stat(fi, st) == 0)
 		;
+	else if (ctl_rendered_size(ino, s, &st->st_size) == 0)
+		;
 	else if (s && (is_file(k) || k == K_JOBLINK))
 		stat_session_file(s, ino, st);
 	if (s)

@@ -287,3 +287,92 @@ def test_cwd_with_a_newline_reads_as_one_line_and_writes_back(sbx):
     assert sbx.read(s, "cwd") == text
     assert sbx.run(s, "pwd")[0] == f"{sbx.cmd_ws}/{d}\n/etc\n".encode()
     assert write_errno(s / "cwd", b"$'/nope\n") == errno.EINVAL
+
+
+# --- true sizes: copies made with sendfile, copy_file_range, splice -----------------------------
+
+def copy_ways(src, tmp):
+    """What each copier makes of src: {way: bytes}."""
+    out = {}
+    dst = tmp / "copy"
+    shutil.copy(src, dst)
+    out["shutil.copy"] = dst.read_bytes()
+    with open(src, "rb") as f, open(dst, "wb") as g:
+        n, total = 1, 0
+        while n:
+            n = os.sendfile(g.fileno(), f.fileno(), None, 1 << 20)
+            total += n
+    out["sendfile"] = dst.read_bytes()
+    # across filesystems the kernel answers EXDEV and copiers fall back (cp, shutil do)
+    xdev = False
+    with open(src, "rb") as f, open(dst, "wb") as g:
+        size = os.fstat(f.fileno()).st_size
+        try:
+            while size > 0:
+                n = os.copy_file_range(f.fileno(), g.fileno(), size)
+                if n == 0:
+                    break
+                size -= n
+        except OSError as exc:
+            assert exc.errno == errno.EXDEV, exc
+            xdev = True
+    if not xdev:
+        out["copy_file_range"] = dst.read_bytes()
+    r, w = os.pipe()
+    try:
+        with open(src, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            got = b""
+            while len(got) < size:
+                n = os.splice(f.fileno(), w, size - len(got))
+                if n == 0:
+                    break
+                got += os.read(r, n)
+        out["splice"] = got
+    finally:
+        os.close(r)
+        os.close(w)
+    subprocess.run(["cp", str(src), str(dst)], check=True, timeout=30)
+    out["cp"] = dst.read_bytes()
+    if shutil.which("node"):
+        subprocess.run(["node", "-e", "require('fs').copyFileSync(process.argv[1], process.argv[2])",
+                        str(src), str(dst)], check=True, timeout=30)
+        out["node"] = dst.read_bytes()
+    return out
+
+
+def test_every_readable_control_file_copies_whole(sbx, tmp_path):
+    s = sbx.new_session()
+    assert sbx.run(s, "export SZ=$'x\\ny'; echo out; echo err >&2")[2] == 0
+    write_errno(s / "timeout", "4321\n")
+    p = s / "procs" / uniq("p")
+    bounded(os.mkdir, p)
+    assert write_errno(p / "cmd", "echo bg") == 0
+    assert bounded(lambda: (p / "exit").read_bytes()) == b"0\n"
+    n = os.listdir(s / "runs")[-1]
+    files = [sbx.mnt / "README", sbx.mnt / "limits"]
+    files += [s / f for f in ("env", "cwd", "status", "timeout", "cmd", "stdout", "stderr", "exit")]
+    files += [s / "runs" / n / f for f in ("cmd", "status", "stdout", "stderr", "exit")]
+    files += [p / f for f in ("status", "ports", "cmd", "stdout", "exit")]
+    for f in files:
+        want = bounded(lambda: f.read_bytes())
+        # limits and status move on their own (memory, durations): same keys, not same bytes
+        volatile = f.name in ("limits", "status")
+        assert volatile or os.stat(f).st_size == len(want), f
+        for way, got in bounded(copy_ways, f, tmp_path).items():
+            if volatile:
+                keys = [line.split(b" ")[0] for line in want.splitlines()]
+                assert keys == [line.split(b" ")[0] for line in got.splitlines()], (way, f, got)
+            else:
+                assert got == want, f"{way} of {f}: {got!r} != {want!r}"
+
+
+def test_an_open_reads_its_snapshot_whatever_changes_after(sbx):
+    s = sbx.new_session()
+    with open(s / "env", "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        write_errno(s / "env", "GROWN=" + "g" * 5000 + "\n")
+        assert f.seek(0, os.SEEK_END) == size  # a stat through the handle: its snapshot
+        f.seek(0)
+        assert len(f.read()) == size
+    assert os.stat(s / "env").st_size == len(sbx.read(s, "env")) >= size + 5000
