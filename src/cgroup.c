@@ -180,7 +180,7 @@ static pid_t inner_pid(pid_t pid)
 	return inner;
 }
 
-static int signal_dir(const struct cgroup *cg, pid_t keep, int sig)
+static int signal_dir(const struct cgroup *cg, pid_t keep, int keep_sig, int sig)
 {
 	size_t n, hit = 0;
 	pid_t *pids;
@@ -188,8 +188,11 @@ static int signal_dir(const struct cgroup *cg, pid_t keep, int sig)
 	set_frozen(cg, true);
 	n = read_pids(cg->dir[0], &pids);
 	for (size_t i = 0; i < n; i++) {
-		if (keep && (pids[i] == keep || inner_pid(pids[i]) == keep))
+		if (keep && (pids[i] == keep || inner_pid(pids[i]) == keep)) {
+			if (keep_sig)
+				kill(pids[i], keep_sig);
 			continue;
+		}
 		if (kill(pids[i], sig) == 0)
 			hit++;
 	}
@@ -209,7 +212,12 @@ size_t cgroup_pids(struct cgroup *cg, pid_t **pids)
 
 int cgroup_signal(struct cgroup *cg, pid_t keep, int sig)
 {
-	return cg ? signal_dir(cg, keep, sig) : 0;
+	return cg ? signal_dir(cg, keep, 0, sig) : 0;
+}
+
+int cgroup_signal_keep(struct cgroup *cg, pid_t keep, int keep_sig, int sig)
+{
+	return cg ? signal_dir(cg, keep, keep_sig, sig) : 0;
 }
 
 /* Calls fn on every child group of dir. */
@@ -236,7 +244,7 @@ static void kill_tree(const char *dir, void *unused)
 	struct cgroup one = {{(char *)dir}};
 
 	for_each_child(dir, kill_tree, unused);
-	signal_dir(&one, 0, SIGKILL);
+	signal_dir(&one, 0, 0, SIGKILL);
 }
 
 void cgroup_kill_all(void)
@@ -254,7 +262,7 @@ static void remove_tree_at(const char *dir, void *with_freezer)
 	/* Killed processes leave the group once they have run their exit: retry briefly. */
 	for (int tries = 0; tries < 100; tries++) {
 		if (*(bool *)with_freezer && tries % 10 == 0)
-			signal_dir(&one, 0, SIGKILL);
+			signal_dir(&one, 0, 0, SIGKILL);
 		if (rmdir(dir) == 0 || errno == ENOENT)
 			return;
 		sleep_ms(1);

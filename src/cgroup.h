@@ -40,6 +40,9 @@ int cgroup_join_fds(struct cgroup *cg, int *fds, int max);
 /* Freezes the group, sends sig to every process but keep (a pid as the launcher sees it, 0:
  * none spared), thaws. Returns how many were signalled. */
 int cgroup_signal(struct cgroup *cg, pid_t keep, int sig);
+/* The same, and keep gets keep_sig in the same frozen moment, so it has that signal pending
+ * before it can see any of the others die. */
+int cgroup_signal_keep(struct cgroup *cg, pid_t keep, int keep_sig, int sig);
 /* Kills every process of the sandbox (all its groups). */
 void cgroup_kill_all(void);
 /* The processes in the group (host pids); caller frees *pids. */

@@ -452,13 +452,20 @@ static void timer_fired(struct loop_timer *t)
 static void do_kill(struct session *s, int sig)
 {
 	s->stuck_retried = false;
-	shell_signal(s->sh, SIGUSR1, false);
-	if (sig == SIGKILL) {
-		kill_hard(s);
+	shell_mute_stderr(s->sh);
+	/* The abort must be pending in the shell before it sees its command die, or it runs the
+	 * next command of the script first: with a cgroup both go out in one frozen moment;
+	 * without, the launcher sends them in order. */
+	if (s->cg) {
+		cgroup_signal_keep(s->cg, shell_pid(s->sh), SIGUSR1, sig);
 	} else {
+		shell_signal(s->sh, SIGUSR1, false);
 		signal_command(s, sig);
-		set_timer(s, TP_GRACE, session_cfg->kill_grace_ms);
 	}
+	if (sig == SIGKILL)
+		set_timer(s, TP_STUCK, STUCK_MS);
+	else
+		set_timer(s, TP_GRACE, session_cfg->kill_grace_ms);
 }
 
 int exec_kill(struct session *s, int sig, bool timed_out)
@@ -479,6 +486,30 @@ int exec_kill(struct session *s, int sig, bool timed_out)
 		return 0;
 	do_kill(s, timed_out ? SIGKILL : sig);
 	return 0;
+}
+
+static void leftover_grace(struct loop_timer *t)
+{
+	struct session *s = container_of(t, struct session, leftover_timer);
+
+	cgroup_signal(s->cg, s->sh ? shell_pid(s->sh) : 0, SIGKILL);
+}
+
+int exec_kill_all(struct session *s, int sig)
+{
+	int hit;
+
+	if (exec_kill(s, sig, false) == 0)
+		return 1;
+	/* A shell still starting has no pid to spare yet. */
+	if (s->sh && shell_pid(s->sh) <= 0)
+		return -EAGAIN;
+	hit = cgroup_signal(s->cg, s->sh ? shell_pid(s->sh) : 0, sig);
+	if (hit > 0 && sig != SIGKILL) {
+		s->leftover_timer.fn = leftover_grace;
+		loop_timer_arm(&s->leftover_timer, session_cfg->kill_grace_ms);
+	}
+	return hit;
 }
 
 int exec_restart(struct session *s)
@@ -503,6 +534,7 @@ void exec_teardown(struct session *s)
 
 	s->removed = true;
 	set_timer(s, TP_NONE, 0);
+	loop_timer_cancel(&s->leftover_timer);
 	jobs_teardown(s);
 	if (s->current && s->current->kind == OP_CHECKOUT)
 		gitrun_kill(s->current->git);

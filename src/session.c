@@ -593,12 +593,16 @@ int session_set_timeout(struct session *s, const char *text, size_t len)
 static int ctl_verb(struct session *s, char *verb, char *arg)
 {
 	uint64_t ms;
-	int sig = SIGTERM;
+	int sig = SIGTERM, rc;
 
-	if (!strcmp(verb, "kill")) {
+	if (!strcmp(verb, "kill") || !strcmp(verb, "killall")) {
 		if (arg && signal_parse(arg, &sig) < 0)
 			return -EINVAL;
-		return exec_kill(s, sig, false);
+		rc = exec_kill_all(s, sig);
+		/* kill wants something to end; killall is done when nothing is left. */
+		if (rc == 0 && !strcmp(verb, "kill"))
+			return -ESRCH;
+		return rc < 0 ? rc : 0;
 	}
 	if (!strcmp(verb, "timeout")) {
 		if (!arg || parse_ms(arg, strlen(arg), &ms) < 0)

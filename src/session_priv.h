@@ -78,6 +78,7 @@ struct session {
 	struct loop_timer timer;
 	enum timer_phase phase;
 	bool stuck_retried;     /* the stuck timer fired once already for this kill */
+	struct loop_timer leftover_timer; /* KILL after the grace, for a kill of leftovers only */
 
 	struct session_stdin in;
 
@@ -114,6 +115,10 @@ void exec_op_free(struct op *op);
 void exec_op_fail(struct op *op, int run_status, int err, const char *why);
 /* Signals the running command (not the shell); -ESRCH if nothing runs. */
 int exec_kill(struct session *s, int sig, bool timed_out);
+/* With a command running, exec_kill; otherwise signals what earlier commands left behind
+ * (background jobs, double forks; not the shell, not background processes of procs/), with
+ * KILL after the grace for any other signal. Returns how many processes it signalled. */
+int exec_kill_all(struct session *s, int sig);
 /* -errno when there was no shell and none can be started. */
 int exec_restart(struct session *s);
 /* Ends the op in flight and everything queued; the shell is killed. */

@@ -20,53 +20,60 @@
 #include "xmalloc.h"
 
 /* The driver loop. Each request is three NUL-terminated fields on fd 3: a tag, a script, and
- * the path the command's stdin comes from (empty: /dev/null). The script is sourced from a
- * here-string at top level (so cd, export, functions and variables persist, and its errors
- * name its own lines) with fds 3-6 closed; its own `exec >x` lasts only for the command, as
- * fds 1 and 2 are restored from 5 and 6. The report is printed in the loop condition, so
- * `continue` in a command still reports, and the outer loop re-enters after a `break`.
- * On fd 4, a lone NUL says a command started (its abort trap is armed); a report is tag,
- * status, cwd, NAME=VALUE of every exported scalar, then an empty field, NUL-separated.
+ * the path the command's stdin comes from (empty: /dev/null). The script is eval'd at top level,
+ * as `bash -c` runs its string: cd, export, declare, functions and variables persist, and errors
+ * read `bash: line N: ...` (BASH_SOURCE is empty, $0 is bash), which is why the whole driver is
+ * one line: the eval is on line 1, so line N of the script is reported as line N. fds 3-6 are
+ * closed for it and its own `exec >x` lasts only for the command, as fds 1 and 2 are restored
+ * from 5 and 6. The report is printed in the loop condition, so `continue` in a command still
+ * reports, and the outer loop re-enters after a `break`. On fd 4, a lone NUL says a command
+ * started (its abort trap is armed); a report is tag, status, cwd, NAME=VALUE of every exported
+ * scalar, then an empty field, NUL-separated.
  * SIGUSR1 while a command runs makes the shell abandon the rest of it: a DEBUG trap under
- * extdebug returns 2 before every command, which returns from the sourced script (and every
- * function on the way), until the driver's own first command; it also disowns the jobs the
- * kill is ending, and `jobs` takes the news of background jobs that died otherwise, so bash
- * prints nothing about them into the next command's stderr. */
+ * extdebug returns 2 inside a function (a return, all the way up) and 1 at top level (the command
+ * is skipped), and a command seen again at top level is a loop going round, which `break` ends
+ * (that command runs once more), until the driver's own first command. It also disowns the jobs
+ * the kill is ending, and `jobs` takes the news of background jobs that died otherwise. bash
+ * reports a foreground job killed by a signal (`line 1: 49 Killed ...`) on the command's stderr
+ * before any trap can run, so a kill of ours mutes stderr first (shell_mute_stderr). */
 static const char driver[] =
-	"__sbx_status() { return \"$1\"; }\n"
+	"__sbx_status() { return \"$1\"; }; "
 	"__sbx_abort() { builtin disown -a; builtin shopt -s extdebug; builtin trap "
 	"'[[ $BASH_COMMAND == \"__sbx_rc=\\$?\" ]] && { builtin trap - DEBUG; "
-	"builtin shopt -u extdebug; true; } || __sbx_status 2' DEBUG; }\n"
-	"builtin trap '' USR1\n"
-	"exec 5>&1 6>&2\n"
-	"__sbx_seq=i\n"
-	"while :; do\n"
-	" while __sbx_rc=$?\n"
-	"  builtin trap '' USR1\n"
-	"  builtin jobs >/dev/null 2>&1\n"
-	"  if [[ -n $__sbx_seq ]]; then\n"
-	"   __sbx_env=()\n"
-	"   for __sbx_n in ${!A@} ${!B@} ${!C@} ${!D@} ${!E@} ${!F@} ${!G@} ${!H@} ${!I@} ${!J@}"
+	"builtin shopt -u extdebug; true; } || { (( ${#FUNCNAME[@]} )) && __sbx_status 2 || "
+	"{ __sbx_k=\"$LINENO $BASH_COMMAND\"; [[ -n ${__sbx_seen[$__sbx_k]} ]] && builtin break; "
+	"__sbx_seen[$__sbx_k]=1; __sbx_status 1; }; }' DEBUG; }; "
+	"builtin declare -A __sbx_seen; "
+	"builtin trap '' USR1; "
+	"exec 5>&1 6>&2; "
+	"__sbx_seq=i; "
+	"while :; do "
+	"while __sbx_rc=$?; "
+	"builtin trap '' USR1; "
+	"builtin jobs >/dev/null 2>&1; "
+	"if [[ -n $__sbx_seq ]]; then "
+	"__sbx_env=(); "
+	"for __sbx_n in ${!A@} ${!B@} ${!C@} ${!D@} ${!E@} ${!F@} ${!G@} ${!H@} ${!I@} ${!J@}"
 	" ${!K@} ${!L@} ${!M@} ${!N@} ${!O@} ${!P@} ${!Q@} ${!R@} ${!S@} ${!T@} ${!U@} ${!V@}"
 	" ${!W@} ${!X@} ${!Y@} ${!Z@} ${!a@} ${!b@} ${!c@} ${!d@} ${!e@} ${!f@} ${!g@} ${!h@}"
 	" ${!i@} ${!j@} ${!k@} ${!l@} ${!m@} ${!n@} ${!o@} ${!p@} ${!q@} ${!r@} ${!s@} ${!t@}"
-	" ${!u@} ${!v@} ${!w@} ${!x@} ${!y@} ${!z@} ${!_@}; do\n"
-	"    [[ ${!__sbx_n@a} == *x* && ${!__sbx_n@a} != *[aA]* ]] &&"
-	" __sbx_env+=(\"$__sbx_n=${!__sbx_n}\")\n"
-	"   done\n"
-	"   builtin printf '%s\\0' \"$__sbx_seq\" \"$__sbx_rc\" \"$PWD\" \"${__sbx_env[@]}\" '' >&4\n"
-	"   __sbx_seq=\n"
-	"  fi\n"
-	"  { IFS= builtin read -r -d '' -u 3 __sbx_seq &&"
+	" ${!u@} ${!v@} ${!w@} ${!x@} ${!y@} ${!z@} ${!_@}; do "
+	"[[ ${!__sbx_n@a} == *x* && ${!__sbx_n@a} != *[aA]* ]] &&"
+	" __sbx_env+=(\"$__sbx_n=${!__sbx_n}\"); "
+	"done; "
+	"builtin printf '%s\\0' \"$__sbx_seq\" \"$__sbx_rc\" \"$PWD\" \"${__sbx_env[@]}\" '' >&4; "
+	"__sbx_seq=; "
+	"fi; "
+	"{ IFS= builtin read -r -d '' -u 3 __sbx_seq &&"
 	" IFS= builtin read -r -d '' -u 3 __sbx_cmd &&"
-	" IFS= builtin read -r -d '' -u 3 __sbx_in; } || builtin exit 0\n"
-	" do\n"
-	"  builtin trap __sbx_abort USR1\n"
-	"  builtin printf '\\0' >&4\n"
-	"  builtin . /dev/fd/7 7<<<\"$__sbx_cmd\" <\"${__sbx_in:-/dev/null}\" >&5 2>&6 3<&- 4>&-"
-	" 5>&- 6>&-\n"
-	" done\n"
-	"done\n";
+	" IFS= builtin read -r -d '' -u 3 __sbx_in; } || builtin exit 0; "
+	"do "
+	"builtin trap __sbx_abort USR1; "
+	"__sbx_seen=(); "
+	"builtin printf '\\0' >&4; "
+	"builtin eval \"$__sbx_cmd\" <\"${__sbx_in:-/dev/null}\" >&5 2>&6 3<&- 4>&- 5>&- 6>&-; "
+	"done; "
+	"done";
 
 #define PIPE_SIZE (1 << 20)
 /* A report is the environment and a little more; past this it is not a report. */
@@ -87,6 +94,7 @@ struct shell {
 	struct loop_fd *rep_lf;
 	char *rep_buf;
 	size_t rep_len, rep_cap;
+	bool muted;              /* stderr is dropped until the next command */
 };
 
 pid_t shell_pid(const struct shell *sh)
@@ -120,7 +128,7 @@ char *shell_quote(const char *s)
  * Returns false at end of file. */
 static bool drain(struct shell *sh, int i, size_t budget)
 {
-	struct spool *sink = sh->cbs->sink(sh->arg, i + 1);
+	struct spool *sink = i == 1 && sh->muted ? NULL : sh->cbs->sink(sh->arg, i + 1);
 	char scratch[65536];
 
 	while (budget > 0) {
@@ -295,6 +303,7 @@ void shell_send(struct shell *sh, const char *seq, const char *script, size_t le
 	sh->req_buf[off++] = '\0';
 	memcpy(sh->req_buf + off, in, ilen + 1);
 	sh->req_off = 0;
+	sh->muted = false;
 	flush_request(sh);
 }
 
@@ -305,6 +314,12 @@ static void on_proc_exit(struct proc *p, int wstatus)
 	drain_pending(sh);
 	sh->cbs->on_exit(sh->arg, wstatus, p->start_err);
 	shell_free(sh);
+}
+
+void shell_mute_stderr(struct shell *sh)
+{
+	drain_pending(sh);
+	sh->muted = true;
 }
 
 void shell_kill(struct shell *sh)

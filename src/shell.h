@@ -44,6 +44,10 @@ struct shell *shell_start(const struct config *cfg, const struct envlist *env, c
  * NULL means the command reads /dev/null. */
 void shell_send(struct shell *sh, const char *seq, const char *script, size_t len,
 		const char *stdin_path);
+/* Core lock held: keeps what the command wrote to stderr so far and drops the rest until the
+ * next request, for a command about to be killed: what then comes is the shell's notice of the
+ * kill (`line 1: 49 Killed sleep 10`), which is ours, not the command's. */
+void shell_mute_stderr(struct shell *sh);
 /* Core lock held: kill the shell's process group; on_exit follows. */
 void shell_kill(struct shell *sh);
 /* Core lock held: signal the shell (and its process group if group). */
