@@ -54,13 +54,15 @@ static const struct kind_info kinds[K_MAX] = {
 	[K_CHECKOUT] = {"checkout", S_IFREG | 0644, IN_SESSION},
 	[K_RESULT] = {"result", S_IFREG | 0444, IN_SESSION | IN_RUN},
 	[K_OUTPUT] = {"output", S_IFREG | 0444, IN_SESSION | IN_RUN | IN_JOB},
+	[K_JOBSCTL] = {"ctl", S_IFREG | 0200, 0},
+	[K_ALLJOBSCTL] = {"ctl", S_IFREG | 0200, 0},
 };
 
 /* The root level has no session behind it. */
 static bool root_level(enum ctl_kind k)
 {
 	return k == K_ROOT || k == K_README || k == K_LIMITS || k == K_SESSIONS || k == K_CLONE ||
-	       k == K_ALLJOBS;
+	       k == K_ALLJOBS || k == K_ALLJOBSCTL;
 }
 
 /* Directories and links hold no open handles. */
@@ -300,9 +302,15 @@ static void lookup_file(fuse_req_t req, fuse_ino_t parent, const char *name, int
 
 static void lookup_job(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	struct session *s = ctl_session(parent);
-	struct job *j = s ? job_find(s, name) : NULL;
+	struct session *s;
+	struct job *j;
 
+	if (strcmp(name, "ctl") == 0) {
+		reply_entry(req, ctl_ino(ino_serial(parent), K_JOBSCTL, 0), FIXED_TIMEOUT);
+		return;
+	}
+	s = ctl_session(parent);
+	j = s ? job_find(s, name) : NULL;
 	if (!j) {
 		fuse_reply_err(req, ENOENT);
 	} else {
@@ -317,7 +325,13 @@ static void lookup_job(fuse_req_t req, fuse_ino_t parent, const char *name)
 /* "SESSION.NAME": both may hold dots, so try every split. */
 static void lookup_joblink(fuse_req_t req, const char *name)
 {
-	char *copy = xstrdup(name);
+	char *copy;
+
+	if (strcmp(name, "ctl") == 0) {
+		reply_entry(req, ctl_ino(0, K_ALLJOBSCTL, 0), FIXED_TIMEOUT);
+		return;
+	}
+	copy = xstrdup(name);
 
 	for (char *dot = strchr(copy, '.'); dot; dot = strchr(dot + 1, '.')) {
 		struct session *s;
@@ -481,7 +495,10 @@ void ctl_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 
 	(void)mode;
 	if (ino_kind(parent) == K_JOBS) {
-		mkdir_job(req, parent, name);
+		if (strcmp(name, "ctl") == 0)
+			fuse_reply_err(req, EEXIST); /* procs/ctl is a file */
+		else
+			mkdir_job(req, parent, name);
 		return;
 	}
 	if (ino_kind(parent) != K_SESSIONS) {
@@ -523,7 +540,7 @@ void ctl_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (ino_kind(parent) == K_JOBS) {
 		struct session *s = ctl_session(parent);
 
-		rc = s ? job_remove(s, name) : -ENOENT;
+		rc = strcmp(name, "ctl") == 0 ? -ENOTDIR : s ? job_remove(s, name) : -ENOENT;
 		fuse_reply_err(req, -rc);
 		if (s)
 			session_unref(s);
@@ -610,6 +627,8 @@ static void snap_jobs(struct dir_snap *d, fuse_ino_t ino)
 
 	if (ino_kind(ino) == K_JOBS && !s)
 		return;
+	snap_add(d, "ctl", s ? ctl_ino(session_serial(s), K_JOBSCTL, 0) : ctl_ino(0, K_ALLJOBSCTL, 0),
+		 S_IFREG);
 	n = job_list(s, &v);
 	for (size_t i = 0; i < n; i++) {
 		char *link;

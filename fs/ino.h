@@ -42,6 +42,8 @@ enum ctl_kind {
 	K_CHECKOUT,
 	K_RESULT, /* a run's result as one JSON object */
 	K_OUTPUT, /* stdout and stderr interleaved */
+	K_JOBSCTL,    /* sessions/<id>/procs/ctl */
+	K_ALLJOBSCTL, /* procs/ctl at the root */
 	K_MAX
 };
 

@@ -466,6 +466,52 @@ int job_ctl(struct job *j, const char *line, size_t len)
 	return rc;
 }
 
+/* Core lock held: kill (sig, then KILL after the grace) every running process of s. */
+static void kill_running(struct session *s, int sig)
+{
+	struct job *j;
+
+	TAILQ_FOREACH(j, &s->jobs, link)
+		kill_job(j, sig);
+}
+
+int jobs_kill(struct session *s, const char *line, size_t len)
+{
+	struct session_info *sv = NULL;
+	struct ctl_line cl;
+	int sig = SIGTERM;
+	size_t ns;
+
+	if (ctl_line_split(line, len, &cl) < 0 || strcmp(cl.verb, "kill") ||
+	    (cl.arg && signal_parse(cl.arg, &sig) < 0))
+		return -EINVAL;
+	if (s) {
+		int rc = -ENOENT;
+
+		core_lock();
+		if (!s->removed) {
+			kill_running(s, sig);
+			rc = 0;
+		}
+		core_unlock();
+		return rc;
+	}
+	ns = session_list(&sv);
+	for (size_t i = 0; i < ns; i++) {
+		struct session *cur = session_find_serial(sv[i].serial);
+
+		if (!cur)
+			continue;
+		core_lock();
+		if (!cur->removed)
+			kill_running(cur, sig);
+		core_unlock();
+		session_unref(cur);
+	}
+	free(sv);
+	return 0;
+}
+
 static const char *state_of(const struct job *j, int *sig)
 {
 	const struct run *r = j->run;

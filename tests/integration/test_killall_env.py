@@ -1,0 +1,276 @@
+"""Exact answers: a command's stderr reads as `bash -c` would print it, with no notice of the
+driver's own kills; `ctl killall` and `kill` of what commands left behind; `procs/ctl` in a
+session and at the root.
+
+Every wait is bounded; sleeps stand for "a long time" and are killed by the test.
+"""
+
+import errno
+import os
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from sbxutil import (status, errname, kill_quietly, procs_matching, read_bytes, sleep_tag,
+                     wait_until, write_errno)
+
+
+def ctl(path, line):
+    """One write() of `line` to a ctl file; returns its errno (0 on success)."""
+    return write_errno(Path(path), line, flags=os.O_WRONLY)
+
+
+def ctl_ok(path, line):
+    err = ctl(path, line)
+    assert err == 0, f"{path} {line!r}: {errname(err)}"
+
+
+def running(tag):
+    return bool(procs_matching(f"sleep {tag}"))
+
+
+def wait_running(*tags):
+    wait_until(lambda: all(running(t) for t in tags), 10, f"sleep {tags} to start")
+
+
+def wait_gone(*tags, timeout=5):
+    wait_until(lambda: not any(running(t) for t in tags), timeout, f"sleep {tags} to end")
+
+
+@pytest.fixture
+def tags():
+    made = []
+
+    def make():
+        made.append(sleep_tag())
+        return made[-1]
+
+    yield make
+    for t in made:
+        kill_quietly(procs_matching(f"sleep {t}"))
+
+
+# --- stderr as bash -c prints it ------------------------------------------------------------
+
+ERRORS = [
+    "nosuchcmd",
+    "true; nosuchcmd",
+    "true\n\nnosuchcmd arg",
+    "cd /nonexistent-dir",
+    "false | nosuch; echo out",
+    "f() { nosuch; }; f",
+    "if true; then\n  nosuch\nfi",
+    "echo $(nosuch-in-subst)",
+    "return 3",
+    "local x=1",
+]
+
+
+@pytest.mark.parametrize("cmd", ERRORS)
+def test_stderr_of_a_failing_command_is_what_bash_c_prints(sbx, cmd):
+    s = sbx.new_session()
+    ours = sbx.run(s, cmd)
+    theirs = sbx.run(s, "bash -c " + shlex.quote(cmd))
+    assert ours == theirs
+    assert b"/dev/fd" not in ours[1]
+
+
+def test_syntax_error_names_eval_where_bash_c_says_dash_c(sbx):
+    # The one documented difference: the parser names eval, not -c.
+    s = sbx.new_session()
+    out, err, code = sbx.run(s, "echo ${x")
+    theirs = sbx.run(s, "bash -c 'echo ${x'")
+    assert code == theirs[2] == 2
+    assert err == theirs[1].replace(b"bash: -c: ", b"bash: eval: ")
+
+
+@pytest.mark.parametrize("cmd,err", [
+    ("sleep 10", b""),
+    ("sleep 10; echo after", b""),
+    ("echo before >&2; sleep 10; echo after >&2", b"before\n"),
+    ("for i in 1 2 3; do sleep 10; done; echo after", b""),
+    ("while :; do sleep 10; done; echo after", b""),
+    ("f() { while sleep 10; do :; done; }; f; echo after", b""),
+    ("sleep 10 | cat; echo after", b""),
+])
+def test_a_timed_out_command_gets_no_kill_notice(sbx, cmd, err):
+    s = sbx.new_session()
+    ctl_ok(s / "ctl", "timeout 200")
+    assert sbx.run(s, cmd) == (b"", err, 124)
+    assert status(s)["restarts"] == "0"
+    assert sbx.run(s, "echo next") == (b"next\n", b"", 0)
+
+
+@pytest.mark.parametrize("sig,code", [("TERM", 143), ("KILL", 137), ("HUP", 129)])
+def test_a_killed_command_gets_no_kill_notice(sbx, tags, sig, code):
+    s = sbx.new_session()
+    t = tags()
+    sbx.submit(s, f"sleep {t}; echo after")
+    wait_running(t)
+    ctl_ok(s / "ctl", f"kill {sig}")
+    assert (sbx.read(s, "stdout"), sbx.read(s, "stderr"), sbx.exit_status(s)) == \
+        (b"", b"", code)
+    assert sbx.run(s, "echo next") == (b"next\n", b"", 0)
+
+
+def test_a_notice_of_the_commands_own_doing_stays(sbx):
+    # A job the command itself killed is reported as bash -c reports it (but for the pid).
+    s = sbx.new_session()
+    cmd = "sleep 30 & kill -9 $!; wait; echo done"
+    ours = sbx.run(s, cmd)
+    theirs = sbx.run(s, "bash -c " + shlex.quote(cmd))
+    def unpid(r):
+        return (r[0], re.sub(rb"line 1: +[0-9]+ ", b"line 1: PID ", r[1]), r[2])
+    assert unpid(ours) == unpid(theirs)
+    assert re.fullmatch(rb"bash: line 1: PID Killed +sleep 30\n", unpid(ours)[1]), ours
+
+
+def test_the_shell_keeps_dying_of_a_signal_sent_to_itself(sbx):
+    s = sbx.new_session()
+    assert sbx.run(s, "kill -TERM $$")[2] == 143
+    assert sbx.run(s, "echo back") == (b"back\n", b"", 0)
+
+
+# --- killall and kill of leftovers ----------------------------------------------------------
+
+def test_killall_ends_background_jobs_and_double_forks_not_the_shell(sbx, tags):
+    s = sbx.new_session()
+    a, b = tags(), tags()
+    assert sbx.run(s, f"sleep {a} & (setsid sleep {b} &)")[2] == 0
+    wait_running(a, b)
+    shell = status(s)["shell_pid"]
+    ctl_ok(s / "ctl", "killall")
+    wait_gone(a, b)
+    assert status(s)["shell_pid"] == shell
+    assert sbx.run(s, "echo alive") == (b"alive\n", b"", 0)
+
+
+def test_killall_with_a_command_running_ends_it_and_the_leftovers(sbx, tags):
+    s = sbx.new_session()
+    a, b = tags(), tags()
+    sbx.run(s, f"(setsid sleep {a} &)")
+    sbx.submit(s, f"sleep {b}")
+    wait_running(a, b)
+    ctl_ok(s / "ctl", "killall KILL")
+    assert sbx.exit_status(s) == 137
+    wait_gone(a, b)
+    assert sbx.run(s, "echo alive") == (b"alive\n", b"", 0)
+
+
+def test_killall_with_nothing_to_end_succeeds(sbx):
+    s = sbx.new_session()
+    ctl_ok(s / "ctl", "killall")
+    ctl_ok(s / "ctl", "killall INT\n")
+    assert ctl(s / "ctl", "killall NOSUCH") == errno.EINVAL
+    assert ctl(s / "ctl", "killall 9 9") == errno.EINVAL
+
+
+def test_kill_with_only_leftovers_ends_them(sbx, tags):
+    s = sbx.new_session()
+    a = tags()
+    sbx.run(s, f"(setsid sleep {a} &)")
+    wait_running(a)
+    ctl_ok(s / "ctl", "kill")
+    wait_gone(a)
+    assert ctl(s / "ctl", "kill") == errno.ESRCH
+    assert sbx.run(s, "echo alive") == (b"alive\n", b"", 0)
+
+
+def test_kill_of_leftovers_that_ignore_term_kills_them_after_the_grace(sbx, tags):
+    s = sbx.new_session()
+    a = tags()
+    sbx.run(s, f"(trap '' TERM; exec sleep {a}) > /dev/null 2>&1 &")
+    wait_running(a)
+    ctl_ok(s / "ctl", "kill")
+    wait_gone(a, timeout=10)
+
+
+def test_killall_spares_background_processes(sbx, tags):
+    s = sbx.new_session()
+    a, b = tags(), tags()
+    (s / "procs" / "keep").mkdir()
+    (s / "procs" / "keep" / "cmd").write_text(f"sleep {a}")
+    sbx.run(s, f"sleep {b} &")
+    wait_running(a, b)
+    ctl_ok(s / "ctl", "killall KILL")
+    wait_gone(b)
+    assert running(a)
+    assert status(s / "procs" / "keep")["state"] == "running"
+
+
+# --- procs/ctl --------------------------------------------------------------------------------
+
+def start_proc(s, name, cmd):
+    (s / "procs" / name).mkdir()
+    (s / "procs" / name / "cmd").write_text(cmd)
+
+
+def test_session_procs_ctl_ends_that_sessions_background_processes(sbx, tags):
+    s, other = sbx.new_session(), sbx.new_session()
+    a, b, c, fg = tags(), tags(), tags(), tags()
+    start_proc(s, "a", f"sleep {a}")
+    start_proc(s, "b", f"(setsid sleep {b} &); exec sleep {b}")
+    start_proc(other, "c", f"sleep {c}")
+    sbx.submit(s, f"sleep {fg}")
+    wait_running(a, b, c, fg)
+    assert "ctl" in os.listdir(s / "procs")
+    ctl_ok(s / "procs" / "ctl", "kill KILL\n")
+    wait_gone(a, b)
+    for name in "ab":
+        assert read_bytes(s / "procs" / name / "exit") == b"137\n"
+        assert status(s / "procs" / name)["state"] == "killed"
+    assert running(c) and running(fg)
+    assert status(other / "procs" / "c")["state"] == "running"
+    assert status(s)["state"] == "running"
+
+
+def test_root_procs_ctl_ends_every_background_process(sbx, tags):
+    s1, s2 = sbx.new_session(), sbx.new_session()
+    a, b = tags(), tags()
+    start_proc(s1, "a", f"sleep {a}")
+    start_proc(s2, "b", f"trap '' TERM; sleep {b}")
+    wait_running(a, b)
+    assert "ctl" in os.listdir(sbx.mnt / "procs")
+    assert os.stat(sbx.mnt / "procs" / "ctl").st_mode & 0o777 == 0o200
+    ctl_ok(sbx.mnt / "procs" / "ctl", "kill")
+    assert read_bytes(s1 / "procs" / "a" / "exit") == b"143\n"
+    wait_gone(a, b, timeout=10)  # b ignores TERM: KILL after the grace
+    assert status(s1 / "procs" / "a")["state"] == "killed"
+    assert status(s2 / "procs" / "b")["state"] == "killed"
+    assert sbx.run(s1, "echo shell") == (b"shell\n", b"", 0)
+
+
+def test_procs_ctl_with_nothing_running_succeeds(sbx):
+    s = sbx.new_session()
+    ctl_ok(s / "procs" / "ctl", "kill")
+    ctl_ok(sbx.mnt / "procs" / "ctl", "kill TERM\n")
+
+
+def test_procs_ctl_is_a_file_not_a_process_name(sbx):
+    s = sbx.new_session()
+    with pytest.raises(FileExistsError):
+        os.mkdir(s / "procs" / "ctl")
+    with pytest.raises(NotADirectoryError):
+        os.rmdir(s / "procs" / "ctl")
+    assert os.stat(s / "procs" / "ctl").st_mode & 0o777 == 0o200
+
+
+@pytest.mark.parametrize("line", ["kill NOSUCH", "kill 9 9", "killall", "restart", "timeout 5",
+                                  "kill\0", "\xff\xfe kill", "kill " + "9" * 200, "x" * 5000])
+def test_procs_ctl_refuses_anything_but_kill(sbx, tags, line):
+    s = sbx.new_session()
+    a = tags()
+    start_proc(s, "a", f"sleep {a}")
+    wait_running(a)
+    for path in (s / "procs" / "ctl", sbx.mnt / "procs" / "ctl"):
+        assert ctl(path, line.encode("utf-8", "surrogateescape")) == errno.EINVAL
+    assert running(a)
+
+
+def test_procs_ctl_takes_a_huge_write_without_harm(sbx):
+    s = sbx.new_session()
+    err = ctl(s / "procs" / "ctl", b"\n" * (1 << 20))
+    assert err == 0
+    assert ctl(s / "procs" / "ctl", b"kill\n" + b"A" * (1 << 20)) == errno.EINVAL
