@@ -227,8 +227,7 @@ static bool is_writable(enum ctl_kind k, fuse_ino_t ino)
 	if (ino_job(ino))
 		return k == K_CMD || k == K_CTL || k == K_STDIN || k == K_SIGNAL;
 	return ino_run(ino) == 0 && (k == K_CMD || k == K_ENV || k == K_CWD || k == K_TIMEOUT ||
-				     k == K_CTL || k == K_STDIN || k == K_CHECKOUT ||
-				     k == K_JOBSCTL || k == K_ALLJOBSCTL);
+				     k == K_CTL || k == K_STDIN || k == K_CHECKOUT);
 }
 
 /* Binds a per-session handle to its session and run (or background process); -ENOENT if
@@ -344,7 +343,7 @@ void ctl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	pthread_mutex_lock(&open_lock);
 	LIST_INSERT_HEAD(&open_files, fh, link);
 	pthread_mutex_unlock(&open_lock);
-	if (k > K_RUNDIR && k != K_ALLJOBSCTL)
+	if (k > K_RUNDIR)
 		rc = bind_session(fh, ino, writing);
 	if (rc == 0)
 		rc = open_snapshot(fh);
@@ -456,25 +455,19 @@ static int read_attempt(struct park *p)
 	return try_read(park_req(p), rr->fh, rr->size, rr->off, park_waiter(p));
 }
 
-static int submit_pending(struct ctlfh *fh, unsigned *n);
+static int submit_answer(struct ctlfh *fh);
 
 /* A handle's read: what was written is submitted, and the run number is read back once, from
  * wherever the file offset is (it sits past the command written). -ENODATA if the handle has
  * submitted nothing: the file then reads as a plain one. */
 static int read_answer(fuse_req_t req, struct ctlfh *fh, size_t size)
 {
-	unsigned n = 0;
 	size_t len;
 	int rc = 0;
 
 	pthread_mutex_lock(&fh->lock);
-	if (fh->wlen) {
-		rc = submit_pending(fh, &n);
-		if (rc == 0) {
-			fh->anslen = (size_t)snprintf(fh->answer, sizeof(fh->answer), "%u\n", n);
-			fh->ansoff = 0;
-		}
-	}
+	if (fh->wlen)
+		rc = submit_answer(fh);
 	if (rc == 0 && !fh->anslen)
 		rc = -ENODATA;
 	if (rc < 0) {
@@ -692,10 +685,8 @@ static int write_ctl(struct ctlfh *fh, const char *buf, size_t size)
 	while (pos < size) {
 		const char *nl = memchr(buf + pos, '\n', size - pos);
 		size_t len = nl ? (size_t)(nl - (buf + pos)) : size - pos;
-		int rc = !len			 ? 0
-			 : fh->kind != K_CTL ? jobs_kill(fh->s, buf + pos, len)
-			 : fh->job	     ? job_ctl(fh->job, buf + pos, len)
-					     : session_ctl(fh->s, buf + pos, len);
+		int rc = !len ? 0 : fh->job ? job_ctl(fh->job, buf + pos, len)
+					    : session_ctl(fh->s, buf + pos, len);
 
 		if (rc < 0)
 			return rc;
@@ -831,7 +822,7 @@ void ctl_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off
 		rc = write_signal(fh, buf, size);
 	else if (fh->kind == K_CHECKOUT)
 		rc = write_checkout(fh, buf, size);
-	else if (fh->kind == K_CTL || fh->kind == K_JOBSCTL || fh->kind == K_ALLJOBSCTL)
+	else if (fh->kind == K_CTL)
 		rc = write_ctl(fh, buf, size);
 	else if (fh->kind == K_CWD) {
 		rc = write_cwd(fh, buf, size, &t);
@@ -887,15 +878,28 @@ static int submit_pending(struct ctlfh *fh, unsigned *n)
 	return rc;
 }
 
+/* fh->lock held: submits what is pending; a handle keeps the run number for its next read, so
+ * a flush (the close of a duplicate, as a shell's `printf ... >&3` does) loses nothing. */
+static int submit_answer(struct ctlfh *fh)
+{
+	unsigned n;
+	int rc = submit_pending(fh, &n);
+
+	if (rc == 0 && n && fh->handle) {
+		fh->anslen = (size_t)snprintf(fh->answer, sizeof(fh->answer), "%u\n", n);
+		fh->ansoff = 0;
+	}
+	return rc;
+}
+
 /* The shell sees a command when its writer closes the file (close sends FLUSH and waits for it;
  * RELEASE comes asynchronously), or when a handle reads its number. */
 static int flush_pending(struct ctlfh *fh)
 {
-	unsigned n;
 	int rc;
 
 	pthread_mutex_lock(&fh->lock);
-	rc = submit_pending(fh, &n);
+	rc = submit_answer(fh);
 	pthread_mutex_unlock(&fh->lock);
 	return rc;
 }

@@ -7,7 +7,10 @@ checkout), then measures in one run:
   (a) the round trip of `echo true > cmd; cat exit` (open/write/close cmd, then read exit to
       EOF, with plain os calls), against starting `bash -c true` fresh with subprocess:
       median and p90 of N runs after a warm-up, and their ratio;
-  (b) the daemon's RSS (VmRSS of the sbxfs process) before and after creating 100 idle
+  (b) one exec with its whole result, `echo hi`: through a run handle (open cmd O_RDWR, write,
+      read N, read runs/N/result to EOF) against the classic files (write cmd and close,
+      read stdout, stderr and exit), each as a ratio to the fresh bash of (a);
+  (c) the daemon's RSS (VmRSS of the sbxfs process) before and after creating 100 idle
       sessions (mkdir, then one `true` through each, so every shell is up), and, for
       information, the total RSS of the daemon's descendants (launcher and session shells).
 
@@ -17,6 +20,7 @@ usage: tests/bench/bench_session.py [--runs N] [--warmup N] [--sessions N]
 """
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -86,11 +90,29 @@ def main():
         def fresh_bash():
             subprocess.run(["bash", "-c", "true"], check=True)
 
-        (sbx_med, sbx_p90), (bash_med, bash_p90) = timings(
-            [roundtrip, fresh_bash], args.runs, args.warmup)
+        def handle_exec():
+            fd = os.open(cmd, os.O_RDWR)
+            try:
+                os.write(fd, b"echo hi")
+                n = int(os.read(fd, 64))
+            finally:
+                os.close(fd)
+            res = json.loads(read_to_eof(str(sdir / "runs" / str(n) / "result")))
+            if res["stdout"] != "hi\n" or res["exitCode"] != 0:
+                raise RuntimeError(f"run {n}: {res!r}")
+
+        def classic_exec():
+            write_file(cmd, b"echo hi")
+            out = read_to_eof(str(sdir / "stdout"))
+            read_to_eof(str(sdir / "stderr"))
+            if out != b"hi\n" or read_to_eof(exitf) != b"0\n":
+                raise RuntimeError(f"`echo hi` gave {out!r}")
+
+        (sbx_med, sbx_p90), (bash_med, bash_p90), (h_med, h_p90), (c_med, c_p90) = timings(
+            [roundtrip, fresh_bash, handle_exec, classic_exec], args.runs, args.warmup)
         os.rmdir(sdir)
 
-        # (b) memory of idle sessions
+        # (c) memory of idle sessions
         time.sleep(0.2)
         rss_before = vmrss_kib(pid)
         kids_before = descendants(pid)
@@ -132,7 +154,15 @@ def main():
     print(f"    {'ratio sbxfs / fresh bash':34} {sbx_med / bash_med:8.2f} {sbx_p90 / bash_p90:8.2f}")
     print(f"    (a command in a session costs {sbx_med / bash_med:.2f}x starting a fresh bash)")
     print()
-    print(f"(b) memory, {n} idle sessions (created and each ran `true` in {t_up:.2f} s;"
+    print("(b) one exec with its result (`echo hi`), same runs, ms; ratio to the fresh bash")
+    print(f"    {'':34} {'median':>8} {'p90':>8} {'ratio':>8}")
+    print(f"    {'handle: cmd r+, N, runs/N/result':34} {h_med:8.3f} {h_p90:8.3f}"
+          f" {h_med / bash_med:8.2f}")
+    print(f"    {'files: cmd, stdout, stderr, exit':34} {c_med:8.3f} {c_p90:8.3f}"
+          f" {c_med / bash_med:8.2f}")
+    print(f"    (the handle takes {h_med / c_med:.2f}x the time of the four files)")
+    print()
+    print(f"(c) memory, {n} idle sessions (created and each ran `true` in {t_up:.2f} s;"
           f" removed in {t_down:.2f} s)")
     print(f"    {'':34} {'before':>10} {'with ' + str(n):>10} {'removed':>10}")
     print(f"    {'sbxfs daemon VmRSS, KiB':34} {rss_before:10} {rss_after:10} {rss_removed:10}")

@@ -10,8 +10,10 @@ import errno
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 from pathlib import Path
 
@@ -74,6 +76,19 @@ def test_python_open_r_plus(sbx):
     n = int(text)
     assert text == f"{n}\n"
     assert read_bytes(s / "runs" / str(n) / "stdout") == b"py\n"
+
+
+def test_shell_handle_with_redirections(sbx):
+    """bash closes a duplicate after `printf >&3` (a FLUSH): the number waits for the read."""
+    s = sbx.new_session()
+    script = ('exec 3<>cmd; printf %s "echo sh" >&3; read -r n <&3; exec 3>&-; '
+              'cat runs/$n/stdout; echo "n=$n"')
+    r = bounded(subprocess.run, ["bash", "-c", script], cwd=s, capture_output=True,
+                timeout=20)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.decode().splitlines()
+    assert out[0] == "sh" and out[1].startswith("n=") and int(out[1][2:]) >= 1, out
+    assert sorted(os.listdir(s / "runs")) == [out[1][2:]]
 
 
 def test_pread_at_zero_answers_too(sbx):
@@ -435,3 +450,31 @@ def test_output_poll_and_tail_f(sbx):
         tail.kill()
         tail.wait(timeout=10)
         tail.stdout.close()
+
+
+def test_checkout_handle_returns_the_checkout_number(sbx):
+    base = Path(tempfile.mkdtemp(prefix="sbxfs-handle-repo-"))
+    repo = base / "repo"
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
+               GIT_COMMITTER_EMAIL="t@t", GIT_CONFIG_GLOBAL="/dev/null")
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True, env=env)
+    (repo / "f").write_text("x\n")
+    subprocess.run(["git", "-C", str(repo), "add", "f"], check=True, env=env)
+    subprocess.run(["git", "-C", str(repo), "commit", "-qm", "c"], check=True, env=env)
+    os.chmod(base, 0o755)  # the sandbox's user reads it
+    s = sbx.new_session()
+
+    def go(rel):
+        fd = os.open(s / "checkout", os.O_RDWR)
+        try:
+            os.write(fd, f"file://{repo} dir={rel}\n".encode())
+            return os.read(fd, 64), os.read(fd, 64)
+        finally:
+            os.close(fd)
+
+    try:
+        assert bounded(go, uniq("co")) == (b"1\n", b"")
+        assert bounded(go, uniq("co")) == (b"2\n", b"")
+        assert read_bytes(s / "checkout", timeout=60).splitlines()[-1].startswith(b"ok ")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
