@@ -227,7 +227,8 @@ static bool is_writable(enum ctl_kind k, fuse_ino_t ino)
 	if (ino_job(ino))
 		return k == K_CMD || k == K_CTL || k == K_STDIN || k == K_SIGNAL;
 	return ino_run(ino) == 0 && (k == K_CMD || k == K_ENV || k == K_CWD || k == K_TIMEOUT ||
-				     k == K_CTL || k == K_STDIN || k == K_CHECKOUT);
+				     k == K_CTL || k == K_STDIN || k == K_CHECKOUT ||
+				     k == K_JOBSCTL || k == K_ALLJOBSCTL);
 }
 
 /* Binds a per-session handle to its session and run (or background process); -ENOENT if
@@ -343,7 +344,7 @@ void ctl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	pthread_mutex_lock(&open_lock);
 	LIST_INSERT_HEAD(&open_files, fh, link);
 	pthread_mutex_unlock(&open_lock);
-	if (k > K_RUNDIR)
+	if (k > K_RUNDIR && k != K_ALLJOBSCTL)
 		rc = bind_session(fh, ino, writing);
 	if (rc == 0)
 		rc = open_snapshot(fh);
@@ -685,8 +686,10 @@ static int write_ctl(struct ctlfh *fh, const char *buf, size_t size)
 	while (pos < size) {
 		const char *nl = memchr(buf + pos, '\n', size - pos);
 		size_t len = nl ? (size_t)(nl - (buf + pos)) : size - pos;
-		int rc = !len ? 0 : fh->job ? job_ctl(fh->job, buf + pos, len)
-					    : session_ctl(fh->s, buf + pos, len);
+		int rc = !len			 ? 0
+			 : fh->kind != K_CTL ? jobs_kill(fh->s, buf + pos, len)
+			 : fh->job	     ? job_ctl(fh->job, buf + pos, len)
+					     : session_ctl(fh->s, buf + pos, len);
 
 		if (rc < 0)
 			return rc;
@@ -822,7 +825,7 @@ void ctl_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off
 		rc = write_signal(fh, buf, size);
 	else if (fh->kind == K_CHECKOUT)
 		rc = write_checkout(fh, buf, size);
-	else if (fh->kind == K_CTL)
+	else if (fh->kind == K_CTL || fh->kind == K_JOBSCTL || fh->kind == K_ALLJOBSCTL)
 		rc = write_ctl(fh, buf, size);
 	else if (fh->kind == K_CWD) {
 		rc = write_cwd(fh, buf, size, &t);
