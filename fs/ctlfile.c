@@ -131,6 +131,7 @@ static char *render(enum ctl_kind k, struct session *s, unsigned n, struct run *
 		    struct job *j, size_t *len)
 {
 	char *text;
+	int status;
 
 	switch (k) {
 	case K_README:
@@ -157,6 +158,12 @@ static char *render(enum ctl_kind k, struct session *s, unsigned n, struct run *
 	case K_STATUS:
 		text = j ? job_status(j) : n ? run_status(r) : session_status(s, len);
 		break;
+	case K_RESULT:
+		/* only once the run ended; before, a read waits and renders it then */
+		if (!r || run_wait_exit(r, &status, NULL) < 0 ||
+		    result_render(r, session_id(s), &text, len) < 0)
+			return NULL;
+		return text;
 	default:
 		return NULL;
 	}
@@ -182,6 +189,8 @@ int ctl_rendered_size(fuse_ino_t ino, struct session *s, off_t *size)
 		r = session_run(s, ino_run(ino));
 		if (!r)
 			return -ENOENT;
+	} else if (k == K_RESULT) {
+		r = ino_run(ino) ? session_run(s, ino_run(ino)) : session_latest(s);
 	} else if (k == K_CMD) {
 		return -ENOENT; /* a run's cmd has its size without rendering */
 	}

@@ -221,6 +221,24 @@ def test_cwd_abuse(sbx):
     assert sbx.read(s, "cwd") == before
 
 
+def test_ctl_signal_and_proc_cmd_abuse(sbx):
+    s = sbx.new_session()
+    p = s / "procs" / uniq("p")
+    bounded(os.mkdir, p)
+    for data in [b"\0", b"kill\0\n", b"\xff\xfe\n", b"timeout -1\n", b"timeout 1e3\n",
+                 b"kill SIGNOPE\n", b"restart now\n", b"x" * 100000]:
+        assert write_errno(s / "ctl", data) in (errno.EINVAL, errno.EFBIG), data
+    for data in [b"\0", b"TERM\0", b"SIG" + b"K" * 5000, b"\n", b"99999\n"]:
+        assert write_errno(p / "signal", data) in (errno.EINVAL, errno.ESRCH), data
+    marker = uniq("big")
+    big = f"touch {marker}\n".encode() + b"#" * (1 << 20)
+    errs, cerr = open_writes(p / "cmd", [big[i:i + 65536] for i in range(0, len(big), 65536)])
+    assert errno.EFBIG in errs and cerr == errno.EFBIG
+    assert status(p)["state"] == "idle"
+    assert sbx.run(s, "echo alive")[0] == b"alive\n"
+    assert absent(sbx, marker)
+
+
 # --- the $'...' form: env and cwd ---------------------------------------------------------------
 
 def shell_value(sbx, s, name):
@@ -349,10 +367,11 @@ def test_every_readable_control_file_copies_whole(sbx, tmp_path):
     bounded(os.mkdir, p)
     assert write_errno(p / "cmd", "echo bg") == 0
     assert bounded(lambda: (p / "exit").read_bytes()) == b"0\n"
-    n = os.listdir(s / "runs")[-1]
+    n = str(max(int(x) for x in os.listdir(s / "runs")))
     files = [sbx.mnt / "README", sbx.mnt / "limits"]
-    files += [s / f for f in ("env", "cwd", "status", "timeout", "cmd", "stdout", "stderr", "exit")]
-    files += [s / "runs" / n / f for f in ("cmd", "status", "stdout", "stderr", "exit")]
+    files += [s / f for f in ("env", "cwd", "status", "timeout", "cmd", "stdout", "stderr", "exit",
+                              "result")]
+    files += [s / "runs" / n / f for f in ("cmd", "status", "stdout", "stderr", "exit", "result")]
     files += [p / f for f in ("status", "ports", "cmd", "stdout", "exit")]
     for f in files:
         want = bounded(lambda: f.read_bytes())
