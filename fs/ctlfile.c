@@ -20,6 +20,7 @@
 #include "log.h"
 #include "park.h"
 #include "result.h"
+#include "rootenv.h"
 #include "run.h"
 #include "session.h"
 #include "signame.h"
@@ -142,6 +143,8 @@ static char *render(enum ctl_kind k, struct session *s, unsigned n, struct run *
 		break;
 	case K_ENV:
 		return session_env(s, len);
+	case K_ROOTENV:
+		return rootenv_read(len);
 	case K_CWD:
 		return session_cwd(s, len);
 	case K_CMD:
@@ -179,7 +182,7 @@ int ctl_rendered_size(fuse_ino_t ino, struct session *s, off_t *size)
 	size_t len = 0;
 	char *text;
 
-	if (k != K_README && k != K_LIMITS && !s)
+	if (k != K_README && k != K_LIMITS && k != K_ROOTENV && !s)
 		return -ENOENT;
 	if (k == K_PORTS || (k == K_STATUS && ino_job(ino))) {
 		j = job_find_id(s, ino_job(ino));
@@ -237,7 +240,7 @@ static bool is_writable(enum ctl_kind k, fuse_ino_t ino)
 		return k == K_CMD || k == K_CTL || k == K_STDIN || k == K_SIGNAL;
 	return ino_run(ino) == 0 && (k == K_CMD || k == K_ENV || k == K_CWD || k == K_TIMEOUT ||
 				     k == K_CTL || k == K_STDIN || k == K_CHECKOUT ||
-				     k == K_JOBSCTL || k == K_ALLJOBSCTL);
+				     k == K_JOBSCTL || k == K_ALLJOBSCTL || k == K_ROOTENV);
 }
 
 /* Binds a per-session handle to its session and run (or background process); -ENOENT if
@@ -353,7 +356,7 @@ void ctl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	pthread_mutex_lock(&open_lock);
 	LIST_INSERT_HEAD(&open_files, fh, link);
 	pthread_mutex_unlock(&open_lock);
-	if (k > K_RUNDIR && k != K_ALLJOBSCTL)
+	if (k > K_RUNDIR && k != K_ALLJOBSCTL && k != K_ROOTENV)
 		rc = bind_session(fh, ino, writing);
 	if (rc == 0)
 		rc = open_snapshot(fh);
@@ -826,7 +829,7 @@ void ctl_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off
 		;
 	else if (fh->kind == K_CMD)
 		rc = write_cmd(fh, buf, size);
-	else if (fh->kind == K_ENV)
+	else if (fh->kind == K_ENV || fh->kind == K_ROOTENV)
 		rc = write_env(fh, buf, size);
 	else if (fh->kind == K_TIMEOUT)
 		rc = write_timeout(fh, buf, size);
@@ -879,11 +882,13 @@ static int submit_pending(struct ctlfh *fh, unsigned *n)
 		rc = session_submit(fh->s, text, len, n);
 	else if (fh->kind == K_ENV)
 		rc = session_setenv(fh->s, text, len);
+	else if (fh->kind == K_ROOTENV)
+		rc = rootenv_write(text, len);
 	else if (fh->kind == K_TIMEOUT)
 		rc = session_set_timeout(fh->s, text, len);
 	else if (fh->kind == K_CHECKOUT)
 		rc = session_checkout(fh->s, text, len, n);
-	if (rc < 0)
+	if (rc < 0 && fh->s) /* the root env's close says it all */
 		log_warnx("session %s: %s not applied: %s", session_id(fh->s),
 			  fh->kind == K_CMD ? "command" : "env edit", strerror(-rc));
 	free(text);

@@ -56,13 +56,14 @@ static const struct kind_info kinds[K_MAX] = {
 	[K_OUTPUT] = {"output", S_IFREG | 0444, IN_SESSION | IN_RUN | IN_JOB},
 	[K_JOBSCTL] = {"ctl", S_IFREG | 0200, 0},
 	[K_ALLJOBSCTL] = {"ctl", S_IFREG | 0200, 0},
+	[K_ROOTENV] = {"env", S_IFREG | 0644, 0},
 };
 
 /* The root level has no session behind it. */
 static bool root_level(enum ctl_kind k)
 {
 	return k == K_ROOT || k == K_README || k == K_LIMITS || k == K_SESSIONS || k == K_CLONE ||
-	       k == K_ALLJOBS || k == K_ALLJOBSCTL;
+	       k == K_ALLJOBS || k == K_ALLJOBSCTL || k == K_ROOTENV;
 }
 
 /* Directories and links hold no open handles. */
@@ -256,6 +257,8 @@ static void lookup_root(fuse_req_t req, const char *name)
 		reply_entry(req, ctl_ino(0, K_README, 0), FIXED_TIMEOUT);
 	} else if (strcmp(name, "limits") == 0) {
 		reply_entry(req, ctl_ino(0, K_LIMITS, 0), FIXED_TIMEOUT);
+	} else if (strcmp(name, "env") == 0) {
+		reply_entry(req, ctl_ino(0, K_ROOTENV, 0), FIXED_TIMEOUT);
 	} else if (strcmp(name, "sessions") == 0) {
 		reply_entry(req, ctl_ino(0, K_SESSIONS, 0), FIXED_TIMEOUT);
 	} else if (strcmp(name, "procs") == 0) {
@@ -683,6 +686,7 @@ void ctl_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	snap_add(d, "..", parent_of(ino), S_IFDIR);
 	if (k == K_ROOT) {
 		snap_add(d, "README", ctl_ino(0, K_README, 0), S_IFREG);
+		snap_add(d, "env", ctl_ino(0, K_ROOTENV, 0), S_IFREG);
 		snap_add(d, "limits", ctl_ino(0, K_LIMITS, 0), S_IFREG);
 		snap_add(d, "procs", ctl_ino(0, K_ALLJOBS, 0), S_IFDIR);
 		snap_add(d, "sessions", ctl_ino(0, K_SESSIONS, 0), S_IFDIR);

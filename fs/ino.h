@@ -44,6 +44,7 @@ enum ctl_kind {
 	K_OUTPUT, /* stdout and stderr interleaved */
 	K_JOBSCTL,    /* sessions/<id>/procs/ctl */
 	K_ALLJOBSCTL, /* procs/ctl at the root */
+	K_ROOTENV,    /* env at the root */
 	K_MAX
 };
 

@@ -30,6 +30,8 @@ const char readme_text[] =
 	"sessions/ID/procs/ctl   write: kill [SIGNAL] ends the session's background processes\n"
 	"procs/                  every background process, as SESSION.NAME links\n"
 	"procs/ctl               write: kill [SIGNAL] ends every background process\n"
+	"env                     NAME=VALUE lines every session gets (its own env wins);\n"
+	"                        write NAME=VALUE to set, -NAME to unset\n"
 	"\n"
 	"Example:\n"
 	"  mkdir sessions/test\n"

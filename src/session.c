@@ -12,6 +12,7 @@
 #include "gitrun.h"
 #include "log.h"
 #include "session_priv.h"
+#include "rootenv.h"
 #include "signame.h"
 #include "xmalloc.h"
 
@@ -73,6 +74,7 @@ void session_unref(struct session *s)
 	cgroup_destroy(s->cg);
 	feed_free(&s->in.feed);
 	envlist_free(&s->env);
+	envlist_free(&s->own_env);
 	free(s->cwd);
 	free(s);
 }
@@ -107,6 +109,8 @@ static struct session *create_locked(const char *id, struct ticket **ready, int 
 	envlist_init(&s->env);
 	for (size_t i = 0; i < session_cfg->n_base_env; i++)
 		envlist_put(&s->env, session_cfg->base_env[i]);
+	rootenv_seed(&s->env);
+	envlist_init(&s->own_env);
 	s->cwd = xstrdup(start_dir);
 	if (!envlist_get(&s->env, "HOME"))
 		envlist_set(&s->env, "HOME", start_dir);
@@ -503,6 +507,10 @@ int session_setenv(struct session *s, const char *buf, size_t len)
 	op = xcalloc(1, sizeof(*op));
 	op->kind = OP_ENV;
 	op->edits = ed;
+	core_lock();
+	for (size_t i = 0; i < ed.n; i++)
+		envlist_set(&s->own_env, ed.e[i].name, "");
+	core_unlock();
 	return enqueue_unless_removed(s, op);
 }
 
@@ -700,4 +708,5 @@ void sessions_shutdown(void)
 	free(session_spool_dir);
 	free(start_dir);
 	session_spool_dir = start_dir = NULL;
+	rootenv_free();
 }

@@ -86,6 +86,7 @@ struct session {
 	unsigned next_job_id;
 
 	struct envlist env;     /* as the shell last reported it */
+	struct envlist own_env; /* names set through its env file (NAME=): the root env's lose */
 	char *cwd;
 	struct ticket *gone;
 	struct ticket *ready;   /* a mkdir waiting for the first shell to be up */

@@ -274,3 +274,101 @@ def test_procs_ctl_takes_a_huge_write_without_harm(sbx):
     err = ctl(s / "procs" / "ctl", b"\n" * (1 << 20))
     assert err == 0
     assert ctl(s / "procs" / "ctl", b"kill\n" + b"A" * (1 << 20)) == errno.EINVAL
+
+
+# --- the sandbox-wide env -------------------------------------------------------------------
+
+def root_env_write(sbx, text):
+    return write_errno(sbx.mnt / "env", text)
+
+
+def root_env(sbx):
+    return read_bytes(sbx.mnt / "env").decode()
+
+
+@pytest.fixture
+def clean_root_env(sbx):
+    yield
+    names = [line.split("=", 1)[0] for line in root_env(sbx).splitlines()]
+    if names:
+        assert root_env_write(sbx, "".join(f"-{n}\n" for n in names)) == 0
+
+
+def test_root_env_reaches_new_and_existing_sessions(sbx, clean_root_env):
+    old = sbx.new_session()
+    assert "env" in os.listdir(sbx.mnt)
+    assert root_env_write(sbx, "RK_A=one\nRK_B=two words\n") == 0
+    assert root_env(sbx) == "RK_A=one\nRK_B=two words\n"
+    assert os.stat(sbx.mnt / "env").st_size == len(root_env(sbx))
+    new = sbx.new_session()
+    for s in (old, new):
+        assert sbx.run(s, 'echo "$RK_A|$RK_B"') == (b"one|two words\n", b"", 0)
+        assert sbx.read_env(s)["RK_B"] == "two words"
+
+
+def test_a_sessions_own_value_wins(sbx, clean_root_env):
+    s, other = sbx.new_session(), sbx.new_session()
+    assert write_errno(s / "env", "RK_C=mine\n") == 0
+    assert root_env_write(sbx, "RK_C=root\n") == 0
+    assert sbx.run(s, "echo $RK_C") == (b"mine\n", b"", 0)
+    assert sbx.run(other, "echo $RK_C") == (b"root\n", b"", 0)
+    # a session's own unset is its own too
+    assert write_errno(other / "env", "-RK_C\n") == 0
+    assert root_env_write(sbx, "RK_C=again\n") == 0
+    assert sbx.run(other, "echo ${RK_C-unset}") == (b"unset\n", b"", 0)
+    assert sbx.run(s, "echo $RK_C") == (b"mine\n", b"", 0)
+
+
+def test_root_env_unset(sbx, clean_root_env):
+    s = sbx.new_session()
+    assert root_env_write(sbx, "RK_D=1\nRK_E=2\n") == 0
+    assert sbx.run(s, "echo $RK_D$RK_E") == (b"12\n", b"", 0)
+    assert root_env_write(sbx, "-RK_D\n") == 0
+    assert root_env(sbx) == "RK_E=2\n"
+    assert sbx.run(s, "echo ${RK_D-unset} $RK_E") == (b"unset 2\n", b"", 0)
+    assert sbx.run(sbx.new_session(), "echo ${RK_D-unset}") == (b"unset\n", b"", 0)
+
+
+def test_root_env_waits_for_the_running_command(sbx, tags, clean_root_env):
+    s = sbx.new_session()
+    t = tags()
+    sbx.submit(s, f"sleep {t}; echo \"[$RK_F]\"")
+    wait_running(t)
+    assert root_env_write(sbx, "RK_F=later\n") == 0
+    kill_quietly(procs_matching(f"sleep {t}"))
+    assert sbx.read(s, "stdout") == b"[]\n"
+    assert sbx.run(s, "echo $RK_F") == (b"later\n", b"", 0)
+
+
+@pytest.mark.parametrize("text", ["RK_OK=1\n1BAD=x\n", "RK_OK=1\n=x\n", "RK_OK=1\nno equals\n",
+                                  "RK_OK=1\n-\n", "RK_OK=1\nA B=1\n",
+                                  b"RK_OK=1\nX=\x00\n", b"RK_OK=1\n\xff\xfe=1\n"])
+def test_a_bad_root_env_line_is_einval_and_applies_nothing(sbx, clean_root_env, text):
+    s = sbx.new_session()
+    assert root_env_write(sbx, text) == errno.EINVAL
+    assert root_env(sbx) == ""
+    assert sbx.run(s, "echo ${RK_OK-unset}") == (b"unset\n", b"", 0)
+
+
+def test_root_env_takes_hostile_values_and_refuses_huge_writes(sbx, clean_root_env):
+    s = sbx.new_session()
+    # a value with quotes, $, backticks and semicolons reaches commands as is
+    value = "a'b\"c $(touch /tmp/pwned) `id`; rm -rf x \\"
+    assert root_env_write(sbx, f"RK_H={value}\n") == 0
+    assert sbx.run(s, 'printf %s "$RK_H"') == (value.encode(), b"", 0)
+    assert not os.path.exists("/tmp/pwned")
+    # past 1 MiB a write fails with EFBIG, and nothing of the open is applied
+    fd = os.open(sbx.mnt / "env", os.O_WRONLY)
+    try:
+        os.write(fd, b"RK_SMALL=1\nRK_BIG=")
+        with pytest.raises(OSError) as e:
+            for _ in range(3):
+                os.write(fd, b"x" * (1 << 19))
+        assert e.value.errno == errno.EFBIG
+    finally:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    assert "RK_" not in root_env(sbx).replace("RK_H=", "")
+    assert sbx.run(s, "echo ok") == (b"ok\n", b"", 0)
