@@ -138,7 +138,7 @@ void json_string(struct jbuf *b, const char *s, size_t len)
 void json_base64(struct jbuf *b, const void *s, size_t len)
 {
 	static const char abc[] =
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 	const unsigned char *u = s;
 	char *o;
 

@@ -75,9 +75,14 @@ int result_render(struct run *r, const char *sid, char **text, size_t *len)
 	int rc = 0;
 
 	core_lock();
-	sn = (struct snap){.status = r->status, .killed = r->killed, .timed_out = r->timed_out,
-			   .kill_sig = r->kill_sig, .n = r->n, .started = r->started,
-			   .ended = r->ended, .error = run_error_text(r)};
+	sn = (struct snap){.status = r->status,
+			   .killed = r->killed,
+			   .timed_out = r->timed_out,
+			   .kill_sig = r->kill_sig,
+			   .n = r->n,
+			   .started = r->started,
+			   .ended = r->ended,
+			   .error = run_error_text(r)};
 	for (int i = 0; i < 2; i++) {
 		sn.fd[i] = r->out[i].fd;
 		sn.size[i] = r->out[i].fd < 0 ? 0 : r->out[i].size;
@@ -111,8 +116,9 @@ int result_render(struct run *r, const char *sid, char **text, size_t *len)
 		jbuf_printf(&b, "%d", sn.kill_sig);
 	else
 		jbuf_add(&b, "null", 4);
-	jbuf_printf(&b, ",\"timedOut\":%s,\"truncated\":%s,\"error\":",
-		    sn.timed_out ? "true" : "false", sn.capped[0] || sn.capped[1] ? "true" : "false");
+	jbuf_printf(&b,
+		    ",\"timedOut\":%s,\"truncated\":%s,\"error\":", sn.timed_out ? "true" : "false",
+		    sn.capped[0] || sn.capped[1] ? "true" : "false");
 	if (sn.error)
 		json_string(&b, sn.error, strlen(sn.error));
 	else

@@ -65,6 +65,8 @@ static void write_failed(struct spool *sp, int err)
 	}
 }
 
+static void spool_grew(struct spool *sp, size_t n);
+
 /* Copies what the file got at off into its mirror, so the mirror has the bytes of every spool
  * that feeds it in the order they arrived; past the mirror's cap they are dropped. */
 static void copy_to_mirror(struct spool *sp, off_t off, size_t n)
@@ -82,13 +84,20 @@ static void copy_to_mirror(struct spool *sp, off_t off, size_t n)
 		}
 	}
 	while (n > 0) {
-		ssize_t got = pread(sp->fd, buf, n < sizeof(buf) ? n : sizeof(buf), off);
+		loff_t in = off, out = m->size;
+		/* In the kernel where it can (both files on one filesystem), else through buf. */
+		ssize_t got = copy_file_range(sp->fd, &in, m->fd, &out, n, 0);
 
-		if (got <= 0) {
-			write_failed(m, got < 0 ? errno : EIO);
-			return;
+		if (got > 0) {
+			spool_grew(m, (size_t)got);
+		} else {
+			got = pread(sp->fd, buf, n < sizeof(buf) ? n : sizeof(buf), off);
+			if (got <= 0) {
+				write_failed(m, got < 0 ? errno : EIO);
+				return;
+			}
+			spool_append(m, buf, (size_t)got);
 		}
-		spool_append(m, buf, (size_t)got);
 		off += got;
 		n -= (size_t)got;
 	}

@@ -16,23 +16,23 @@ static void test_utf8(void)
 
 	CHECK(valid("", 0));
 	CHECK(valid("plain ascii\n", 12));
-	CHECK(valid("\xc3\xa9", 2));                  /* é */
-	CHECK(valid("\xe2\x82\xac", 3));              /* € */
-	CHECK(valid("\xf0\x9f\x98\x80", 4));          /* U+1F600 */
-	CHECK(valid("\xf4\x8f\xbf\xbf", 4));          /* U+10FFFF */
-	CHECK(valid("\xef\xbf\xbf", 3));              /* U+FFFF */
+	CHECK(valid("\xc3\xa9", 2));	     /* é */
+	CHECK(valid("\xe2\x82\xac", 3));     /* € */
+	CHECK(valid("\xf0\x9f\x98\x80", 4)); /* U+1F600 */
+	CHECK(valid("\xf4\x8f\xbf\xbf", 4)); /* U+10FFFF */
+	CHECK(valid("\xef\xbf\xbf", 3));     /* U+FFFF */
 	CHECK(!valid("\xff", 1));
-	CHECK(!valid("\x80", 1));                     /* a lone continuation byte */
-	CHECK(!valid("\xc0\xaf", 2));                 /* overlong '/' */
+	CHECK(!valid("\x80", 1));     /* a lone continuation byte */
+	CHECK(!valid("\xc0\xaf", 2)); /* overlong '/' */
 	CHECK(!valid("\xc1\xbf", 2));
-	CHECK(!valid("\xe0\x80\xaf", 3));             /* overlong, 3 bytes */
-	CHECK(!valid("\xf0\x80\x80\xaf", 4));         /* overlong, 4 bytes */
-	CHECK(!valid("\xed\xa0\x80", 3));             /* surrogate U+D800 */
-	CHECK(!valid("\xed\xbf\xbf", 3));             /* surrogate U+DFFF */
-	CHECK(valid("\xed\x9f\xbf", 3));              /* U+D7FF */
-	CHECK(!valid("\xf4\x90\x80\x80", 4));         /* U+110000 */
+	CHECK(!valid("\xe0\x80\xaf", 3));     /* overlong, 3 bytes */
+	CHECK(!valid("\xf0\x80\x80\xaf", 4)); /* overlong, 4 bytes */
+	CHECK(!valid("\xed\xa0\x80", 3));     /* surrogate U+D800 */
+	CHECK(!valid("\xed\xbf\xbf", 3));     /* surrogate U+DFFF */
+	CHECK(valid("\xed\x9f\xbf", 3));      /* U+D7FF */
+	CHECK(!valid("\xf4\x90\x80\x80", 4)); /* U+110000 */
 	CHECK(!valid("\xf5\x80\x80\x80", 4));
-	CHECK(!valid("\xc3\x28", 2));                 /* bad continuation */
+	CHECK(!valid("\xc3\x28", 2)); /* bad continuation */
 
 	CHECK(utf8_prefix("ab\xe2\x82", 4, &partial) == 2 && partial); /* € cut */
 	CHECK(utf8_prefix("ab\xff", 3, &partial) == 2 && !partial);
@@ -61,7 +61,9 @@ static void test_string(void)
 	CHECK(str_is("\0x", 2, "\"\\u0000x\""));
 	CHECK(str_is("/", 1, "\"/\""));
 	CHECK(str_is("\xc3\xa9", 2, "\"\xc3\xa9\""));
-	CHECK(str_is("a\xe2\x80\xa8" "b\xe2\x80\xa9", 8, "\"a\\u2028b\\u2029\""));
+	CHECK(str_is("a\xe2\x80\xa8"
+		     "b\xe2\x80\xa9",
+		     8, "\"a\\u2028b\\u2029\""));
 	CHECK(str_is("\xe2\x80\xa7", 3, "\"\xe2\x80\xa7\"")); /* U+2027 stays */
 }
 
