@@ -22,6 +22,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "escape.h"
+
 /* Under LeakSanitizer (the CI's ASan build): pcre2, which libgit2 uses for its config,
  * keeps match data until exit; that is not ours to free. */
 const char *__lsan_default_suppressions(void);
@@ -38,14 +40,20 @@ struct progress {
 static void __attribute__((format(printf, 2, 3), noreturn)) fail(const char *code,
 								   const char *fmt, ...)
 {
+	char *msg = NULL, *shown;
+	size_t n;
 	va_list ap;
+	int len;
 
-	printf("error %s: ", code);
 	va_start(ap, fmt);
-	vprintf(fmt, ap);
+	len = vasprintf(&msg, fmt, ap);
 	va_end(ap);
-	printf("\n");
+	/* one line whatever a server said: the last line alone tells ok from error */
+	shown = len < 0 ? NULL : esc_encode(msg, strnlen(msg, (size_t)len), &n);
+	printf("error %s: %s\n", code, shown ? shown : "(no memory for the message)");
 	fflush(stdout);
+	free(shown);
+	free(msg);
 	exit(1);
 }
 
@@ -291,9 +299,10 @@ static void checkout_ref(git_repository *repo, const char *name, struct progress
 
 static void report_head(git_repository *repo, const char *shown)
 {
-	char sha[GIT_OID_HEXSZ + 1];
+	char sha[GIT_OID_HEXSZ + 1], *quoted;
 	git_reference *head = NULL;
 	const char *name = "HEAD";
+	size_t n;
 	int rc;
 
 	if ((rc = git_repository_head(&head, repo)) < 0)
@@ -301,7 +310,9 @@ static void report_head(git_repository *repo, const char *shown)
 	git_oid_tostr(sha, sizeof(sha), git_reference_target(head));
 	if (git_reference_is_branch(head))
 		name = git_reference_shorthand(head);
-	printf("ok %s %s %s\n", sha, shown, name);
+	quoted = esc_encode(shown, strlen(shown), &n); /* dir= may hold a \r */
+	printf("ok %s %s %s\n", sha, quoted, name);
+	free(quoted);
 	fflush(stdout);
 	git_reference_free(head);
 }

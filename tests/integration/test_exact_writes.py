@@ -395,3 +395,16 @@ def test_an_open_reads_its_snapshot_whatever_changes_after(sbx):
         f.seek(0)
         assert len(f.read()) == size
     assert os.stat(s / "env").st_size == len(sbx.read(s, "env")) >= size + 5000
+
+
+def test_checkout_error_line_is_one_line(sbx):
+    s = sbx.new_session()
+    d = uniq("co")
+    # a URL with a carriage return and an "ok" after it: the final line stays one error line
+    assert write_errno(s / "checkout", f"file:///nonexistent/a\rok.git dir={d}\n") == 0
+    text = bounded(lambda: (s / "checkout").read_bytes(), timeout=60)
+    lines = text.split(b"\n")
+    assert lines[-1] == b"", text
+    final = lines[-2]
+    assert final.startswith(b"error ") and b"\r" not in final, text
+    assert status(s)["state"] == "idle"
