@@ -128,8 +128,8 @@ static enum run_stream stream_of(enum ctl_kind k)
 
 /* The text of a file rendered whole when opened (and when stat'ed, for its size), or NULL for
  * the other kinds. A run's files need r, a process's need j. */
-static char *render(enum ctl_kind k, struct session *s, unsigned n, struct run *r,
-		    struct job *j, size_t *len)
+static char *render(enum ctl_kind k, struct session *s, unsigned n, struct run *r, struct job *j,
+		    size_t *len)
 {
 	char *text;
 	int status;
