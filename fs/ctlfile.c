@@ -368,8 +368,9 @@ void ctl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fi->fh = (uint64_t)(uintptr_t)fh;
 	fi->direct_io = 1;
 	fi->keep_cache = 0;
-	if (fh->ready ||
-	    (is_stream(k) && fh->run && !(fi->flags & O_NONBLOCK) && !stream_started(fh, NULL))) {
+	/* A writer (a checkout's, or its handle) does not wait for the last checkout's output. */
+	if (fh->ready || (is_stream(k) && fh->run && !writing && !(fi->flags & O_NONBLOCK) &&
+			  !stream_started(fh, NULL))) {
 		park_open(req, fh, fi);
 		return;
 	}

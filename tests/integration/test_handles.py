@@ -452,7 +452,8 @@ def test_output_poll_and_tail_f(sbx):
         tail.stdout.close()
 
 
-def test_checkout_handle_returns_the_checkout_number(sbx):
+def make_repo():
+    """A one-commit git repository in a fresh directory the sandbox can read; returns both."""
     base = Path(tempfile.mkdtemp(prefix="sbxfs-handle-repo-"))
     repo = base / "repo"
     env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
@@ -462,6 +463,11 @@ def test_checkout_handle_returns_the_checkout_number(sbx):
     subprocess.run(["git", "-C", str(repo), "add", "f"], check=True, env=env)
     subprocess.run(["git", "-C", str(repo), "commit", "-qm", "c"], check=True, env=env)
     os.chmod(base, 0o755)  # the sandbox's user reads it
+    return base, repo
+
+
+def test_checkout_handle_returns_the_checkout_number(sbx):
+    base, repo = make_repo()
     s = sbx.new_session()
 
     def go(rel):
@@ -478,3 +484,47 @@ def test_checkout_handle_returns_the_checkout_number(sbx):
         assert read_bytes(s / "checkout", timeout=60).splitlines()[-1].startswith(b"ok ")
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_checkout_handle_opens_while_the_last_checkout_waits(sbx):
+    """A checkout queued behind a command has no output yet: a writer's open does not wait."""
+    base, repo = make_repo()
+    s = sbx.new_session()
+    go = uniq("go")
+    try:
+        sbx.submit(s, wait_file_sh(go))
+        write_bytes(s / "checkout", f"file://{repo} dir={uniq('co')}\n".encode())
+        fd = bounded(os.open, s / "checkout", os.O_RDWR, timeout=5)
+        try:
+            os.write(fd, f"file://{repo} dir={uniq('co')}\n".encode())
+            assert bounded(os.read, fd, 64) == b"2\n"
+        finally:
+            os.close(fd)
+        sbx.touch(go)
+        assert read_bytes(s / "checkout", timeout=60).splitlines()[-1].startswith(b"ok ")
+    finally:
+        sbx.touch(go)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_result_reader_takes_ctrl_c(sbx):
+    s = sbx.new_session()
+    go = uniq("go")
+    n = bounded(handle_run, s, f"echo first; {wait_file_sh(go)}; echo last")
+    cat = subprocess.Popen(["cat", str(s / "runs" / str(n) / "result")], stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: proc_state(cat.pid) in ("S", "D"), 10, "cat to block")
+        os.kill(cat.pid, signal.SIGINT)
+        try:
+            cat.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            pytest.fail("cat still blocked on result 2 s after SIGINT")
+        assert cat.returncode == -signal.SIGINT
+    finally:
+        sbx.touch(go)
+        if cat.poll() is None:
+            cat.kill()
+        cat.wait(timeout=10)
+        cat.stdout.close()
+    assert result_of(s, n)["stdout"] == "first\nlast\n"
