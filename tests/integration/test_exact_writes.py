@@ -408,3 +408,47 @@ def test_checkout_error_line_is_one_line(sbx):
     final = lines[-2]
     assert final.startswith(b"error ") and b"\r" not in final, text
     assert status(s)["state"] == "idle"
+
+
+def test_shell_writers_line_by_line(sbx):
+    s = sbx.new_session()
+    marker = uniq("sh")
+    script = f"{{ printf 'touch {marker}\\n'; printf 'x\\0y\\n'; }} > {s}/cmd"
+    r = subprocess.run(["bash", "-c", script], capture_output=True, timeout=30)
+    assert r.returncode != 0 and b"Invalid argument" in r.stderr, r
+    p = s / "procs" / uniq("p")
+    bounded(os.mkdir, p)
+    errs, cerr = open_writes(p / "cmd", bytewise(f"echo a > {marker}.p\n".encode()))
+    assert set(errs) == {0} and cerr == 0
+    assert bounded(lambda: (p / "exit").read_bytes()) == b"0\n"
+    assert (sbx.ws / f"{marker}.p").read_bytes() == b"a\n"
+    settle(sbx, s)
+    assert absent(sbx, marker)
+
+
+def test_a_poisoned_handle_submits_nothing(sbx):
+    s = sbx.new_session()
+    marker = uniq("h")
+
+    def go():
+        fd = os.open(s / "cmd", os.O_RDWR)
+        try:
+            os.write(fd, f"touch {marker}\n".encode())
+            try:
+                os.write(fd, b"\0")
+            except OSError as exc:
+                assert exc.errno == errno.EINVAL
+            try:
+                os.read(fd, 16)
+                return 0
+            except OSError as exc:
+                return exc.errno
+        finally:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    assert bounded(go) == errno.EINVAL
+    settle(sbx, s)
+    assert absent(sbx, marker)
