@@ -353,8 +353,8 @@ def copy_ways(src, tmp):
     subprocess.run(["cp", str(src), str(dst)], check=True, timeout=30)
     out["cp"] = dst.read_bytes()
     if shutil.which("node"):
-        subprocess.run(["node", "-e", "require('fs').copyFileSync(process.argv[1], process.argv[2])",
-                        str(src), str(dst)], check=True, timeout=30)
+        js = "require('fs').copyFileSync(process.argv[1], process.argv[2])"
+        subprocess.run(["node", "-e", js, str(src), str(dst)], check=True, timeout=30)
         out["node"] = dst.read_bytes()
     return out
 
