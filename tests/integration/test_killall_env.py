@@ -100,6 +100,11 @@ def test_a_timed_out_command_gets_no_kill_notice(sbx, cmd, err):
     ctl_ok(s / "ctl", "timeout 200")
     assert sbx.run(s, cmd) == (b"", err, 124)
     assert status(s)["restarts"] == "0"
+    # what a bash -c killed the same way leaves on its stderr (a file, away from the notice
+    # that the shell running `timeout` prints about it)
+    theirs = sbx.run(s, "f=$(mktemp); timeout -s KILL 0.2 bash -c " + shlex.quote(cmd) +
+                     ' 2>"$f" >/dev/null; cat "$f"; rm -f "$f"')
+    assert theirs[0] == err
     assert sbx.run(s, "echo next") == (b"next\n", b"", 0)
 
 
