@@ -28,7 +28,8 @@
  * from 5 and 6. The report is printed in the loop condition, so `continue` in a command still
  * reports, and the outer loop re-enters after a `break`. On fd 4, a lone NUL says a command
  * started (its abort trap is armed); a report is tag, status, cwd, NAME=VALUE of every exported
- * scalar, then an empty field, NUL-separated.
+ * scalar, then an empty field, NUL-separated. The driver's own code runs with `set +u` (and its
+ * trap with defaults), a command with the `set -u` it left.
  * SIGUSR1 while a command runs makes the shell abandon the rest of it: a DEBUG trap under
  * extdebug returns 2 inside a function (a return, all the way up) and 1 at top level (the command
  * is skipped), and a command seen again at top level is a loop going round, which `break` ends
@@ -40,8 +41,8 @@ static const char driver[] =
 	"__sbx_status() { return \"$1\"; }; "
 	"__sbx_abort() { builtin disown -a; builtin shopt -s extdebug; builtin trap "
 	"'[[ $BASH_COMMAND == \"__sbx_rc=\\$?\" ]] && { builtin trap - DEBUG; "
-	"builtin shopt -u extdebug; true; } || { (( ${#FUNCNAME[@]} )) && __sbx_status 2 || "
-	"{ __sbx_k=\"$LINENO $BASH_COMMAND\"; [[ -n ${__sbx_seen[$__sbx_k]} ]] && builtin break; "
+	"builtin shopt -u extdebug; true; } || { [[ -n ${FUNCNAME-} ]] && __sbx_status 2 || "
+	"{ __sbx_k=\"$LINENO $BASH_COMMAND\"; [[ -n ${__sbx_seen[$__sbx_k]-} ]] && builtin break; "
 	"__sbx_seen[$__sbx_k]=1; __sbx_status 1; }; }' DEBUG; }; "
 	"builtin declare -A __sbx_seen; "
 	"builtin trap '' USR1; "
@@ -49,6 +50,7 @@ static const char driver[] =
 	"__sbx_seq=i; "
 	"while :; do "
 	"while __sbx_rc=$?; "
+	"__sbx_u=${-//[^u]/}; builtin set +u; "
 	"builtin trap '' USR1; "
 	"builtin jobs >/dev/null 2>&1; "
 	"if [[ -n $__sbx_seq ]]; then "
@@ -70,6 +72,7 @@ static const char driver[] =
 	"do "
 	"builtin trap __sbx_abort USR1; "
 	"__sbx_seen=(); "
+	"if [[ -n $__sbx_u ]]; then builtin set -u; fi; "
 	"builtin printf '\\0' >&4; "
 	"builtin eval \"$__sbx_cmd\" <\"${__sbx_in:-/dev/null}\" >&5 2>&6 3<&- 4>&- 5>&- 6>&-; "
 	"done; "

@@ -377,3 +377,14 @@ def test_root_env_takes_hostile_values_and_refuses_huge_writes(sbx, clean_root_e
             pass
     assert "RK_" not in root_env(sbx).replace("RK_H=", "")
     assert sbx.run(s, "echo ok") == (b"ok\n", b"", 0)
+
+
+def test_set_u_stays_the_commands_and_kills_still_unwind(sbx):
+    s = sbx.new_session()
+    assert sbx.run(s, "set -u; declare -x DECLARED_ONLY") == (b"", b"", 0)
+    assert sbx.run(s, "echo $-")[0].strip().count(b"u") == 1
+    ctl_ok(s / "ctl", "timeout 200")
+    assert sbx.run(s, "f() { while :; do sleep 10; done; }; f; echo after") == (b"", b"", 124)
+    assert status(s)["restarts"] == "0"
+    assert sbx.run(s, "echo $-")[0].strip().count(b"u") == 1
+    assert sbx.run(s, "set +u; echo ${nosuchvar-fine}") == (b"fine\n", b"", 0)
