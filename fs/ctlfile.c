@@ -27,6 +27,8 @@
 #include "xmalloc.h"
 
 #define CHECKOUT_LINE_MAX 65536 /* far above any URL and options */
+/* ctl_line_split's limit: a ctl line without its newline can be no longer */
+#define CTL_LINE_MAX sizeof(((struct ctl_line *)NULL)->buf)
 
 struct ctlfh {
 	enum ctl_kind kind;
@@ -41,7 +43,7 @@ struct ctlfh {
 	struct ticket *ready;  /* clone: done once the new session's shell is up */
 	size_t snaplen;
 	pthread_mutex_t lock;  /* wbuf and poll state */
-	char *wbuf;            /* cmd, env, timeout, checkout, cwd: written, applied at close */
+	char *wbuf;            /* cmd, env, timeout, checkout, cwd, ctl: applied at close */
 	size_t wlen;
 	size_t wchecked;       /* wbuf's prefix of lines already checked */
 	int werr;              /* the first failed write's -errno: nothing of the open applies */
@@ -691,22 +693,65 @@ static void park_cd(fuse_req_t req, struct ctlfh *fh, struct ticket *t, size_t s
 	park_request(req, cd_attempt, cr, cd_req_free);
 }
 
-/* One verb per line; a bad line fails the write (the lines before it took effect). */
+static bool is_ctl(enum ctl_kind k)
+{
+	return k == K_CTL || k == K_JOBSCTL || k == K_ALLJOBSCTL;
+}
+
+/* Checks (apply false) or applies one line of a ctl file; an empty line is no verb. */
+static int ctl_line(struct ctlfh *fh, const char *line, size_t len, bool apply)
+{
+	if (!len)
+		return 0;
+	if (fh->kind != K_CTL)
+		return apply ? jobs_kill(fh->s, line, len) : jobs_kill_check(line, len);
+	if (fh->job)
+		return apply ? job_ctl(fh->job, line, len) : job_ctl_check(line, len);
+	return apply ? session_ctl(fh->s, line, len) : session_ctl_check(line, len);
+}
+
+/* One verb a line, checked when its newline arrives (a tail longer than any line at once);
+ * the open applies them all at close, or none. The size is checked last, so a bad line reads
+ * EINVAL however long the write: the buffer holds at most one write past the limit. */
 static int write_ctl(struct ctlfh *fh, const char *buf, size_t size)
 {
-	size_t pos = 0;
+	const char *nl;
+	size_t end;
+	int rc;
 
-	while (pos < size) {
-		const char *nl = memchr(buf + pos, '\n', size - pos);
-		size_t len = nl ? (size_t)(nl - (buf + pos)) : size - pos;
-		int rc = !len			 ? 0
-			 : fh->kind != K_CTL ? jobs_kill(fh->s, buf + pos, len)
-			 : fh->job	     ? job_ctl(fh->job, buf + pos, len)
-					     : session_ctl(fh->s, buf + pos, len);
+	pthread_mutex_lock(&fh->lock);
+	rc = pending_append(fh, buf, size, SIZE_MAX);
+	while (rc == 0 && (nl = memchr(fh->wbuf + fh->wchecked, '\n', fh->wlen - fh->wchecked))) {
+		end = (size_t)(nl - fh->wbuf);
+		rc = ctl_line(fh, fh->wbuf + fh->wchecked, end - fh->wchecked, false);
+		if (rc == 0)
+			fh->wchecked = end + 1;
+	}
+	if (rc == 0 && fh->wlen - fh->wchecked >= CTL_LINE_MAX)
+		rc = -EINVAL;
+	if (rc == 0 && fh->wlen > SESSION_CMD_MAX)
+		rc = -EFBIG;
+	pthread_mutex_unlock(&fh->lock);
+	return rc;
+}
 
-		if (rc < 0)
-			return rc;
-		pos += len + 1;
+/* At close: every line is checked first (the last may lack its newline), so a bad one applies
+ * nothing; then they apply in order, and the first that fails (ESRCH: nothing to kill) stops
+ * the rest, as what went before cannot be undone. */
+static int ctl_apply(struct ctlfh *fh, const char *text, size_t len)
+{
+	size_t pos, n;
+	int pass, rc;
+
+	for (pass = 0; pass < 2; pass++) {
+		for (pos = 0; pos < len; pos += n + 1) {
+			const char *nl = memchr(text + pos, '\n', len - pos);
+
+			n = nl ? (size_t)(nl - (text + pos)) : len - pos;
+			rc = ctl_line(fh, text + pos, n, pass == 1);
+			if (rc < 0)
+				return rc;
+		}
 	}
 	return 0;
 }
@@ -838,7 +883,7 @@ void ctl_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off
 		rc = write_signal(fh, buf, size);
 	else if (fh->kind == K_CHECKOUT)
 		rc = write_checkout(fh, buf, size);
-	else if (fh->kind == K_CTL || fh->kind == K_JOBSCTL || fh->kind == K_ALLJOBSCTL)
+	else if (is_ctl(fh->kind))
 		rc = write_ctl(fh, buf, size);
 	else if (fh->kind == K_CWD) {
 		rc = write_cwd(fh, buf, size, &t);
@@ -889,7 +934,10 @@ static int submit_pending(struct ctlfh *fh, unsigned *n)
 		rc = session_set_timeout(fh->s, text, len);
 	else if (fh->kind == K_CHECKOUT)
 		rc = session_checkout(fh->s, text, len, n);
-	if (rc < 0 && fh->s) /* the root env's close says it all */
+	else if (is_ctl(fh->kind))
+		rc = ctl_apply(fh, text, len);
+	/* the root env's close says it all, and so does a ctl's (ESRCH is no fault) */
+	if (rc < 0 && fh->s && !is_ctl(fh->kind))
 		log_warnx("session %s: %s not applied: %s", session_id(fh->s),
 			  fh->kind == K_CMD ? "command" : "env edit", strerror(-rc));
 	free(text);

@@ -426,6 +426,7 @@ int job_signal(struct job *j, int sig)
 	return rc;
 }
 
+/* Checks a line (j NULL) or, core lock held, applies it: one parse for both. */
 static int ctl_locked(struct job *j, char *verb, char *arg)
 {
 	char *end;
@@ -435,6 +436,8 @@ static int ctl_locked(struct job *j, char *verb, char *arg)
 	if (!strcmp(verb, "kill")) {
 		if (arg && signal_parse(arg, &sig) < 0)
 			return -EINVAL;
+		if (!j)
+			return 0;
 		if (!j->running)
 			return -ESRCH;
 		kill_job(j, sig);
@@ -444,6 +447,8 @@ static int ctl_locked(struct job *j, char *verb, char *arg)
 		ms = strtoull(arg, &end, 10);
 		if (*end || end == arg || arg[0] == '-' || ms > UINT32_MAX)
 			return -EINVAL;
+		if (!j)
+			return 0;
 		j->timeout_ms = ms;
 		/* During a kill's grace the SIGKILL stays due. */
 		if (j->running && j->phase != JT_GRACE)
@@ -451,6 +456,15 @@ static int ctl_locked(struct job *j, char *verb, char *arg)
 		return 0;
 	}
 	return -EINVAL;
+}
+
+int job_ctl_check(const char *line, size_t len)
+{
+	struct ctl_line cl;
+
+	if (ctl_line_split(line, len, &cl) < 0)
+		return -EINVAL;
+	return ctl_locked(NULL, cl.verb, cl.arg);
 }
 
 int job_ctl(struct job *j, const char *line, size_t len)
@@ -475,15 +489,32 @@ static void kill_running(struct session *s, int sig)
 		kill_job(j, sig);
 }
 
+/* "kill [SIGNAL]" to its signal, or -EINVAL. */
+static int jobs_kill_parse(const char *line, size_t len, int *sig)
+{
+	struct ctl_line cl;
+
+	*sig = SIGTERM;
+	if (ctl_line_split(line, len, &cl) < 0 || strcmp(cl.verb, "kill") ||
+	    (cl.arg && signal_parse(cl.arg, sig) < 0))
+		return -EINVAL;
+	return 0;
+}
+
+int jobs_kill_check(const char *line, size_t len)
+{
+	int sig;
+
+	return jobs_kill_parse(line, len, &sig);
+}
+
 int jobs_kill(struct session *s, const char *line, size_t len)
 {
 	struct session_info *sv = NULL;
-	struct ctl_line cl;
-	int sig = SIGTERM;
+	int sig;
 	size_t ns;
 
-	if (ctl_line_split(line, len, &cl) < 0 || strcmp(cl.verb, "kill") ||
-	    (cl.arg && signal_parse(cl.arg, &sig) < 0))
+	if (jobs_kill_parse(line, len, &sig) < 0)
 		return -EINVAL;
 	if (s) {
 		int rc = -ENOENT;

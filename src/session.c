@@ -598,6 +598,8 @@ int session_set_timeout(struct session *s, const char *text, size_t len)
 	return 0;
 }
 
+/* Checks a line (s NULL) or, core lock held, applies it: one parse for both, so a line that
+ * passed its check at write() applies at close as it was checked. */
 static int ctl_verb(struct session *s, char *verb, char *arg)
 {
 	uint64_t ms;
@@ -606,6 +608,8 @@ static int ctl_verb(struct session *s, char *verb, char *arg)
 	if (!strcmp(verb, "kill") || !strcmp(verb, "killall")) {
 		if (arg && signal_parse(arg, &sig) < 0)
 			return -EINVAL;
+		if (!s)
+			return 0;
 		rc = exec_kill_all(s, sig);
 		/* kill wants something to end; killall is done when nothing is left. */
 		if (rc == 0 && !strcmp(verb, "kill"))
@@ -615,13 +619,24 @@ static int ctl_verb(struct session *s, char *verb, char *arg)
 	if (!strcmp(verb, "timeout")) {
 		if (!arg || parse_ms(arg, strlen(arg), &ms) < 0)
 			return -EINVAL;
-		s->next_timeout_ms = ms;
-		s->next_timeout_set = true;
+		if (s) {
+			s->next_timeout_ms = ms;
+			s->next_timeout_set = true;
+		}
 		return 0;
 	}
 	if (!strcmp(verb, "restart") && !arg)
-		return exec_restart(s);
+		return s ? exec_restart(s) : 0;
 	return -EINVAL;
+}
+
+int session_ctl_check(const char *line, size_t len)
+{
+	struct ctl_line cl;
+
+	if (ctl_line_split(line, len, &cl) < 0)
+		return -EINVAL;
+	return ctl_verb(NULL, cl.verb, cl.arg);
 }
 
 int session_ctl(struct session *s, const char *line, size_t len)

@@ -74,9 +74,11 @@ void session_stdin_close(struct session *s);
 /* Accepts up to len bytes (returns how many), or -EAGAIN with w queued until there is room. */
 ssize_t session_stdin_write(struct session *s, const char *buf, size_t len, struct waiter *w);
 
-/* The ctl file: "kill [SIGNAL]", "timeout MS", "restart". -EINVAL for anything else, -ESRCH
- * for a kill with nothing running. */
+/* The ctl file: "kill [SIGNAL]", "killall [SIGNAL]", "timeout MS", "restart". -EINVAL for
+ * anything else, -ESRCH for a kill with nothing running. */
 int session_ctl(struct session *s, const char *line, size_t len);
+/* Whether session_ctl would take the line: 0 or -EINVAL, touching nothing. */
+int session_ctl_check(const char *line, size_t len);
 /* The session's default timeout in ms (0 = none); -EINVAL on a bad value. */
 uint64_t session_timeout(struct session *s);
 int session_set_timeout(struct session *s, const char *text, size_t len);

@@ -174,13 +174,15 @@ def write_bytes(path, data, timeout=IO_TIMEOUT, flags=SHELL_WRITE_FLAGS):
     bounded(_write_all, path, data, flags, timeout=timeout, what=f"writing {path}")
 
 
-def write_errno(path, data, timeout=IO_TIMEOUT, flags=SHELL_WRITE_FLAGS):
+def write_errno(path, data, timeout=IO_TIMEOUT, flags=SHELL_WRITE_FLAGS, at_close=False):
     """Opens `path`, does ONE write() of `data`, closes.
 
     Returns the errno of the write (0 on success).  Failures of open() or close() are not
     what the caller is checking, so they fail the test with a message saying which call it was;
     except that after a failed write the close fails with the same errno (a failed write
     poisons the open of a control file: nothing of it is applied, and its close says so).
+    With at_close, what is applied at close answers there (a `ctl` line's ESRCH, a last line
+    without its newline): after a write that succeeded, the close's errno is returned.
     """
     if isinstance(data, str):
         data = data.encode()
@@ -196,6 +198,8 @@ def write_errno(path, data, timeout=IO_TIMEOUT, flags=SHELL_WRITE_FLAGS):
         try:
             os.close(fd)
         except OSError as exc:
+            if at_close and not err:
+                return exc.errno
             if not err or exc.errno != err:
                 pytest.fail(f"close() of {path} failed after the write: {exc}", pytrace=False)
         return err

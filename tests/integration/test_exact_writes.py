@@ -6,6 +6,7 @@ or splice (shutil.copy, node's fs.copyFileSync, cp) hold what cat shows."""
 import errno
 import os
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -237,6 +238,90 @@ def test_ctl_signal_and_proc_cmd_abuse(sbx):
     assert status(p)["state"] == "idle"
     assert sbx.run(s, "echo alive")[0] == b"alive\n"
     assert absent(sbx, marker)
+
+
+# --- ctl: each line checked as written, all applied at close ------------------------------------
+
+def exit_of(p):
+    return bounded(lambda: (p / "exit").read_bytes())
+
+
+def start_sleeper(sbx, p):
+    """Starts procs/NAME with a sleep and waits until it runs."""
+    started = uniq("started")
+    errs, cerr = open_writes(p / "cmd", [f"touch {started}; exec sleep 1000\n".encode()])
+    assert errs == [0] and cerr == 0
+    sbx.wait_ws_file(started)
+
+
+def test_ctl_byte_at_a_time(sbx):
+    s = sbx.new_session()
+    errs, cerr = open_writes(s / "ctl", bytewise(b"timeout 500\n"))
+    assert set(errs) == {0} and cerr == 0
+    settle(sbx, s)
+    assert status(s)["command_timeout"] == "500"
+    # nothing to kill: every byte is taken, and the close that applies the line says so
+    errs, cerr = open_writes(s / "ctl", bytewise(b"kill\n"))
+    assert set(errs) == {0} and cerr == errno.ESRCH
+    started = uniq("started")
+    sbx.submit(s, f"touch {started}; sleep 1000; echo never")
+    sbx.wait_ws_file(started)
+    errs, cerr = open_writes(s / "ctl", bytewise(b"kill"))  # the line completes at close
+    assert set(errs) == {0} and cerr == 0
+    assert sbx.exit_status(s, timeout=15) == 128 + signal.SIGTERM
+    assert sbx.read(s, "stdout") == b""
+
+
+def test_ctl_bad_line_poisons_the_open(sbx):
+    s = sbx.new_session()
+    assert write_errno(s / "ctl", "timeout 500\nbogus\n") == errno.EINVAL
+    errs, cerr = open_writes(s / "ctl", bytewise(b"timeout 500\nbogus\n"))
+    assert errs == [0] * 17 + [errno.EINVAL] and cerr == errno.EINVAL
+    errs, cerr = open_writes(s / "ctl", [b"timeout 500\n", b"bogus\n", b"kill\n"])
+    assert errs == [0, errno.EINVAL, errno.EINVAL] and cerr == errno.EINVAL
+    errs, cerr = open_writes(s / "ctl", [b"timeout 500\n", b"bogus"])  # checked at close
+    assert errs == [0, 0] and cerr == errno.EINVAL
+    # applied in order until one fails: after the kill's ESRCH the timeout is not set
+    errs, cerr = open_writes(s / "ctl", [b"kill\ntimeout 500\n"])
+    assert errs == [0] and cerr == errno.ESRCH
+    settle(sbx, s)
+    assert status(s)["command_timeout"] == "0"
+
+
+def test_proc_ctl_byte_at_a_time_and_poisoned(sbx):
+    s = sbx.new_session()
+    p = s / "procs" / uniq("p")
+    bounded(os.mkdir, p)
+    errs, cerr = open_writes(p / "ctl", bytewise(b"timeout 500\n"))
+    assert set(errs) == {0} and cerr == 0
+    assert status(p)["timeout"] == "500"
+    errs, cerr = open_writes(p / "ctl", bytewise(b"timeout 700\nbogus\n"))
+    assert errs == [0] * 17 + [errno.EINVAL] and cerr == errno.EINVAL
+    assert status(p)["timeout"] == "500"
+    errs, cerr = open_writes(p / "ctl", bytewise(b"kill\n"))
+    assert set(errs) == {0} and cerr == errno.ESRCH
+    assert write_errno(p / "ctl", "timeout 0\n") == 0
+    start_sleeper(sbx, p)
+    errs, cerr = open_writes(p / "ctl", bytewise(b"kill\n"))
+    assert set(errs) == {0} and cerr == 0
+    assert exit_of(p) == b"143\n"
+
+
+def test_procs_ctl_byte_at_a_time_and_poisoned(sbx):
+    s = sbx.new_session()
+    p = s / "procs" / uniq("p")
+    bounded(os.mkdir, p)
+    start_sleeper(sbx, p)
+    for ctl in (s / "procs" / "ctl", sbx.mnt / "procs" / "ctl"):
+        errs, cerr = open_writes(ctl, bytewise(b"kill\nbogus\n"))
+        assert errs == [0] * 10 + [errno.EINVAL] and cerr == errno.EINVAL
+    assert status(p)["state"] == "running"
+    for ctl in (s / "procs" / "ctl", sbx.mnt / "procs" / "ctl"):
+        errs, cerr = open_writes(ctl, bytewise(b"kill\n"))
+        assert set(errs) == {0} and cerr == 0
+        assert exit_of(p) == b"143\n"
+        start_sleeper(sbx, p)
+    assert write_errno(p / "ctl", "kill KILL\n") == 0
 
 
 # --- the $'...' form: env and cwd ---------------------------------------------------------------

@@ -33,9 +33,10 @@ SESSION_KEYS = ["state", "queued", "shell_pid", "restarts", "timeout"]
 
 
 
-def ctl(s, line):
-    """One write() of `line` to ctl; returns its errno (0 on success)."""
-    return write_errno(Path(s) / "ctl", line, flags=os.O_WRONLY)
+def ctl(s, line, at_close=False):
+    """One write() of `line` to ctl; returns its errno (0 on success). With at_close, the
+    close's errno after a write that succeeded (lines apply at close: a kill's ESRCH)."""
+    return write_errno(Path(s) / "ctl", line, flags=os.O_WRONLY, at_close=at_close)
 
 
 def ctl_ok(s, line):
@@ -557,9 +558,9 @@ def test_ctl_kill_lets_the_queue_go_on(sbx):
 
 def test_ctl_kill_when_idle_is_esrch(sbx):
     s = sbx.new_session()
-    assert ctl(s, "kill\n") == errno.ESRCH
+    assert ctl(s, "kill\n", at_close=True) == errno.ESRCH
     sbx.run(s, "true")
-    assert ctl(s, "kill INT\n") == errno.ESRCH
+    assert ctl(s, "kill INT\n", at_close=True) == errno.ESRCH
     assert sbx.run(s, "echo fine") == (b"fine\n", b"", 0)
 
 

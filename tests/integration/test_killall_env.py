@@ -17,9 +17,11 @@ from sbxutil import (status, errname, kill_quietly, procs_matching, read_bytes, 
                      wait_until, write_errno)
 
 
-def ctl(path, line):
-    """One write() of `line` to a ctl file; returns its errno (0 on success)."""
-    return write_errno(Path(path), line, flags=os.O_WRONLY)
+def ctl(path, line, at_close=False):
+    """One write() of `line` to a ctl file; returns its errno (0 on success). With at_close,
+    the close's errno after a write that succeeded (lines apply at close, a last line without
+    its newline is checked there)."""
+    return write_errno(Path(path), line, flags=os.O_WRONLY, at_close=at_close)
 
 
 def ctl_ok(path, line):
@@ -168,8 +170,8 @@ def test_killall_with_nothing_to_end_succeeds(sbx):
     s = sbx.new_session()
     ctl_ok(s / "ctl", "killall")
     ctl_ok(s / "ctl", "killall INT\n")
-    assert ctl(s / "ctl", "killall NOSUCH") == errno.EINVAL
-    assert ctl(s / "ctl", "killall 9 9") == errno.EINVAL
+    assert ctl(s / "ctl", "killall NOSUCH", at_close=True) == errno.EINVAL
+    assert ctl(s / "ctl", "killall 9 9", at_close=True) == errno.EINVAL
 
 
 def test_kill_with_only_leftovers_ends_them(sbx, tags):
@@ -179,7 +181,7 @@ def test_kill_with_only_leftovers_ends_them(sbx, tags):
     wait_running(a)
     ctl_ok(s / "ctl", "kill")
     wait_gone(a)
-    assert ctl(s / "ctl", "kill") == errno.ESRCH
+    assert ctl(s / "ctl", "kill", at_close=True) == errno.ESRCH
     assert sbx.run(s, "echo alive") == (b"alive\n", b"", 0)
 
 
@@ -269,8 +271,11 @@ def test_procs_ctl_refuses_anything_but_kill(sbx, tags, line):
     a = tags()
     start_proc(s, "a", f"sleep {a}")
     wait_running(a)
+    data = line.encode("utf-8", "surrogateescape")
     for path in (s / "procs" / "ctl", sbx.mnt / "procs" / "ctl"):
-        assert ctl(path, line.encode("utf-8", "surrogateescape")) == errno.EINVAL
+        # a line is checked when its newline arrives, a last one without it at close
+        assert ctl(path, data + b"\n") == errno.EINVAL
+        assert ctl(path, data, at_close=True) == errno.EINVAL
     assert running(a)
 
 

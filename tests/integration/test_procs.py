@@ -52,8 +52,9 @@ def exit_of(p, timeout=30):
     return int(data)
 
 
-def ctl(p, line):
-    return write_errno(Path(p) / "ctl", line, flags=os.O_WRONLY)
+def ctl(p, line, at_close=False):
+    """With at_close, the close's errno after a write that succeeded (a kill's ESRCH)."""
+    return write_errno(Path(p) / "ctl", line, flags=os.O_WRONLY, at_close=at_close)
 
 
 def ctl_ok(p, line):
@@ -149,7 +150,7 @@ def test_mkdir_makes_an_idle_process(sbx):
     assert read_bytes(p / "stdout") == b"" and read_bytes(p / "stderr") == b""
     assert read_bytes(p / "ports") == b""
     assert send(p, "TERM") == errno.ESRCH
-    assert ctl(p, "kill") == errno.ESRCH
+    assert ctl(p, "kill", at_close=True) == errno.ESRCH
 
 
 @pytest.mark.parametrize("name", ["bad name", "x" * 65, "semi;colon", "star*", "qu'ote"])
@@ -388,7 +389,7 @@ def test_kill_of_a_bash_wrapper_leaves_neither(sbx):
         assert st["state"] == "killed" and st["signal"] == str(int(signal.SIGTERM)), st
         assert st["exit"] == "143" and st["timed_out"] == "no", st
         assert read_bytes(p / "stdout") == b""
-        assert ctl(p, "kill") == errno.ESRCH
+        assert ctl(p, "kill", at_close=True) == errno.ESRCH
     finally:
         kill_tags([f"sleep {tag}"])
 
@@ -809,7 +810,7 @@ def test_stdin_with_a_held_open_writer(sbx):
         if not closed:
             os.close(fd)
         if status(p)["state"] == "running":
-            ctl(p, "kill KILL")
+            ctl(p, "kill KILL", at_close=True)
 
 
 # --- ports and ready ---------------------------------------------------------------------------
@@ -839,7 +840,7 @@ def test_ready_ports_and_a_client_in_another_session(sbx):
         assert read_bytes(p / "ports") == b""
     finally:
         if status(p)["state"] == "running":
-            ctl(p, "kill KILL")
+            ctl(p, "kill KILL", at_close=True)
 
 
 def test_ready_sees_a_port_of_a_child(sbx):
@@ -857,7 +858,7 @@ def test_ready_sees_a_port_of_a_child(sbx):
         assert b"never" not in read_bytes(p / "stdout")
     finally:
         if status(p)["state"] == "running":
-            ctl(p, "kill KILL")
+            ctl(p, "kill KILL", at_close=True)
 
 
 def test_ports_lists_every_listening_port(sbx):
@@ -873,7 +874,7 @@ def test_ports_lists_every_listening_port(sbx):
                    f"ports {p1} and {p2}", show=lambda: read_bytes(p / "ports", timeout=5))
     finally:
         if status(p)["state"] == "running":
-            ctl(p, "kill KILL")
+            ctl(p, "kill KILL", at_close=True)
     assert exit_of(p, timeout=15) == 137
 
 
