@@ -124,7 +124,8 @@ char *envlist_format(const struct envlist *el, size_t *len)
 	char *buf;
 
 	/* Sorted by name, so the file reads the same whatever order the shell reported. */
-	memcpy(sorted, el->v, el->n * sizeof(char *));
+	if (el->n) /* an empty list may have no array at all */
+		memcpy(sorted, el->v, el->n * sizeof(char *));
 	qsort(sorted, el->n, sizeof(char *), entry_cmp);
 	for (size_t i = 0; i < el->n; i++) {
 		const char *eq = strchr(sorted[i], '=') + 1;
@@ -198,9 +199,11 @@ int envedits_parse(const char *buf, size_t len, struct envedits *out)
 
 void envedits_append(struct envedits *dst, struct envedits *src)
 {
-	dst->e = xrealloc(dst->e, (dst->n + src->n) * sizeof(*dst->e));
-	memcpy(dst->e + dst->n, src->e, src->n * sizeof(*src->e));
-	dst->n += src->n;
+	if (src->n) { /* an empty list may have no array at all */
+		dst->e = xrealloc(dst->e, (dst->n + src->n) * sizeof(*dst->e));
+		memcpy(dst->e + dst->n, src->e, src->n * sizeof(*src->e));
+		dst->n += src->n;
+	}
 	free(src->e);
 	src->e = NULL;
 	src->n = 0;

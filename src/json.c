@@ -19,7 +19,8 @@ static void reserve(struct jbuf *b, size_t n)
 void jbuf_add(struct jbuf *b, const void *s, size_t n)
 {
 	reserve(b, n);
-	memcpy(b->p + b->len, s, n);
+	if (n) /* s may be NULL then */
+		memcpy(b->p + b->len, s, n);
 	b->len += n;
 	b->p[b->len] = '\0';
 }
