@@ -9,6 +9,21 @@
 
 #include "xmalloc.h"
 
+char *esc_status_error(char *text, char *error)
+{
+	char *shown, *with_error;
+	size_t n;
+
+	if (!error)
+		return text;
+	shown = esc_encode(error, strlen(error), &n);
+	with_error = xasprintf("%serror %s\n", text, shown);
+	free(shown);
+	free(text);
+	free(error);
+	return with_error;
+}
+
 static bool is_ctl(unsigned char c)
 {
 	return c < 0x20 || c == 0x7f;

@@ -562,10 +562,8 @@ static const char *state_of(const struct job *j, int *sig)
 
 char *job_status(struct job *j)
 {
-	char started[32] = "-", ended[32] = "-", exit_text[16] = "-", *text, *error, *with_error;
-	char *shown;
+	char started[32] = "-", ended[32] = "-", exit_text[16] = "-", *text, *error;
 	const char *state;
-	size_t n;
 	int sig;
 
 	core_lock();
@@ -585,14 +583,7 @@ char *job_status(struct job *j)
 			 sig, j->run && j->run->timed_out ? "yes" : "no", j->starts,
 			 (unsigned long long)j->timeout_ms);
 	core_unlock();
-	if (!error) /* the line is there only when something went wrong */
-		return text;
-	shown = esc_encode(error, strlen(error), &n); /* it may quote what a user wrote */
-	with_error = xasprintf("%serror %s\n", text, shown);
-	free(shown);
-	free(text);
-	free(error);
-	return with_error;
+	return esc_status_error(text, error); /* the line only when something went wrong */
 }
 
 /* Core lock held. */

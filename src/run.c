@@ -135,8 +135,7 @@ char *run_describe(const struct run *r)
 	static const char *const states[] = {"queued", "running", "done"};
 	struct timespec now, end;
 	char exit_text[16] = "-", started[32] = "-", duration[32] = "-";
-	char *text, *error = run_error_text(r), *with_error, *shown;
-	size_t n;
+	char *text, *error = run_error_text(r);
 
 	clock_gettime(CLOCK_REALTIME, &now);
 	end = r->state == RUN_DONE ? r->ended : now;
@@ -154,14 +153,7 @@ char *run_describe(const struct run *r)
 			 r->killed ? r->kill_sig : 0,
 			 r->out[0].truncated || r->out[1].truncated ? "yes" : "no",
 			 (unsigned long long)r->timeout_ms);
-	if (!error) /* the line is there only when something went wrong */
-		return text;
-	shown = esc_encode(error, strlen(error), &n); /* it may quote what a user wrote */
-	with_error = xasprintf("%serror %s\n", text, shown);
-	free(shown);
-	free(text);
-	free(error);
-	return with_error;
+	return esc_status_error(text, error); /* the line only when something went wrong */
 }
 
 char *run_status(struct run *r)
