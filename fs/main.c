@@ -317,6 +317,7 @@ int main(int argc, char **argv)
 	wsmount_detach();
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);
+	ws_detach_session(se);
 	fuse_session_destroy(se);
 	ctlfile_shutdown();
 	ws_close();

@@ -37,6 +37,9 @@ void ws_raise_nofile(void);
 /* Hooks the session's device reads (after fuse_session_mount) so that O_TMPFILE requests,
  * which libfuse 3.14 does not know, reach the create handler. Returns 0 or -errno. */
 int ws_attach_session(struct fuse_session *se);
+/* Once the session stopped serving, before fuse_session_destroy: frees what libfuse would
+ * leak of it. */
+void ws_detach_session(struct fuse_session *se);
 
 /* After mounting at the absolute path mountpoint: raises the mount's readahead once the
  * connection is up (root only). */

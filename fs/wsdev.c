@@ -42,6 +42,7 @@
 #define WS_FUSE_WRITE		   16
 #define WS_FUSE_INIT		   26
 #define WS_FUSE_CREATE		   35
+#define WS_FUSE_BMAP		   37
 #define WS_FUSE_TMPFILE		   51
 #define WS_FUSE_HANDLE_KILLPRIV_V2 (1u << 28)
 #define WS_FUSE_INIT_EXT	   (1u << 30)
@@ -401,9 +402,19 @@ static void patch_reply(struct iovec *iov, int count)
 	}
 }
 
+/* Set once the session has stopped serving: replies then go nowhere (see ws_detach_session). */
+static atomic_bool draining;
+
 static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
 {
+	size_t len = 0;
+
 	(void)userdata;
+	if (atomic_load(&draining)) {
+		for (int i = 0; i < count; i++)
+			len += iov[i].iov_len;
+		return (ssize_t)len;
+	}
 	patch_reply(iov, count);
 	return writev(fd, iov, count);
 }
@@ -426,4 +437,26 @@ int ws_attach_session(struct fuse_session *se)
 	pt.se = se;
 	wsi_start(se);
 	return fuse_session_custom_io(se, &io, fuse_session_fd(se));
+}
+
+/* libfuse 3.14 keeps an INTERRUPT whose request was already answered in a list, to be freed
+ * when a later request comes in (each request frees one); fuse_session_destroy forgets that
+ * list. An interrupt racing the answer to the last requests (a reader killed at unmount) would
+ * leak with its channel. So, below libfuse: feed the stopped session harmless requests (BMAP,
+ * which it answers ENOSYS itself), one per interrupt it may still hold, answered into the
+ * void. Interrupts come one per signalled waiter: a few at most. */
+#define STALE_INTERRUPTS_MAX 64
+
+void ws_detach_session(struct fuse_session *se)
+{
+	struct {
+		struct ws_in_header h;
+		uint64_t block;
+		uint32_t blocksize, padding;
+	} bmap = {.h = {.len = sizeof(bmap), .opcode = WS_FUSE_BMAP, .nodeid = 1}};
+	struct fuse_buf buf = {.size = sizeof(bmap), .mem = &bmap};
+
+	atomic_store(&draining, true);
+	for (int i = 0; i < STALE_INTERRUPTS_MAX; i++)
+		fuse_session_process_buf(se, &buf);
 }
