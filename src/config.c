@@ -64,6 +64,8 @@ void config_defaults(struct config *cfg)
 	cfg->history = 100;
 	cfg->output_cap = 1ull << 30;
 	cfg->git_timeout_ms = 600000;
+	cfg->git_allow_private = false;
+	cfg->git_local_roots = xcalloc(1, sizeof(char *));
 	cfg->isolate = true;
 	cfg->user = xstrdup("sbxfs");
 	cfg->host_network = false;
@@ -123,6 +125,40 @@ static int parse_u64(const char *value, uint64_t min, uint64_t max, uint64_t *ou
 	return 0;
 }
 
+static void free_list(char **list)
+{
+	for (size_t i = 0; list && list[i]; i++)
+		free(list[i]);
+	free(list);
+}
+
+/* "/a:/b" into a NULL-terminated list; every entry an absolute path, "" for none. */
+static int parse_roots(const char *value, char ***out)
+{
+	char *copy = xstrdup(value), *p = copy, *part;
+	char **list = xcalloc(1, sizeof(char *));
+	size_t n = 0;
+	int rc = 0;
+
+	while (value[0] && rc == 0 && (part = strsep(&p, ":"))) {
+		if (part[0] != '/') {
+			rc = -EINVAL;
+			break;
+		}
+		list = xrealloc(list, (n + 2) * sizeof(char *));
+		list[n++] = xstrdup(part);
+		list[n] = NULL;
+	}
+	free(copy);
+	if (rc < 0) {
+		free_list(list);
+		return rc;
+	}
+	free_list(*out);
+	*out = list;
+	return 0;
+}
+
 static int set_main(struct config *cfg, const char *key, const char *value)
 {
 	if (!strcmp(key, "workspace"))
@@ -169,6 +205,10 @@ static int set_session(struct config *cfg, const char *key, const char *value)
 		return parse_u64(value, 1, UINT64_MAX >> 2, &cfg->output_cap);
 	else if (!strcmp(key, "git_timeout_ms"))
 		return parse_u64(value, 1, UINT32_MAX, &cfg->git_timeout_ms);
+	else if (!strcmp(key, "git_allow_private"))
+		return parse_bool(value, &cfg->git_allow_private);
+	else if (!strcmp(key, "git_local_roots"))
+		return parse_roots(value, &cfg->git_local_roots);
 	else
 		return -ENOENT;
 	return 0;
@@ -353,6 +393,7 @@ void config_free(struct config *cfg)
 	free(cfg->shell);
 	free(cfg->cgroup);
 	free(cfg->user);
+	free_list(cfg->git_local_roots);
 	for (size_t i = 0; i < cfg->n_base_env; i++)
 		free(cfg->base_env[i]);
 	free(cfg->base_env);

@@ -22,6 +22,8 @@ struct config {
 	unsigned history;     /* runs kept per session */
 	uint64_t output_cap;  /* bytes kept per output stream of a command */
 	uint64_t git_timeout_ms; /* a checkout's time limit */
+	bool git_allow_private;  /* checkouts may connect to loopback, private, ... addresses */
+	char **git_local_roots;  /* NULL-terminated: host directories checkouts may read */
 	char **base_env;      /* NAME=VALUE, NULL-terminated: a new session's environment */
 	size_t n_base_env;
 

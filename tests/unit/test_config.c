@@ -86,10 +86,35 @@ static void test_errors(void)
 	config_free(&cfg);
 }
 
+static void test_git_policy(void)
+{
+	struct config cfg;
+	char err[256];
+
+	config_defaults(&cfg);
+	CHECK(!cfg.git_allow_private && cfg.git_local_roots && !cfg.git_local_roots[0]);
+	CHECK(config_set(&cfg, "session", "git_allow_private", "yes", err, sizeof(err)) == 0);
+	CHECK(cfg.git_allow_private);
+	CHECK(config_set(&cfg, "session", "git_local_roots", "/srv/git:/a b", err, sizeof(err)) ==
+	      0);
+	CHECK(!strcmp(cfg.git_local_roots[0], "/srv/git") &&
+	      !strcmp(cfg.git_local_roots[1], "/a b") && !cfg.git_local_roots[2]);
+	/* a bad list changes nothing */
+	CHECK(config_set(&cfg, "session", "git_local_roots", "/x:rel", err, sizeof(err)) < 0);
+	CHECK(config_set(&cfg, "session", "git_local_roots", "/x::/y", err, sizeof(err)) < 0);
+	CHECK(config_set(&cfg, "session", "git_local_roots", "/x:", err, sizeof(err)) < 0);
+	CHECK(!strcmp(cfg.git_local_roots[0], "/srv/git") && !cfg.git_local_roots[2]);
+	CHECK(config_set(&cfg, "session", "git_local_roots", "", err, sizeof(err)) == 0);
+	CHECK(!cfg.git_local_roots[0]);
+	CHECK(config_set(&cfg, "session", "git_allow_private", "maybe", err, sizeof(err)) < 0);
+	config_free(&cfg);
+}
+
 int main(void)
 {
 	test_defaults();
 	test_load();
 	test_errors();
+	test_git_policy();
 	return check_done();
 }
