@@ -5,24 +5,30 @@
  * workspace without following any symlink, then confines its own writes to the target with
  * Landlock, so a hostile repository or a planted symlink cannot make it write elsewhere.
  *
- * usage: sbxfs-git WORKSPACE TARGET-RELATIVE-TO-WORKSPACE SHOWN-DIR URL [BRANCH]
+ * Its policy: no connection to a loopback, private or other non-public address (gitnet.c)
+ * unless --allow-private, and local sources only in the workspace or a --local-root
+ * (gitlocal.c), kept by confining its reads with Landlock too.
+ *
+ * usage: sbxfs-git [--allow-private] [--local-root=DIR]... [--] WORKSPACE
+ *                  TARGET-RELATIVE-TO-WORKSPACE SHOWN-DIR URL [BRANCH]
  * The credential for https comes from $GIT_TOKEN. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <git2.h>
-#include <linux/landlock.h>
 #include <linux/openat2.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "escape.h"
+#include "gitconfine.h"
+#include "gitlocal.h"
+#include "gitnet.h"
 
 /* Under LeakSanitizer (the CI's ASan build): pcre2, which libgit2 uses for its config,
  * keeps match data until exit; that is not ours to free. */
@@ -114,6 +120,9 @@ static void __attribute__((noreturn)) fail_git(int rc, const char *url)
 	const git_error *e = git_error_last();
 	const char *msg = e && e->message ? e->message : "unknown error";
 
+	/* A refused connection ends as libgit2's "failed to connect": say why. */
+	if (gitnet_refused())
+		fail("network", "%s refused by policy", gitnet_refused());
 	if (rc == GIT_EAUTH || strstr(msg, "401") || strstr(msg, "authentication"))
 		fail("auth", "%s", msg);
 	if (strstr(msg, "unsupported URL protocol") || strstr(msg, "invalid url") ||
@@ -226,29 +235,6 @@ static void require_empty(int fd, const char *shown)
 		fail("exists", "%s is not empty", shown);
 }
 
-/* From here on this process may write only below the target (Landlock, kernel 5.13+). */
-static void confine_writes(int target_fd)
-{
-	const __u64 writes = LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR |
-			     LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_CHAR |
-			     LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG |
-			     LANDLOCK_ACCESS_FS_MAKE_SOCK | LANDLOCK_ACCESS_FS_MAKE_FIFO |
-			     LANDLOCK_ACCESS_FS_MAKE_BLOCK | LANDLOCK_ACCESS_FS_MAKE_SYM;
-	struct landlock_ruleset_attr attr = {.handled_access_fs = writes};
-	struct landlock_path_beneath_attr rule = {.allowed_access = writes,
-						  .parent_fd = target_fd};
-	int rs = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof(attr), 0);
-
-	if (rs < 0)
-		fail("io", "landlock is not available (%s): refusing to clone unconfined",
-		     strerror(errno));
-	if (syscall(SYS_landlock_add_rule, rs, LANDLOCK_RULE_PATH_BENEATH, &rule, 0) < 0 ||
-	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
-	    syscall(SYS_landlock_restrict_self, rs, 0) < 0)
-		fail("io", "landlock: %s", strerror(errno));
-	close(rs);
-}
-
 /* Checks out branch (or tag) name, as git clone -b does. */
 static void checkout_ref(git_repository *repo, const char *name, struct progress *p)
 {
@@ -317,26 +303,105 @@ static void report_head(git_repository *repo, const char *shown)
 	git_reference_free(head);
 }
 
+#define USAGE "usage: sbxfs-git [--allow-private] [--local-root=DIR]... [--] WORKSPACE TARGET " \
+	      "SHOWN-DIR URL [BRANCH]\n"
+
+/* The options before the positional arguments; returns the index of the first of those.
+ * roots gets the workspace's place: [0] is left for it. */
+static int parse_options(int argc, char **argv, char ***roots)
+{
+	size_t n = 1;
+	int i;
+
+	*roots = calloc((size_t)argc + 1, sizeof(char *));
+	if (!*roots)
+		fail("io", "out of memory");
+	for (i = 1; i < argc && !strncmp(argv[i], "--", 2); i++) {
+		if (!strcmp(argv[i], "--")) {
+			i++;
+			break;
+		}
+		if (!strcmp(argv[i], "--allow-private"))
+			gitnet_init(true);
+		else if (!strncmp(argv[i], "--local-root=", 13) && argv[i][13] == '/')
+			(*roots)[n++] = argv[i] + 13;
+		else
+			break;
+	}
+	if (argc - i < 4 || argc - i > 5) {
+		fprintf(stderr, USAGE);
+		exit(2);
+	}
+	return i;
+}
+
+/* A local source outside the workspace and the roots is refused before anything is made. */
+static void check_source(const char *url, char **roots)
+{
+	char *local = gitlocal_path(url);
+	size_t n;
+	char *quoted;
+
+	if (local && gitlocal_check(local, roots) < 0) {
+		quoted = esc_encode(local, strlen(local), &n);
+		printf("error policy: %s is outside the workspace and git_local_roots\n", quoted);
+		fflush(stdout);
+		exit(1);
+	}
+	free(local);
+}
+
+/* Writes below the target only; reads below it, the local roots and what libgit2 and the
+ * resolver need of the system. */
+static void confine(int fd, char **roots)
+{
+	static const char *const system[] = {"/usr", "/etc", "/lib", "/lib64", "/bin", "/sbin",
+					      "/proc/self", "/dev/null", "/dev/urandom"};
+	const size_t n_sys = sizeof(system) / sizeof(system[0]);
+	char *resolv = realpath("/etc/resolv.conf", NULL); /* often a link into /run */
+	const char **readable;
+	bool unavailable;
+	size_t n = 0;
+	int rc;
+
+	for (; roots[n]; n++)
+		;
+	readable = calloc(n + n_sys + 2, sizeof(char *));
+	if (!readable)
+		fail("io", "out of memory");
+	memcpy(readable, roots, n * sizeof(char *));
+	memcpy(readable + n, system, n_sys * sizeof(char *));
+	readable[n + n_sys] = resolv;
+	rc = gitconfine(fd, readable, &unavailable);
+	if (rc < 0 && unavailable)
+		fail("io", "landlock is not available (%s): refusing to clone unconfined",
+		     strerror(-rc));
+	if (rc < 0)
+		fail("io", "landlock: %s", strerror(-rc));
+	free(readable);
+	free(resolv);
+}
+
 int main(int argc, char **argv)
 {
 	git_clone_options opts;
 	struct progress p = {-1, -1, -1, 0};
 	git_repository *repo = NULL;
 	const char *url, *branch, *shown;
-	char path[64];
-	int fd, rc;
+	char path[64], **roots;
+	int fd, rc, arg;
 
-	if (argc < 5 || argc > 6) {
-		fprintf(stderr, "usage: sbxfs-git WORKSPACE TARGET SHOWN-DIR URL [BRANCH]\n");
-		return 2;
-	}
 	setvbuf(stdout, NULL, _IOLBF, 0); /* progress shows as it happens */
-	shown = argv[3];
-	url = argv[4];
-	branch = argc == 6 ? argv[5] : NULL;
-	fd = make_target(argv[1], argv[2]);
+	arg = parse_options(argc, argv, &roots);
+	roots[0] = argv[arg];
+	shown = argv[arg + 2];
+	url = argv[arg + 3];
+	branch = argc - arg == 5 ? argv[arg + 4] : NULL;
+	check_source(url, roots);
+	fd = make_target(argv[arg], argv[arg + 1]);
 	require_empty(fd, shown);
-	confine_writes(fd);
+	confine(fd, roots);
+	free(roots);
 	target_fd = fd;
 	on_exit(cleanup_on_failure, NULL);
 	check_local_path(url);
@@ -348,6 +413,8 @@ int main(int argc, char **argv)
 	opts.fetch_opts.callbacks.transfer_progress = on_transfer;
 	opts.fetch_opts.callbacks.credentials = on_credentials;
 	opts.fetch_opts.callbacks.payload = &p;
+	/* No proxy, not even one from http.proxy in /etc/gitconfig (the environment has none). */
+	opts.fetch_opts.proxy_opts.type = GIT_PROXY_NONE;
 	opts.checkout_opts.progress_cb = on_checkout;
 	opts.checkout_opts.progress_payload = &p;
 	/* With a branch or tag, check out once we know which of the two it is. */

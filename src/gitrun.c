@@ -190,11 +190,43 @@ static void __attribute__((noreturn)) exec_git(int out, char **argv, char **envp
 	_exit(127);
 }
 
+/* sbxfs-git's arguments: the policy's options, then what to clone where. Caller frees the
+ * array and the --local-root= strings (from index 1 up to "--"). */
+static char **git_argv(struct checkout_req *req, const char *rel, const char *shown)
+{
+	char *const *roots = session_cfg->git_local_roots;
+	size_t n = 0, nroots = 0;
+	char **argv;
+
+	while (roots[nroots])
+		nroots++;
+	argv = xcalloc(nroots + 9, sizeof(char *));
+	argv[n++] = git_bin;
+	for (size_t i = 0; i < nroots; i++)
+		argv[n++] = xasprintf("--local-root=%s", roots[i]);
+	if (session_cfg->git_allow_private)
+		argv[n++] = xstrdup("--allow-private");
+	argv[n++] = "--";
+	argv[n++] = ws_host;
+	argv[n++] = (char *)rel;
+	argv[n++] = (char *)shown;
+	argv[n++] = req->url;
+	argv[n++] = req->branch;
+	return argv;
+}
+
+static void free_git_argv(char **argv)
+{
+	for (size_t i = 1; strcmp(argv[i], "--"); i++)
+		free(argv[i]);
+	free(argv);
+}
+
 struct gitrun *gitrun_start(struct session *s, struct run *r, struct checkout_req *req,
 			    const char *rel, const char *shown, const char *token,
 			    void (*done)(struct session *s))
 {
-	char *argv[] = {git_bin, ws_host, (char *)rel, (char *)shown, req->url, req->branch, NULL};
+	char **argv = git_argv(req, rel, shown);
 	char *tok = token ? xasprintf("GIT_TOKEN=%s", token) : NULL;
 	char *envp[] = {"PATH=/usr/bin:/bin", "HOME=/nonexistent", tok, NULL};
 	struct gitrun *g = xcalloc(1, sizeof(*g));
@@ -210,6 +242,7 @@ struct gitrun *gitrun_start(struct session *s, struct run *r, struct checkout_re
 	run_begin(r);
 	if ((rc = fdres_pipe(p)) < 0) {
 		errno = -rc;
+		free_git_argv(argv);
 		fail_start(g, req, tok);
 		return NULL;
 	}
@@ -217,11 +250,13 @@ struct gitrun *gitrun_start(struct session *s, struct run *r, struct checkout_re
 	if (g->pid < 0) {
 		close(p[0]);
 		close(p[1]);
+		free_git_argv(argv);
 		fail_start(g, req, tok);
 		return NULL;
 	}
 	if (g->pid == 0)
 		exec_git(p[1], argv, envp);
+	free_git_argv(argv);
 	free(tok);
 	close(p[1]);
 	g->out = p[0];

@@ -1,0 +1,103 @@
+/* Local sources of a checkout (see gitlocal.h). */
+#include "gitlocal.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "xmalloc.h"
+
+static int hex(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* %XX as libgit2 decodes it: a malformed escape stays as it is. */
+static char *percent_decode(const char *s)
+{
+	char *out = xmalloc(strlen(s) + 1), *o = out;
+
+	for (; *s; s++) {
+		if (s[0] == '%' && hex(s[1]) >= 0 && hex(s[2]) >= 0) {
+			*o++ = (char)(hex(s[1]) * 16 + hex(s[2]));
+			s += 2;
+		} else
+			*o++ = *s;
+	}
+	*o = '\0';
+	return out;
+}
+
+char *gitlocal_path(const char *url)
+{
+	if (!strncmp(url, "file://", 7)) {
+		const char *p = url + 7;
+
+		if (!strncmp(p, "localhost/", 10))
+			p += 9;
+		return p[0] == '/' ? percent_decode(p) : NULL;
+	}
+	/* libgit2 takes anything else with a colon for a URL or an scp-like ssh path */
+	if (strchr(url, ':'))
+		return NULL;
+	return xstrdup(url);
+}
+
+static int below(const char *path, const char *root)
+{
+	size_t n = strlen(root);
+
+	if (!strcmp(root, "/"))
+		return 1;
+	return !strncmp(path, root, n) && (path[n] == '\0' || path[n] == '/');
+}
+
+/* The real path of path or of its deepest existing ancestor. */
+static char *real_or_ancestor(const char *path)
+{
+	char *copy = xstrdup(path), *real;
+
+	while (!(real = realpath(copy, NULL))) {
+		char *slash = strrchr(copy, '/');
+
+		if (!slash || slash == copy) {
+			free(copy);
+			return realpath("/", NULL);
+		}
+		*slash = '\0';
+	}
+	free(copy);
+	return real;
+}
+
+int gitlocal_check(const char *path, char *const *roots)
+{
+	char cwd[PATH_MAX], *abs, *real;
+	int rc = -EACCES;
+
+	if (path[0] == '/')
+		abs = xstrdup(path);
+	else if (getcwd(cwd, sizeof(cwd)))
+		abs = xasprintf("%s/%s", cwd, path);
+	else
+		return -errno;
+	real = real_or_ancestor(abs);
+	for (size_t i = 0; real && roots[i] && rc < 0; i++) {
+		char *root = realpath(roots[i], NULL);
+
+		if (root && below(real, root))
+			rc = 0;
+		free(root);
+	}
+	free(real);
+	free(abs);
+	return rc;
+}

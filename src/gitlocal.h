@@ -1,0 +1,15 @@
+/* sbxfs-git's policy on local sources: a plain path or a file:// URL may only name a
+ * repository in the workspace or below one of [session] git_local_roots. */
+#ifndef SBX_GITLOCAL_H
+#define SBX_GITLOCAL_H
+
+/* The host path a URL names, as libgit2 reads it: a plain path (no scheme, no colon) as is, the
+ * path of file:///P or file://localhost/P percent-decoded; NULL for any other URL. Caller
+ * frees. */
+char *gitlocal_path(const char *url);
+/* 0 if path (relative: to the cwd) is, once every symlink is resolved, one of roots (a
+ * NULL-terminated list) or below one; -EACCES if not. A path that does not exist is judged by
+ * its deepest existing ancestor. */
+int gitlocal_check(const char *path, char *const *roots);
+
+#endif
