@@ -27,6 +27,7 @@
 
 #include "escape.h"
 #include "gitconfine.h"
+#include "giterr.h"
 #include "gitlocal.h"
 #include "gitnet.h"
 
@@ -114,30 +115,32 @@ static int on_credentials(git_credential **out, const char *url, const char *use
 	return git_credential_userpass_plaintext_new(out, user ? user : "git", token);
 }
 
-/* The libgit2 error in our codes. */
+/* The libgit2 error in our codes, told by libgit2's own text; shown without what a server
+ * said. */
 static void __attribute__((noreturn)) fail_git(int rc, const char *url)
 {
 	const git_error *e = git_error_last();
 	const char *msg = e && e->message ? e->message : "unknown error";
+	const char *shown = giterr_shown(msg);
 
 	/* A refused connection ends as libgit2's "failed to connect": say why. */
 	if (gitnet_refused())
 		fail("network", "%s refused by policy", gitnet_refused());
 	if (rc == GIT_EAUTH || strstr(msg, "401") || strstr(msg, "authentication"))
-		fail("auth", "%s", msg);
+		fail("auth", "%s", shown);
 	if (strstr(msg, "unsupported URL protocol") || strstr(msg, "invalid url") ||
 	    strstr(msg, "malformed URL") || rc == GIT_EINVALIDSPEC)
-		fail("invalid-url", "%s", msg);
+		fail("invalid-url", "%s", shown);
 	if (rc == GIT_ENOTFOUND || strstr(msg, "404") || strstr(msg, "not found") ||
 	    strstr(msg, "failed to resolve path") || strstr(msg, "not exported") ||
 	    strstr(msg, "does not appear to be a git repository") ||
 	    strstr(msg, "could not find repository"))
-		fail("not-found", "%s: %s", url, msg);
+		fail("not-found", "%s: %s", url, shown);
 	if (e && (e->klass == GIT_ERROR_NET || e->klass == GIT_ERROR_SSL ||
 		  e->klass == GIT_ERROR_HTTP || e->klass == GIT_ERROR_SSH ||
 		  strstr(msg, "connect") || strstr(msg, "resolve")))
-		fail("network", "%s", msg);
-	fail("io", "%s", msg);
+		fail("network", "%s", shown);
+	fail("io", "%s", shown);
 }
 
 static int openat2_beneath(int dirfd, const char *name, int flags)
@@ -339,15 +342,9 @@ static int parse_options(int argc, char **argv, char ***roots)
 static void check_source(const char *url, char **roots)
 {
 	char *local = gitlocal_path(url);
-	size_t n;
-	char *quoted;
 
-	if (local && gitlocal_check(local, roots) < 0) {
-		quoted = esc_encode(local, strlen(local), &n);
-		printf("error policy: %s is outside the workspace and git_local_roots\n", quoted);
-		fflush(stdout);
-		exit(1);
-	}
+	if (local && gitlocal_check(local, roots) < 0)
+		fail("policy", "%s is outside the workspace and git_local_roots", local);
 	free(local);
 }
 
