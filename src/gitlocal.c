@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "xmalloc.h"
@@ -51,13 +52,18 @@ char *gitlocal_path(const char *url)
 	return xstrdup(url);
 }
 
-static int below(const char *path, const char *root)
+/* Whether dir is one of roots: the same directory, by any path (a bind mount of the workspace
+ * is the workspace). */
+static int is_root(const char *dir, char *const *roots)
 {
-	size_t n = strlen(root);
+	struct stat d, r;
 
-	if (!strcmp(root, "/"))
-		return 1;
-	return !strncmp(path, root, n) && (path[n] == '\0' || path[n] == '/');
+	if (stat(dir, &d) < 0)
+		return 0;
+	for (size_t i = 0; roots[i]; i++)
+		if (stat(roots[i], &r) == 0 && r.st_dev == d.st_dev && r.st_ino == d.st_ino)
+			return 1;
+	return 0;
 }
 
 /* The real path of path or of its deepest existing ancestor. */
@@ -90,12 +96,16 @@ int gitlocal_check(const char *path, char *const *roots)
 	else
 		return -errno;
 	real = real_or_ancestor(abs);
-	for (size_t i = 0; real && roots[i] && rc < 0; i++) {
-		char *root = realpath(roots[i], NULL);
+	/* real has no symlink left: its ancestors, by name, are the directories it is in */
+	while (real && rc < 0) {
+		char *slash = strrchr(real, '/');
 
-		if (root && below(real, root))
+		if (is_root(real[0] ? real : "/", roots))
 			rc = 0;
-		free(root);
+		else if (!slash)
+			break;
+		else
+			*slash = '\0';
 	}
 	free(real);
 	free(abs);

@@ -8,7 +8,8 @@
  * frees. */
 char *gitlocal_path(const char *url);
 /* 0 if path (relative: to the cwd) is, once every symlink is resolved, one of roots (a
- * NULL-terminated list) or below one; -EACCES if not. A path that does not exist is judged by
+ * NULL-terminated list) or below one, roots compared as directories (any path to the same
+ * one, such as a bind mount, counts); -EACCES if not. A path that does not exist is judged by
  * its deepest existing ancestor. */
 int gitlocal_check(const char *path, char *const *roots);
 

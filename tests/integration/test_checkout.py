@@ -39,7 +39,7 @@ FINAL_RE = re.compile(r"(ok ([0-9a-f]{40}) (\S+) (\S+)|error ([a-z-]+): (.*))")
 PROGRESS_RE = re.compile(
     r"(receiving objects|resolving deltas|checking out files) ([0-9]+)% \(([0-9]+)/([0-9]+)\)")
 ERROR_CODES = {"not-found", "branch-not-found", "auth", "invalid-url", "network", "timeout",
-               "exists", "io", "unsupported"}
+               "exists", "io", "unsupported", "policy"}
 
 
 # --- host git ----------------------------------------------------------------------------------
@@ -324,10 +324,27 @@ class StallServer:
 TRAVERSABLE = 0o755
 
 
-@pytest.fixture(scope="module")
-def sbx(sbx):
-    os.chmod(sbx.tmp, TRAVERSABLE)
-    return sbx
+def policy_conf(src, extra=""):
+    """The servers here listen on 127.0.0.1 and the repositories are in a temp dir: the config
+    that lets checkouts reach them (test_checkout_policy.py tests the policy itself)."""
+    return f"[session]\ngit_allow_private = yes\ngit_local_roots = {src.base}\n{extra}"
+
+
+def start_conf_mount(prefix, config_text):
+    m = ConfMount(tempfile.mkdtemp(prefix=prefix), config_text)
+    os.chmod(m.tmp, TRAVERSABLE)
+    try:
+        return m.start(timeout=10)
+    except BaseException:
+        m.abort()
+        m.cleanup_tmp()
+        raise
+
+
+def stop_conf_mount(m, what):
+    problems = m.stop()
+    m.cleanup_tmp()
+    assert not problems, f"unclean shutdown of the {what} sbxfs:\n" + "\n".join(problems)
 
 
 @pytest.fixture(scope="module")
@@ -338,6 +355,15 @@ def src():
         yield SourceRepo(base)
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def sbx(src):
+    m = start_conf_mount("sbxfs-it-co-", policy_conf(src))
+    try:
+        yield m
+    finally:
+        stop_conf_mount(m, "shared checkout")
 
 
 @pytest.fixture(scope="module")
@@ -1013,23 +1039,12 @@ GIT_TIMEOUT_MS = 3000
 
 
 @pytest.fixture(scope="module")
-def short():
-    m = ConfMount(tempfile.mkdtemp(prefix="sbxfs-it-co-"),
-                  f"[session]\ngit_timeout_ms = {GIT_TIMEOUT_MS}\n")
-    os.chmod(m.tmp, TRAVERSABLE)
-    try:
-        m.start(timeout=10)
-    except BaseException:
-        m.abort()
-        m.cleanup_tmp()
-        raise
+def short(src):
+    m = start_conf_mount("sbxfs-it-co-", policy_conf(src, f"git_timeout_ms = {GIT_TIMEOUT_MS}\n"))
     try:
         yield m
     finally:
-        problems = m.stop()
-        m.cleanup_tmp()
-        assert not problems, "unclean shutdown of the git_timeout_ms sbxfs:\n" + "\n".join(
-            problems)
+        stop_conf_mount(m, "git_timeout_ms")
 
 
 @pytest.fixture
@@ -1084,11 +1099,18 @@ def test_command_queued_behind_a_stalled_checkout_runs_after_the_timeout(short, 
     assert read_bytes(s / "runs" / "1" / "stdout") == b"next\n"
 
 
-def test_workspace_below_a_private_directory(fresh_mount, src):
-    m = fresh_mount()
-    assert os.stat(m.tmp).st_mode & 0o777 == 0o700
-    s = m.new_session()
-    out, err, code = m.run(s, "touch ok && ls")  # commands reach the workspace
-    assert (out, code) == (b"ok\n", 0), err
-    _, final = checkout(s, f"{src.work} dir=x")
-    assert ok_fields(final) == (src.sha("main"), inside(m, "x"), "main")
+def test_workspace_below_a_private_directory(src):
+    m = ConfMount(tempfile.mkdtemp(prefix="sbxfs-it-own-"), policy_conf(src))
+    try:
+        m.start(timeout=10)
+        assert os.stat(m.tmp).st_mode & 0o777 == 0o700
+        s = m.new_session()
+        out, err, code = m.run(s, "touch ok && ls")  # commands reach the workspace
+        assert (out, code) == (b"ok\n", 0), err
+        _, final = checkout(s, f"{src.work} dir=x")
+        assert ok_fields(final) == (src.sha("main"), inside(m, "x"), "main")
+    finally:
+        if m.alive():
+            m.stop()
+        m.abort()
+        m.cleanup_tmp()

@@ -13,7 +13,6 @@ import select
 import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 from pathlib import Path
 
@@ -452,9 +451,11 @@ def test_output_poll_and_tail_f(sbx):
         tail.stdout.close()
 
 
-def make_repo():
-    """A one-commit git repository in a fresh directory the sandbox can read; returns both."""
-    base = Path(tempfile.mkdtemp(prefix="sbxfs-handle-repo-"))
+def make_repo(sbx):
+    """A one-commit git repository in a fresh directory of the workspace (where checkouts may
+    read by default); returns both."""
+    base = sbx.ws / uniq("handle-repo")
+    base.mkdir()
     repo = base / "repo"
     env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
                GIT_COMMITTER_EMAIL="t@t", GIT_CONFIG_GLOBAL="/dev/null")
@@ -467,7 +468,7 @@ def make_repo():
 
 
 def test_checkout_handle_returns_the_checkout_number(sbx):
-    base, repo = make_repo()
+    base, repo = make_repo(sbx)
     s = sbx.new_session()
 
     def go(rel):
@@ -488,7 +489,7 @@ def test_checkout_handle_returns_the_checkout_number(sbx):
 
 def test_checkout_handle_opens_while_the_last_checkout_waits(sbx):
     """A checkout queued behind a command has no output yet: a writer's open does not wait."""
-    base, repo = make_repo()
+    base, repo = make_repo(sbx)
     s = sbx.new_session()
     go = uniq("go")
     try:
