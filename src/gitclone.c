@@ -9,8 +9,9 @@
  * unless --allow-private, and local sources only in the workspace or a --local-root
  * (gitlocal.c), kept by confining its reads with Landlock too.
  *
- * usage: sbxfs-git [--allow-private] [--local-root=DIR]... [--] WORKSPACE
+ * usage: sbxfs-git [--allow-private] [--local-root=DIR]... [--inside=DIR] [--] WORKSPACE
  *                  TARGET-RELATIVE-TO-WORKSPACE SHOWN-DIR URL [BRANCH]
+ * --inside: the workspace as commands see it; a local source there is read by WORKSPACE.
  * The credential for https comes from $GIT_TOKEN. */
 #include <dirent.h>
 #include <errno.h>
@@ -186,8 +187,9 @@ static void cleanup_on_failure(int status, void *arg)
 		remove_contents(target_fd);
 }
 
-/* A URL without a scheme that is not scp-like (host:path) is a local path. */
-static void check_local_path(const char *url)
+/* A URL without a scheme that is not scp-like (host:path) is a local path; asked: the URL as
+ * written, for the message. */
+static void check_local_path(const char *asked, const char *url)
 {
 	const char *colon = strchr(url, ':'), *slash = strchr(url, '/');
 	struct stat st;
@@ -195,7 +197,7 @@ static void check_local_path(const char *url)
 	if (strstr(url, "://") || (colon && (!slash || colon < slash)))
 		return;
 	if (stat(url, &st) < 0)
-		fail("not-found", "%s: %s", url, strerror(errno));
+		fail("not-found", "%s: %s", asked, strerror(errno));
 }
 
 /* mkdir -p of rel below the workspace, refusing any symlink on the way. */
@@ -306,12 +308,13 @@ static void report_head(git_repository *repo, const char *shown)
 	git_reference_free(head);
 }
 
-#define USAGE "usage: sbxfs-git [--allow-private] [--local-root=DIR]... [--] WORKSPACE TARGET " \
-	      "SHOWN-DIR URL [BRANCH]\n"
+#define USAGE                                                                                      \
+	"usage: sbxfs-git [--allow-private] [--local-root=DIR]... [--inside=DIR] [--] WORKSPACE "  \
+	"TARGET SHOWN-DIR URL [BRANCH]\n"
 
 /* The options before the positional arguments; returns the index of the first of those.
  * roots gets the workspace's place: [0] is left for it. */
-static int parse_options(int argc, char **argv, char ***roots)
+static int parse_options(int argc, char **argv, char ***roots, const char **inside)
 {
 	size_t n = 1;
 	int i;
@@ -328,6 +331,8 @@ static int parse_options(int argc, char **argv, char ***roots)
 			gitnet_init(true);
 		else if (!strncmp(argv[i], "--local-root=", 13) && argv[i][13] == '/')
 			(*roots)[n++] = argv[i] + 13;
+		else if (!strncmp(argv[i], "--inside=", 9) && argv[i][9] == '/')
+			*inside = argv[i] + 9;
 		else
 			break;
 	}
@@ -338,22 +343,25 @@ static int parse_options(int argc, char **argv, char ***roots)
 	return i;
 }
 
-/* A local source outside the workspace and the roots is refused before anything is made. */
-static void check_source(const char *url, char **roots)
+/* A local source outside the workspace and the roots is refused before anything is made;
+ * url is what asked names, with the workspace by its host path. */
+static void check_source(const char *asked, const char *url, char **roots)
 {
-	char *local = gitlocal_path(url);
+	char *local = gitlocal_path(url), *shown = gitlocal_path(asked);
 
 	if (local && gitlocal_check(local, roots) < 0)
-		fail("policy", "%s is outside the workspace and git_local_roots", local);
+		fail("policy", "%s is outside the workspace and git_local_roots", shown);
 	free(local);
+	free(shown);
 }
 
 /* Writes below the target only; reads below it, the local roots and what libgit2 and the
  * resolver need of the system. */
 static void confine(int fd, char **roots)
 {
-	static const char *const system[] = {"/usr", "/etc", "/lib", "/lib64", "/bin", "/sbin",
-					      "/proc/self", "/dev/null", "/dev/urandom"};
+	static const char *const system[] = {"/usr",	   "/etc",	"/lib",
+					     "/lib64",	   "/bin",	"/sbin",
+					     "/proc/self", "/dev/null", "/dev/urandom"};
 	const size_t n_sys = sizeof(system) / sizeof(system[0]);
 	char *resolv = realpath("/etc/resolv.conf", NULL); /* often a link into /run */
 	const char **readable;
@@ -384,24 +392,26 @@ int main(int argc, char **argv)
 	git_clone_options opts;
 	struct progress p = {-1, -1, -1, 0};
 	git_repository *repo = NULL;
-	const char *url, *branch, *shown;
-	char path[64], **roots;
+	const char *branch, *shown, *inside = NULL;
+	char path[64], **roots, *url;
 	int fd, rc, arg;
 
 	setvbuf(stdout, NULL, _IOLBF, 0); /* progress shows as it happens */
-	arg = parse_options(argc, argv, &roots);
+	arg = parse_options(argc, argv, &roots, &inside);
 	roots[0] = argv[arg];
 	shown = argv[arg + 2];
-	url = argv[arg + 3];
+	url = inside ? gitlocal_rebase(argv[arg + 3], inside, argv[arg]) : strdup(argv[arg + 3]);
+	if (!url)
+		fail("io", "out of memory");
 	branch = argc - arg == 5 ? argv[arg + 4] : NULL;
-	check_source(url, roots);
+	check_source(argv[arg + 3], url, roots);
 	fd = make_target(argv[arg], argv[arg + 1]);
 	require_empty(fd, shown);
 	confine(fd, roots);
 	free(roots);
 	target_fd = fd;
 	on_exit(cleanup_on_failure, NULL);
-	check_local_path(url);
+	check_local_path(argv[arg + 3], url);
 	git_libgit2_init();
 	/* The source belongs to whoever made it, not to the sandbox's user: reading it is all
 	 * we do, so git's ownership check (safe.directory) does not apply. */
@@ -420,11 +430,12 @@ int main(int argc, char **argv)
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	rc = git_clone(&repo, url, path, &opts);
 	if (rc < 0)
-		fail_git(rc, url);
+		fail_git(rc, argv[arg + 3]);
 	if (branch)
 		checkout_ref(repo, branch, &p);
 	report_head(repo, shown);
 	git_repository_free(repo);
 	git_libgit2_shutdown();
+	free(url);
 	return 0;
 }

@@ -52,6 +52,44 @@ char *gitlocal_path(const char *url)
 	return xstrdup(url);
 }
 
+/* path with % as %25: the rest libgit2 decodes as it is. */
+static char *percent_encode(const char *path)
+{
+	char *out = xmalloc(3 * strlen(path) + 1), *o = out;
+
+	for (; *path; path++) {
+		if (*path == '%') {
+			memcpy(o, "%25", 3);
+			o += 3;
+		} else
+			*o++ = *path;
+	}
+	*o = '\0';
+	return out;
+}
+
+char *gitlocal_rebase(const char *url, const char *inside, const char *host)
+{
+	char *path = gitlocal_path(url), *moved, *out;
+	size_t n = strlen(inside);
+
+	while (n > 1 && inside[n - 1] == '/')
+		n--;
+	if (!path || strncmp(path, inside, n) || (path[n] != '/' && path[n] != '\0')) {
+		free(path);
+		return xstrdup(url);
+	}
+	moved = xasprintf("%s%s", host, path + n);
+	free(path);
+	if (strncmp(url, "file://", 7))
+		return moved;
+	path = percent_encode(moved);
+	out = xasprintf("file://%s", path);
+	free(path);
+	free(moved);
+	return out;
+}
+
 /* Whether dir is one of roots: the same directory, by any path (a bind mount of the workspace
  * is the workspace). */
 static int is_root(const char *dir, char *const *roots)

@@ -7,6 +7,10 @@
  * path of file:///P or file://localhost/P percent-decoded; NULL for any other URL. Caller
  * frees. */
 char *gitlocal_path(const char *url);
+/* The URL to clone: url itself, or, when it is a local source in the workspace as commands
+ * see it (inside: /workspace in the sandbox), the same source by the workspace's host path
+ * (host), in the same form (a path or a file:// URL). Caller frees. */
+char *gitlocal_rebase(const char *url, const char *inside, const char *host);
 /* 0 if path (relative: to the cwd) is, once every symlink is resolved, one of roots (a
  * NULL-terminated list) or below one, roots compared as directories (any path to the same
  * one, such as a bind mount, counts); -EACCES if not. A path that does not exist is judged by

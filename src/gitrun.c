@@ -200,12 +200,13 @@ static char **git_argv(struct checkout_req *req, const char *rel, const char *sh
 
 	while (roots[nroots])
 		nroots++;
-	argv = xcalloc(nroots + 9, sizeof(char *));
+	argv = xcalloc(nroots + 10, sizeof(char *));
 	argv[n++] = git_bin;
 	for (size_t i = 0; i < nroots; i++)
 		argv[n++] = xasprintf("--local-root=%s", roots[i]);
 	if (session_cfg->git_allow_private)
 		argv[n++] = xstrdup("--allow-private");
+	argv[n++] = xasprintf("--inside=%s", ws_inside);
 	argv[n++] = "--";
 	argv[n++] = ws_host;
 	argv[n++] = (char *)rel;

@@ -398,14 +398,40 @@ def test_local_source_below_a_root_is_cloned(strict, outside, form):
     assert (strict.ws / rel / "data").read_text() == f"rooted/repo {SECRET}\n"
 
 
-def test_repository_in_the_workspace_is_cloned_by_default(private):
+@pytest.mark.parametrize("form", ["path", "file"])
+@pytest.mark.parametrize("where", ["inside", "host"])
+def test_repository_in_the_workspace_is_cloned_by_default(private, form, where):
+    """By its path as commands see it (/workspace/... in the sandbox) or its host path."""
     rel = uniq("wsrepo")
     git_repo_in(private, rel)
     s = private.new_session()
-    final = checkout(s, f"file://{private.ws}/{rel} dir={uniq('copy')}")
+    path = f"{private.cmd_ws if where == 'inside' else private.ws}/{rel}"
+    final = checkout(s, f"{path if form == 'path' else 'file://' + path} dir={uniq('copy')}")
     assert final.startswith("ok "), final
-    final = checkout(s, f"{private.ws}/{rel} dir={uniq('copy')}")
-    assert final.startswith("ok "), final
+
+
+def test_workspace_is_read_by_its_inside_path_below_a_private_directory():
+    """The workspace's host path may not be traversable by the sandbox's user; the path as
+    commands see it still works (sbxfs-git reads it where the sandbox does)."""
+    m = ConfMount(tempfile.mkdtemp(prefix="sbxfs-it-pol-"), "")
+    try:
+        m.start(timeout=10)
+        assert os.stat(m.tmp).st_mode & 0o777 == 0o700
+        git_repo_in(m, "src")
+        s = m.new_session()
+        final = checkout(s, f"{m.cmd_ws}/src dir=copy")
+        assert final.startswith("ok "), final
+        assert (m.ws / "copy" / "data").read_text() == "ws\n"
+    finally:
+        stop_mount(m)
+
+
+@pytest.mark.parametrize("escape", ["{ws}/..", "{ws}/../..", "{ws}/../../etc", "{ws}x"])
+def test_leaving_the_workspace_by_name_is_refused(strict, escape):
+    s = strict.new_session()
+    path = escape.format(ws=strict.cmd_ws)
+    final = checkout(s, f"{path} dir={uniq('esc')}")
+    assert final == f"error policy: {path} is outside the workspace and git_local_roots", final
 
 
 def test_symlink_in_the_workspace_to_outside_is_refused(strict, outside):

@@ -453,8 +453,9 @@ def test_output_poll_and_tail_f(sbx):
 
 def make_repo(sbx):
     """A one-commit git repository in a fresh directory of the workspace (where checkouts may
-    read by default); returns both."""
-    base = sbx.ws / uniq("handle-repo")
+    read by default); returns the directory and the repository's path as commands see it."""
+    name = uniq("handle-repo")
+    base = sbx.ws / name
     base.mkdir()
     repo = base / "repo"
     env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
@@ -464,7 +465,7 @@ def make_repo(sbx):
     subprocess.run(["git", "-C", str(repo), "add", "f"], check=True, env=env)
     subprocess.run(["git", "-C", str(repo), "commit", "-qm", "c"], check=True, env=env)
     os.chmod(base, 0o755)  # the sandbox's user reads it
-    return base, repo
+    return base, f"{sbx.cmd_ws}/{name}/repo"
 
 
 def test_checkout_handle_returns_the_checkout_number(sbx):

@@ -31,6 +31,27 @@ static void local_urls(void)
 	CHECK(path_is("/odd:path", NULL)); /* libgit2 takes it for ssh */
 }
 
+static bool rebased_is(const char *url, const char *want)
+{
+	char *r = gitlocal_rebase(url, "/workspace", "/run/sbxfs-1/workspace");
+	bool ok = !strcmp(r, want);
+
+	free(r);
+	return ok;
+}
+
+static void rebase(void)
+{
+	CHECK(rebased_is("/workspace/a", "/run/sbxfs-1/workspace/a"));
+	CHECK(rebased_is("/workspace", "/run/sbxfs-1/workspace"));
+	CHECK(rebased_is("file:///workspace/a%2520b", "file:///run/sbxfs-1/workspace/a%2520b"));
+	CHECK(rebased_is("file://localhost/workspace/x", "file:///run/sbxfs-1/workspace/x"));
+	CHECK(rebased_is("/workspacex/a", "/workspacex/a"));
+	CHECK(rebased_is("/srv/a", "/srv/a"));
+	CHECK(rebased_is("rel/workspace/a", "rel/workspace/a"));
+	CHECK(rebased_is("https://h/workspace/a", "https://h/workspace/a"));
+}
+
 static void roots(void)
 {
 	char base[] = "/tmp/sbxfs-test-gitlocal-XXXXXX", p[512], q[512];
@@ -79,6 +100,7 @@ static void roots(void)
 int main(void)
 {
 	local_urls();
+	rebase();
 	roots();
 	return check_done();
 }
