@@ -190,8 +190,8 @@ static void __attribute__((noreturn)) exec_git(int out, char **argv, char **envp
 	_exit(127);
 }
 
-/* sbxfs-git's arguments: the policy's options, then what to clone where. Caller frees the
- * array and the --local-root= strings (from index 1 up to "--"). */
+/* sbxfs-git's arguments: the policy's options, then what to clone where. Free with
+ * free_git_argv (the options, from index 1 up to "--", are allocated). */
 static char **git_argv(struct checkout_req *req, const char *rel, const char *shown)
 {
 	char *const *roots = session_cfg->git_local_roots;
@@ -243,16 +243,16 @@ struct gitrun *gitrun_start(struct session *s, struct run *r, struct checkout_re
 	run_begin(r);
 	if ((rc = fdres_pipe(p)) < 0) {
 		errno = -rc;
-		free_git_argv(argv);
 		fail_start(g, req, tok);
+		free_git_argv(argv);
 		return NULL;
 	}
 	g->pid = fork();
 	if (g->pid < 0) {
 		close(p[0]);
 		close(p[1]);
-		free_git_argv(argv);
 		fail_start(g, req, tok);
+		free_git_argv(argv);
 		return NULL;
 	}
 	if (g->pid == 0)
