@@ -111,10 +111,11 @@ def git_clone(repo, native, name, env, nfiles):
     return elapsed
 
 
-def helper_clone(helper, url, native, name, head, nfiles):
-    """sbxfs-git run directly (as the caller), into native/name."""
+def helper_clone(helper, url, root, native, name, head, nfiles):
+    """sbxfs-git run directly (as the caller), into native/name, reading below root."""
     t0 = time.perf_counter_ns()
-    res = subprocess.run([str(helper), str(native), name, f"/native/{name}", url],
+    res = subprocess.run([str(helper), f"--local-root={root}", "--", str(native), name,
+                          f"/native/{name}", url],
                          env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"},
                          capture_output=True, stdin=subprocess.DEVNULL)
     elapsed = (time.perf_counter_ns() - t0) / 1e9
@@ -157,7 +158,10 @@ def main():
         native.mkdir()
         same_fs = os.stat(native).st_dev == os.stat(tmp).st_dev
 
-        m = Mount(binary, tmp, extra=shlex.split(os.environ.get("SBXFS_EXTRA_ARGS", "")),
+        conf = tmp / "sbxfs.ini"  # the repository is outside the workspace
+        conf.write_text(f"[session]\ngit_local_roots = {repo}\n")
+        m = Mount(binary, tmp, extra=["-c", str(conf),
+                                      *shlex.split(os.environ.get("SBXFS_EXTRA_ARGS", ""))],
                   new_session=True, remove_tmp=False)
         timer = start_watchdog(WATCHDOG_SECONDS, m.proc)
         sdir = m.mnt / "sessions" / "bench"
@@ -171,7 +175,7 @@ def main():
         fns = [
             lambda: sbx_checkout(m, sdir, url, name(), head, nfiles),
             lambda: git_clone(repo, native, name(), env, nfiles),
-            lambda: helper_clone(helper, url, native, name(), head, nfiles),
+            lambda: helper_clone(helper, url, repo, native, name(), head, nfiles),
         ]
         fns[1]()  # warm-up: the repository into the page cache
         samples = [[] for _ in fns]
