@@ -58,6 +58,8 @@ int filter_bpf_fd(void)
 	if (!ctx)
 		return -ENOMEM;
 	rc = add_rules(ctx);
+	if (rc == 0)
+		rc = filter_add_setid_rules(ctx);
 	fd = rc == 0 ? memfd_create("sbxfs-seccomp", MFD_CLOEXEC) : -1;
 	if (fd >= 0)
 		rc = seccomp_export_bpf(ctx, fd);

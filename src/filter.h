@@ -3,7 +3,11 @@
 #ifndef SBX_FILTER_H
 #define SBX_FILTER_H
 
+#include <seccomp.h>
+
 /* A memfd holding the BPF program, or -errno. */
 int filter_bpf_fd(void);
+/* Adds the rules refusing set-id modes (filter_setid.c). 0 or -errno. */
+int filter_add_setid_rules(scmp_filter_ctx ctx);
 
 #endif
