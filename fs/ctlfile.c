@@ -13,7 +13,6 @@
 #include <string.h>
 #include <sys/queue.h>
 
-#include "cgroup.h"
 #include "ctl.h"
 #include "envlist.h"
 #include "job.h"
@@ -21,6 +20,7 @@
 #include "park.h"
 #include "result.h"
 #include "rootenv.h"
+#include "sandbox.h"
 #include "run.h"
 #include "session.h"
 #include "signame.h"
@@ -141,7 +141,7 @@ static char *render(enum ctl_kind k, struct session *s, unsigned n, struct run *
 		text = xstrdup(readme_text);
 		break;
 	case K_LIMITS:
-		text = cgroup_describe();
+		text = sandbox_describe();
 		break;
 	case K_ENV:
 		return session_env(s, len);

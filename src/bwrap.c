@@ -94,6 +94,12 @@ char **bwrap_argv(const struct bwrap_spec *sp)
 	add(&b, "--die-with-parent");
 	add(&b, "--new-session");
 	add_system_dirs(&b);
+	if (sp->etc_ids) {
+		add_num(&b, "--ro-bind-data", BWRAP_FD_PASSWD);
+		add(&b, "/etc/passwd");
+		add_num(&b, "--ro-bind-data", BWRAP_FD_GROUP);
+		add(&b, "/etc/group");
+	}
 	add2(&b, "--proc", "/proc");
 	add2(&b, "--dev", "/dev");
 	add_num(&b, "--size", sp->tmp_size);

@@ -13,6 +13,9 @@
 
 /* The fd bwrap reads the seccomp program from, as numbered in its argv. */
 #define BWRAP_FD_SECCOMP 4
+/* And the /etc/passwd and /etc/group it shows, when the spec asks for them. */
+#define BWRAP_FD_PASSWD 5
+#define BWRAP_FD_GROUP 6
 
 struct bwrap_spec {
 	const char *bwrap;     /* the bwrap binary */
@@ -22,6 +25,7 @@ struct bwrap_spec {
 	uint64_t tmp_size, shm_size;
 	uid_t uid;
 	gid_t gid;
+	bool etc_ids;          /* /etc/passwd and /etc/group from BWRAP_FD_PASSWD and _GROUP */
 };
 
 /* NULL-terminated argv; free with bwrap_argv_free. */

@@ -67,7 +67,7 @@ void config_defaults(struct config *cfg)
 	cfg->git_allow_private = false;
 	cfg->git_local_roots = xcalloc(1, sizeof(char *));
 	cfg->isolate = true;
-	cfg->user = xstrdup("sbxfs");
+	cfg->user = xstrdup("");
 	cfg->host_network = false;
 	cfg->idmap = true;
 	cfg->memory_max = 4ull << 30;
@@ -75,6 +75,8 @@ void config_defaults(struct config *cfg)
 	cfg->cpu_max = 0;
 	cfg->tmp_size = 1ull << 30;
 	cfg->shm_size = 256ull << 20;
+	cfg->uid_first = 2000000000;
+	cfg->uid_last = 2000065535;
 	cfg->ws_cache = true;
 	cfg->ws_timeout = 1.0;
 	cfg->ws_passthrough = true;
@@ -252,6 +254,26 @@ static int set_choice(const char *value, const char *yes, const char *no, bool *
 	return 0;
 }
 
+/* "FIRST-LAST", inclusive: above root, and never (uid_t)-1, which is no id. */
+static int parse_id_range(const char *value, uint32_t *first, uint32_t *last)
+{
+	const char *dash = strchr(value, '-');
+	char *head;
+	uint64_t a, b;
+	int rc;
+
+	if (!dash)
+		return -EINVAL;
+	head = xstrndup(value, (size_t)(dash - value));
+	rc = parse_u64(head, 1, UINT32_MAX - 1, &a);
+	free(head);
+	if (rc < 0 || parse_u64(dash + 1, a, UINT32_MAX - 1, &b) < 0)
+		return -EINVAL;
+	*first = (uint32_t)a;
+	*last = (uint32_t)b;
+	return 0;
+}
+
 static int set_sandbox(struct config *cfg, const char *key, const char *value)
 {
 	char *end;
@@ -264,7 +286,7 @@ static int set_sandbox(struct config *cfg, const char *key, const char *value)
 		return set_choice(value, "user", "none", &cfg->idmap);
 	if (!strcmp(key, "user")) {
 		set_str(&cfg->user, value);
-		return value[0] ? 0 : -EINVAL;
+		return 0;
 	}
 	if (!strcmp(key, "memory_max"))
 		return config_parse_size(value, &cfg->memory_max);
@@ -284,6 +306,8 @@ static int set_sandbox(struct config *cfg, const char *key, const char *value)
 		return config_parse_size(value, &cfg->tmp_size);
 	if (!strcmp(key, "shm_size"))
 		return config_parse_size(value, &cfg->shm_size);
+	if (!strcmp(key, "uid_range"))
+		return parse_id_range(value, &cfg->uid_first, &cfg->uid_last);
 	return -ENOENT;
 }
 

@@ -29,7 +29,7 @@ struct config {
 
 	/* [sandbox] */
 	bool isolate;         /* isolation = bwrap (true) or none */
-	char *user;           /* the unprivileged user sandboxed commands run as (daemon root) */
+	char *user;           /* a named user sandboxed commands run as; "": from uid_range */
 	bool host_network;    /* network = host; else only lo */
 	bool idmap;           /* idmap = user: swap the mount owner and the sandbox user */
 	uint64_t memory_max;  /* bytes, 0 = no limit */
@@ -37,6 +37,7 @@ struct config {
 	double cpu_max;       /* CPUs, 0 = no limit */
 	uint64_t tmp_size;    /* bytes of the sandbox's /tmp */
 	uint64_t shm_size;    /* bytes of its /dev/shm */
+	uint32_t uid_first, uid_last; /* uid_range: each instance's own uid when user is "" */
 
 	bool ws_cache;        /* workspace changed only through sbxfs and the sandbox */
 	double ws_timeout;    /* entry/attr timeout in seconds when ws_cache is on */

@@ -23,9 +23,8 @@ static const struct {
 	int nr;
 	unsigned arg;
 } mode_calls[] = {
-	{SCMP_SYS(chmod), 1},	 {SCMP_SYS(fchmod), 1},	 {SCMP_SYS(fchmodat), 2},
-	{SCMP_SYS(fchmodat2), 2}, {SCMP_SYS(creat), 1},	 {SCMP_SYS(mknod), 1},
-	{SCMP_SYS(mknodat), 2},
+    {SCMP_SYS(chmod), 1}, {SCMP_SYS(fchmod), 1}, {SCMP_SYS(fchmodat), 2}, {SCMP_SYS(fchmodat2), 2},
+    {SCMP_SYS(creat), 1}, {SCMP_SYS(mknod), 1},	 {SCMP_SYS(mknodat), 2},
 };
 
 /* Opens use their mode only when they create: O_CREAT, or O_TMPFILE (whose bits include
@@ -34,8 +33,8 @@ static const struct {
 	int nr;
 	unsigned flags_arg, mode_arg;
 } open_calls[] = {
-	{SCMP_SYS(open), 1, 2},
-	{SCMP_SYS(openat), 2, 3},
+    {SCMP_SYS(open), 1, 2},
+    {SCMP_SYS(openat), 2, 3},
 };
 static const unsigned long create_flags[] = {O_CREAT, O_TMPFILE & ~O_DIRECTORY};
 

@@ -8,9 +8,13 @@
 #include <spawn.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "xmalloc.h"
 
 extern char **environ;
 
@@ -57,6 +61,25 @@ int identity_resolve(const char *user, struct identity *id, char *err, size_t er
 	id->uid = pw->pw_uid;
 	id->gid = pw->pw_gid;
 	return 0;
+}
+
+int identity_etc_fd(const struct identity *id, const char *home, bool group)
+{
+	char *text = group ? xasprintf("root:x:0:\nsbxfs:x:%u:\nnogroup:x:65534:\n",
+				       (unsigned)id->gid)
+			   : xasprintf("root:x:0:0:root:/root:/bin/bash\n"
+				       "sbxfs:x:%u:%u:sbxfs sandbox:%s:/bin/bash\n"
+				       "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+				       (unsigned)id->uid, (unsigned)id->gid, home);
+	size_t len = strlen(text);
+	int fd = memfd_create(group ? "sbxfs-group" : "sbxfs-passwd", MFD_CLOEXEC), rc = 0;
+
+	if (fd < 0 || write(fd, text, len) != (ssize_t)len)
+		rc = errno ? -errno : -EIO;
+	free(text);
+	if (rc < 0 && fd >= 0)
+		close(fd);
+	return rc < 0 ? rc : fd;
 }
 
 int identity_drop(const struct identity *id)

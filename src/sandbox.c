@@ -28,6 +28,7 @@
 #include "log.h"
 #include "loop.h"
 #include "session.h"
+#include "uidpool.h"
 #include "watchdog.h"
 #include "xmalloc.h"
 
@@ -38,8 +39,10 @@ static char *spool_dir;
 static char *launcher;
 static int lock_fd = -1;
 static struct identity identity;
+static bool own_uid; /* identity is from uid_range: no passwd entry on the host */
 static char **bwrap;
 static int seccomp_fd = -1;
+static int etc_fds[2] = {-1, -1}; /* the sandbox's passwd and group, for an own uid */
 static char *mountpoint;
 static char *git_helper;
 static char *stage_dir, *staged_ws, *staged_launcher;
@@ -107,6 +110,16 @@ static int take_lock(const char *state_dir)
 	return 0;
 }
 
+/* A named user as configured; else, as root, this state dir's own uid. */
+static int resolve_identity(char *err, size_t errlen)
+{
+	if (cfg->user[0] || getuid() != 0)
+		return identity_resolve(cfg->user, &identity, err, errlen);
+	own_uid = true;
+	return uidpool_claim(cfg->uid_first, cfg->uid_last, cfg->state_dir, cfg->workspace,
+			     &identity, err, errlen);
+}
+
 int sandbox_prepare(struct config *c, const char *self_exe, char *err, size_t errlen)
 {
 	int rc;
@@ -140,7 +153,7 @@ int sandbox_prepare(struct config *c, const char *self_exe, char *err, size_t er
 	}
 	if ((rc = config_check(cfg, err, errlen)) < 0)
 		return rc;
-	if (cfg->isolate && (rc = identity_resolve(cfg->user, &identity, err, errlen)) < 0)
+	if (cfg->isolate && (rc = resolve_identity(err, errlen)) < 0)
 		return rc;
 	/* The sandbox's commands must be able to create files at the top of their workspace. */
 	if (cfg->isolate && getuid() == 0 && chown(cfg->workspace, identity.uid, identity.gid) < 0) {
@@ -247,6 +260,21 @@ static void unstage_paths(void)
 	stage_dir = NULL;
 }
 
+/* A uid from uid_range has no passwd entry on the host: tools inside (whoami, git's ident,
+ * getpwuid callers) get one from the sandbox's own /etc/passwd and /etc/group. */
+static int make_etc_ids(char *err, size_t errlen)
+{
+	for (int i = 0; i < 2; i++) {
+		etc_fds[i] = identity_etc_fd(&identity, SANDBOX_WORKSPACE, i == 1);
+		if (etc_fds[i] < 0) {
+			snprintf(err, errlen, "the sandbox's /etc/%s: %s", i ? "group" : "passwd",
+				 strerror(-etc_fds[i]));
+			return etc_fds[i];
+		}
+	}
+	return 0;
+}
+
 static int prepare_isolation(char *err, size_t errlen)
 {
 	struct bwrap_spec bs = {
@@ -269,6 +297,9 @@ static int prepare_isolation(char *err, size_t errlen)
 		snprintf(err, errlen, "seccomp filter: %s", strerror(-seccomp_fd));
 		return seccomp_fd;
 	}
+	if (own_uid && (rc = make_etc_ids(err, errlen)) < 0)
+		return rc;
+	bs.etc_ids = own_uid;
 	if ((rc = stage_paths(err, errlen)) < 0)
 		return rc;
 	bs.workspace = staged_ws;
@@ -290,6 +321,17 @@ int sandbox_user(uid_t *uid, gid_t *gid)
 	*uid = identity.uid;
 	*gid = identity.gid;
 	return 1;
+}
+
+char *sandbox_describe(void)
+{
+	char *cg = cgroup_describe(), *text;
+	bool dropped = cfg->isolate && getuid() == 0;
+
+	text = xasprintf("%suid %u\ngid %u\n", cg, (unsigned)(dropped ? identity.uid : getuid()),
+			 (unsigned)(dropped ? identity.gid : getgid()));
+	free(cg);
+	return text;
 }
 
 /* In the watchdog, once the daemon died: what sandbox_stop would have undone. */
@@ -322,7 +364,8 @@ int sandbox_start(const char *mnt, char *err, size_t errlen)
 		if ((rc = prepare_isolation(err, errlen)) < 0)
 			return rc;
 		ls = (struct launch_spec){.launcher = launcher, .bwrap_argv = bwrap,
-					  .pass_fds = {seccomp_fd}, .npass = 1, .id = &identity};
+					  .pass_fds = {seccomp_fd, etc_fds[0], etc_fds[1]},
+					  .npass = own_uid ? 3 : 1, .id = &identity};
 	}
 	ls.cg = cgroup_launcher();
 	fdres_init();
@@ -362,6 +405,9 @@ void sandbox_stop(void)
 	bwrap_argv_free(bwrap);
 	if (seccomp_fd >= 0)
 		close(seccomp_fd);
+	for (int i = 0; i < 2; i++)
+		if (etc_fds[i] >= 0)
+			close(etc_fds[i]);
 	unstage_paths();
 	free(mountpoint);
 	free(git_helper);

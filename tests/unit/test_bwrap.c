@@ -18,7 +18,7 @@ static int index_of(char **argv, const char *arg)
 static void test_argv(void)
 {
 	struct bwrap_spec sp = {"/usr/bin/bwrap", "/run/sbxfs-1/workspace", "/run/sbxfs-1/launcher",
-				false, 1 << 20, 1 << 16, 999, 999};
+				false, 1 << 20, 1 << 16, 999, 999, false};
 	char **argv = bwrap_argv(&sp);
 	int dash = index_of(argv, "--");
 
@@ -36,6 +36,15 @@ static void test_argv(void)
 	sp.host_network = true;
 	argv = bwrap_argv(&sp);
 	CHECK(index_of(argv, "--unshare-net") < 0);
+	CHECK(index_of(argv, "/etc/passwd") < 0);
+	bwrap_argv_free(argv);
+
+	/* an own uid's account files go over the host's /etc, before the root turns read-only */
+	sp.etc_ids = true;
+	argv = bwrap_argv(&sp);
+	CHECK(index_of(argv, "/etc/passwd") > index_of(argv, "/etc"));
+	CHECK(index_of(argv, "/etc/group") > index_of(argv, "/etc"));
+	CHECK(index_of(argv, "--remount-ro") > index_of(argv, "/etc/group"));
 	bwrap_argv_free(argv);
 }
 
