@@ -57,19 +57,18 @@ def isolation_none():
         a == "--isolation" and b == "none" for a, b in zip(args, args[1:]))
 
 
-def stored_owner(uid, gid):
+def stored_owner(m, uid, gid):
     """The (uid, gid) the backing directory holds for a file whose owner shows as (uid, gid)
-    through workspace/ (or the other way round: it is a swap). With the sandbox run by root
-    (idmap = user, the default), the mount owner's ids and the sandbox user's are swapped, so
-    both can change every workspace file; without isolation nothing is mapped."""
+    through m's workspace/ (or the other way round: it is a swap). With the sandbox run by root
+    (idmap = user, the default), the mount owner's ids and the sandbox's are swapped, so both
+    can change every workspace file; without isolation nothing is mapped."""
     if isolation_none() or os.getuid() != 0:
         return uid, gid
-    import pwd
-    pw = pwd.getpwnam("sbxfs")
+    sb_uid, sb_gid = m.sandbox_ids()
 
     def swap(x, owner, sandbox):
         return sandbox if x == owner else owner if x == sandbox else x
-    return swap(uid, 0, pw.pw_uid), swap(gid, 0, pw.pw_gid)
+    return swap(uid, 0, sb_uid), swap(gid, 0, sb_gid)
 
 
 def uniq(prefix="t"):
@@ -601,6 +600,12 @@ class SbxMount:
 
     def wait_ws_file(self, name, timeout=20):
         wait_until(lambda: (self.ws / name).exists(), timeout, f"workspace file {name}")
+
+    def sandbox_ids(self):
+        """(uid, gid) the sandbox's commands run as on the host, from the root `limits`."""
+        ids = dict(line.split(" ", 1) for line in
+                   read_bytes(self.mnt / "limits", timeout=5).decode().splitlines())
+        return int(ids["uid"]), int(ids["gid"])
 
     def read_env(self, session):
         text = self.read(session, "env").decode()

@@ -511,12 +511,12 @@ def test_o_direct_with_unaligned_buffers(pm, a, d):
     assert a.read_file(d / "direct")[3:] == data  # and a cached reader sees it
 
 
-def test_o_tmpfile(a, d):
+def test_o_tmpfile(pm, a, d):
     assert a.tmpfile_link(d.path, b"anonymous", d / "named") == 0
     assert a.read_file(d / "named") == b"anonymous"
     assert open(d.h("named"), "rb").read() == b"anonymous"
     assert stat.S_IMODE(os.stat(d.h("named")).st_mode) == 0o640
-    assert os.stat(d.h("named")).st_uid == stored_owner(a.uid or 0, 0)[0]
+    assert os.stat(d.h("named")).st_uid == stored_owner(pm, a.uid or 0, 0)[0]
     assert a.err("tmpfile_link", d.path, b"x", d / "never", excl=True) == errno.ENOENT
     assert not os.path.exists(d.h("never"))
 

@@ -264,7 +264,7 @@ def test_utime(dirs):
     assert abs(os.stat(host / "u").st_mtime - time.time()) < 60
 
 
-def test_stat_matches_host(dirs):
+def test_stat_matches_host(sbx, dirs):
     fuse, host = dirs
     (fuse / "s").write_bytes(b"12345")
     os.chmod(fuse / "s", 0o644)
@@ -272,7 +272,7 @@ def test_stat_matches_host(dirs):
     assert f.st_size == h.st_size == 5
     assert f.st_mode == h.st_mode
     assert f.st_mtime_ns == h.st_mtime_ns
-    assert (f.st_uid, f.st_gid) == stored_owner(h.st_uid, h.st_gid)
+    assert (f.st_uid, f.st_gid) == stored_owner(sbx, h.st_uid, h.st_gid)
     assert stat.S_ISDIR(os.stat(fuse).st_mode)
 
 

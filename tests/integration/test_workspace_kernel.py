@@ -100,7 +100,7 @@ def test_owner_and_sandbox_ids_are_swapped_on_the_host_side(sbx):
         shown = os.stat(sbx.workspace / f"{name}.{suffix}")
         stored = os.stat(sbx.ws / f"{name}.{suffix}")
         assert (shown.st_uid, shown.st_gid) == (0, 0), suffix
-        assert (stored.st_uid, stored.st_gid) == stored_owner(0, 0), suffix
+        assert (stored.st_uid, stored.st_gid) == stored_owner(sbx, 0, 0), suffix
 
 
 def test_planted_symlink_is_not_followed_from_the_host(sbx):
@@ -184,7 +184,7 @@ def test_a_backing_filesystem_that_cannot_be_idmapped_falls_back_to_fuse(own_mou
         s = m.new_session()
         assert m.run(s, "echo ok > f") == (b"", b"", 0)
         assert (m.workspace / "f").read_text() == "ok\n"
-        assert os.stat(m.ws / "f").st_uid == stored_owner(0, 0)[0]
+        assert os.stat(m.ws / "f").st_uid == stored_owner(m, 0, 0)[0]
         assert m.stop() == []
     finally:
         wait_until(lambda: not is_mounted(m.mnt), 10, "the mount to go")
