@@ -46,6 +46,7 @@ struct ctlfh {
 	char *wbuf;            /* cmd, env, timeout, checkout, cwd, ctl: applied at close */
 	size_t wlen;
 	size_t wchecked;       /* wbuf's prefix of lines already checked */
+	struct envedits wedits; /* env: those lines parsed, to check the env they would make */
 	int werr;              /* the first failed write's -errno: nothing of the open applies */
 	bool wdone;            /* cwd: its one path was sent */
 	off_t pos;             /* end of the last read, for poll */
@@ -86,6 +87,7 @@ static void fh_free(struct ctlfh *fh)
 	pthread_mutex_destroy(&fh->lock);
 	free(fh->snap);
 	free(fh->wbuf);
+	envedits_free(&fh->wedits);
 	free(fh);
 }
 
@@ -578,10 +580,15 @@ static int write_env(struct ctlfh *fh, const char *buf, size_t size)
 		rc = envedits_parse(fh->wbuf + fh->wchecked, (size_t)(nl - fh->wbuf) - fh->wchecked,
 				    &ed);
 		if (rc == 0) {
-			envedits_free(&ed);
+			envedits_append(&fh->wedits, &ed);
 			fh->wchecked = (size_t)(nl - fh->wbuf) + 1;
+			rc = fh->kind == K_ROOTENV ? rootenv_check(&fh->wedits)
+						   : session_env_check(fh->s, &fh->wedits);
 		}
 	}
+	if (rc == 0 && envedit_partial_too_big(fh->wbuf + fh->wchecked, fh->wlen - fh->wchecked,
+					       session_env_value_max()))
+		rc = -EFBIG;
 	pthread_mutex_unlock(&fh->lock);
 	return rc;
 }
@@ -917,6 +924,7 @@ static int submit_pending(struct ctlfh *fh, unsigned *n)
 	fh->wbuf = NULL;
 	fh->wlen = 0;
 	fh->wchecked = 0;
+	envedits_free(&fh->wedits);
 	*n = 0;
 	if (len == 0 || fh->werr) {
 		free(text);

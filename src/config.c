@@ -66,6 +66,8 @@ void config_defaults(struct config *cfg)
 	cfg->git_timeout_ms = 600000;
 	cfg->git_allow_private = false;
 	cfg->git_local_roots = xcalloc(1, sizeof(char *));
+	cfg->env_value_max = 128ull << 10;
+	cfg->env_max = 1ull << 20;
 	cfg->isolate = true;
 	cfg->user = xstrdup("");
 	cfg->host_network = false;
@@ -181,6 +183,17 @@ static int set_main(struct config *cfg, const char *key, const char *value)
 	return 0;
 }
 
+/* A size as config_parse_size reads it, within [min, max] ("max" is no size here). */
+static int parse_size_in(const char *value, uint64_t min, uint64_t max, uint64_t *out)
+{
+	uint64_t v;
+
+	if (config_parse_size(value, &v) < 0 || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
 static int set_session(struct config *cfg, const char *key, const char *value)
 {
 	if (!strcmp(key, "shell"))
@@ -211,6 +224,10 @@ static int set_session(struct config *cfg, const char *key, const char *value)
 		return parse_bool(value, &cfg->git_allow_private);
 	else if (!strcmp(key, "git_local_roots"))
 		return parse_roots(value, &cfg->git_local_roots);
+	else if (!strcmp(key, "env_value_max"))
+		return parse_size_in(value, 2, ENV_STRING_LIMIT, &cfg->env_value_max);
+	else if (!strcmp(key, "env_max"))
+		return parse_size_in(value, 2, UINT32_MAX, &cfg->env_max);
 	else
 		return -ENOENT;
 	return 0;
@@ -311,8 +328,34 @@ static int set_sandbox(struct config *cfg, const char *key, const char *value)
 	return -ENOENT;
 }
 
+/* The configured env ([env], path, home, lang) within the env bounds it sets itself. */
+static int check_base_env(const struct config *cfg, char *err, size_t errlen)
+{
+	uint64_t total = 0;
+
+	for (size_t i = 0; i < cfg->n_base_env; i++) {
+		size_t bytes = strlen(cfg->base_env[i]) + 1;
+
+		if (bytes > cfg->env_value_max) {
+			snprintf(err, errlen, "%.*s: %zu bytes, over [session] env_value_max (%llu)",
+				 (int)strcspn(cfg->base_env[i], "="), cfg->base_env[i], bytes,
+				 (unsigned long long)cfg->env_value_max);
+			return -EFBIG;
+		}
+		total += bytes;
+	}
+	if (total > cfg->env_max) {
+		snprintf(err, errlen, "the configured env takes %llu bytes, over [session] env_max "
+			 "(%llu)", (unsigned long long)total, (unsigned long long)cfg->env_max);
+		return -EFBIG;
+	}
+	return 0;
+}
+
 int config_check(const struct config *cfg, char *err, size_t errlen)
 {
+	if (check_base_env(cfg, err, errlen) < 0)
+		return -EINVAL;
 	/* tmpfs pages are charged to the sandbox and cannot be reclaimed: a full /tmp must not
 	 * be able to take the whole memory limit. */
 	if (cfg->memory_max && cfg->tmp_size + cfg->shm_size >= cfg->memory_max) {

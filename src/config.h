@@ -8,6 +8,10 @@
 
 #include "log.h"
 
+/* The kernel's limit on one execve string with its NUL (MAX_ARG_STRLEN, 32 pages of 4 KiB):
+ * past it, every exec of the env fails with E2BIG. */
+#define ENV_STRING_LIMIT (128u << 10)
+
 struct config {
 	char *workspace;      /* backing directory of workspace/ */
 	char *state_dir;      /* spool files and the lock */
@@ -26,6 +30,8 @@ struct config {
 	char **git_local_roots;  /* NULL-terminated: host directories checkouts may read */
 	char **base_env;      /* NAME=VALUE, NULL-terminated: a new session's environment */
 	size_t n_base_env;
+	uint64_t env_value_max; /* bytes of one NAME=VALUE with its NUL, as execve counts */
+	uint64_t env_max;     /* bytes of a whole env, counted the same way */
 
 	/* [sandbox] */
 	bool isolate;         /* isolation = bwrap (true) or none */

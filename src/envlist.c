@@ -107,6 +107,48 @@ void envlist_apply(struct envlist *el, const struct envedits *ed)
 	}
 }
 
+size_t env_entry_bytes(const char *name, const char *value)
+{
+	return strlen(name) + 1 + strlen(value) + 1;
+}
+
+size_t envlist_bytes(const struct envlist *el)
+{
+	size_t total = 0;
+
+	for (size_t i = 0; i < el->n; i++)
+		total += strlen(el->v[i]) + 1;
+	return total;
+}
+
+int envlist_check_edits(const struct envlist *el, const struct envedits *ed, size_t entry_max,
+			size_t total_max)
+{
+	struct envlist after;
+	size_t before = envlist_bytes(el), total;
+
+	for (size_t i = 0; i < ed->n; i++)
+		if (ed->e[i].value && env_entry_bytes(ed->e[i].name, ed->e[i].value) > entry_max)
+			return -EFBIG;
+	envlist_copy(&after, el);
+	envlist_apply(&after, ed);
+	total = envlist_bytes(&after);
+	envlist_free(&after);
+	return total > total_max && total > before ? -EFBIG : 0;
+}
+
+bool envedit_partial_too_big(const char *line, size_t len, size_t entry_max)
+{
+	const char *eq = memchr(line, '=', len);
+	size_t name = eq ? (size_t)(eq - line) : 0, value = eq ? len - name - 1 : 0;
+
+	if (!eq || line[0] == '-')
+		return false;
+	if (value >= 2 && eq[1] == '$' && eq[2] == '\'')
+		value = (value - 2) / 4; /* its closing quote is not there yet */
+	return name + 1 + value + 1 > entry_max;
+}
+
 static int entry_cmp(const void *a, const void *b)
 {
 	const char *x = *(const char *const *)a, *y = *(const char *const *)b;

@@ -32,6 +32,17 @@ const char *envlist_get(const struct envlist *el, const char *name);
 /* Adds a NAME=VALUE entry as is (no validation beyond '=' presence). */
 void envlist_put(struct envlist *el, const char *entry);
 void envlist_apply(struct envlist *el, const struct envedits *ed);
+/* Bytes the list takes in an execve's environment: each NAME=VALUE with its NUL. */
+size_t envlist_bytes(const struct envlist *el);
+/* The same for one variable. */
+size_t env_entry_bytes(const char *name, const char *value);
+/* -EFBIG if ed sets a variable bigger than entry_max, or makes el (with ed applied) bigger
+ * than total_max and bigger than it was: a write that shrinks an env too big stays allowed. */
+int envlist_check_edits(const struct envlist *el, const struct envedits *ed, size_t entry_max,
+			size_t total_max);
+/* Whether a line still being written (no newline yet) already sets a variable over entry_max,
+ * whatever its end: its $'...' form can shrink at most 4 to 1 (\xHH). */
+bool envedit_partial_too_big(const char *line, size_t len, size_t entry_max);
 /* "NAME=VALUE\n" lines sorted by name; caller frees. */
 char *envlist_format(const struct envlist *el, size_t *len);
 

@@ -58,11 +58,38 @@ static void pass_on(struct session *s, const struct envedits *ed)
 	exec_enqueue(s, op);
 }
 
+/* Core lock held: the bounds hold for the env a new session starts with (the configured one,
+ * then the root set). The sessions' own envs are theirs to keep in bounds. */
+static int check_locked(const struct envedits *ed)
+{
+	struct envlist fresh;
+	int rc;
+
+	envlist_init(&fresh);
+	for (size_t i = 0; i < session_cfg->n_base_env; i++)
+		envlist_put(&fresh, session_cfg->base_env[i]);
+	rootenv_seed(&fresh);
+	rc = envlist_check_edits(&fresh, ed, session_cfg->env_value_max, session_cfg->env_max);
+	envlist_free(&fresh);
+	return rc;
+}
+
+int rootenv_check(const struct envedits *ed)
+{
+	int rc;
+
+	core_lock();
+	rc = check_locked(ed);
+	core_unlock();
+	return rc;
+}
+
 int rootenv_write(const char *buf, size_t len)
 {
 	struct session_info *sv = NULL;
 	struct envedits ed;
 	size_t ns;
+	int rc;
 
 	if (envedits_parse(buf, len, &ed) < 0)
 		return -EINVAL;
@@ -71,8 +98,14 @@ int rootenv_write(const char *buf, size_t len)
 	/* The root set first: a session made from now on starts with it, and every session made
 	 * before is in the list below. */
 	core_lock();
-	envlist_apply(&root_env, &ed);
+	rc = check_locked(&ed);
+	if (rc == 0)
+		envlist_apply(&root_env, &ed);
 	core_unlock();
+	if (rc < 0) {
+		envedits_free(&ed);
+		return rc;
+	}
 	ns = session_list(&sv);
 	for (size_t i = 0; i < ns; i++) {
 		struct session *s = session_find_serial(sv[i].serial);

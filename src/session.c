@@ -495,10 +495,38 @@ static int enqueue_unless_removed(struct session *s, struct op *op)
 	return 0;
 }
 
+/* Core lock held. */
+static int env_check_locked(struct session *s, const struct envedits *ed)
+{
+	struct envlist next;
+	int rc;
+
+	session_next_env(s, &next);
+	rc = envlist_check_edits(&next, ed, session_cfg->env_value_max, session_cfg->env_max);
+	envlist_free(&next);
+	return rc;
+}
+
+int session_env_check(struct session *s, const struct envedits *ed)
+{
+	int rc;
+
+	core_lock();
+	rc = env_check_locked(s, ed);
+	core_unlock();
+	return rc;
+}
+
+size_t session_env_value_max(void)
+{
+	return session_cfg->env_value_max;
+}
+
 int session_setenv(struct session *s, const char *buf, size_t len)
 {
 	struct envedits ed;
 	struct op *op;
+	int rc;
 
 	if (envedits_parse(buf, len, &ed) < 0)
 		return -EINVAL;
@@ -508,6 +536,12 @@ int session_setenv(struct session *s, const char *buf, size_t len)
 	op->kind = OP_ENV;
 	op->edits = ed;
 	core_lock();
+	/* Checked at write() already; again here, as commands may have exported since. */
+	if ((rc = env_check_locked(s, &ed)) < 0) {
+		core_unlock();
+		exec_op_free(op);
+		return rc;
+	}
 	for (size_t i = 0; i < ed.n; i++)
 		envlist_set(&s->own_env, ed.e[i].name, "");
 	core_unlock();

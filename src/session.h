@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "config.h"
+#include "envlist.h"
 #include "run.h"
 #include "ticket.h"
 
@@ -61,8 +62,14 @@ int session_submit(struct session *s, const char *cmd, size_t len, unsigned *n);
 struct run *session_latest(struct session *s);
 /* NAME=VALUE lines the next command starts with; caller frees. */
 char *session_env(struct session *s, size_t *len);
-/* Applies env edit lines; -EINVAL (and nothing changes) on any bad line. */
+/* Applies env edit lines; -EINVAL on any bad line, -EFBIG past the env bounds (see
+ * session_env_check): then nothing changes. */
 int session_setenv(struct session *s, const char *buf, size_t len);
+/* -EFBIG if the edits would set a variable over [session] env_value_max, or take the env
+ * the next command starts with over env_max (and further from it). */
+int session_env_check(struct session *s, const struct envedits *ed);
+/* [session] env_value_max. */
+size_t session_env_value_max(void);
 /* The directory the next command starts in, with a newline; caller frees. */
 char *session_cwd(struct session *s, size_t *len);
 /* Queues a cd; *t is done with 0, -ENOENT, -ENOTDIR, -EACCES or -EIO. */
