@@ -337,7 +337,8 @@ static int check_base_env(const struct config *cfg, char *err, size_t errlen)
 		size_t bytes = strlen(cfg->base_env[i]) + 1;
 
 		if (bytes > cfg->env_value_max) {
-			snprintf(err, errlen, "%.*s: %zu bytes, over [session] env_value_max (%llu)",
+			snprintf(err, errlen,
+				 "%.*s: %zu bytes, over [session] env_value_max (%llu)",
 				 (int)strcspn(cfg->base_env[i], "="), cfg->base_env[i], bytes,
 				 (unsigned long long)cfg->env_value_max);
 			return -EFBIG;
@@ -345,8 +346,10 @@ static int check_base_env(const struct config *cfg, char *err, size_t errlen)
 		total += bytes;
 	}
 	if (total > cfg->env_max) {
-		snprintf(err, errlen, "the configured env takes %llu bytes, over [session] env_max "
-			 "(%llu)", (unsigned long long)total, (unsigned long long)cfg->env_max);
+		snprintf(err, errlen,
+			 "the configured env takes %llu bytes, over [session] env_max "
+			 "(%llu)",
+			 (unsigned long long)total, (unsigned long long)cfg->env_max);
 		return -EFBIG;
 	}
 	return 0;

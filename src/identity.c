@@ -65,12 +65,12 @@ int identity_resolve(const char *user, struct identity *id, char *err, size_t er
 
 int identity_etc_fd(const struct identity *id, const char *home, bool group)
 {
-	char *text = group ? xasprintf("root:x:0:\nsbxfs:x:%u:\nnogroup:x:65534:\n",
-				       (unsigned)id->gid)
-			   : xasprintf("root:x:0:0:root:/root:/bin/bash\n"
-				       "sbxfs:x:%u:%u:sbxfs sandbox:%s:/bin/bash\n"
-				       "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
-				       (unsigned)id->uid, (unsigned)id->gid, home);
+	char *text =
+	    group ? xasprintf("root:x:0:\nsbxfs:x:%u:\nnogroup:x:65534:\n", (unsigned)id->gid)
+		  : xasprintf("root:x:0:0:root:/root:/bin/bash\n"
+			      "sbxfs:x:%u:%u:sbxfs sandbox:%s:/bin/bash\n"
+			      "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+			      (unsigned)id->uid, (unsigned)id->gid, home);
 	size_t len = strlen(text);
 	int fd = memfd_create(group ? "sbxfs-group" : "sbxfs-passwd", MFD_CLOEXEC), rc = 0;
 
