@@ -110,11 +110,44 @@ static void test_git_policy(void)
 	config_free(&cfg);
 }
 
+/* uid_range is FIRST-LAST within the ids; the env bounds stay within what execve takes, and
+ * the configured env within them. */
+static void test_uid_range_and_env_bounds(void)
+{
+	struct config cfg;
+	char err[256], *big;
+
+	config_defaults(&cfg);
+	CHECK(!cfg.user[0] && cfg.uid_first == 2000000000u && cfg.uid_last == 2000065535u);
+	CHECK(cfg.env_value_max == 128u << 10 && cfg.env_max == 1u << 20);
+	CHECK(config_set(&cfg, "sandbox", "uid_range", "3000-3999", err, sizeof(err)) == 0);
+	CHECK(cfg.uid_first == 3000 && cfg.uid_last == 3999);
+	CHECK(config_set(&cfg, "sandbox", "uid_range", "0-10", err, sizeof(err)) < 0);
+	CHECK(config_set(&cfg, "sandbox", "uid_range", "10-9", err, sizeof(err)) < 0);
+	CHECK(config_set(&cfg, "sandbox", "uid_range", "10-4294967295", err, sizeof(err)) < 0);
+	CHECK(config_set(&cfg, "sandbox", "uid_range", "10", err, sizeof(err)) < 0);
+	CHECK(config_set(&cfg, "sandbox", "user", "", err, sizeof(err)) == 0);
+	CHECK(config_set(&cfg, "session", "env_value_max", "129K", err, sizeof(err)) < 0);
+	CHECK(config_set(&cfg, "session", "env_value_max", "max", err, sizeof(err)) < 0);
+	CHECK(config_set(&cfg, "session", "env_value_max", "1K", err, sizeof(err)) == 0);
+	CHECK(config_check(&cfg, err, sizeof(err)) == 0);
+	big = calloc(2000, 1);
+	memset(big, 'x', 1999);
+	CHECK(config_set(&cfg, "env", "BIG", big, err, sizeof(err)) == 0);
+	CHECK(config_check(&cfg, err, sizeof(err)) < 0 && strstr(err, "BIG"));
+	CHECK(config_set(&cfg, "session", "env_value_max", "4K", err, sizeof(err)) == 0);
+	CHECK(config_set(&cfg, "session", "env_max", "2K", err, sizeof(err)) == 0);
+	CHECK(config_check(&cfg, err, sizeof(err)) < 0 && strstr(err, "env_max"));
+	free(big);
+	config_free(&cfg);
+}
+
 int main(void)
 {
 	test_defaults();
 	test_load();
 	test_errors();
 	test_git_policy();
+	test_uid_range_and_env_bounds();
 	return check_done();
 }

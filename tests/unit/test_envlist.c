@@ -67,8 +67,34 @@ static void test_list(void)
 	envlist_free(&el);
 }
 
+/* Bounds count NAME=VALUE and its NUL; a write that shrinks an env over its bound passes. */
+static void test_bounds(void)
+{
+	struct envlist el;
+	struct envedits ed;
+
+	envlist_init(&el);
+	envlist_set(&el, "A", "123");
+	CHECK(envlist_bytes(&el) == 6);
+	CHECK(parse("B=1234\n", &ed) == 0);
+	CHECK(envlist_check_edits(&el, &ed, 7, 100) == 0);
+	CHECK(envlist_check_edits(&el, &ed, 6, 100) == -EFBIG);
+	CHECK(envlist_check_edits(&el, &ed, 100, 12) == -EFBIG);
+	CHECK(envlist_check_edits(&el, &ed, 100, 13) == 0);
+	envedits_free(&ed);
+	CHECK(parse("-A\nB=1\n", &ed) == 0);
+	CHECK(envlist_check_edits(&el, &ed, 100, 1) == 0); /* over, but smaller than before */
+	envedits_free(&ed);
+	CHECK(!envedit_partial_too_big("B=12345", 7, 8));
+	CHECK(envedit_partial_too_big("B=123456", 8, 8));
+	CHECK(!envedit_partial_too_big("B=$'\\x41\\x41", 12, 8));
+	CHECK(!envedit_partial_too_big("-B", 2, 1));
+	envlist_free(&el);
+}
+
 int main(void)
 {
+	test_bounds();
 	test_names();
 	test_edits();
 	test_list();
