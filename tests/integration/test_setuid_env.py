@@ -163,6 +163,14 @@ def test_a_setuid_file_already_in_the_backing_dir_gives_nothing(sbx):
     os.chmod(sbx.ws / name, 0o6755)
     res = subprocess.run([str(sbx.workspace / name), "-u"], capture_output=True, timeout=30)
     assert res.stdout == b"0\n", res  # root stays root: the bits are ignored, not 4242
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="planting a setuid file needs root")
+@pytest.mark.skipif(isolation_none(),
+                    reason="--isolation none runs commands as root in the backing directory")
+def test_a_setuid_root_file_gives_the_sandbox_nothing(sbx):
+    name = uniq("suid-id")
+    shutil.copy("/usr/bin/id", sbx.ws / name)
     s = sbx.new_session()
     os.chown(sbx.ws / name, 0, 0)
     os.chmod(sbx.ws / name, 0o6755)
