@@ -113,11 +113,16 @@ static int take_lock(const char *state_dir)
 /* A named user as configured; else, as root, this state dir's own uid. */
 static int resolve_identity(char *err, size_t errlen)
 {
+	int rc;
+
 	if (cfg->user[0] || getuid() != 0)
 		return identity_resolve(cfg->user, &identity, err, errlen);
 	own_uid = true;
-	return uidpool_claim(cfg->uid_first, cfg->uid_last, cfg->state_dir, cfg->workspace,
-			     &identity, err, errlen);
+	rc = uidpool_claim(cfg->uid_first, cfg->uid_last, cfg->state_dir, cfg->workspace,
+			   &identity, err, errlen);
+	if (rc == 0)
+		log_info("sandbox uid and gid %u (%s/uid)", (unsigned)identity.uid, cfg->state_dir);
+	return rc;
 }
 
 int sandbox_prepare(struct config *c, const char *self_exe, char *err, size_t errlen)
