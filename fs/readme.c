@@ -5,7 +5,7 @@ const char readme_text[] =
 	"sbxfs: a sandbox you drive with echo, cat and ls\n"
 	"\n"
 	"README                  this text\n"
-	"limits                  the sandbox's limits and what it uses now\n"
+	"limits                  the sandbox's limits and what it uses now, and its uid\n"
 	"workspace/              the shared workspace (commands see it as /workspace)\n"
 	"sessions/               one directory per shell session; ls lists them\n"
 	"sessions/clone          read it: creates a session, returns its id\n"
