@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sbxutil import (Background, SbxMount, isolation_none, read_bytes, run_proc, uniq,
+from sbxutil import (Background, ConfMount, SbxMount, isolation_none, read_bytes, run_proc,
                      write_bytes)
 
 pytestmark = pytest.mark.skipif(
@@ -142,3 +142,26 @@ def test_a_uid_held_by_another_state_dir_is_refused(fresh_mount):
         assert m1.sandbox_ids()[0] == uid
     finally:
         m2.cleanup_tmp()
+
+
+def test_a_named_user_is_every_mounts_user():
+    """[sandbox] user = NAME keeps the old way: every mount with it runs as that one user."""
+    import pwd
+    mounts = [ConfMount(tempfile.mkdtemp(prefix="sbxfs-it-inst-"),
+                        "[sandbox]\nuser = sbxfs\n") for _ in range(2)]
+    try:
+        for m in mounts:
+            m.start()
+        pw = pwd.getpwnam("sbxfs")  # created by the first start if it was missing
+        for m in mounts:
+            assert m.sandbox_ids() == (pw.pw_uid, pw.pw_gid)
+            s = m.new_session()
+            out, err, code = sh(m, s, "id -un; id -u")
+            assert (out, code) == (f"sbxfs\n{pw.pw_uid}\n", 0), err
+            assert not (m.state / "uid").exists()
+    finally:
+        for m in mounts:
+            if m.alive():
+                assert m.stop() == []
+            m.abort()
+            m.cleanup_tmp()

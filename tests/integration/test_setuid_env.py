@@ -147,7 +147,7 @@ def test_host_views_of_the_workspace_are_nosuid(sbx):
     # the staging binds a root daemon makes for bwrap are reachable from the host too
     staged = [line.split()[4] for line in open("/proc/self/mountinfo")
               if line.split()[3] == os.path.realpath(sbx.ws)
-              and line.split()[4].startswith(f"/run/sbxfs-")]
+              and line.split()[4].startswith("/run/sbxfs-")]
     for path in staged:
         assert {"nosuid", "nodev"} <= set(mountinfo_options(path)), path
 
