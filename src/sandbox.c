@@ -179,7 +179,7 @@ static int stage(const char *src, const char *name, bool dir, char **dst)
 		return -errno;
 	if (mount(src, *dst, NULL, MS_BIND, NULL) < 0)
 		return -errno;
-	/* The staged workspace is reachable from the host: nothing in it runs set-id there. */
+	/* What is staged is reachable from the host too: nothing there runs set-id. */
 	if (mount(NULL, *dst, NULL, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV, NULL) < 0)
 		return -errno;
 	return 0;
