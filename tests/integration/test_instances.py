@@ -165,3 +165,33 @@ def test_a_named_user_is_every_mounts_user():
                 assert m.stop() == []
             m.abort()
             m.cleanup_tmp()
+
+
+def test_a_uid_is_free_again_once_its_state_dir_and_workspace_are_gone():
+    import random
+    uid = random.randrange(2100000000, 2101000000)
+    while (REGISTRY / str(uid)).exists():
+        uid += 1
+    conf = f"[sandbox]\nuid_range = {uid}-{uid}\n"
+    a = ConfMount(tempfile.mkdtemp(prefix="sbxfs-it-inst-"), conf)
+    b = ConfMount(tempfile.mkdtemp(prefix="sbxfs-it-inst-"), conf)
+    try:
+        a.start()
+        assert a.sandbox_ids() == (uid, uid)
+        assert a.stop() == []
+        # a's state dir still records it: stopped is not gone
+        res = subprocess.run(b.command_line(), capture_output=True, timeout=30)
+        assert res.returncode != 0 and b"no free uid left" in res.stderr, res.stderr
+        a.cleanup_tmp()
+        b.start()
+        assert b.sandbox_ids() == (uid, uid)
+        entry = (REGISTRY / str(uid)).read_text().splitlines()
+        assert entry == [os.path.realpath(b.state), os.path.realpath(b.ws)]
+        assert b.stop() == []
+    finally:
+        for m in (a, b):
+            m.abort()
+            m.cleanup_tmp()
+        claim = REGISTRY / str(uid)  # stale by now: no need to keep it
+        if claim.exists() and not b.state.exists():
+            claim.unlink()
