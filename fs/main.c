@@ -249,11 +249,9 @@ static void attach_kernel_workspace(int mfd, const char *mountpoint)
 static void log_to_state_dir(const struct config *cfg)
 {
 	char *path = xasprintf("%s/sbxfs.log", cfg->state_dir);
-	FILE *f = fopen(path, "a");
 
+	log_open_file("sbxfs", cfg->log_level, path, cfg->log_max);
 	free(path);
-	if (f)
-		log_init("sbxfs", cfg->log_level, f);
 }
 
 int main(int argc, char **argv)

@@ -85,6 +85,9 @@ void config_defaults(struct config *cfg)
 	cfg->ws_kernel = true;
 	cfg->ws_symfollow = false;
 	cfg->ws_max_fds = 0;
+	cfg->log_max = 10ull << 20;
+	cfg->spool_max = 4ull << 30;
+	cfg->workspace_max = 0;
 	base_env_set(cfg, "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
 	base_env_set(cfg, "LANG", "C.UTF-8");
 	base_env_set(cfg, "TERM", "dumb");
@@ -178,7 +181,9 @@ static int set_main(struct config *cfg, const char *key, const char *value)
 		    strcmp(value, "none"))
 			return -EINVAL;
 		set_str(&cfg->cgroup, value);
-	} else
+	} else if (!strcmp(key, "log_max"))
+		return config_parse_size(value, &cfg->log_max);
+	else
 		return -ENOENT;
 	return 0;
 }
@@ -228,6 +233,8 @@ static int set_session(struct config *cfg, const char *key, const char *value)
 		return parse_size_in(value, 2, ENV_STRING_LIMIT, &cfg->env_value_max);
 	else if (!strcmp(key, "env_max"))
 		return parse_size_in(value, 2, UINT32_MAX, &cfg->env_max);
+	else if (!strcmp(key, "spool_max"))
+		return config_parse_size(value, &cfg->spool_max);
 	else
 		return -ENOENT;
 	return 0;
@@ -325,6 +332,8 @@ static int set_sandbox(struct config *cfg, const char *key, const char *value)
 		return config_parse_size(value, &cfg->shm_size);
 	if (!strcmp(key, "uid_range"))
 		return parse_id_range(value, &cfg->uid_first, &cfg->uid_last);
+	if (!strcmp(key, "workspace_max"))
+		return config_parse_size(value, &cfg->workspace_max);
 	return -ENOENT;
 }
 

@@ -19,6 +19,7 @@ struct config {
 	enum log_level log_level;
 
 	char *cgroup;         /* auto, v1, v2 or none */
+	uint64_t log_max;     /* bytes of the log file before it rotates; 0 = no bound */
 
 	char *shell;          /* bash: the session driver is a bash script */
 	uint64_t timeout_ms;  /* a session's default command timeout; 0 = none */
@@ -28,6 +29,7 @@ struct config {
 	uint64_t git_timeout_ms; /* a checkout's time limit */
 	bool git_allow_private;  /* checkouts may connect to loopback, private, ... addresses */
 	char **git_local_roots;  /* NULL-terminated: host directories checkouts may read */
+	uint64_t spool_max;   /* bytes of all runs' spool files together; 0 = no bound */
 	char **base_env;      /* NAME=VALUE, NULL-terminated: a new session's environment */
 	size_t n_base_env;
 	uint64_t env_value_max; /* bytes of one NAME=VALUE with its NUL, as execve counts */
@@ -44,6 +46,7 @@ struct config {
 	uint64_t tmp_size;    /* bytes of the sandbox's /tmp */
 	uint64_t shm_size;    /* bytes of its /dev/shm */
 	uint32_t uid_first, uid_last; /* uid_range: each instance's own uid when user is "" */
+	uint64_t workspace_max; /* bytes of the workspace (a loop-mounted image); 0 = no bound */
 
 	bool ws_cache;        /* workspace changed only through sbxfs and the sandbox */
 	double ws_timeout;    /* entry/attr timeout in seconds when ws_cache is on */

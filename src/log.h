@@ -7,6 +7,10 @@
 enum log_level { LOG_LVL_ERROR, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG };
 
 void log_init(const char *progname, enum log_level level, FILE *out);
+/* Logs to the file at path (appended); once it would pass max bytes (0: no bound), it becomes
+ * path.1 and a new one starts. -errno if it cannot be opened. */
+int log_open_file(const char *progname, enum log_level level, const char *path,
+		  unsigned long long max);
 int log_level_parse(const char *s, enum log_level *level);
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
