@@ -54,6 +54,7 @@ struct run *run_new(unsigned n, const char *cmd, size_t cmdlen, const char *spoo
 		}
 	}
 	r->out[RUN_STDOUT].mirror = r->out[RUN_STDERR].mirror = &r->out[RUN_OUTPUT];
+	spool_budget_add(&r->budget, r->out, RUN_STREAMS);
 	return r;
 }
 
@@ -87,6 +88,7 @@ void run_unref(struct run *r)
 {
 	if (__atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL) > 0)
 		return;
+	spool_budget_remove(&r->budget);
 	for (int i = 0; i < RUN_STREAMS; i++)
 		spool_close(&r->out[i]);
 	free(r->error);
@@ -147,12 +149,14 @@ char *run_describe(const struct run *r)
 	if (r->state == RUN_DONE)
 		snprintf(exit_text, sizeof(exit_text), "%d", r->status);
 	text = xasprintf("command %u\nrun_state %s\npid %d\nstarted %s\nduration %s\nexit %s\n"
-			 "timed_out %s\nkilled %s\nsignal %d\ntruncated %s\ncommand_timeout %llu\n",
+			 "timed_out %s\nkilled %s\nsignal %d\ntruncated %s\ncommand_timeout %llu\n%s",
 			 r->n, states[r->state], (int)r->shell_pid, started, duration, exit_text,
 			 r->timed_out ? "yes" : "no", r->killed ? "yes" : "no",
 			 r->killed ? r->kill_sig : 0,
 			 r->out[0].truncated || r->out[1].truncated ? "yes" : "no",
-			 (unsigned long long)r->timeout_ms);
+			 (unsigned long long)r->timeout_ms,
+			 /* only when it was: the spool budget emptied its output */
+			 r->budget.dropped ? "output_dropped yes\n" : "");
 	return esc_status_error(text, error); /* the line only when something went wrong */
 }
 

@@ -26,6 +26,7 @@ struct run {
 	enum run_state state;
 	int status; /* exit status, 128+N for signal N; valid when done */
 	struct spool out[RUN_STREAMS];
+	struct spool_set budget; /* out[] in the spool budget */
 	struct waitq doneq;
 	struct timespec submitted, started, ended;
 	uint64_t timeout_ms;  /* in force for this run, 0 = none */

@@ -28,6 +28,7 @@
 #include "log.h"
 #include "loop.h"
 #include "session.h"
+#include "spoolbudget.h"
 #include "uidpool.h"
 #include "watchdog.h"
 #include "xmalloc.h"
@@ -379,6 +380,7 @@ int sandbox_start(const char *mnt, char *err, size_t errlen)
 	core_unlock();
 	if (rc < 0)
 		return rc;
+	spool_budget_init(cfg->spool_max);
 	sessions_init(cfg, spool_dir, inside_workspace(),
 		      cfg->isolate && getuid() == 0 ? &identity : NULL);
 	/* As the sandbox's user, it reaches the workspace where bwrap does (the staged bind). */

@@ -66,6 +66,7 @@ static void write_failed(struct spool *sp, int err)
 }
 
 static void spool_grew(struct spool *sp, size_t n);
+static void append_bytes(struct spool *sp, const void *buf, size_t len);
 
 /* Copies what the file got at off into its mirror, so the mirror has the bytes of every spool
  * that feeds it in the order they arrived; past the mirror's cap they are dropped. */
@@ -74,7 +75,7 @@ static void copy_to_mirror(struct spool *sp, off_t off, size_t n)
 	struct spool *m = sp->mirror;
 	char buf[65536];
 
-	if (m->fd < 0 || m->err)
+	if (m->fd < 0 || m->err || m->dropped)
 		return;
 	if ((off_t)n > m->cap - m->size) {
 		n = m->size < m->cap ? (size_t)(m->cap - m->size) : 0;
@@ -96,7 +97,7 @@ static void copy_to_mirror(struct spool *sp, off_t off, size_t n)
 				write_failed(m, got < 0 ? errno : EIO);
 				return;
 			}
-			spool_append(m, buf, (size_t)got);
+			append_bytes(m, buf, (size_t)got);
 		}
 		off += got;
 		n -= (size_t)got;
@@ -107,6 +108,8 @@ static void spool_grew(struct spool *sp, size_t n)
 {
 	if (sp->mirror)
 		copy_to_mirror(sp, sp->size, n);
+	if (sp->set)
+		spool_budget_charge(n);
 	sp->size += (off_t)n;
 	clock_gettime(CLOCK_REALTIME, &sp->mtime);
 	waitq_wake(&sp->waiters);
@@ -126,15 +129,28 @@ static ssize_t drop(struct spool *sp, int pipefd, size_t max)
 	return n;
 }
 
+/* Spool bytes one byte here takes: its mirror's copy too, while the mirror keeps bytes. */
+static unsigned cost_per_byte(const struct spool *sp)
+{
+	const struct spool *m = sp->mirror;
+
+	return m && m->fd >= 0 && !m->err && !m->dropped && m->size < m->cap ? 2 : 1;
+}
+
 ssize_t spool_fill(struct spool *sp, int pipefd, size_t max)
 {
 	loff_t off = sp->size;
+	size_t room;
 	ssize_t n;
 
-	if (sp->size >= sp->cap || sp->err)
+	if (sp->size >= sp->cap || sp->err || sp->dropped)
 		return drop(sp, pipefd, max);
 	if ((off_t)max > sp->cap - sp->size)
 		max = (size_t)(sp->cap - sp->size);
+	room = spool_budget_room(sp->set, max, cost_per_byte(sp));
+	if (room == 0)
+		return drop(sp, pipefd, max);
+	max = room;
 
 	n = splice(pipefd, NULL, sp->fd, &off, max, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
 	if (n < 0 && errno != EINVAL && errno != EAGAIN && errno != EINTR) {
@@ -160,11 +176,11 @@ ssize_t spool_fill(struct spool *sp, int pipefd, size_t max)
 	return n;
 }
 
-void spool_append(struct spool *sp, const void *buf, size_t len)
+static void append_bytes(struct spool *sp, const void *buf, size_t len)
 {
 	ssize_t w;
 
-	if (sp->fd < 0 || sp->err)
+	if (sp->fd < 0 || sp->err || sp->dropped)
 		return;
 	if ((w = pwrite(sp->fd, buf, len, sp->size)) != (ssize_t)len) {
 		write_failed(sp, w < 0 ? errno : ENOSPC);
@@ -173,10 +189,38 @@ void spool_append(struct spool *sp, const void *buf, size_t len)
 	spool_grew(sp, len);
 }
 
+void spool_append(struct spool *sp, const void *buf, size_t len)
+{
+	size_t room;
+
+	if (sp->fd < 0 || sp->err || sp->dropped)
+		return;
+	room = spool_budget_room(sp->set, len, cost_per_byte(sp));
+	if (room < len && !sp->truncated) {
+		sp->truncated = true;
+		waitq_wake(&sp->waiters);
+	}
+	if (room)
+		append_bytes(sp, buf, room);
+}
+
 void spool_finish(struct spool *sp)
 {
 	sp->done = true;
 	waitq_wake(&sp->waiters);
+}
+
+off_t spool_drop(struct spool *sp)
+{
+	off_t held = sp->size;
+
+	if (sp->fd >= 0 && ftruncate(sp->fd, 0) < 0)
+		log_warn("spool %s: emptying it", sp->path);
+	sp->size = 0;
+	sp->dropped = sp->truncated = true;
+	clock_gettime(CLOCK_REALTIME, &sp->mtime);
+	waitq_wake(&sp->waiters);
+	return held;
 }
 
 void spool_close(struct spool *sp)

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "spoolbudget.h"
 #include "waiter.h"
 
 struct spool {
@@ -20,6 +21,8 @@ struct spool {
 	bool done;           /* no more data will come */
 	struct waitq waiters; /* woken when it grows or is done */
 	struct spool *mirror; /* gets a copy of every byte kept here, as it comes (or NULL) */
+	struct spool_set *set; /* its run's, in the spool budget (or NULL) */
+	bool dropped;        /* emptied for newer runs' output (spool_max); what comes is dropped */
 };
 
 /* Creates the file (drawing on the descriptor reserve); -ENOSPC if its filesystem has no free
@@ -35,6 +38,9 @@ ssize_t spool_fill(struct spool *sp, int pipefd, size_t max);
  * its cap). Core lock held. */
 void spool_append(struct spool *sp, const void *buf, size_t len);
 void spool_finish(struct spool *sp);
+/* Core lock held: empties the file for the spool budget, which drops what comes from then on
+ * too (readers see the output end where they are). Returns the bytes it held. */
+off_t spool_drop(struct spool *sp);
 /* Closes and removes the file. */
 void spool_close(struct spool *sp);
 
