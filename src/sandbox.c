@@ -31,6 +31,7 @@
 #include "spoolbudget.h"
 #include "uidpool.h"
 #include "watchdog.h"
+#include "wsimage.h"
 #include "xmalloc.h"
 
 extern char **environ;
@@ -161,10 +162,15 @@ int sandbox_prepare(struct config *c, const char *self_exe, char *err, size_t er
 		return rc;
 	if (cfg->isolate && (rc = resolve_identity(err, errlen)) < 0)
 		return rc;
+	/* Before anything opens the workspace by its path, so that all of them get the image. */
+	if (cfg->workspace_max && (rc = wsimage_attach(cfg->workspace, cfg->state_dir,
+						       cfg->workspace_max, err, errlen)) < 0)
+		return rc;
 	/* The sandbox's commands must be able to create files at the top of their workspace. */
 	if (cfg->isolate && getuid() == 0 && chown(cfg->workspace, identity.uid, identity.gid) < 0) {
 		rc = -errno;
 		snprintf(err, errlen, "workspace %s: chown: %s", cfg->workspace, strerror(-rc));
+		wsimage_detach();
 		return rc;
 	}
 	return 0;
@@ -349,6 +355,7 @@ static void cleanup_after_daemon(void)
 	log_warnx("the daemon died: cleaning up its sandbox and unmounting %s", mountpoint);
 	cgroup_shutdown();
 	unstage_paths();
+	wsimage_detach();
 	if (posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ) == 0)
 		waitpid(pid, NULL, 0);
 }
@@ -416,6 +423,7 @@ void sandbox_stop(void)
 		if (etc_fds[i] >= 0)
 			close(etc_fds[i]);
 	unstage_paths();
+	wsimage_detach();
 	free(mountpoint);
 	free(git_helper);
 	free(launcher);

@@ -71,8 +71,8 @@ size_t spool_budget_room(struct spool_set *set, size_t want, unsigned cost)
 	if (!budget_max || !set)
 		return want;
 	pthread_mutex_lock(&budget_mu);
-	while (budget_used + need > budget_max && (oldest = TAILQ_FIRST(&sets)) &&
-	       oldest != set && set->listed)
+	while (budget_used + need > budget_max && (oldest = TAILQ_FIRST(&sets)) && oldest != set &&
+	       set->listed)
 		drop_set(oldest);
 	room = budget_used < budget_max ? (budget_max - budget_used) / cost : 0;
 	pthread_mutex_unlock(&budget_mu);
