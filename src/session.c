@@ -301,6 +301,7 @@ int session_submit(struct session *s, const char *cmd, size_t len, unsigned *n)
 	s->next_n++;
 	if (n)
 		*n = s->next_n;
+	log_debug("session %s: command %u queued", s->id, s->next_n);
 	remember(s, r);
 	op = xcalloc(1, sizeof(*op));
 	op->kind = OP_RUN;

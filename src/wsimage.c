@@ -192,39 +192,54 @@ static int grow(const char *img, off_t from, uint64_t size, char *err, size_t er
 	return -EIO;
 }
 
-/* Whether a loop device still has the image: a daemon that died and whose lazy unmount has not
- * released it yet, or anyone else; mounting it twice would corrupt it. */
-static bool image_in_use(const char *img)
+/* The loop device that has the image ("/dev/loopN" in dev), or false. */
+static bool loop_of(const char *img, char *dev, size_t devlen)
 {
 	struct dirent *de;
 	DIR *d = opendir("/sys/block");
-	bool used = false;
+	bool found = false;
 
-	while (d && !used && (de = readdir(d))) {
-		char source[300];
-
-		snprintf(source, sizeof(source), "/dev/%s", de->d_name);
-		used = loop_backs(source, img);
+	while (d && !found && (de = readdir(d))) {
+		snprintf(dev, devlen, "/dev/%s", de->d_name);
+		found = loop_backs(dev, img);
 	}
 	if (d)
 		closedir(d);
-	return used;
+	return found;
 }
 
-/* The image is released a moment after the unmount of the last daemon (the loop device
- * detaches itself asynchronously): wait for that, a little. */
-static int wait_unused(const char *img, char *err, size_t errlen)
+/* Whether no loop device has the image, after waiting a moment: the device of the daemon before
+ * detaches itself a little after its last unmount. */
+static bool released(const char *img)
 {
-	for (int i = 0; i < 50; i++) {
-		if (!image_in_use(img))
-			return 0;
+	char dev[300];
+
+	for (int i = 0; i < 25; i++) {
+		if (!loop_of(img, dev, sizeof(dev)))
+			return true;
 		usleep(40000);
 	}
-	snprintf(err, errlen,
-		 "%s is still in use by a loop device (see losetup -j): is "
-		 "something else using it?",
-		 img);
-	return -EBUSY;
+	return false;
+}
+
+/* A loop device still has the image: a daemon that died left it mounted in its sandbox's
+ * namespaces. Held open, so that it stays, it is mounted again: the kernel shares the one
+ * filesystem (a second loop device would make two, and corrupt it). Its fd, or -errno. */
+static int loop_reuse(const char *img, char *dev, size_t devlen)
+{
+	int fd;
+
+	if (!loop_of(img, dev, devlen))
+		return -ENOENT;
+	fd = open(dev, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (!loop_backs(dev, img)) {
+		close(fd);
+		return -ENOENT;
+	}
+	log_warnx("%s: still on %s (a daemon that died?): mounting that again", img, dev);
+	return fd;
 }
 
 /* The image there is (grown to max if smaller), or a new one; *tidy when mkfs or e2fsck made
@@ -245,11 +260,14 @@ static int find_or_make(const char *ws, const char *img, uint64_t max, bool *tid
 				 img, (unsigned long long)st.st_size, (unsigned long long)max);
 			return -EINVAL;
 		}
-		if ((rc = wait_unused(img, err, errlen)) < 0)
-			return rc;
 		*tidy = (uint64_t)st.st_size < max;
-		if (*tidy && (rc = grow(img, st.st_size, max, err, errlen)) < 0)
+		if (*tidy && !released(img)) {
+			log_warnx("%s: in use by a loop device: not grown to workspace_max now",
+				  img);
+			*tidy = false;
+		} else if (*tidy && (rc = grow(img, st.st_size, max, err, errlen)) < 0) {
 			return rc;
+		}
 		if (dir_is_empty(ws) == 0)
 			log_warnx("workspace %s: its own files are hidden while the image %s is "
 				  "mounted over it",
@@ -277,12 +295,34 @@ static int find_or_make(const char *ws, const char *img, uint64_t max, bool *tid
 	return make_image(img, max, err, errlen);
 }
 
+/* Mounts the image on ws through a loop device: the one it is still on, else a new one. A
+ * device on its way out (its last unmount just now) may fail the mount: then again. */
+static int mount_image(const char *img, const char *ws, char *dev, size_t devlen)
+{
+	int rc = -ENOENT;
+
+	for (int tries = 0; tries < 10 && rc < 0; tries++) {
+		int loop = loop_reuse(img, dev, devlen);
+
+		if (loop == -ENOENT)
+			loop = loop_attach(img, dev, devlen);
+		if (loop < 0)
+			return loop;
+		/* discard: what the sandbox deletes is given back to the host's disk. */
+		rc = mount(dev, ws, "ext4", MS_NOSUID | MS_NODEV, "discard") < 0 ? -errno : 0;
+		close(loop);
+		if (rc < 0)
+			usleep(50000);
+	}
+	return rc;
+}
+
 int wsimage_attach(const char *workspace, const char *state_dir, uint64_t max, char *err,
 		   size_t errlen)
 {
 	char *ws, *state, *img = NULL, dev[64];
 	bool tidy;
-	int loop, rc;
+	int rc;
 
 	if (geteuid() != 0) {
 		snprintf(err, errlen,
@@ -301,16 +341,8 @@ int wsimage_attach(const char *workspace, const char *state_dir, uint64_t max, c
 	detach_stale(ws, img);
 	if ((rc = find_or_make(ws, img, max, &tidy, err, errlen)) < 0)
 		goto out;
-	if ((loop = loop_attach(img, dev, sizeof(dev))) < 0) {
-		rc = loop;
-		snprintf(err, errlen, "%s: no loop device: %s", img, strerror(-rc));
-		goto out;
-	}
-	/* discard: what the sandbox deletes is given back to the host's disk. */
-	if (mount(dev, ws, "ext4", MS_NOSUID | MS_NODEV, "discard") < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "mounting %s (%s) on %s: %s", img, dev, ws, strerror(-rc));
-		close(loop);
+	if ((rc = mount_image(img, ws, dev, sizeof(dev))) < 0) {
+		snprintf(err, errlen, "mounting %s on %s: %s", img, ws, strerror(-rc));
 		goto out;
 	}
 	mounted_on = ws;
@@ -321,7 +353,6 @@ int wsimage_attach(const char *workspace, const char *state_dir, uint64_t max, c
 		rmdir(lost);
 		free(lost);
 	}
-	close(loop);
 	log_info("workspace %s: the image %s (%llu bytes) on %s", mounted_on, img,
 		 (unsigned long long)max, dev);
 out:
