@@ -3,10 +3,12 @@ ENOSPC, the control plane and the host's workspace/ keep working, the image and 
 survive a restart), the spool budget of [session] spool_max (the oldest runs' output goes first,
 the newest is exact), and the rotation of the daemon's log at [sbxfs] log_max."""
 
+import json
 import os
 import re
 import subprocess
 import tempfile
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -265,6 +267,29 @@ def test_the_spool_budget_drops_the_oldest_runs_output_first():
             assert st["output_dropped"] == "yes" and st["truncated"] == "yes", (n, st)
             assert read_bytes(s / "runs" / str(n) / "stdout") == b""
             assert st["exit"] == "0", st
+        res = json.loads(read_bytes(s / "runs" / "1" / "result"))
+        assert res["stdout"] == "" and res["stdoutTruncated"] is True, res
+        assert res["truncated"] is True, res
+        assert json.loads(read_bytes(s / "runs" / "5" / "result"))["truncated"] is False
+
+
+def test_two_sessions_printing_at_once_stay_within_the_budget():
+    with conf_mount("[session]\nspool_max = 8M\n") as m, running(m):
+        a, b = m.new_session(), m.new_session()
+        slow = "for i in 1 2 3; do head -c 1M /dev/zero | tr '\\0' {}; sleep 0.2; done"
+        m.submit(a, slow.format("a"))
+        m.submit(b, slow.format("b"))
+        peak = 0
+        while m.read(a, "status").find(b"run_state done") < 0 or \
+                m.read(b, "status").find(b"run_state done") < 0:
+            peak = max(peak, spool_bytes(m))
+            time.sleep(0.02)
+        assert peak <= SPOOL_MAX + SPOOL_SLACK, peak
+        # a is the older run: it made room for b, whose output is whole
+        assert m.read(b, "stdout") == b"b" * (3 * MiB)
+        assert status(b).get("output_dropped") is None
+        assert status(a)["output_dropped"] == "yes" and m.read(a, "stdout") == b""
+        assert m.exit_status(a) == 0 and m.exit_status(b) == 0
 
 
 def test_a_command_alone_past_the_budget_is_truncated_as_past_output_cap():
