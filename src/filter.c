@@ -6,9 +6,11 @@
 #include "filter.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/sched.h>
 #include <seccomp.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -50,6 +52,59 @@ static int add_rules(scmp_filter_ctx ctx)
 	return rc;
 }
 
+/* A rule refusing syscall sc when its argument arg (an int: the upper half is ignored) is v. */
+static int refuse_if_arg(scmp_filter_ctx ctx, int err, int sc, unsigned arg, int v)
+{
+	struct scmp_arg_cmp cmp = {arg, SCMP_CMP_MASKED_EQ, 0xffffffffu, (uint32_t)v};
+
+	return seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(err), sc, 1, &cmp);
+}
+
+/* The launcher, its stdin holder and bwrap's init are out of reach of commands (same user):
+ * no signal to their pids or groups, nor to everyone (kill -1 would reach the launcher); no
+ * pidfd, ptrace or memory access; no SIGIO aimed at them. pidfd_send_signal gets ENOSYS, as it
+ * also takes a /proc/PID directory fd: callers fall back to kill. The launcher is also not
+ * dumpable, which covers /proc/PID/mem and /proc/PID/fd. */
+static int add_launcher_rules(scmp_filter_ctx ctx)
+{
+	static const int pids[] = {FILTER_INIT_PID, FILTER_LAUNCHER_PID, FILTER_HOLDER_PID};
+	static const int by_pid0[] = {SCMP_SYS(kill),        SCMP_SYS(tkill),
+				      SCMP_SYS(tgkill),      SCMP_SYS(rt_sigqueueinfo),
+				      SCMP_SYS(rt_tgsigqueueinfo), SCMP_SYS(pidfd_open),
+				      SCMP_SYS(process_vm_readv), SCMP_SYS(process_vm_writev)};
+	int rc = 0;
+
+	for (size_t p = 0; p < sizeof(pids) / sizeof(pids[0]) && rc == 0; p++) {
+		int pid = pids[p];
+
+		for (size_t i = 0; i < sizeof(by_pid0) / sizeof(by_pid0[0]) && rc == 0; i++)
+			rc = refuse_if_arg(ctx, EPERM, by_pid0[i], 0, pid);
+		if (rc == 0)
+			rc = refuse_if_arg(ctx, EPERM, SCMP_SYS(kill), 0, -pid);
+		if (rc == 0)
+			rc = refuse_if_arg(ctx, EPERM, SCMP_SYS(tgkill), 1, pid);
+		if (rc == 0)
+			rc = refuse_if_arg(ctx, EPERM, SCMP_SYS(rt_tgsigqueueinfo), 1, pid);
+		if (rc == 0)
+			rc = refuse_if_arg(ctx, EPERM, SCMP_SYS(ptrace), 1, pid);
+		for (int sign = 1; sign >= -1 && rc == 0; sign -= 2)
+			rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(fcntl), 2,
+					      SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, F_SETOWN),
+					      SCMP_A2(SCMP_CMP_MASKED_EQ, 0xffffffffu,
+						      (uint32_t)(sign * pid)));
+	}
+	/* These name their target through a pointer, which a filter cannot read. */
+	if (rc == 0)
+		rc = refuse_if_arg(ctx, EPERM, SCMP_SYS(fcntl), 1, F_SETOWN_EX);
+	if (rc == 0)
+		rc = refuse_if_arg(ctx, EPERM, SCMP_SYS(ioctl), 1, FIOSETOWN);
+	if (rc == 0)
+		rc = refuse_if_arg(ctx, EPERM, SCMP_SYS(ioctl), 1, SIOCSPGRP);
+	if (rc == 0)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(pidfd_send_signal), 0);
+	return rc;
+}
+
 int filter_bpf_fd(void)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
@@ -60,6 +115,8 @@ int filter_bpf_fd(void)
 	rc = add_rules(ctx);
 	if (rc == 0)
 		rc = filter_add_setid_rules(ctx);
+	if (rc == 0)
+		rc = add_launcher_rules(ctx);
 	fd = rc == 0 ? memfd_create("sbxfs-seccomp", MFD_CLOEXEC) : -1;
 	if (fd >= 0)
 		rc = seccomp_export_bpf(ctx, fd);

@@ -1,8 +1,10 @@
 /* sbxfs-launcher: the one process that starts every process of the sandbox. The daemon talks to
  * it over the socket on fd 3 (msg.h): START forks, joins the given cgroups and execs with the fds
- * it was sent, SIGNAL signals, HOLD keeps an fd open so a shell can open /proc/PID/fd/N (how a
- * command gets a fresh stdin pipe), and it reports STARTED, EXITED and HELD. It is a child
- * subreaper; when the daemon goes away it kills everything it started, orphans included. */
+ * it was sent, SIGNAL signals, HOLD has the stdin holder (holder.h) keep an fd open so a shell
+ * can open /proc/HOLDER/fd/N (how a command gets a fresh stdin pipe), and it reports STARTED,
+ * EXITED and HELD. It is not dumpable, so commands (same user) can neither ptrace it nor take
+ * its fds; the seccomp filter refuses them its signals. It is a child subreaper; when the daemon
+ * goes away it kills everything it started, orphans included. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -19,11 +21,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "holder.h"
 #include "log.h"
 #include "msg.h"
 #include "xmalloc.h"
 
 #define SOCK_FD 3
+/* Held fds get numbers from here up in the holder, clear of anything it has of its own. */
+#define HELD_FD_BASE 16
 
 struct child {
 	uint64_t id;
@@ -32,13 +37,18 @@ struct child {
 
 struct held {
 	uint64_t id;
-	int fd;
+	int fdnum; /* in the holder */
 };
 
 static struct child *children;
 static size_t nchildren;
 static struct held *helds;
 static size_t nhelds;
+/* Holds sent to the holder and not acked yet, oldest first. */
+static struct held *pending;
+static size_t npending;
+static int holder_sock = -1;
+static pid_t holder_pid;
 static struct msgbuf inbuf;
 static int fdq[64];
 static size_t nfdq;
@@ -134,24 +144,74 @@ static int take_queued_fds(int *fds, uint32_t n)
 	return 0;
 }
 
-static void do_hold(struct msg *m)
+static int free_fdnum(void)
 {
-	int fd;
+	for (int fdnum = HELD_FD_BASE;; fdnum++) {
+		size_t i = 0;
 
-	if (take_queued_fds(&fd, 1) < 0) {
-		send_msg(MSG_HELD, m->id, -1, (int32_t)getpid());
-		return;
+		while (i < nhelds && helds[i].fdnum != fdnum)
+			i++;
+		if (i == nhelds)
+			return fdnum;
 	}
-	helds = xrealloc(helds, (nhelds + 1) * sizeof(*helds));
-	helds[nhelds++] = (struct held){m->id, fd};
-	send_msg(MSG_HELD, m->id, fd, (int32_t)getpid());
 }
 
+static void do_hold(struct msg *m)
+{
+	int fd, fdnum = free_fdnum();
+
+	if (take_queued_fds(&fd, 1) < 0) {
+		send_msg(MSG_HELD, m->id, -1, (int32_t)holder_pid);
+		return;
+	}
+	if (holder_hold(holder_sock, fd, fdnum) < 0) {
+		close(fd);
+		send_msg(MSG_HELD, m->id, -1, (int32_t)holder_pid);
+		return;
+	}
+	close(fd);
+	helds = xrealloc(helds, (nhelds + 1) * sizeof(*helds));
+	helds[nhelds++] = (struct held){m->id, fdnum};
+	pending = xrealloc(pending, (npending + 1) * sizeof(*pending));
+	pending[npending++] = (struct held){m->id, fdnum};
+}
+
+static void forget_fdnum(int fdnum)
+{
+	for (size_t i = 0; i < nhelds; i++) {
+		if (helds[i].fdnum == fdnum) {
+			helds[i] = helds[--nhelds];
+			return;
+		}
+	}
+}
+
+/* The holder's acks, one byte per hold in order: the path can be opened from now on. */
+static void read_acks(void)
+{
+	char acks[256];
+	ssize_t n = read(holder_sock, acks, sizeof(acks));
+
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n <= 0)
+		fatalx("the stdin holder is gone");
+	for (ssize_t i = 0; i < n && npending > 0; i++) {
+		struct held h = pending[0];
+
+		memmove(pending, pending + 1, --npending * sizeof(*pending));
+		if (!acks[i])
+			forget_fdnum(h.fdnum);
+		send_msg(MSG_HELD, h.id, acks[i] ? h.fdnum : -1, (int32_t)holder_pid);
+	}
+}
+
+/* Holds are dropped in the order they were sent, so the holder always closes the right fd. */
 static void do_drop(struct msg *m)
 {
 	for (size_t i = 0; i < nhelds; i++) {
 		if (helds[i].id == m->id) {
-			close(helds[i].fd);
+			holder_drop(holder_sock, helds[i].fdnum);
 			helds[i] = helds[--nhelds];
 			return;
 		}
@@ -275,6 +335,8 @@ static void reap(void)
 	pid_t pid;
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		if (pid == holder_pid)
+			fatalx("the stdin holder died (wait status %d)", status);
 		for (size_t i = 0; i < nchildren; i++) {
 			if (children[i].pid != pid)
 				continue;
@@ -299,7 +361,7 @@ static size_t kill_children_once(void)
 	while (fscanf(f, "%4095s", buf) == 1) {
 		pid_t pid = (pid_t)atoi(buf);
 
-		if (pid > 0) {
+		if (pid > 0 && pid != holder_pid) {
 			kill(-pid, SIGKILL);
 			kill(pid, SIGKILL);
 			killed++;
@@ -311,6 +373,7 @@ static size_t kill_children_once(void)
 
 static void shutdown_all(void)
 {
+	close(holder_sock); /* the holder exits at EOF: the filter forbids signalling it */
 	for (size_t i = 0; i < nchildren; i++)
 		kill(-children[i].pid, SIGKILL);
 	while (kill_children_once() > 0)
@@ -320,27 +383,42 @@ static void shutdown_all(void)
 		;
 }
 
+/* The holder is forked before anything else, so it is pid 3 of the sandbox (bwrap's init is 1,
+ * the launcher 2): the pids the seccomp filter protects. */
+static void start_holder(void)
+{
+	holder_sock = holder_start(&holder_pid);
+	if (holder_sock < 0) {
+		errno = -holder_sock;
+		fatal("cannot start the stdin holder");
+	}
+	prctl(PR_SET_DUMPABLE, 0);
+}
+
 int main(int argc, char **argv)
 {
-	struct pollfd pfd[2];
+	struct pollfd pfd[3];
 	sigset_t mask;
 
 	(void)argc;
 	(void)argv;
 	log_init("sbxfs-launcher", LOG_LVL_INFO, NULL);
-	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	start_holder();
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	send_msg(MSG_STARTED, 0, (int32_t)getpid(), 0); /* hello: the sandbox is up */
+	/* hello: the sandbox is up */
+	send_msg(MSG_STARTED, 0, (int32_t)getpid(), (int32_t)holder_pid);
 	pfd[0] = (struct pollfd){.fd = SOCK_FD, .events = POLLIN};
 	pfd[1] = (struct pollfd){.fd = signalfd(-1, &mask, SFD_CLOEXEC), .events = POLLIN};
+	pfd[2] = (struct pollfd){.fd = holder_sock, .events = POLLIN};
 	if (pfd[1].fd < 0)
 		fatal("signalfd");
 	for (;;) {
-		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
+		if (poll(pfd, 3, -1) < 0 && errno != EINTR)
 			fatal("poll");
 		if (pfd[1].revents) {
 			struct signalfd_siginfo si;
@@ -349,6 +427,8 @@ int main(int argc, char **argv)
 				;
 			reap();
 		}
+		if (pfd[2].revents)
+			read_acks();
 		if (pfd[0].revents && !read_socket())
 			break;
 	}
