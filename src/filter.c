@@ -68,10 +68,14 @@ static int refuse_if_arg(scmp_filter_ctx ctx, int err, int sc, unsigned arg, int
 static int add_launcher_rules(scmp_filter_ctx ctx)
 {
 	static const int pids[] = {FILTER_INIT_PID, FILTER_LAUNCHER_PID, FILTER_HOLDER_PID};
-	static const int by_pid0[] = {SCMP_SYS(kill),        SCMP_SYS(tkill),
-				      SCMP_SYS(tgkill),      SCMP_SYS(rt_sigqueueinfo),
-				      SCMP_SYS(rt_tgsigqueueinfo), SCMP_SYS(pidfd_open),
-				      SCMP_SYS(process_vm_readv), SCMP_SYS(process_vm_writev)};
+	static const int by_pid0[] = {SCMP_SYS(kill),
+				      SCMP_SYS(tkill),
+				      SCMP_SYS(tgkill),
+				      SCMP_SYS(rt_sigqueueinfo),
+				      SCMP_SYS(rt_tgsigqueueinfo),
+				      SCMP_SYS(pidfd_open),
+				      SCMP_SYS(process_vm_readv),
+				      SCMP_SYS(process_vm_writev)};
 	int rc = 0;
 
 	for (size_t p = 0; p < sizeof(pids) / sizeof(pids[0]) && rc == 0; p++) {
@@ -88,10 +92,10 @@ static int add_launcher_rules(scmp_filter_ctx ctx)
 		if (rc == 0)
 			rc = refuse_if_arg(ctx, EPERM, SCMP_SYS(ptrace), 1, pid);
 		for (int sign = 1; sign >= -1 && rc == 0; sign -= 2)
-			rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(fcntl), 2,
-					      SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, F_SETOWN),
-					      SCMP_A2(SCMP_CMP_MASKED_EQ, 0xffffffffu,
-						      (uint32_t)(sign * pid)));
+			rc = seccomp_rule_add(
+			    ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(fcntl), 2,
+			    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, F_SETOWN),
+			    SCMP_A2(SCMP_CMP_MASKED_EQ, 0xffffffffu, (uint32_t)(sign * pid)));
 	}
 	/* These name their target through a pointer, which a filter cannot read. */
 	if (rc == 0)
