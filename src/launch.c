@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "errlog.h"
 #include "fdres.h"
 #include "identity.h"
 #include "log.h"
@@ -310,24 +311,46 @@ static void __attribute__((noreturn)) exec_launcher(int sock_fd, int err_fd)
 	_exit(127);
 }
 
-/* What bwrap or the launcher write to stderr goes to the daemon's log. */
+/* Reads what is there, a bounded amount per wake so a flood cannot hold the loop; false at
+ * EOF or error. */
+static bool drain_stderr(void)
+{
+	char buf[65536];
+
+	for (int i = 0; i < 16; i++) {
+		ssize_t n = read(err_pipe, buf, sizeof(buf));
+
+		if (n < 0 && errno == EAGAIN)
+			return true;
+		if (n <= 0)
+			return n < 0 && errno == EINTR;
+		errlog_feed(buf, (size_t)n);
+	}
+	return true;
+}
+
+static void close_stderr(void)
+{
+	if (err_pipe < 0)
+		return;
+	if (err_lf)
+		drain_stderr();
+	errlog_end();
+	if (err_lf)
+		loop_del_fd(err_lf);
+	err_lf = NULL;
+	close(err_pipe);
+	err_pipe = -1;
+}
+
+/* What bwrap or the launcher write to stderr goes to the daemon's log (errlog.h). */
 static void on_stderr(struct loop_fd *lf, uint32_t events, void *arg)
 {
-	char buf[4096];
-	ssize_t n = read(err_pipe, buf, sizeof(buf) - 1);
-
+	(void)lf;
 	(void)arg;
 	(void)events;
-	if (n <= 0) {
-		loop_del_fd(lf);
-		err_lf = NULL;
-		close(err_pipe);
-		err_pipe = -1;
-		return;
-	}
-	buf[n] = '\0';
-	buf[strcspn(buf, "\n")] = '\0';
-	log_warnx("sandbox: %s", buf);
+	if (!drain_stderr())
+		close_stderr();
 }
 
 static int spawn_launcher(void)
@@ -354,11 +377,7 @@ static int spawn_launcher(void)
 	}
 	sock = sv[0];
 	fcntl(sock, F_SETFL, O_NONBLOCK);
-	if (err_pipe >= 0) {
-		if (err_lf)
-			loop_del_fd(err_lf);
-		close(err_pipe);
-	}
+	close_stderr();
 	err_pipe = ep[0];
 	launcher_pid = pid;
 	return 0;
