@@ -1,16 +1,23 @@
-/* The sandbox's stderr turned into rate-limited, prefixed and escaped log lines (errlog.h): a
- * token bucket of lines, a line buffer that cuts long lines, and a timer reporting drops. */
+/* The sandbox's stderr turned into rate-limited, prefixed and escaped log lines (errlog.h): the
+ * pipe watched on the loop, a line buffer that cuts long lines, a token bucket of lines, and a
+ * timer reporting drops. */
 #include "errlog.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 
 #include "escape.h"
 #include "log.h"
 #include "loop.h"
 
+static int pipe_fd = -1;
+static struct loop_fd *pipe_lf;
 static char line[ERRLOG_LINE_MAX];
 static size_t linelen;
 static bool cut; /* the line went past ERRLOG_LINE_MAX: the rest is skipped until its end */
@@ -63,7 +70,7 @@ static void emit_line(void)
 	cut = false;
 }
 
-void errlog_feed(const char *buf, size_t len)
+static void feed(const char *buf, size_t len)
 {
 	while (len > 0) {
 		/* A NUL ends a line too: the escaped form cannot hold one. */
@@ -91,7 +98,49 @@ void errlog_feed(const char *buf, size_t len)
 	}
 }
 
-void errlog_end(void)
+/* Reads what is there, a bounded amount per wake so that a flood cannot hold the loop; false
+ * at EOF or on an error. */
+static bool drain(void)
 {
+	char buf[65536];
+
+	for (int i = 0; i < 16; i++) {
+		ssize_t n = read(pipe_fd, buf, sizeof(buf));
+
+		if (n < 0 && errno == EAGAIN)
+			return true;
+		if (n <= 0)
+			return n < 0 && errno == EINTR;
+		feed(buf, (size_t)n);
+	}
+	return true;
+}
+
+static void on_pipe(struct loop_fd *lf, uint32_t events, void *arg)
+{
+	(void)lf;
+	(void)events;
+	(void)arg;
+	if (!drain())
+		errlog_detach();
+}
+
+void errlog_attach(int fd)
+{
+	errlog_detach();
+	pipe_fd = fd;
+	fcntl(fd, F_SETFL, O_NONBLOCK);
+	pipe_lf = loop_add_fd(fd, EPOLLIN, on_pipe, NULL);
+}
+
+void errlog_detach(void)
+{
+	if (pipe_fd < 0)
+		return;
+	drain();
 	emit_line();
+	loop_del_fd(pipe_lf);
+	pipe_lf = NULL;
+	close(pipe_fd);
+	pipe_fd = -1;
 }

@@ -10,12 +10,13 @@
 #include <stddef.h>
 
 #define ERRLOG_LINE_MAX 1024
-#define ERRLOG_RATE     20
-#define ERRLOG_BURST    100
+#define ERRLOG_RATE	20
+#define ERRLOG_BURST	100
 
-/* Loop thread, core lock held: bytes read from the pipe, in order. */
-void errlog_feed(const char *buf, size_t len);
-/* The pipe is closed or replaced: a last line without its newline is logged now. */
-void errlog_end(void);
+/* Core lock held: takes ownership of the read end of the pipe and logs what arrives on it. */
+void errlog_attach(int fd);
+/* Core lock held: logs what is left in the pipe (a last line without its newline too), and
+ * closes it. */
+void errlog_detach(void);
 
 #endif

@@ -7,7 +7,7 @@
 
 /* The sandbox's own processes, by their pids in its pid namespace (bwrap starts the launcher
  * first, and the launcher its stdin holder): commands may not signal, ptrace or pidfd_open them. */
-#define FILTER_INIT_PID     1
+#define FILTER_INIT_PID	    1
 #define FILTER_LAUNCHER_PID 2
 #define FILTER_HOLDER_PID   3
 

@@ -1,7 +1,8 @@
 /* The daemon's side of the launcher protocol: spawns sbxfs-launcher on a socketpair, queues
  * messages without ever blocking (a stopped launcher must not stall the daemon), routes STARTED
  * and EXITED to the owners of struct proc, reaps every child of the daemon (it is a child
- * subreaper), and restarts the launcher if it dies, failing the processes it had. */
+ * subreaper), and restarts the launcher if it dies, failing the processes it had: at once after
+ * a stable run, else with exponential backoff, logging once per streak of failures. */
 #include "launch.h"
 
 #include <errno.h>
@@ -20,6 +21,7 @@
 
 #include "cgroup.h"
 #include "errlog.h"
+#include "filter.h"
 #include "fdres.h"
 #include "identity.h"
 #include "log.h"
@@ -38,11 +40,19 @@ struct outmsg {
 
 static struct launch_spec spec;
 static pid_t launcher_pid;
-static int err_pipe = -1;
-static struct loop_fd *err_lf;
+static int err_pipe = -1; /* until the launcher is up; then errlog.c owns it */
 static int sock = -1;
 static struct loop_fd *sock_lf;
 static struct msgbuf inbuf;
+/* Restarts: a launcher that never said hello, or died within STABLE_MS of its start, is part of
+ * a streak of failures; the next start waits RESTART_FIRST_MS, doubling up to RESTART_MAX_MS. */
+#define RESTART_FIRST_MS 50
+#define RESTART_MAX_MS	 5000
+#define STABLE_MS	 10000
+static uint64_t spawned_ns;
+static bool up, failed_start;
+static unsigned streak; /* deaths in a row that were failures, the first included */
+static struct loop_timer restart_timer;
 static STAILQ_HEAD(, outmsg) outq = STAILQ_HEAD_INITIALIZER(outq);
 static TAILQ_HEAD(, proc) procs = TAILQ_HEAD_INITIALIZER(procs);
 static TAILQ_HEAD(, hold) holds = TAILQ_HEAD_INITIALIZER(holds);
@@ -94,6 +104,23 @@ static void held(uint64_t id, int fdnum, pid_t pid)
 	}
 }
 
+/* The seccomp filter protects the launcher and its stdin holder by their pids. */
+static void hello(pid_t launcher, pid_t holder)
+{
+	static bool warned;
+
+	up = true;
+	if (streak > 1)
+		log_warnx("the launcher is up again, after %u failed starts", streak - 1);
+	if (spec.bwrap_argv && !warned &&
+	    (launcher != FILTER_LAUNCHER_PID || holder != FILTER_HOLDER_PID)) {
+		log_warnx("the launcher runs as pid %d and its holder as %d, not %d and %d: "
+			  "commands can signal them",
+			  (int)launcher, (int)holder, FILTER_LAUNCHER_PID, FILTER_HOLDER_PID);
+		warned = true;
+	}
+}
+
 static void handle_msg(const char *buf, size_t len)
 {
 	struct proc *p;
@@ -108,6 +135,8 @@ static void handle_msg(const char *buf, size_t len)
 		msg_free(&m);
 		return;
 	}
+	if (m.id == 0 && m.type == MSG_STARTED && !up)
+		hello(m.a, m.b);
 	p = m.id ? proc_by_id(m.id) : NULL; /* id 0: the launcher's hello */
 	if (p && m.type == MSG_STARTED) {
 		p->pid = m.a;
@@ -211,6 +240,9 @@ static void flush_out(void)
 {
 	struct outmsg *om;
 
+	if (sock < 0)
+		return; /* a restart is pending: sent once it is done */
+
 	while ((om = STAILQ_FIRST(&outq))) {
 		int rc = send_one(om);
 
@@ -238,7 +270,7 @@ static void queue_msg(struct outmsg *om)
 {
 	int rc;
 
-	if (sock < 0 && (rc = respawn()) < 0) {
+	if (sock < 0 && !restart_timer.armed && (rc = respawn()) < 0) {
 		lost(om, -rc);
 		outmsg_free(om);
 		return;
@@ -311,48 +343,6 @@ static void __attribute__((noreturn)) exec_launcher(int sock_fd, int err_fd)
 	_exit(127);
 }
 
-/* Reads what is there, a bounded amount per wake so a flood cannot hold the loop; false at
- * EOF or error. */
-static bool drain_stderr(void)
-{
-	char buf[65536];
-
-	for (int i = 0; i < 16; i++) {
-		ssize_t n = read(err_pipe, buf, sizeof(buf));
-
-		if (n < 0 && errno == EAGAIN)
-			return true;
-		if (n <= 0)
-			return n < 0 && errno == EINTR;
-		errlog_feed(buf, (size_t)n);
-	}
-	return true;
-}
-
-static void close_stderr(void)
-{
-	if (err_pipe < 0)
-		return;
-	if (err_lf)
-		drain_stderr();
-	errlog_end();
-	if (err_lf)
-		loop_del_fd(err_lf);
-	err_lf = NULL;
-	close(err_pipe);
-	err_pipe = -1;
-}
-
-/* What bwrap or the launcher write to stderr goes to the daemon's log (errlog.h). */
-static void on_stderr(struct loop_fd *lf, uint32_t events, void *arg)
-{
-	(void)lf;
-	(void)arg;
-	(void)events;
-	if (!drain_stderr())
-		close_stderr();
-}
-
 static int spawn_launcher(void)
 {
 	int sv[2], ep[2], rc;
@@ -377,7 +367,7 @@ static int spawn_launcher(void)
 	}
 	sock = sv[0];
 	fcntl(sock, F_SETFL, O_NONBLOCK);
-	close_stderr();
+	errlog_detach();
 	err_pipe = ep[0];
 	launcher_pid = pid;
 	return 0;
@@ -408,8 +398,8 @@ static int await_hello(char *err, size_t errlen)
 static void watch_launcher(void)
 {
 	sock_lf = loop_add_fd(sock, EPOLLIN, on_socket, NULL);
-	fcntl(err_pipe, F_SETFL, O_NONBLOCK);
-	err_lf = loop_add_fd(err_pipe, EPOLLIN, on_stderr, NULL);
+	errlog_attach(err_pipe);
+	err_pipe = -1;
 }
 
 /* A launcher that cannot be restarted now (descriptors, memory) is tried again at the next
@@ -418,18 +408,53 @@ static int respawn(void)
 {
 	int rc = spawn_launcher();
 
-	if (rc < 0)
+	if (rc < 0) {
 		log_warnx("cannot restart the launcher: %s", strerror(-rc));
-	else
-		watch_launcher();
-	return rc;
+		return rc;
+	}
+	spawned_ns = loop_now_ns();
+	up = false;
+	watch_launcher();
+	flush_out();
+	return 0;
+}
+
+static void restart(struct loop_timer *t)
+{
+	(void)t;
+	if (failed_start && spec.repair)
+		spec.repair();
+	if (respawn() < 0)
+		failed_start = false;
+}
+
+static void schedule_restart(int status)
+{
+	bool stable = up && loop_now_ns() - spawned_ns >= STABLE_MS * 1000000ull;
+	uint64_t ms = RESTART_MAX_MS;
+
+	failed_start = !up;
+	if (stable)
+		streak = 0;
+	if (streak == 0) {
+		log_warnx("the launcher died (wait status %d); restarting it", status);
+		ms = 0;
+	} else if (streak < 8 && (RESTART_FIRST_MS << (streak - 1)) < RESTART_MAX_MS)
+		ms = RESTART_FIRST_MS << (streak - 1);
+	streak++;
+	restart_timer.fn = restart;
+	loop_timer_arm(&restart_timer, ms);
+}
+
+bool launch_failing(void)
+{
+	return !up && streak > 1;
 }
 
 static void launcher_died(int status)
 {
 	struct proc *p;
 
-	log_warnx("the launcher died (wait status %d); restarting it", status);
 	loop_del_fd(sock_lf);
 	sock_lf = NULL;
 	close(sock);
@@ -449,7 +474,7 @@ static void launcher_died(int status)
 		proc_exited(p, SIGKILL);
 	while (!TAILQ_EMPTY(&holds))
 		held(TAILQ_FIRST(&holds)->id, -1, 0);
-	respawn();
+	schedule_restart(status);
 }
 
 struct child_watch {
@@ -514,6 +539,7 @@ int launch_init(const struct launch_spec *sp, char *err, size_t errlen)
 	}
 	if ((rc = await_hello(err, errlen)) < 0)
 		return rc;
+	spawned_ns = loop_now_ns();
 	watch_launcher();
 	return 0;
 }
@@ -590,6 +616,7 @@ void launch_shutdown(void)
 	struct timespec ts = {0, 10 * 1000 * 1000};
 	int status;
 
+	loop_timer_cancel(&restart_timer);
 	if (sock < 0)
 		return;
 	shutdown(sock, SHUT_RDWR);

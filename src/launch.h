@@ -38,6 +38,9 @@ struct launch_spec {
 	int npass;
 	const struct identity *id; /* drop to it before exec; NULL: stay as the daemon */
 	struct cgroup *cg;         /* joined before exec; may be NULL */
+	/* Core lock held, before a restart that follows a failed start: undo what a command can
+	 * do to keep the sandbox from starting. May be NULL. */
+	void (*repair)(void);
 };
 
 /* Starts the launcher and waits for its hello; 0 or -errno with a reason. */
@@ -56,6 +59,8 @@ void launch_detach(struct proc *p);
 /* Core lock held: the daemon's own child pid (not the launcher's) is reaped here too;
  * cb(arg, wait status) runs on the loop thread with the core lock held when it exits. */
 void launch_watch_child(pid_t pid, void (*cb)(void *arg, int status), void *arg);
+/* Core lock held: the launcher has failed to start more than once in a row, and is not up. */
+bool launch_failing(void);
 /* Closes the socket: the launcher kills everything and exits; waits for it (bounded). */
 void launch_shutdown(void);
 
