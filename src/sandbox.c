@@ -48,6 +48,8 @@ static int etc_fds[2] = {-1, -1}; /* the sandbox's passwd and group, for an own 
 static char *mountpoint;
 static char *git_helper;
 static char *stage_dir, *staged_ws, *staged_launcher;
+/* Why the sandbox cannot start, when the workspace's root could not be repaired; core lock. */
+static char ws_problem[256];
 
 static int mkdir_p(const char *path, mode_t mode)
 {
@@ -360,6 +362,57 @@ static void cleanup_after_daemon(void)
 		waitpid(pid, NULL, 0);
 }
 
+/* Commands own the workspace's root, and one that takes away its own access to it (chmod 000
+ * /workspace) keeps bwrap, run as the same user, from entering it: before a restart that
+ * follows a failed start, the user gets rwx and, with a root daemon, ownership of the root
+ * back. Nothing below the root is touched. */
+static void repair_workspace_root(void)
+{
+	bool chown_it, chmod_it;
+	struct stat st;
+	int rc = 0;
+
+	if (stat(cfg->workspace, &st) < 0) {
+		snprintf(ws_problem, sizeof(ws_problem), "workspace %s: %s", cfg->workspace,
+			 strerror(errno));
+		log_warnx("the sandbox cannot start: %s", ws_problem);
+		return;
+	}
+	chown_it = getuid() == 0 && (st.st_uid != identity.uid || st.st_gid != identity.gid);
+	chmod_it = (st.st_mode & 0700) != 0700;
+	if (chown_it && chown(cfg->workspace, identity.uid, identity.gid) < 0)
+		rc = -errno;
+	if (rc == 0 && chmod_it && chmod(cfg->workspace, (st.st_mode & 07777) | 0700) < 0)
+		rc = -errno;
+	if (rc == 0) {
+		if (chown_it || chmod_it)
+			log_warnx("the sandbox did not start: its workspace root had mode %04o and "
+				  "owner %u:%u; gave the sandbox's user rwx and ownership back",
+				  st.st_mode & 07777, st.st_uid, st.st_gid);
+		ws_problem[0] = '\0';
+		return;
+	}
+	snprintf(ws_problem, sizeof(ws_problem),
+		 "workspace root has mode %04o and owner %u:%u, and cannot be repaired: %s",
+		 st.st_mode & 07777, st.st_uid, st.st_gid, strerror(-rc));
+	log_warnx("the sandbox cannot start: %s", ws_problem);
+}
+
+char *sandbox_describe(void)
+{
+	char *limits = cgroup_describe(), *text;
+
+	core_lock();
+	if (launch_failing())
+		text = xasprintf("%ssandbox down %s\n", limits,
+				 ws_problem[0] ? ws_problem : "the launcher does not start");
+	else
+		text = xstrdup(limits);
+	core_unlock();
+	free(limits);
+	return text;
+}
+
 int sandbox_start(const char *mnt, char *err, size_t errlen)
 {
 	struct cg_limits lim = {cfg->memory_max, cfg->pids_max, cfg->cpu_max};
@@ -378,7 +431,8 @@ int sandbox_start(const char *mnt, char *err, size_t errlen)
 			return rc;
 		ls = (struct launch_spec){.launcher = launcher, .bwrap_argv = bwrap,
 					  .pass_fds = {seccomp_fd, etc_fds[0], etc_fds[1]},
-					  .npass = own_uid ? 3 : 1, .id = &identity};
+					  .npass = own_uid ? 3 : 1, .id = &identity,
+					  .repair = repair_workspace_root};
 	}
 	ls.cg = cgroup_launcher();
 	fdres_init();

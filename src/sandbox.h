@@ -19,6 +19,9 @@ char *sandbox_describe(void);
 /* Starts the loop thread, the launcher, the default session and the watchdog that cleans up
  * (and unmounts mountpoint) if the daemon dies. On failure, sandbox_stop undoes what started. */
 int sandbox_start(const char *mountpoint, char *err, size_t errlen);
+/* The root `limits` text: the cgroup's, and a "sandbox down REASON" line while the sandbox
+ * fails to start. Caller frees. */
+char *sandbox_describe(void);
 /* Ends every session and process, stops the loop. */
 void sandbox_stop(void);
 
