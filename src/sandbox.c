@@ -48,7 +48,8 @@ static int etc_fds[2] = {-1, -1}; /* the sandbox's passwd and group, for an own 
 static char *mountpoint;
 static char *git_helper;
 static char *stage_dir, *staged_ws, *staged_launcher;
-/* Why the sandbox cannot start, when the workspace's root could not be repaired; core lock. */
+/* Why the sandbox cannot start, when the workspace's root could not be repaired (logged when it
+ * changes); core lock. */
 static char ws_problem[256];
 
 static int mkdir_p(const char *path, mode_t mode)
@@ -368,14 +369,17 @@ static void cleanup_after_daemon(void)
  * back. Nothing below the root is touched. */
 static void repair_workspace_root(void)
 {
+	char was[sizeof(ws_problem)];
 	bool chown_it, chmod_it;
 	struct stat st;
 	int rc = 0;
 
+	memcpy(was, ws_problem, sizeof(was));
 	if (stat(cfg->workspace, &st) < 0) {
 		snprintf(ws_problem, sizeof(ws_problem), "workspace %s: %s", cfg->workspace,
 			 strerror(errno));
-		log_warnx("the sandbox cannot start: %s", ws_problem);
+		if (strcmp(was, ws_problem) != 0)
+			log_warnx("the sandbox cannot start: %s", ws_problem);
 		return;
 	}
 	chown_it = getuid() == 0 && (st.st_uid != identity.uid || st.st_gid != identity.gid);
@@ -395,7 +399,8 @@ static void repair_workspace_root(void)
 	snprintf(ws_problem, sizeof(ws_problem),
 		 "workspace root has mode %04o and owner %u:%u, and cannot be repaired: %s",
 		 st.st_mode & 07777, st.st_uid, st.st_gid, strerror(-rc));
-	log_warnx("the sandbox cannot start: %s", ws_problem);
+	if (strcmp(was, ws_problem) != 0)
+		log_warnx("the sandbox cannot start: %s", ws_problem);
 }
 
 char *sandbox_describe(void)
