@@ -18,6 +18,9 @@ from sbxutil import (bounded, descendants, isolation_none, proc_comm, proc_paren
 needs_sandbox = pytest.mark.skipif(
     isolation_none(), reason="--isolation none: no seccomp filter, no pid namespace, and "
     "commands run as the daemon's user (root may ptrace and signal anything)")
+needs_bwrap = pytest.mark.skipif(
+    isolation_none(), reason="--isolation none: without bwrap, the workspace root's mode does "
+    "not keep the launcher from starting")
 
 
 def sh(m, s, cmd, timeout=30):
@@ -241,7 +244,7 @@ def _cpu_ticks(pid):
     return int(fields[11]) + int(fields[12])
 
 
-@needs_sandbox
+@needs_bwrap
 def test_chmod_000_workspace_then_launcher_death_recovers(fresh_mount):
     m = fresh_mount()
     s = m.new_session()
@@ -265,7 +268,7 @@ def test_chmod_000_workspace_then_launcher_death_recovers(fresh_mount):
     assert "sandbox down" not in read_bytes(m.mnt / "limits").decode()
 
 
-@needs_sandbox
+@needs_bwrap
 @pytest.mark.sbx_timeout(90)
 def test_unrepairable_workspace_backs_off_and_says_so(fresh_mount):
     """An immutable root with mode 000 cannot be repaired: restarts back off (a few a second at
@@ -299,6 +302,22 @@ def test_unrepairable_workspace_backs_off_and_says_so(fresh_mount):
     assert os.stat(m.ws).st_mode & 0o700 == 0o700
     assert "sandbox down" not in read_bytes(m.mnt / "limits").decode()
     assert "the launcher is up again" in m.daemon_log()
+
+
+def test_launcher_killed_from_the_host_comes_back_at_once(fresh_mount):
+    """A launcher that ran stably and died is restarted without delay, with one log line."""
+    m = fresh_mount()
+    s = m.new_session()
+    assert sh(m, s, "echo warm") == ("warm\n", "", 0)
+    start = log_size(m)
+    os.kill(host_launcher(m)[0], signal.SIGKILL)
+    t0 = time.monotonic()
+    wait_until(lambda: "the launcher died" in new_log(m, start), 10, "the launcher's death")
+    _wait_sessions_work(m, s, 10)
+    assert time.monotonic() - t0 < 5
+    text = new_log(m, start)
+    assert text.count("the launcher died") == 1 and "up again" not in text, text
+    assert len(text.splitlines()) < 5, text
 
 
 def test_stdin_pipes_through_the_holder(sbx):
