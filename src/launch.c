@@ -2,7 +2,7 @@
  * messages without ever blocking (a stopped launcher must not stall the daemon), routes STARTED
  * and EXITED to the owners of struct proc, reaps every child of the daemon (it is a child
  * subreaper), and restarts the launcher if it dies, failing the processes it had: at once after
- * a stable run, else with exponential backoff, logging once per streak of failures. */
+ * a stable run, else with backoff (backoff.h), logging once per streak of failures. */
 #include "launch.h"
 
 #include <errno.h>
@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backoff.h"
 #include "cgroup.h"
 #include "errlog.h"
 #include "filter.h"
@@ -44,14 +45,8 @@ static int err_pipe = -1; /* until the launcher is up; then errlog.c owns it */
 static int sock = -1;
 static struct loop_fd *sock_lf;
 static struct msgbuf inbuf;
-/* Restarts: a launcher that never said hello, or died within STABLE_MS of its start, is part of
- * a streak of failures; the next start waits RESTART_FIRST_MS, doubling up to RESTART_MAX_MS. */
-#define RESTART_FIRST_MS 50
-#define RESTART_MAX_MS	 5000
-#define STABLE_MS	 10000
-static uint64_t spawned_ns;
-static bool up, failed_start;
-static unsigned streak; /* deaths in a row that were failures, the first included */
+static struct backoff restarts;
+static bool failed_start; /* the last launcher never said hello */
 static struct loop_timer restart_timer;
 static STAILQ_HEAD(, outmsg) outq = STAILQ_HEAD_INITIALIZER(outq);
 static TAILQ_HEAD(, proc) procs = TAILQ_HEAD_INITIALIZER(procs);
@@ -109,9 +104,9 @@ static void hello(pid_t launcher, pid_t holder)
 {
 	static bool warned;
 
-	up = true;
-	if (streak > 1)
-		log_warnx("the launcher is up again, after %u failed starts", streak - 1);
+	if (restarts.streak > 1)
+		log_warnx("the launcher is up again, after %u failed starts", restarts.streak - 1);
+	backoff_up(&restarts);
 	if (spec.bwrap_argv && !warned &&
 	    (launcher != FILTER_LAUNCHER_PID || holder != FILTER_HOLDER_PID)) {
 		log_warnx("the launcher runs as pid %d and its holder as %d, not %d and %d: "
@@ -135,7 +130,7 @@ static void handle_msg(const char *buf, size_t len)
 		msg_free(&m);
 		return;
 	}
-	if (m.id == 0 && m.type == MSG_STARTED && !up)
+	if (m.id == 0 && m.type == MSG_STARTED && !restarts.up)
 		hello(m.a, m.b);
 	p = m.id ? proc_by_id(m.id) : NULL; /* id 0: the launcher's hello */
 	if (p && m.type == MSG_STARTED) {
@@ -412,8 +407,7 @@ static int respawn(void)
 		log_warnx("cannot restart the launcher: %s", strerror(-rc));
 		return rc;
 	}
-	spawned_ns = loop_now_ns();
-	up = false;
+	backoff_started(&restarts, loop_now_ns());
 	watch_launcher();
 	flush_out();
 	return 0;
@@ -430,25 +424,20 @@ static void restart(struct loop_timer *t)
 
 static void schedule_restart(int status)
 {
-	bool stable = up && loop_now_ns() - spawned_ns >= STABLE_MS * 1000000ull;
-	uint64_t ms = RESTART_MAX_MS;
+	bool new_streak;
+	uint64_t ms;
 
-	failed_start = !up;
-	if (stable)
-		streak = 0;
-	if (streak == 0) {
+	failed_start = !restarts.up;
+	ms = backoff_died(&restarts, loop_now_ns(), &new_streak);
+	if (new_streak)
 		log_warnx("the launcher died (wait status %d); restarting it", status);
-		ms = 0;
-	} else if (streak < 8 && (RESTART_FIRST_MS << (streak - 1)) < RESTART_MAX_MS)
-		ms = RESTART_FIRST_MS << (streak - 1);
-	streak++;
 	restart_timer.fn = restart;
 	loop_timer_arm(&restart_timer, ms);
 }
 
 bool launch_failing(void)
 {
-	return !up && streak > 1;
+	return backoff_failing(&restarts);
 }
 
 static void launcher_died(int status)
@@ -539,7 +528,7 @@ int launch_init(const struct launch_spec *sp, char *err, size_t errlen)
 	}
 	if ((rc = await_hello(err, errlen)) < 0)
 		return rc;
-	spawned_ns = loop_now_ns();
+	backoff_started(&restarts, loop_now_ns());
 	watch_launcher();
 	return 0;
 }
