@@ -62,7 +62,8 @@ static int refuse_if_arg(scmp_filter_ctx ctx, int err, int sc, unsigned arg, int
 
 /* The launcher, its stdin holder and bwrap's init are out of reach of commands (same user):
  * no signal to their pids or groups, nor to everyone (kill -1 would reach the launcher); no
- * pidfd, ptrace or memory access; no SIGIO aimed at them. pidfd_send_signal gets ENOSYS, as it
+ * pidfd, ptrace or memory access; no SIGIO aimed at them; no limits (RLIMIT_CPU kills) nor
+ * scheduling set for them. pidfd_send_signal gets ENOSYS, as it
  * also takes a /proc/PID directory fd: callers fall back to kill. The launcher is also not
  * dumpable, which covers /proc/PID/mem and /proc/PID/fd. */
 static int add_launcher_rules(scmp_filter_ctx ctx)
@@ -75,7 +76,17 @@ static int add_launcher_rules(scmp_filter_ctx ctx)
 				      SCMP_SYS(rt_tgsigqueueinfo),
 				      SCMP_SYS(pidfd_open),
 				      SCMP_SYS(process_vm_readv),
-				      SCMP_SYS(process_vm_writev)};
+				      SCMP_SYS(process_vm_writev),
+				      SCMP_SYS(prlimit64),
+				      SCMP_SYS(sched_setaffinity),
+				      SCMP_SYS(sched_setscheduler),
+				      SCMP_SYS(sched_setparam),
+				      SCMP_SYS(sched_setattr),
+				      SCMP_SYS(migrate_pages),
+				      SCMP_SYS(move_pages)};
+	static const int by_pid1[] = {SCMP_SYS(tgkill), SCMP_SYS(rt_tgsigqueueinfo),
+				      SCMP_SYS(ptrace), SCMP_SYS(setpriority),
+				      SCMP_SYS(ioprio_set)};
 	int rc = 0;
 
 	for (size_t p = 0; p < sizeof(pids) / sizeof(pids[0]) && rc == 0; p++) {
@@ -85,12 +96,8 @@ static int add_launcher_rules(scmp_filter_ctx ctx)
 			rc = refuse_if_arg(ctx, EPERM, by_pid0[i], 0, pid);
 		if (rc == 0)
 			rc = refuse_if_arg(ctx, EPERM, SCMP_SYS(kill), 0, -pid);
-		if (rc == 0)
-			rc = refuse_if_arg(ctx, EPERM, SCMP_SYS(tgkill), 1, pid);
-		if (rc == 0)
-			rc = refuse_if_arg(ctx, EPERM, SCMP_SYS(rt_tgsigqueueinfo), 1, pid);
-		if (rc == 0)
-			rc = refuse_if_arg(ctx, EPERM, SCMP_SYS(ptrace), 1, pid);
+		for (size_t i = 0; i < sizeof(by_pid1) / sizeof(by_pid1[0]) && rc == 0; i++)
+			rc = refuse_if_arg(ctx, EPERM, by_pid1[i], 1, pid);
 		for (int sign = 1; sign >= -1 && rc == 0; sign -= 2)
 			rc = seccomp_rule_add(
 			    ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(fcntl), 2,

@@ -65,7 +65,7 @@ def new_log(m, since):
 # Finds the launcher (child of bwrap's init) and its holder in the sandbox's /proc, and tries
 # everything a process of the same user could do to them; prints one "what errno" per line.
 ATTACK_PY = r"""
-import ctypes, errno, os, signal, sys
+import ctypes, errno, os, resource, signal, sys
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
 SYS_tkill, SYS_tgkill, SYS_ptrace, SYS_pidfd_send_signal = 200, 234, 101, 424
@@ -112,6 +112,9 @@ for name, pid in (("launcher", lpid), ("holder", hpid)):
     report(f"pidfd_send_signal {name}", lambda: sc(SYS_pidfd_send_signal, procfd, 9, 0, 0))
     r, w = os.pipe()
     report(f"f_setown {name}", lambda: sc(SYS_fcntl, r, 8, pid))
+    report(f"prlimit {name}", lambda: resource.prlimit(pid, resource.RLIMIT_CPU, (1, 1)))
+    report(f"setaffinity {name}", lambda: os.sched_setaffinity(pid, {0}))
+    report(f"setpriority {name}", lambda: os.setpriority(os.PRIO_PROCESS, pid, 19))
 report("kill -1", lambda: os.kill(-1, signal.SIGKILL))
 report("mem launcher", lambda: os.open(f"/proc/{lpid}/mem", os.O_RDONLY))
 report("fd launcher", lambda: os.listdir(f"/proc/{lpid}/fd"))
@@ -132,7 +135,7 @@ def test_commands_cannot_signal_trace_or_read_the_launcher(fresh_mount):
     expected = {}
     for who in ("launcher", "holder"):
         for what in ("kill", "killpg", "tkill", "tgkill", "sigqueue", "pidfd_open", "ptrace",
-                     "process_vm_readv", "f_setown"):
+                     "process_vm_readv", "f_setown", "prlimit", "setaffinity", "setpriority"):
             expected[f"{what} {who}"] = "EPERM"
         # it also takes a /proc/PID directory: refused as unsupported, so callers use kill()
         expected[f"pidfd_send_signal {who}"] = "ENOSYS"
