@@ -19,11 +19,11 @@ struct proc {
 	TAILQ_ENTRY(proc) link;
 };
 
-/* An fd the launcher keeps open so a sandboxed process can open /proc/PID/fd/N. */
+/* An fd the launcher's holder keeps open so a sandboxed process can open /proc/PID/fd/N. */
 struct hold {
 	uint64_t id;
 	/* Loop thread, core lock held; fdnum < 0 if the launcher could not take it. */
-	void (*on_held)(struct hold *h, int fdnum, pid_t launcher_pid);
+	void (*on_held)(struct hold *h, int fdnum, pid_t holder_pid);
 	TAILQ_ENTRY(hold) link;
 };
 

@@ -15,7 +15,7 @@ enum msg_type {
 	MSG_STARTED = 3, /* launcher: id, pid (0 when fork failed), errno */
 	MSG_EXITED = 4,  /* launcher: id, wait status */
 	MSG_HOLD = 5,    /* daemon: id, one fd attached: keep it open for /proc/PID/fd/N */
-	MSG_HELD = 6,    /* launcher: id, the fd number it holds, its own pid */
+	MSG_HELD = 6,    /* launcher: id, the fd number its holder holds (-1: none), its pid */
 	MSG_DROP = 7,    /* daemon: id: close the held fd */
 };
 
@@ -31,7 +31,8 @@ struct msgbuf {
 struct msg {
 	uint32_t type;
 	uint64_t id;
-	int32_t a, b;     /* SIGNAL: sig, group; STARTED: pid, err; EXITED: status */
+	int32_t a, b;     /* SIGNAL: sig, group; STARTED: pid, err (id 0, the hello: the
+			     launcher's pid, its holder's); EXITED: status */
 	char *cwd;        /* START */
 	char **argv;      /* START, NULL-terminated */
 	char **envp;      /* START, NULL-terminated */

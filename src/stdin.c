@@ -1,5 +1,5 @@
-/* A session's stdin file: a feed (feed.h) whose pipe each command opens through the launcher
- * (/proc/PID/fd/N), so each command gets its own pipe and its own EOF. A command started with
+/* A session's stdin file: a feed (feed.h) whose pipe each command opens through the launcher's
+ * holder (/proc/PID/fd/N), so each command gets its own pipe and its own EOF. A command started with
  * nothing staged and no writer reads /dev/null. */
 #include <errno.h>
 #include <stdio.h>
@@ -8,7 +8,7 @@
 #include "session_priv.h"
 #include "xmalloc.h"
 
-static void on_held(struct hold *h, int fdnum, pid_t launcher_pid)
+static void on_held(struct hold *h, int fdnum, pid_t holder_pid)
 {
 	struct session_stdin *in = container_of(h, struct session_stdin, hold);
 	struct session *s = container_of(in, struct session, in);
@@ -23,7 +23,7 @@ static void on_held(struct hold *h, int fdnum, pid_t launcher_pid)
 		exec_unrun(s, 0, "the launcher could not take the command's stdin pipe");
 		return;
 	}
-	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)launcher_pid, fdnum);
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)holder_pid, fdnum);
 	exec_send_run(s, path);
 	feed_attach(&in->feed, pipe_w);
 }
