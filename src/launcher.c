@@ -176,10 +176,11 @@ static void do_hold(struct msg *m)
 	pending[npending++] = (struct held){m->id, fdnum};
 }
 
-static void forget_fdnum(int fdnum)
+/* By id: a hold dropped before its ack may have given its number to a newer one. */
+static void forget_held(uint64_t id)
 {
 	for (size_t i = 0; i < nhelds; i++) {
-		if (helds[i].fdnum == fdnum) {
+		if (helds[i].id == id) {
 			helds[i] = helds[--nhelds];
 			return;
 		}
@@ -201,7 +202,7 @@ static void read_acks(void)
 
 		memmove(pending, pending + 1, --npending * sizeof(*pending));
 		if (!acks[i])
-			forget_fdnum(h.fdnum);
+			forget_held(h.id);
 		send_msg(MSG_HELD, h.id, acks[i] ? h.fdnum : -1, (int32_t)holder_pid);
 	}
 }
