@@ -346,6 +346,14 @@ char *sandbox_describe(void)
 	text = xasprintf("%suid %u\ngid %u\n", cg, (unsigned)(dropped ? identity.uid : getuid()),
 			 (unsigned)(dropped ? identity.gid : getgid()));
 	free(cg);
+	core_lock();
+	if (launch_failing()) {
+		cg = text;
+		text = xasprintf("%ssandbox down %s\n", cg,
+				 ws_problem[0] ? ws_problem : "the launcher does not start");
+		free(cg);
+	}
+	core_unlock();
 	return text;
 }
 
@@ -401,21 +409,6 @@ static void repair_workspace_root(void)
 		 st.st_mode & 07777, st.st_uid, st.st_gid, strerror(-rc));
 	if (strcmp(was, ws_problem) != 0)
 		log_warnx("the sandbox cannot start: %s", ws_problem);
-}
-
-char *sandbox_describe(void)
-{
-	char *limits = cgroup_describe(), *text;
-
-	core_lock();
-	if (launch_failing())
-		text = xasprintf("%ssandbox down %s\n", limits,
-				 ws_problem[0] ? ws_problem : "the launcher does not start");
-	else
-		text = xstrdup(limits);
-	core_unlock();
-	free(limits);
-	return text;
 }
 
 int sandbox_start(const char *mnt, char *err, size_t errlen)

@@ -14,14 +14,12 @@ int sandbox_prepare(struct config *cfg, const char *self_exe, char *err, size_t 
  * 0 when they run as the daemon's user. */
 int sandbox_user(uid_t *uid, gid_t *gid);
 /* The root `limits` text: the cgroup's limits and usage, then the uid and gid the sandbox's
- * commands run as on the host. Caller frees. */
+ * commands run as on the host, and a "sandbox down REASON" line while the sandbox fails to
+ * start. Caller frees. */
 char *sandbox_describe(void);
 /* Starts the loop thread, the launcher, the default session and the watchdog that cleans up
  * (and unmounts mountpoint) if the daemon dies. On failure, sandbox_stop undoes what started. */
 int sandbox_start(const char *mountpoint, char *err, size_t errlen);
-/* The root `limits` text: the cgroup's, and a "sandbox down REASON" line while the sandbox
- * fails to start. Caller frees. */
-char *sandbox_describe(void);
 /* Ends every session and process, stops the loop. */
 void sandbox_stop(void);
 
