@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgmem.h"
 #include "fdres.h"
 #include "log.h"
 #include "xmalloc.h"
@@ -557,6 +558,15 @@ static void describe_v2(FILE *out)
 		fprintf(out, "oom_kills %ld\n", strtol(p + 9, NULL, 10));
 }
 
+const char *cgroup_memory_dir(const struct cgroup *cg)
+{
+	if (!cg)
+		return NULL;
+	if (mode == CG_V1)
+		return cg->dir[V1_MEMORY];
+	return v2_limits ? cg->dir[0] : NULL;
+}
+
 char *cgroup_describe(void)
 {
 	char *text = NULL;
@@ -570,6 +580,7 @@ char *cgroup_describe(void)
 		describe_v2(out);
 	else
 		fprintf(out, "limits off\n");
+	cgmem_describe(out);
 	fclose(out);
 	return text;
 }

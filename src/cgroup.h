@@ -47,6 +47,9 @@ int cgroup_signal_keep(struct cgroup *cg, pid_t keep, int keep_sig, int sig);
 void cgroup_kill_all(void);
 /* The processes in the group (host pids); caller frees *pids. */
 size_t cgroup_pids(struct cgroup *cg, pid_t **pids);
+/* The group's directory in the memory hierarchy (v1) or its v2 directory when the memory
+ * controller is enabled there; else NULL. Owned by cg. */
+const char *cgroup_memory_dir(const struct cgroup *cg);
 /* The sandbox's limits and usage, "key value" lines; caller frees. */
 char *cgroup_describe(void);
 

@@ -79,6 +79,7 @@ void config_defaults(struct config *cfg)
 	cfg->shm_size = 256ull << 20;
 	cfg->uid_first = 2000000000;
 	cfg->uid_last = 2000065535;
+	cfg->memory_reserve = 256ull << 20;
 	cfg->ws_cache = true;
 	cfg->ws_timeout = 1.0;
 	cfg->ws_passthrough = true;
@@ -334,6 +335,8 @@ static int set_sandbox(struct config *cfg, const char *key, const char *value)
 		return parse_id_range(value, &cfg->uid_first, &cfg->uid_last);
 	if (!strcmp(key, "workspace_max"))
 		return config_parse_size(value, &cfg->workspace_max);
+	if (!strcmp(key, "memory_reserve"))
+		return config_parse_size(value, &cfg->memory_reserve);
 	return -ENOENT;
 }
 
@@ -364,8 +367,21 @@ static int check_base_env(const struct config *cfg, char *err, size_t errlen)
 	return 0;
 }
 
+uint64_t config_session_memory(const struct config *cfg)
+{
+	uint64_t reserve = cfg->memory_reserve;
+
+	if (!cfg->memory_max || !reserve)
+		return 0;
+	if (reserve > cfg->memory_max / 4)
+		reserve = cfg->memory_max / 4;
+	return cfg->memory_max - reserve;
+}
+
 int config_check(const struct config *cfg, char *err, size_t errlen)
 {
+	uint64_t session_max = config_session_memory(cfg);
+
 	if (check_base_env(cfg, err, errlen) < 0)
 		return -EINVAL;
 	/* tmpfs pages are charged to the sandbox and cannot be reclaimed: a full /tmp must not
@@ -375,6 +391,15 @@ int config_check(const struct config *cfg, char *err, size_t errlen)
 			 "[sandbox] tmp_size + shm_size (%llu) must stay below memory_max (%llu)",
 			 (unsigned long long)(cfg->tmp_size + cfg->shm_size),
 			 (unsigned long long)cfg->memory_max);
+		return -EINVAL;
+	}
+	/* The same within a session: what it writes there is charged to its own group. */
+	if (session_max && cfg->tmp_size + cfg->shm_size >= session_max) {
+		snprintf(err, errlen,
+			 "[sandbox] tmp_size + shm_size (%llu) must stay below a session's memory "
+			 "limit, memory_max - memory_reserve (%llu)",
+			 (unsigned long long)(cfg->tmp_size + cfg->shm_size),
+			 (unsigned long long)session_max);
 		return -EINVAL;
 	}
 	return 0;

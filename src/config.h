@@ -47,6 +47,7 @@ struct config {
 	uint64_t shm_size;    /* bytes of its /dev/shm */
 	uint32_t uid_first, uid_last; /* uid_range: each instance's own uid when user is "" */
 	uint64_t workspace_max; /* bytes of the workspace (a loop-mounted image); 0 = no bound */
+	uint64_t memory_reserve; /* memory_max less a session's own limit; 0: sessions have none */
 
 	bool ws_cache;        /* workspace changed only through sbxfs and the sandbox */
 	double ws_timeout;    /* entry/attr timeout in seconds when ws_cache is on */
@@ -61,6 +62,9 @@ void config_defaults(struct config *cfg);
 int config_load(struct config *cfg, const char *path, char *err, size_t errlen);
 /* Checks what keys cannot check alone (tmpfs sizes below the memory limit). */
 int config_check(const struct config *cfg, char *err, size_t errlen);
+/* The memory limit of each session's own group: memory_max less memory_reserve (at most a
+ * quarter of memory_max); 0 for none. */
+uint64_t config_session_memory(const struct config *cfg);
 /* Parses "123", "64K", "512M", "4G" (powers of 1024) or "max" (0). */
 int config_parse_size(const char *value, uint64_t *out);
 /* Sets one key as the ini file would ("section", "key", "value"). */

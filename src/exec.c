@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cgmem.h"
 #include "gitrun.h"
 #include "log.h"
 #include "session_priv.h"
@@ -109,6 +110,8 @@ static void finish_current(struct session *s, int status)
 	set_timer(s, TP_NONE, 0);
 	if (op->kind == OP_RUN) {
 		stdin_end(s);
+		if (op->run->state == RUN_RUNNING)
+			op->run->oom_kills = cgmem_oom_kills(s->cg, false) - op->run->oom_mark;
 		run_end(op->run, run_final_status(op->run, status));
 	} else if (op->kind == OP_CHDIR) {
 		ticket_done(op->ticket, chdir_result(status));
@@ -295,6 +298,7 @@ void exec_send_run(struct session *s, const char *stdin_path)
 	r->timeout_ms = timeout;
 	r->shell_pid = shell_pid(s->sh);
 	run_begin(r);
+	r->oom_mark = cgmem_oom_kills(s->cg, false);
 	shell_send(s->sh, seq, r->cmd, r->cmdlen, stdin_path);
 	if (timeout)
 		set_timer(s, TP_TIMEOUT, timeout);

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cgmem.h"
 #include "fdres.h"
 #include "log.h"
 #include "ports.h"
@@ -277,6 +278,7 @@ static void on_exit_job(struct proc *p, int wstatus)
 	loop_timer_cancel(&j->ready_timer);
 	j->running = false;
 	j->term_sig = WIFSIGNALED(wstatus) ? WTERMSIG(wstatus) : 0;
+	j->run->oom_kills = cgmem_oom_kills(j->cg, true) - j->run->oom_mark;
 	run_end(j->run, run_status_from_wait(wstatus));
 	waitq_wake(&j->readyq);
 	job_unref(j); /* the running process's reference */
@@ -330,6 +332,7 @@ static void spawn(struct job *j, int fds[3], int cgfds[4], int ncg, int in_w)
 	j->proc.on_exit = on_exit_job;
 	/* Begun before it can run: the run hooks see its changes from its first one. */
 	run_begin(j->run);
+	j->run->oom_mark = cgmem_oom_kills(j->cg, true);
 	launch_start(&j->proc, j->s->cwd, argv, env.v, fds, 3, cgfds, ncg);
 	envlist_free(&env);
 	for (int i = 0; i < 2; i++)
@@ -578,10 +581,10 @@ char *job_status(struct job *j)
 		snprintf(exit_text, sizeof(exit_text), "%d", j->run->status);
 	}
 	text = xasprintf("name %s\nstate %s\npid %d\nstarted %s\nended %s\nexit %s\nsignal %d\n"
-			 "timed_out %s\nstarts %u\ntimeout %llu\n%s",
+			 "timed_out %s\nstarts %u\ntimeout %llu\noom_killed %s\n%s",
 			 j->name, state, j->run ? (int)j->proc.pid : 0, started, ended, exit_text,
 			 sig, j->run && j->run->timed_out ? "yes" : "no", j->starts,
-			 (unsigned long long)j->timeout_ms,
+			 (unsigned long long)j->timeout_ms, j->run && j->run->oom_kills ? "yes" : "no",
 			 /* only when it was: the spool budget emptied its output */
 			 j->run && j->run->budget.dropped ? "output_dropped yes\n" : "");
 	core_unlock();

@@ -149,12 +149,13 @@ char *run_describe(const struct run *r)
 	if (r->state == RUN_DONE)
 		snprintf(exit_text, sizeof(exit_text), "%d", r->status);
 	text = xasprintf("command %u\nrun_state %s\npid %d\nstarted %s\nduration %s\nexit %s\n"
-			 "timed_out %s\nkilled %s\nsignal %d\ntruncated %s\ncommand_timeout %llu\n%s",
+			 "timed_out %s\nkilled %s\nsignal %d\ntruncated %s\ncommand_timeout %llu\n"
+			 "oom_killed %s\n%s",
 			 r->n, states[r->state], (int)r->shell_pid, started, duration, exit_text,
 			 r->timed_out ? "yes" : "no", r->killed ? "yes" : "no",
 			 r->killed ? r->kill_sig : 0,
 			 r->out[0].truncated || r->out[1].truncated ? "yes" : "no",
-			 (unsigned long long)r->timeout_ms,
+			 (unsigned long long)r->timeout_ms, r->oom_kills ? "yes" : "no",
 			 /* only when it was: the spool budget emptied its output */
 			 r->budget.dropped ? "output_dropped yes\n" : "");
 	return esc_status_error(text, error); /* the line only when something went wrong */

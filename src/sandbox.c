@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "bwrap.h"
+#include "cgmem.h"
 #include "cgroup.h"
 #include "fdres.h"
 #include "filter.h"
@@ -423,6 +424,7 @@ int sandbox_start(const char *mnt, char *err, size_t errlen)
 	}
 	if ((rc = cgroup_init(cfg->cgroup, &lim, err, errlen)) < 0)
 		return rc;
+	cgmem_init(config_session_memory(cfg));
 	log_info("cgroup: %s; isolation: %s", cgroup_mode(), cfg->isolate ? "bwrap" : "none");
 	if (cfg->isolate) {
 		if ((rc = prepare_isolation(err, errlen)) < 0)

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cgmem.h"
 #include "escape.h"
 #include "gitrun.h"
 #include "log.h"
@@ -119,6 +120,7 @@ static struct session *create_locked(const char *id, struct ticket **ready, int 
 	envlist_set(&s->env, "SHLVL", "1");
 	snprintf(cgname, sizeof(cgname), "s%llu", (unsigned long long)s->serial);
 	s->cg = cgroup_create(NULL, cgname);
+	cgmem_limit_session(s->cg);
 	if ((*err = exec_start_shell(s)) < 0) {
 		log_warnx("session %s not created: %s", id, strerror(-*err));
 		s->removed = true;
@@ -702,9 +704,11 @@ char *session_status(struct session *s, size_t *len)
 	else
 		snprintf(state, sizeof(state), "%s",
 			 s->current && s->current->kind == OP_RUN ? "running" : "idle");
-	head = xasprintf("state %s\nqueued %u\nshell_pid %d\nrestarts %u\ntimeout %llu\n", state,
-			 queued, s->sh ? (int)shell_pid(s->sh) : 0, s->restarts,
-			 (unsigned long long)s->timeout_ms);
+	head = xasprintf("state %s\nqueued %u\nshell_pid %d\nrestarts %u\ntimeout %llu\n"
+			 "oom_kills %llu\n",
+			 state, queued, s->sh ? (int)shell_pid(s->sh) : 0, s->restarts,
+			 (unsigned long long)s->timeout_ms,
+			 (unsigned long long)cgmem_oom_kills(s->cg, true));
 	latest = TAILQ_LAST(&s->runs, run_list);
 	tail = latest ? run_describe(latest) : xstrdup("");
 	core_unlock();

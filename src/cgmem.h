@@ -1,0 +1,24 @@
+/* The memory side of the sandbox's groups: each session's own limit, a little below the
+ * sandbox's, so that a session that runs away is OOM-killed among its own processes while the
+ * other sessions keep room to answer; and how many OOM kills a group had, for the status
+ * files. */
+#ifndef SBX_CGMEM_H
+#define SBX_CGMEM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct cgroup;
+
+/* session_max: the limit each session's group gets, in bytes (0: none of its own). */
+void cgmem_init(uint64_t session_max);
+/* Gives a new session's group its limit (nothing without a memory controller). */
+void cgmem_limit_session(struct cgroup *cg);
+/* OOM kills of the group's own processes, or with tree of its child groups' too (0 without a
+ * memory controller). The kernel counts a kill in the victim's group. */
+uint64_t cgmem_oom_kills(const struct cgroup *cg, bool tree);
+/* The limits file's line for the sessions' own limit, if there is one. */
+void cgmem_describe(FILE *out);
+
+#endif
