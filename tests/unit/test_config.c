@@ -142,6 +142,30 @@ static void test_uid_range_and_env_bounds(void)
 	config_free(&cfg);
 }
 
+/* A session's own memory limit: memory_max less the reserve, which is at most a quarter. */
+static void test_session_memory(void)
+{
+	struct config cfg;
+	char err[256];
+
+	config_defaults(&cfg);
+	CHECK(config_session_memory(&cfg) == (4ull << 30) - (256ull << 20));
+	CHECK(config_check(&cfg, err, sizeof(err)) == 0);
+	cfg.memory_max = 256ull << 20;
+	CHECK(config_session_memory(&cfg) == 192ull << 20);
+	cfg.tmp_size = 160ull << 20;
+	cfg.shm_size = 32ull << 20;
+	CHECK(config_check(&cfg, err, sizeof(err)) == -EINVAL);
+	CHECK(strstr(err, "memory_reserve") != NULL);
+	cfg.memory_reserve = 0;
+	CHECK(config_session_memory(&cfg) == 0);
+	CHECK(config_check(&cfg, err, sizeof(err)) == 0);
+	cfg.memory_reserve = 1;
+	cfg.memory_max = 0;
+	CHECK(config_session_memory(&cfg) == 0);
+	config_free(&cfg);
+}
+
 int main(void)
 {
 	test_defaults();
@@ -149,5 +173,6 @@ int main(void)
 	test_errors();
 	test_git_policy();
 	test_uid_range_and_env_bounds();
+	test_session_memory();
 	return check_done();
 }
