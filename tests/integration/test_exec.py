@@ -25,8 +25,8 @@ from sbxutil import (status, ConfMount, Background, bounded, errname, kill_quiet
 DEFAULT_GRACE = 2.0
 
 RUN_KEYS = ["command", "run_state", "pid", "started", "duration", "exit", "timed_out", "killed",
-            "signal", "truncated", "command_timeout"]
-SESSION_KEYS = ["state", "queued", "shell_pid", "restarts", "timeout"]
+            "signal", "truncated", "command_timeout", "oom_killed"]
+SESSION_KEYS = ["state", "queued", "shell_pid", "restarts", "timeout", "oom_kills"]
 
 
 # --- helpers -----------------------------------------------------------------------------------
