@@ -169,6 +169,21 @@ def test_the_kill_stays_in_the_offending_session(oom):
         wait_until(lambda: status(holder)["state"] != "running", 10, "the holder to end")
 
 
+def test_a_shell_that_is_the_hog_is_replaced(oom):
+    """A builtin that grows the shell itself: the OOM killer can only take the shell. The
+    command reads 137 with oom_killed yes, and the next one gets a fresh shell with the env
+    and cwd of the last command that completed."""
+    m = oom
+    s = m.new_session()
+    assert sh(m, s, "export KEEP=kept; cd /tmp") == ("", "", 0)
+    out, err, code = sh(m, s, 'printf -v big "%01000000000d" 0; echo survived', timeout=120)
+    assert code == 137 and "survived" not in out, (out, err, code)
+    st = status(s)
+    assert st["oom_killed"] == "yes" and st["oom_kills"] == "1", st
+    assert sh(m, s, "echo $KEEP; pwd") == ("kept\n/tmp\n", "", 0)
+    assert status(s)["restarts"] == "1"
+
+
 def test_background_hog_is_reported(oom):
     m = oom
     s = m.new_session()
