@@ -1,6 +1,6 @@
-/* Memory limits of sessions and OOM accounting (see cgmem.h), on the groups cgroup.c made:
- * cgroup v1's memory.limit_in_bytes and memory.oom_control, or v2's memory.max and
- * memory.events(.local). */
+/* Memory limits of sessions, OOM accounting and OOM watches (see cgmem.h), on the groups
+ * cgroup.c made: cgroup v1's memory.limit_in_bytes and memory.oom_control (with an eventfd
+ * through cgroup.event_control), or v2's memory.max and memory.events(.local) (polled). */
 #include "cgmem.h"
 
 #include <dirent.h>
@@ -8,12 +8,29 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "cgroup.h"
 #include "fdres.h"
 #include "log.h"
+#include "loop.h"
 #include "xmalloc.h"
+
+/* v1 notifies before the kill, so the victim is counted a moment later (later still on a busy
+ * machine): fn runs soon after the event and once more a while after. */
+#define OOM_SETTLE_MS  2
+#define OOM_RECHECK_MS 50
+
+struct cgmem_watch {
+	int fd; /* v1: the eventfd; v2: memory.events.local */
+	struct loop_fd *lf;
+	struct loop_timer settle;
+	bool rechecked; /* the settle timer's second run is done */
+	void (*fn)(void *arg);
+	void *arg;
+};
 
 static uint64_t session_max;
 
@@ -103,6 +120,99 @@ uint64_t cgmem_oom_kills(const struct cgroup *cg, bool tree)
 	if (is_v1())
 		return tree ? v1_tree_kills(dir) : read_oom_kill(dir, "memory.oom_control");
 	return read_oom_kill(dir, tree ? "memory.events" : "memory.events.local");
+}
+
+static void settled(struct loop_timer *t)
+{
+	struct cgmem_watch *w = container_of(t, struct cgmem_watch, settle);
+
+	if (!w->rechecked)
+		loop_timer_arm(&w->settle, OOM_RECHECK_MS);
+	w->rechecked = !w->rechecked;
+	w->fn(w->arg);
+}
+
+static void on_event(struct loop_fd *lf, uint32_t events, void *arg)
+{
+	struct cgmem_watch *w = arg;
+	char buf[1024];
+
+	(void)lf;
+	(void)events;
+	/* Consumes the event: the eventfd's count, or (v2) marks the change as seen. */
+	if ((is_v1() ? read(w->fd, buf, sizeof(buf)) : pread(w->fd, buf, sizeof(buf), 0)) < 0 &&
+	    errno != EAGAIN)
+		log_warn("OOM watch");
+	if (!w->settle.armed || w->rechecked) { /* not during the first wait, which it joins */
+		w->settle.fn = settled;
+		w->rechecked = false;
+		loop_timer_arm(&w->settle, OOM_SETTLE_MS);
+	}
+}
+
+/* v1: an eventfd registered on memory.oom_control through cgroup.event_control. */
+static int v1_event_fd(const char *dir)
+{
+	char *path = xasprintf("%s/memory.oom_control", dir), line[64];
+	int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), ofd = fdres_open(path, O_RDONLY, 0);
+	int rc = efd < 0 ? -errno : ofd;
+
+	free(path);
+	if (rc >= 0) {
+		path = xasprintf("%s/cgroup.event_control", dir);
+		rc = fdres_open(path, O_WRONLY, 0);
+		free(path);
+	}
+	if (rc >= 0) {
+		int cfd = rc;
+
+		snprintf(line, sizeof(line), "%d %d", efd, ofd);
+		rc = write(cfd, line, strlen(line)) < 0 ? -errno : 0;
+		close(cfd);
+	}
+	if (ofd >= 0)
+		close(ofd); /* the registration keeps what it needs */
+	if (rc < 0 && efd >= 0)
+		close(efd);
+	return rc < 0 ? rc : efd;
+}
+
+struct cgmem_watch *cgmem_watch(struct cgroup *cg, void (*fn)(void *arg), void *arg)
+{
+	const char *dir = cgroup_memory_dir(cg);
+	struct cgmem_watch *w;
+	char *path;
+	int fd;
+
+	if (!dir)
+		return NULL;
+	if (is_v1()) {
+		fd = v1_event_fd(dir);
+	} else {
+		path = xasprintf("%s/memory.events.local", dir);
+		fd = fdres_open(path, O_RDONLY, 0);
+		free(path);
+	}
+	if (fd < 0) {
+		log_warnx("cgroup %s: no OOM watch: %s", dir, strerror(-fd));
+		return NULL;
+	}
+	w = xcalloc(1, sizeof(*w));
+	w->fd = fd;
+	w->fn = fn;
+	w->arg = arg;
+	w->lf = loop_add_fd(fd, is_v1() ? EPOLLIN : EPOLLPRI, on_event, w);
+	return w;
+}
+
+void cgmem_unwatch(struct cgmem_watch *w)
+{
+	if (!w)
+		return;
+	loop_del_fd(w->lf);
+	loop_timer_cancel(&w->settle);
+	close(w->fd);
+	free(w);
 }
 
 void cgmem_describe(FILE *out)

@@ -18,6 +18,14 @@ void cgmem_limit_session(struct cgroup *cg);
 /* OOM kills of the group's own processes, or with tree of its child groups' too (0 without a
  * memory controller). The kernel counts a kill in the victim's group. */
 uint64_t cgmem_oom_kills(const struct cgroup *cg, bool tree);
+struct cgmem_watch;
+/* Core lock held: calls fn(arg) on the loop thread, core lock held, a moment after the kernel's
+ * OOM killer may have acted in cg (v1: an OOM of cg or of a group above it; v2: a change of
+ * its memory.events.local); fn compares cgmem_oom_kills with what it saw before. NULL
+ * without a memory controller, or if the watch cannot be set up (logged). */
+struct cgmem_watch *cgmem_watch(struct cgroup *cg, void (*fn)(void *arg), void *arg);
+/* Core lock held; w may be NULL. Before the group is removed (v1 signals its removal). */
+void cgmem_unwatch(struct cgmem_watch *w);
 /* The limits file's line for the sessions' own limit, if there is one. */
 void cgmem_describe(FILE *out);
 

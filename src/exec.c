@@ -99,6 +99,8 @@ static int run_final_status(const struct run *r, int status)
 		return 124;
 	if (r->killed)
 		return 128 + r->kill_sig;
+	if (r->oom_ended)
+		return 128 + SIGKILL;
 	return status;
 }
 
@@ -472,6 +474,24 @@ static void do_kill(struct session *s, int sig)
 		set_timer(s, TP_GRACE, session_cfg->kill_grace_ms);
 }
 
+/* The OOM killer took a process of the running command: the rest of it goes too, as after a
+ * kill, so the command ends with 137 and nothing of it lives on at the limit (a pool that
+ * respawns its killed worker, a script that carries on). */
+void exec_oom(void *arg)
+{
+	struct session *s = arg;
+	struct run *r;
+
+	if (!s->current || s->current->kind != OP_RUN || !s->sh)
+		return;
+	r = s->current->run;
+	if (r->state != RUN_RUNNING || !r->started_ack || s->in.holding || r->oom_ended ||
+	    r->killed || r->timed_out || cgmem_oom_kills(s->cg, false) == r->oom_mark)
+		return;
+	r->oom_ended = true;
+	do_kill(s, SIGKILL);
+}
+
 int exec_kill(struct session *s, int sig, bool timed_out)
 {
 	struct run *r;
@@ -537,6 +557,8 @@ void exec_teardown(struct session *s)
 	struct op *op;
 
 	s->removed = true;
+	cgmem_unwatch(s->oom_watch);
+	s->oom_watch = NULL;
 	set_timer(s, TP_NONE, 0);
 	loop_timer_cancel(&s->leftover_timer);
 	jobs_teardown(s);

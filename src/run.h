@@ -37,6 +37,7 @@ struct run {
 	pid_t shell_pid;      /* the shell that ran it */
 	uint64_t oom_mark;    /* its group's OOM kills when it started */
 	uint64_t oom_kills;   /* OOM kills in its group while it ran */
+	bool oom_ended;       /* killed whole after an OOM kill in it */
 	char *error;          /* why sbxfs could not run it as asked (status "error"), or NULL */
 	TAILQ_ENTRY(run) hist; /* the session's history */
 };

@@ -128,6 +128,7 @@ static struct session *create_locked(const char *id, struct ticket **ready, int 
 		return NULL;
 	}
 	TAILQ_INSERT_TAIL(&sessions, s, link);
+	s->oom_watch = cgmem_watch(s->cg, exec_oom, s);
 	if (ready) {
 		s->ready = *ready = ticket_new();
 		ticket_ref(*ready);

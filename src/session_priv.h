@@ -49,6 +49,7 @@ struct session_stdin {
 };
 
 struct job;
+struct cgmem_watch;
 
 struct session {
 	char id[SESSION_ID_MAX + 1];
@@ -57,6 +58,7 @@ struct session {
 	bool removed;
 	struct timespec ctime;
 	struct cgroup *cg;
+	struct cgmem_watch *oom_watch; /* ends the command the OOM killer hit */
 
 	struct shell *sh;
 	enum shell_state st;
@@ -110,6 +112,8 @@ struct gitrun;
 int exec_start_shell(struct session *s);
 void exec_pump(struct session *s);
 void exec_enqueue(struct session *s, struct op *op);
+/* The OOM watch's callback (arg: the session). */
+void exec_oom(void *arg);
 void exec_op_free(struct op *op);
 /* Ends an op that will not run; a run gets run_status, and why (with err, an errno or 0) in its
  * stderr and status. */
