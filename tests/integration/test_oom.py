@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from sbxutil import (status, ConfMount, bounded, isolation_none, read_bytes, uniq, wait_until,
-                     write_bytes, write_errno)
+from sbxutil import (status, ConfMount, bounded, isolation_none, procs_matching, read_bytes,
+                     sleep_tag, uniq, wait_until, write_bytes, write_errno)
 
 MEMORY_MAX = 1 << 30
 SESSION_MAX = MEMORY_MAX - (256 << 20)
@@ -136,7 +136,7 @@ def test_runs_keep_their_own_oom_status(oom):
     HOG + " || echo \"the script goes on\"",
     # a pool that respawns its killed worker would stay at the limit for ever
     "while :; do " + HOG + "; echo respawn; done",
-    "sleep 1000 & " + HOG + "; wait; echo 'the script goes on'",
+    "sleep TAG & " + HOG + "; wait; echo 'the script goes on'",
 ], ids=["handled", "respawned", "with-a-job"])
 def test_the_whole_command_ends(oom, script):
     """The OOM killer ends one process; sbxfs then ends the rest of the command, as a kill
@@ -144,8 +144,9 @@ def test_the_whole_command_ends(oom, script):
     script may take a step or two in the few ms between the two kills."""
     m = oom
     s = m.new_session()
+    tag = sleep_tag()
     t = time.monotonic()
-    out, err, code = sh(m, s, script, timeout=120)
+    out, err, code = sh(m, s, script.replace("TAG", tag), timeout=120)
     assert time.monotonic() - t < HOG_DEADLINE
     assert code == 137, (out, err, code)
     assert out in ("", "the script goes on\n") or set(out.split()) == {"respawn"}, out
@@ -153,7 +154,10 @@ def test_the_whole_command_ends(oom, script):
     st = status(s)
     assert st["oom_killed"] == "yes" and st["oom_kills"] == "1", st
     assert st["killed"] == "no" and st["restarts"] == "0", st
-    assert sh(m, s, "ps -e -o comm= | grep -c -x -E 'sleep|python3'") == ("0\n", "", 1)
+    assert not procs_matching(f"sleep {tag}"), "the command's job outlived it"
+    time.sleep(1)
+    assert status(s)["oom_kills"] == "1", "something of the command went on hogging"
+    assert sh(m, s, "echo next") == ("next\n", "", 0)
 
 
 def test_the_kill_stays_in_the_offending_session(oom):
