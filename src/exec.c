@@ -455,10 +455,9 @@ static void timer_fired(struct loop_timer *t)
 }
 
 /* Tells the shell to abandon the command and signals its processes. */
-static void do_kill(struct session *s, int sig)
+static void abort_command(struct session *s, int sig)
 {
 	s->stuck_retried = false;
-	shell_mute_stderr(s->sh);
 	/* The abort must be pending in the shell before it sees its command die, or it runs the
 	 * next command of the script first: with a cgroup both go out in one frozen moment;
 	 * without, the launcher sends them in order. */
@@ -472,6 +471,13 @@ static void do_kill(struct session *s, int sig)
 		set_timer(s, TP_STUCK, STUCK_MS);
 	else
 		set_timer(s, TP_GRACE, session_cfg->kill_grace_ms);
+}
+
+/* The same, and bash's notices of our kill do not reach the command's stderr. */
+static void do_kill(struct session *s, int sig)
+{
+	shell_mute_stderr(s->sh);
+	abort_command(s, sig);
 }
 
 /* The OOM killer took a process of the running command: the rest of it goes too, as after a
@@ -489,7 +495,8 @@ void exec_oom(void *arg)
 	    r->killed || r->timed_out || cgmem_oom_kills(s->cg, false) == r->oom_mark)
 		return;
 	r->oom_ended = true;
-	do_kill(s, SIGKILL);
+	/* Unmuted: bash's notice that the OOM killer's victim was Killed is the command's news. */
+	abort_command(s, SIGKILL);
 }
 
 int exec_kill(struct session *s, int sig, bool timed_out)
