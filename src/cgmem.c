@@ -153,28 +153,29 @@ static void on_event(struct loop_fd *lf, uint32_t events, void *arg)
 /* v1: an eventfd registered on memory.oom_control through cgroup.event_control. */
 static int v1_event_fd(const char *dir)
 {
-	char *path = xasprintf("%s/memory.oom_control", dir), line[64];
-	int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), ofd = fdres_open(path, O_RDONLY, 0);
-	int rc = efd < 0 ? -errno : ofd;
+	int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), ofd, cfd, rc;
+	char *path, line[64];
 
+	if (efd < 0)
+		return -errno;
+	path = xasprintf("%s/memory.oom_control", dir);
+	ofd = fdres_open(path, O_RDONLY, 0);
 	free(path);
-	if (rc >= 0) {
-		path = xasprintf("%s/cgroup.event_control", dir);
-		rc = fdres_open(path, O_WRONLY, 0);
-		free(path);
-	}
-	if (rc >= 0) {
-		int cfd = rc;
-
+	path = xasprintf("%s/cgroup.event_control", dir);
+	rc = cfd = ofd < 0 ? ofd : fdres_open(path, O_WRONLY, 0);
+	free(path);
+	if (cfd >= 0) {
 		snprintf(line, sizeof(line), "%d %d", efd, ofd);
 		rc = write(cfd, line, strlen(line)) < 0 ? -errno : 0;
 		close(cfd);
 	}
 	if (ofd >= 0)
 		close(ofd); /* the registration keeps what it needs */
-	if (rc < 0 && efd >= 0)
+	if (rc < 0) {
 		close(efd);
-	return rc < 0 ? rc : efd;
+		return rc;
+	}
+	return efd;
 }
 
 struct cgmem_watch *cgmem_watch(struct cgroup *cg, void (*fn)(void *arg), void *arg)
