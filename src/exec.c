@@ -1,7 +1,8 @@
 /* Running a session's queue on its shell: which op goes next, where output goes, what a report
- * or the shell's death means for the op in flight, and ending a command early (kill, timeout, an OOM kill in it):
- * its processes are signalled through the session's cgroup, the shell is told to skip the rest
- * of the script, and a shell that is itself stuck is replaced, keeping the last env and cwd. */
+ * or the shell's death means for the op in flight, and ending a command early (kill, timeout,
+ * an OOM kill in it): its processes are signalled through the session's cgroup, the shell is
+ * told to skip the rest of the script, and a shell that is itself stuck is replaced, keeping
+ * the last env and cwd. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
