@@ -584,7 +584,8 @@ char *job_status(struct job *j)
 			 "timed_out %s\nstarts %u\ntimeout %llu\noom_killed %s\n%s",
 			 j->name, state, j->run ? (int)j->proc.pid : 0, started, ended, exit_text,
 			 sig, j->run && j->run->timed_out ? "yes" : "no", j->starts,
-			 (unsigned long long)j->timeout_ms, j->run && j->run->oom_kills ? "yes" : "no",
+			 (unsigned long long)j->timeout_ms,
+			 j->run && j->run->oom_kills ? "yes" : "no",
 			 /* only when it was: the spool budget emptied its output */
 			 j->run && j->run->budget.dropped ? "output_dropped yes\n" : "");
 	core_unlock();
