@@ -580,14 +580,14 @@ char *job_status(struct job *j)
 			 j->run->ended.tv_nsec / 1000000);
 		snprintf(exit_text, sizeof(exit_text), "%d", j->run->status);
 	}
-	text = xasprintf("name %s\nstate %s\npid %d\nstarted %s\nended %s\nexit %s\nsignal %d\n"
-			 "timed_out %s\nstarts %u\ntimeout %llu\noom_killed %s\n%s",
-			 j->name, state, j->run ? (int)j->proc.pid : 0, started, ended, exit_text,
-			 sig, j->run && j->run->timed_out ? "yes" : "no", j->starts,
-			 (unsigned long long)j->timeout_ms,
-			 j->run && j->run->oom_kills ? "yes" : "no",
-			 /* only when it was: the spool budget emptied its output */
-			 j->run && j->run->budget.dropped ? "output_dropped yes\n" : "");
+	text =
+	    xasprintf("name %s\nstate %s\npid %d\nstarted %s\nended %s\nexit %s\nsignal %d\n"
+		      "timed_out %s\nstarts %u\ntimeout %llu\noom_killed %s\n%s",
+		      j->name, state, j->run ? (int)j->proc.pid : 0, started, ended, exit_text, sig,
+		      j->run && j->run->timed_out ? "yes" : "no", j->starts,
+		      (unsigned long long)j->timeout_ms, j->run && j->run->oom_kills ? "yes" : "no",
+		      /* only when it was: the spool budget emptied its output */
+		      j->run && j->run->budget.dropped ? "output_dropped yes\n" : "");
 	core_unlock();
 	return esc_status_error(text, error); /* the line only when something went wrong */
 }
