@@ -28,6 +28,10 @@ enum cg_mode { CG_NONE, CG_V1, CG_V2 };
 #define NCTRL 4
 #define PREFIX "sbxfs-"
 static const char *const v1_ctrls[NCTRL] = {"freezer", "pids", "memory", "cpu"};
+/* How long a SIGKILL of a group may go on freezing and killing before it gives up (logged),
+ * and how long each round waits for the killed to leave before the next one. */
+#define KILL_DEADLINE_MS 2000
+#define KILL_SETTLE_MS 20
 
 struct cgroup {
 	char *dir[NCTRL]; /* v1: one per controller (NULL if absent); v2: dir[0] only */
@@ -181,46 +185,6 @@ static pid_t inner_pid(pid_t pid)
 	return inner;
 }
 
-static int signal_dir(const struct cgroup *cg, pid_t keep, int keep_sig, int sig)
-{
-	size_t n, hit = 0;
-	pid_t *pids;
-
-	set_frozen(cg, true);
-	n = read_pids(cg->dir[0], &pids);
-	for (size_t i = 0; i < n; i++) {
-		if (keep && (pids[i] == keep || inner_pid(pids[i]) == keep)) {
-			if (keep_sig)
-				kill(pids[i], keep_sig);
-			continue;
-		}
-		if (kill(pids[i], sig) == 0)
-			hit++;
-	}
-	set_frozen(cg, false);
-	free(pids);
-	return (int)hit;
-}
-
-size_t cgroup_pids(struct cgroup *cg, pid_t **pids)
-{
-	if (!cg) {
-		*pids = NULL;
-		return 0;
-	}
-	return read_pids(cg->dir[0], pids);
-}
-
-int cgroup_signal(struct cgroup *cg, pid_t keep, int sig)
-{
-	return cg ? signal_dir(cg, keep, 0, sig) : 0;
-}
-
-int cgroup_signal_keep(struct cgroup *cg, pid_t keep, int keep_sig, int sig)
-{
-	return cg ? signal_dir(cg, keep, keep_sig, sig) : 0;
-}
-
 /* Calls fn on every child group of dir. */
 static void for_each_child(const char *dir, void (*fn)(const char *sub, void *arg), void *arg)
 {
@@ -240,30 +204,170 @@ static void for_each_child(const char *dir, void (*fn)(const char *sub, void *ar
 		closedir(d);
 }
 
-static void kill_tree(const char *dir, void *unused)
+static long now_ms(void)
 {
-	struct cgroup one = {{(char *)dir}};
+	struct timespec ts;
 
-	for_each_child(dir, kill_tree, unused);
-	signal_dir(&one, 0, 0, SIGKILL);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int cmp_pid(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+struct pidvec {
+	pid_t *v;
+	size_t n;
+};
+
+static void pidvec_add(struct pidvec *pv, const pid_t *pids, size_t n)
+{
+	pv->v = xrealloc(pv->v, (pv->n + n + 1) * sizeof(pid_t));
+	memcpy(pv->v + pv->n, pids, n * sizeof(pid_t));
+	pv->n += n;
+}
+
+/* Whether a kill reached pid in an earlier round (reached is sorted), so a process still
+ * dying is counted once. */
+static bool reached_before(const struct pidvec *reached, pid_t pid)
+{
+	return reached->n && bsearch(&pid, reached->v, reached->n, sizeof(pid_t), cmp_pid);
+}
+
+/* Appends the processes of dir and of every group below it. */
+static void collect_tree(const char *dir, void *pv)
+{
+	pid_t *here;
+	size_t k = read_pids(dir, &here);
+
+	pidvec_add(pv, here, k);
+	free(here);
+	for_each_child(dir, collect_tree, pv);
+}
+
+static void collect_pids(const struct cgroup *cg, bool tree, struct pidvec *pv)
+{
+	if (tree) {
+		collect_tree(cg->dir[0], pv);
+	} else {
+		free(pv->v);
+		pv->n = read_pids(cg->dir[0], &pv->v);
+	}
+}
+
+/* One frozen moment: sig to every process but keep (keep_sig to keep). Returns how many
+ * processes there were besides keep; *hit counts those signalled for the first time. */
+static size_t signal_round(const struct cgroup *cg, bool tree, pid_t keep, int keep_sig, int sig,
+			   struct pidvec *reached, int *hit)
+{
+	struct pidvec pv = {NULL, 0};
+	size_t others = 0;
+
+	set_frozen(cg, true);
+	collect_pids(cg, tree, &pv);
+	for (size_t i = 0; i < pv.n; i++) {
+		pid_t pid = pv.v[i];
+
+		if (keep && (pid == keep || inner_pid(pid) == keep)) {
+			if (keep_sig)
+				kill(pid, keep_sig);
+			pv.v[i--] = pv.v[--pv.n]; /* not one of those killed */
+			continue;
+		}
+		others++;
+		if (kill(pid, sig) == 0 && !reached_before(reached, pid))
+			(*hit)++;
+	}
+	set_frozen(cg, false);
+	pidvec_add(reached, pv.v, pv.n);
+	qsort(reached->v, reached->n, sizeof(pid_t), cmp_pid);
+	free(pv.v);
+	return others;
+}
+
+/* Whether nothing but keep is left, waiting up to ms for the killed to finish exiting
+ * (without freezing them again, which would hold them back). */
+static bool emptied(const struct cgroup *cg, bool tree, pid_t keep, long ms)
+{
+	for (long end = now_ms() + ms;; sleep_ms(1)) {
+		struct pidvec pv = {NULL, 0};
+		bool only_keep;
+
+		collect_pids(cg, tree, &pv);
+		/* At most one is keep: only a lone process needs the look at its inner pid. */
+		only_keep = pv.n == 0 ||
+			    (pv.n == 1 && keep && (pv.v[0] == keep || inner_pid(pv.v[0]) == keep));
+		free(pv.v);
+		if (only_keep)
+			return true;
+		if (now_ms() >= end)
+			return false;
+	}
+}
+
+/* Freeze, signal, thaw. A SIGKILL repeats it until nothing but keep is left: where the
+ * freeze did not complete in time (thousands of forking processes, a process stuck in the
+ * kernel), children forked meanwhile are caught by the next round. Bounded, so a group that
+ * cannot be emptied cannot hang the daemon: it is logged. */
+static int signal_dir(const struct cgroup *cg, bool tree, pid_t keep, int keep_sig, int sig)
+{
+	struct pidvec reached = {NULL, 0};
+	long end = now_ms() + KILL_DEADLINE_MS;
+	int hit = 0, rounds = 1;
+	size_t left = signal_round(cg, tree, keep, keep_sig, sig, &reached, &hit);
+
+	while (sig == SIGKILL && left && !emptied(cg, tree, keep, KILL_SETTLE_MS)) {
+		if (now_ms() >= end) {
+			log_warnx("cgroup %s: not empty after %d freeze-kill rounds in %d ms",
+				  cg->dir[0], rounds, KILL_DEADLINE_MS);
+			break;
+		}
+		left = signal_round(cg, tree, keep, 0, SIGKILL, &reached, &hit);
+		rounds++;
+	}
+	free(reached.v);
+	return hit;
+}
+
+size_t cgroup_pids(struct cgroup *cg, pid_t **pids)
+{
+	if (!cg) {
+		*pids = NULL;
+		return 0;
+	}
+	return read_pids(cg->dir[0], pids);
+}
+
+int cgroup_signal(struct cgroup *cg, pid_t keep, int sig)
+{
+	return cg ? signal_dir(cg, false, keep, 0, sig) : 0;
+}
+
+int cgroup_signal_keep(struct cgroup *cg, pid_t keep, int keep_sig, int sig)
+{
+	return cg ? signal_dir(cg, false, keep, keep_sig, sig) : 0;
+}
+
+int cgroup_kill_tree(struct cgroup *cg)
+{
+	return cg ? signal_dir(cg, true, 0, 0, SIGKILL) : 0;
 }
 
 void cgroup_kill_all(void)
 {
-	if (root)
-		kill_tree(root->dir[0], NULL);
+	cgroup_kill_tree(root);
 }
 
-/* Removes dir's child groups first, then dir; what is still inside is killed. */
-static void remove_tree_at(const char *dir, void *with_freezer)
+/* Removes dir's child groups first, then dir. */
+static void remove_tree_at(const char *dir, void *unused)
 {
-	struct cgroup one = {{(char *)dir}};
-
-	for_each_child(dir, remove_tree_at, with_freezer);
+	for_each_child(dir, remove_tree_at, unused);
 	/* Killed processes leave the group once they have run their exit: retry briefly. */
 	for (int tries = 0; tries < 100; tries++) {
-		if (*(bool *)with_freezer && tries % 10 == 0)
-			signal_dir(&one, 0, 0, SIGKILL);
 		if (rmdir(dir) == 0 || errno == ENOENT)
 			return;
 		sleep_ms(1);
@@ -271,9 +375,15 @@ static void remove_tree_at(const char *dir, void *with_freezer)
 	log_warn("cgroup %s", dir);
 }
 
+/* What is still inside is killed first, the whole tree in one frozen moment (the freezer,
+ * or the v2 group, holds the processes; the other v1 hierarchies follow). */
 static void remove_tree(const char *dir, bool with_freezer)
 {
-	remove_tree_at(dir, &with_freezer);
+	struct cgroup one = {{(char *)dir}};
+
+	if (with_freezer)
+		signal_dir(&one, true, 0, 0, SIGKILL);
+	remove_tree_at(dir, NULL);
 }
 
 static void destroy_dirs(struct cgroup *cg)
@@ -458,6 +568,23 @@ static void apply_v2(const struct cg_limits *lim)
 		snprintf(v, sizeof(v), "%lld 100000", (long long)(lim->cpu_max * 100000));
 		limit(root->dir[0], "cpu.max", v);
 	}
+}
+
+void cgroup_limit_session(struct cgroup *cg, uint64_t pids_max)
+{
+	char v[32];
+
+	if (!cg || (mode == CG_V2 && !v2_limits))
+		return;
+	/* Written even where it is the default: equal is the point, whatever the parent says. */
+	if (mode == CG_V1)
+		limit(cg->dir[V1_CPU], "cpu.shares", "1024");
+	else
+		limit(cg->dir[0], "cpu.weight", "100");
+	if (!pids_max)
+		return;
+	snprintf(v, sizeof(v), "%llu", (unsigned long long)pids_max);
+	limit(mode == CG_V1 ? cg->dir[V1_PIDS] : cg->dir[0], "pids.max", v);
 }
 
 int cgroup_init(const char *want, const struct cg_limits *lim, char *err, size_t errlen)

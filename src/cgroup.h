@@ -31,6 +31,9 @@ void cgroup_cleanup_daemon(pid_t pid);
 
 /* A child of the sandbox's group, or of parent if given. */
 struct cgroup *cgroup_create(struct cgroup *parent, const char *name);
+/* A session's group: the same CPU weight as every other session's, and at most pids_max
+ * processes (0: only the sandbox's limit), its background processes' groups included. */
+void cgroup_limit_session(struct cgroup *cg, uint64_t pids_max);
 /* Kills what is left, removes the group and frees cg. */
 void cgroup_destroy(struct cgroup *cg);
 /* Opens the cgroup.procs file(s) a process writes "0" to in order to join (drawing on the
@@ -38,11 +41,16 @@ void cgroup_destroy(struct cgroup *cg);
  * a process started outside its group could not be killed with it. */
 int cgroup_join_fds(struct cgroup *cg, int *fds, int max);
 /* Freezes the group, sends sig to every process but keep (a pid as the launcher sees it, 0:
- * none spared), thaws. Returns how many were signalled. */
+ * none spared), thaws. Returns how many were signalled. With SIGKILL it goes on until
+ * nothing but keep is left (bounded; logged if the group cannot be emptied). The groups
+ * below it (background processes) are not touched. */
 int cgroup_signal(struct cgroup *cg, pid_t keep, int sig);
 /* The same, and keep gets keep_sig in the same frozen moment, so it has that signal pending
  * before it can see any of the others die. */
 int cgroup_signal_keep(struct cgroup *cg, pid_t keep, int keep_sig, int sig);
+/* SIGKILLs the group and every group below it in frozen moments until they are empty;
+ * returns how many processes it killed. */
+int cgroup_kill_tree(struct cgroup *cg);
 /* Kills every process of the sandbox (all its groups). */
 void cgroup_kill_all(void);
 /* The processes in the group (host pids); caller frees *pids. */

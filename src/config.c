@@ -80,6 +80,7 @@ void config_defaults(struct config *cfg)
 	cfg->uid_first = 2000000000;
 	cfg->uid_last = 2000065535;
 	cfg->memory_reserve = 256ull << 20;
+	cfg->session_pids_pct = 50;
 	cfg->ws_cache = true;
 	cfg->ws_timeout = 1.0;
 	cfg->ws_passthrough = true;
@@ -299,6 +300,38 @@ static int parse_id_range(const char *value, uint32_t *first, uint32_t *last)
 	return 0;
 }
 
+/* A number, max (or 0) for none, or a percentage of pids_max ("50%"). */
+static int set_session_pids(struct config *cfg, const char *value)
+{
+	size_t len = strlen(value);
+	uint64_t pct;
+	char *num;
+	int rc;
+
+	cfg->session_pids_pct = 0;
+	if (!strcmp(value, "max")) {
+		cfg->session_pids_max = 0;
+		return 0;
+	}
+	if (len == 0 || value[len - 1] != '%')
+		return parse_u64(value, 0, 1u << 22, &cfg->session_pids_max);
+	num = xstrndup(value, len - 1);
+	rc = parse_u64(num, 1, 100, &pct);
+	free(num);
+	cfg->session_pids_pct = rc < 0 ? 0 : (unsigned)pct;
+	return rc;
+}
+
+uint64_t config_session_pids(const struct config *cfg)
+{
+	uint64_t n;
+
+	if (!cfg->session_pids_pct)
+		return cfg->session_pids_max;
+	n = cfg->pids_max * cfg->session_pids_pct / 100;
+	return cfg->pids_max && !n ? 1 : n;
+}
+
 static int set_sandbox(struct config *cfg, const char *key, const char *value)
 {
 	char *end;
@@ -337,6 +370,8 @@ static int set_sandbox(struct config *cfg, const char *key, const char *value)
 		return config_parse_size(value, &cfg->workspace_max);
 	if (!strcmp(key, "memory_reserve"))
 		return config_parse_size(value, &cfg->memory_reserve);
+	if (!strcmp(key, "session_pids_max"))
+		return set_session_pids(cfg, value);
 	return -ENOENT;
 }
 

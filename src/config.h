@@ -48,6 +48,8 @@ struct config {
 	uint32_t uid_first, uid_last; /* uid_range: each instance's own uid when user is "" */
 	uint64_t workspace_max; /* bytes of the workspace (a loop-mounted image); 0 = no bound */
 	uint64_t memory_reserve; /* memory_max less a session's own limit; 0: sessions have none */
+	uint64_t session_pids_max; /* each session's processes; 0 = only pids_max */
+	unsigned session_pids_pct; /* if not 0: session_pids_max is this % of pids_max */
 
 	bool ws_cache;        /* workspace changed only through sbxfs and the sandbox */
 	double ws_timeout;    /* entry/attr timeout in seconds when ws_cache is on */
@@ -70,6 +72,8 @@ int config_parse_size(const char *value, uint64_t *out);
 /* Sets one key as the ini file would ("section", "key", "value"). */
 int config_set(struct config *cfg, const char *section, const char *key, const char *value,
 	       char *err, size_t errlen);
+/* Each session's process limit in effect (0: none of its own). */
+uint64_t config_session_pids(const struct config *cfg);
 void config_free(struct config *cfg);
 
 #endif

@@ -39,6 +39,7 @@ struct job {
 	unsigned starts;
 	bool running;
 	int term_sig;           /* the signal it died of, 0 if it exited */
+	int leftovers;          /* what its tree still had when it ended (killed then) */
 	struct proc proc;
 	int out[2];
 	struct loop_fd *out_lf[2];
@@ -267,13 +268,15 @@ static void on_exit_job(struct proc *p, int wstatus)
 
 	if (p->start_err)
 		run_set_error(j->run, p->start_err, "the launcher could not start it");
+	/* Nothing of the tree outlives its top process, killed or not; gone before the drain,
+	 * so what they wrote is in the pipes. */
+	j->leftovers = cgroup_kill_tree(j->cg);
+	if (!j->cg && (j->run->killed || j->run->timed_out))
+		signal_tree(j, SIGKILL);
 	drain(j, 0, true);
 	drain(j, 1, true);
 	close_pipes(j);
 	feed_detach(&j->in);
-	/* Killed: the top process going first must not let the rest of the tree live. */
-	if (j->run->killed || j->run->timed_out)
-		signal_tree(j, SIGKILL);
 	set_timer(j, JT_NONE, 0);
 	loop_timer_cancel(&j->ready_timer);
 	j->running = false;
@@ -394,6 +397,7 @@ int job_start(struct job *j, const char *cmd, size_t len, unsigned *n)
 		return rc;
 	}
 	j->starts++;
+	j->leftovers = 0;
 	if (n)
 		*n = j->starts;
 	if (j->run)
@@ -580,14 +584,14 @@ char *job_status(struct job *j)
 			 j->run->ended.tv_nsec / 1000000);
 		snprintf(exit_text, sizeof(exit_text), "%d", j->run->status);
 	}
-	text =
-	    xasprintf("name %s\nstate %s\npid %d\nstarted %s\nended %s\nexit %s\nsignal %d\n"
-		      "timed_out %s\nstarts %u\ntimeout %llu\noom_killed %s\n%s",
-		      j->name, state, j->run ? (int)j->proc.pid : 0, started, ended, exit_text, sig,
-		      j->run && j->run->timed_out ? "yes" : "no", j->starts,
-		      (unsigned long long)j->timeout_ms, j->run && j->run->oom_kills ? "yes" : "no",
-		      /* only when it was: the spool budget emptied its output */
-		      j->run && j->run->budget.dropped ? "output_dropped yes\n" : "");
+	text = xasprintf("name %s\nstate %s\npid %d\nstarted %s\nended %s\nexit %s\nsignal %d\n"
+			 "timed_out %s\nstarts %u\ntimeout %llu\noom_killed %s\nleftovers %d\n%s",
+			 j->name, state, j->run ? (int)j->proc.pid : 0, started, ended, exit_text,
+			 sig, j->run && j->run->timed_out ? "yes" : "no", j->starts,
+			 (unsigned long long)j->timeout_ms,
+			 j->run && j->run->oom_kills ? "yes" : "no", j->leftovers,
+			 /* only when it was: the spool budget emptied its output */
+			 j->run && j->run->budget.dropped ? "output_dropped yes\n" : "");
 	core_unlock();
 	return esc_status_error(text, error); /* the line only when something went wrong */
 }

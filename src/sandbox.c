@@ -463,7 +463,6 @@ int sandbox_start(const char *mnt, char *err, size_t errlen)
 
 void sandbox_stop(void)
 {
-	watchdog_disarm();
 	sessions_shutdown();
 	loop_stop();
 	launch_shutdown();
@@ -484,4 +483,7 @@ void sandbox_stop(void)
 	free(spool_dir);
 	if (lock_fd >= 0)
 		close(lock_fd);
+	/* Only now: a daemon killed while it was stopping (a bomb slowing its kills, a second
+	 * signal) leaves the rest to the watchdog, which redoes what is done harmlessly. */
+	watchdog_disarm();
 }

@@ -121,6 +121,7 @@ static struct session *create_locked(const char *id, struct ticket **ready, int 
 	snprintf(cgname, sizeof(cgname), "s%llu", (unsigned long long)s->serial);
 	s->cg = cgroup_create(NULL, cgname);
 	cgmem_limit_session(s->cg);
+	cgroup_limit_session(s->cg, config_session_pids(session_cfg));
 	if ((*err = exec_start_shell(s)) < 0) {
 		log_warnx("session %s not created: %s", id, strerror(-*err));
 		s->removed = true;

@@ -26,7 +26,7 @@ from sbxutil import (status, Background, bounded, errname, errno_of, kill_quietl
 DEFAULT_GRACE = 2.0
 
 STATUS_KEYS = ["name", "state", "pid", "started", "ended", "exit", "signal", "timed_out",
-               "starts", "timeout", "oom_killed"]
+               "starts", "timeout", "oom_killed", "leftovers"]
 
 
 # --- helpers -----------------------------------------------------------------------------------
