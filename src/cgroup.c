@@ -259,6 +259,17 @@ static void collect_pids(const struct cgroup *cg, bool tree, struct pidvec *pv)
 	}
 }
 
+/* A group frozen on its own (a daemon killed in the middle of a kill) stays frozen when its
+ * parent thaws, and its killed processes with it. */
+static void thaw_tree(const char *dir, void *unused)
+{
+	struct cgroup one = {{(char *)dir}};
+
+	if (is_frozen(&one))
+		set_frozen(&one, false);
+	for_each_child(dir, thaw_tree, unused);
+}
+
 /* One frozen moment: sig to every process but keep (keep_sig to keep). Returns how many
  * processes there were besides keep; *hit counts those signalled for the first time. */
 static size_t signal_round(const struct cgroup *cg, bool tree, pid_t keep, int keep_sig, int sig,
@@ -283,6 +294,8 @@ static size_t signal_round(const struct cgroup *cg, bool tree, pid_t keep, int k
 			(*hit)++;
 	}
 	set_frozen(cg, false);
+	if (tree)
+		for_each_child(cg->dir[0], thaw_tree, NULL);
 	pidvec_add(reached, pv.v, pv.n);
 	qsort(reached->v, reached->n, sizeof(pid_t), cmp_pid);
 	free(pv.v);

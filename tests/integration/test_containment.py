@@ -353,3 +353,38 @@ def test_nothing_survives_a_sigkilled_daemon_with_a_bomb(own_mount):
         wait_until(lambda: not os.path.exists(top), 10, "the sandbox's cgroup to be removed")
     finally:
         kill_quietly(procs_matching(f"sleep {tag}"))
+
+
+def freeze_group(d):
+    """Freezes one group as a daemon killed in the middle of a kill would have left it."""
+    for name, value in (("freezer.state", "FROZEN"), ("cgroup.freeze", "1")):
+        if os.path.exists(os.path.join(d, name)):
+            with open(os.path.join(d, name), "w") as f:
+                f.write(value)
+            return
+    pytest.skip("no freezer for the session's group")
+
+
+@pytest.mark.sbx_timeout(60)
+def test_a_group_left_frozen_by_the_dead_daemon_is_emptied_too(own_mount):
+    m = own_mount()
+    top = holder(m)
+    s = m.new_session()
+    tag = sleep_tag()
+    try:
+        assert sh(m, s, f"sleep {tag} & echo started") == ("started\n", "", 0)
+        groups = [g for g, n in session_counts(top).items() if n > 1]
+        assert len(groups) == 1, session_counts(top)
+        freeze_group(os.path.join(top, groups[0]))
+        seen = tree_pids(top)
+        t0 = time.monotonic()
+        os.kill(m.proc.pid, signal.SIGKILL)
+        m.proc.wait(timeout=10)
+        wait_until(lambda: not any(pid_alive(p) for p in seen), 10,
+                   "the frozen session's processes to be gone")
+        took = time.monotonic() - t0
+        print(f"\na frozen group emptied {took:.2f} s after the daemon's SIGKILL")
+        assert took < 2.0
+        assert procs_matching(f"sleep {tag}") == []
+    finally:
+        kill_quietly(procs_matching(f"sleep {tag}"))
