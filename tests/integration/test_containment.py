@@ -326,7 +326,8 @@ def test_a_background_process_counts_against_its_session(small):
 
 
 @pytest.mark.sbx_timeout(120)
-def test_nothing_survives_a_sigkilled_daemon_with_a_bomb(own_mount):
+@pytest.mark.parametrize("term_first", [False, True], ids=["kill", "term-then-kill"])
+def test_nothing_survives_a_sigkilled_daemon_with_a_bomb(own_mount, term_first):
     m = own_mount()
     top = holder(m)
     s = m.new_session()
@@ -337,6 +338,9 @@ def test_nothing_survives_a_sigkilled_daemon_with_a_bomb(own_mount):
         seen = tree_pids(top)
         assert len(seen) > SESSION_PIDS // 2
         t0 = time.monotonic()
+        if term_first:  # killed again while it stops: its watchdog is still armed
+            os.kill(m.proc.pid, signal.SIGTERM)
+            time.sleep(0.02)
         os.kill(m.proc.pid, signal.SIGKILL)
         m.proc.wait(timeout=10)
 
