@@ -166,6 +166,44 @@ static void test_session_memory(void)
 	config_free(&cfg);
 }
 
+/* A number, a percentage of pids_max, or max/0 for none of its own. */
+static void test_session_pids(void)
+{
+	static const struct {
+		const char *pids_max, *value;
+		int rc;
+		uint64_t want;
+	} cases[] = {
+		{"4096", NULL, 0, 2048},
+		{"4096", "300", 0, 300},
+		{"4096", "25%", 0, 1024},
+		{"max", "50%", 0, 0},
+		{"4096", "max", 0, 0},
+		{"4096", "0", 0, 0},
+		{"1", "50%", 0, 1},
+		{"4096", "0%", -EINVAL, 0},
+		{"4096", "101%", -EINVAL, 0},
+		{"4096", "%", -EINVAL, 0},
+		{"4096", "-1", -EINVAL, 0},
+		{"4096", "x", -EINVAL, 0},
+	};
+	char err[256];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct config cfg;
+
+		config_defaults(&cfg);
+		CHECK(config_set(&cfg, "sandbox", "pids_max", cases[i].pids_max, err,
+				 sizeof(err)) == 0);
+		if (cases[i].value)
+			CHECK(config_set(&cfg, "sandbox", "session_pids_max", cases[i].value, err,
+					 sizeof(err)) == cases[i].rc);
+		if (cases[i].rc == 0)
+			CHECK(config_session_pids(&cfg) == cases[i].want);
+		config_free(&cfg);
+	}
+}
+
 int main(void)
 {
 	test_defaults();
@@ -174,5 +212,6 @@ int main(void)
 	test_git_policy();
 	test_uid_range_and_env_bounds();
 	test_session_memory();
+	test_session_pids();
 	return check_done();
 }
