@@ -277,15 +277,17 @@ static size_t signal_round(const struct cgroup *cg, bool tree, pid_t keep, int k
 {
 	struct pidvec pv = {NULL, 0};
 	size_t others = 0;
+	bool kept = !keep; /* once found, no other process needs the look at its inner pid */
 
 	set_frozen(cg, true);
 	collect_pids(cg, tree, &pv);
 	for (size_t i = 0; i < pv.n; i++) {
 		pid_t pid = pv.v[i];
 
-		if (keep && (pid == keep || inner_pid(pid) == keep)) {
+		if (!kept && (pid == keep || inner_pid(pid) == keep)) {
 			if (keep_sig)
 				kill(pid, keep_sig);
+			kept = true;
 			pv.v[i--] = pv.v[--pv.n]; /* not one of those killed */
 			continue;
 		}
