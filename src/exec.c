@@ -105,11 +105,31 @@ static int run_final_status(const struct run *r, int status)
 	return status;
 }
 
+static void leftover_grace(struct loop_timer *t)
+{
+	struct session *s = container_of(t, struct session, leftover_timer);
+
+	cgroup_signal(s->cg, s->sh ? shell_pid(s->sh) : 0, SIGKILL);
+}
+
+/* A kill's grace outlives its command: what deferred the signal (a bash of a fork bomb, in
+ * its fork retry loop) gets the KILL anyway, as a kill's leftovers do. */
+static void keep_grace_for_leftovers(struct session *s)
+{
+	uint64_t now = loop_now_ns(), end = s->timer.deadline_ns;
+
+	if (s->phase != TP_GRACE || !s->cg)
+		return;
+	s->leftover_timer.fn = leftover_grace;
+	loop_timer_arm(&s->leftover_timer, end > now ? (end - now) / 1000000 : 0);
+}
+
 static void finish_current(struct session *s, int status)
 {
 	struct op *op = s->current;
 
 	s->current = NULL;
+	keep_grace_for_leftovers(s);
 	set_timer(s, TP_NONE, 0);
 	if (op->kind == OP_RUN) {
 		stdin_end(s);
@@ -518,13 +538,6 @@ int exec_kill(struct session *s, int sig, bool timed_out)
 		return 0;
 	do_kill(s, timed_out ? SIGKILL : sig);
 	return 0;
-}
-
-static void leftover_grace(struct loop_timer *t)
-{
-	struct session *s = container_of(t, struct session, leftover_timer);
-
-	cgroup_signal(s->cg, s->sh ? shell_pid(s->sh) : 0, SIGKILL);
 }
 
 int exec_kill_all(struct session *s, int sig)

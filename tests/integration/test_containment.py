@@ -254,6 +254,26 @@ def test_bomb_as_the_running_command_killed_and_timed_out(small):
         bounded(os.rmdir, s)
 
 
+@pytest.mark.sbx_timeout(90)
+def test_term_kill_of_a_command_stuck_behind_a_bomb_reaches_the_bomb_too(small):
+    """The command ends at once on TERM; the bomb's bashes defer it while they retry a fork
+    and fork again: the grace's KILL must still come after the command is gone."""
+    m = small
+    top = holder(m)
+    s = m.new_session()
+    try:
+        start_bomb(m, s)
+        m.submit(s, "while :; do /bin/true; done")  # its forks wait on the bomb
+        time.sleep(1)
+        assert ctl(s, "kill") == 0
+        assert m.exit_status(s, timeout=20) == 128 + signal.SIGTERM
+        wait_only_shells(top, 10, "the bomb to be gone after the kill's grace")
+        assert sh(m, s, "/bin/echo next")[0] == "next\n"
+    finally:
+        ctl(s, "killall KILL")
+        bounded(os.rmdir, s)
+
+
 def test_kill_and_timeout_of_a_forking_loop_leave_nothing(small):
     m = small
     top = holder(m)
