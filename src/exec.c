@@ -17,6 +17,8 @@
 
 /* How long a shell may take to report after its command's processes were killed. */
 #define STUCK_MS 300
+/* How often a killed command's leftovers are looked at while the next command waits. */
+#define HOLD_POLL_MS 10
 
 void exec_op_free(struct op *op)
 {
@@ -110,18 +112,46 @@ static void leftover_grace(struct loop_timer *t)
 	struct session *s = container_of(t, struct session, leftover_timer);
 
 	cgroup_signal(s->cg, s->sh ? shell_pid(s->sh) : 0, SIGKILL);
+	if (s->grace_hold) { /* a kill of leftovers took over a killed command's grace */
+		s->grace_hold = false;
+		exec_pump(s);
+	}
+}
+
+static bool only_the_shell_left(struct session *s)
+{
+	pid_t *pids;
+	size_t n = cgroup_pids(s->cg, &pids);
+
+	free(pids);
+	return n <= (s->sh ? 1u : 0u);
+}
+
+/* The killed command's leftovers: KILL at the end of the grace, and the next command waits
+ * for them to be gone (or that KILL would reach it too), looking every HOLD_POLL_MS. */
+static void grace_hold_poll(struct loop_timer *t)
+{
+	struct session *s = container_of(t, struct session, leftover_timer);
+
+	if (loop_now_ns() < s->grace_end_ns && !only_the_shell_left(s)) {
+		loop_timer_arm(t, HOLD_POLL_MS);
+		return;
+	}
+	cgroup_signal(s->cg, s->sh ? shell_pid(s->sh) : 0, SIGKILL);
+	s->grace_hold = false;
+	exec_pump(s);
 }
 
 /* A kill's grace outlives its command: what deferred the signal (a bash of a fork bomb, in
  * its fork retry loop) gets the KILL anyway, as a kill's leftovers do. */
 static void keep_grace_for_leftovers(struct session *s)
 {
-	uint64_t now = loop_now_ns(), end = s->timer.deadline_ns;
-
-	if (s->phase != TP_GRACE || !s->cg)
+	if (s->phase != TP_GRACE || !s->cg || only_the_shell_left(s))
 		return;
-	s->leftover_timer.fn = leftover_grace;
-	loop_timer_arm(&s->leftover_timer, end > now ? (end - now) / 1000000 : 0);
+	s->grace_hold = true;
+	s->grace_end_ns = s->timer.deadline_ns;
+	s->leftover_timer.fn = grace_hold_poll;
+	loop_timer_arm(&s->leftover_timer, HOLD_POLL_MS);
 }
 
 static void finish_current(struct session *s, int status)
@@ -396,7 +426,7 @@ void exec_pump(struct session *s)
 	struct op *op;
 
 	if (s->removed || s->current || s->st == SH_STARTING || s->st == SH_DYING ||
-	    TAILQ_EMPTY(&s->queue))
+	    s->grace_hold || TAILQ_EMPTY(&s->queue))
 		return;
 	if (!s->sh) {
 		int err = exec_start_shell(s);
@@ -567,6 +597,8 @@ int exec_restart(struct session *s)
 	}
 	s->restart_wanted = true;
 	s->st = SH_DYING; /* nothing more is sent to it */
+	s->grace_hold = false; /* the KILL below ends the leftovers too */
+	loop_timer_cancel(&s->leftover_timer);
 	if (s->cg)
 		cgroup_signal(s->cg, 0, SIGKILL);
 	shell_kill(s->sh);

@@ -81,6 +81,8 @@ struct session {
 	enum timer_phase phase;
 	bool stuck_retried;     /* the stuck timer fired once already for this kill */
 	struct loop_timer leftover_timer; /* KILL after the grace, for a kill of leftovers only */
+	bool grace_hold;        /* the next command waits for a killed command's leftovers */
+	uint64_t grace_end_ns;  /* and their KILL then (CLOCK_MONOTONIC) */
 
 	struct session_stdin in;
 
