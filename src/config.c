@@ -300,26 +300,27 @@ static int parse_id_range(const char *value, uint32_t *first, uint32_t *last)
 	return 0;
 }
 
-/* A number, max (or 0) for none, or a percentage of pids_max ("50%"). */
+/* A number, max (or 0) for none, or a percentage of pids_max ("50%"). A bad value changes
+ * nothing. */
 static int set_session_pids(struct config *cfg, const char *value)
 {
 	size_t len = strlen(value);
-	uint64_t pct;
-	char *num;
-	int rc;
+	uint64_t n = 0, pct = 0;
+	int rc = 0;
 
-	cfg->session_pids_pct = 0;
-	if (!strcmp(value, "max")) {
-		cfg->session_pids_max = 0;
-		return 0;
+	if (len > 0 && value[len - 1] == '%') {
+		char *num = xstrndup(value, len - 1);
+
+		rc = parse_u64(num, 1, 100, &pct);
+		free(num);
+	} else if (strcmp(value, "max")) {
+		rc = parse_u64(value, 0, 1u << 22, &n);
 	}
-	if (len == 0 || value[len - 1] != '%')
-		return parse_u64(value, 0, 1u << 22, &cfg->session_pids_max);
-	num = xstrndup(value, len - 1);
-	rc = parse_u64(num, 1, 100, &pct);
-	free(num);
-	cfg->session_pids_pct = rc < 0 ? 0 : (unsigned)pct;
-	return rc;
+	if (rc < 0)
+		return rc;
+	cfg->session_pids_max = n;
+	cfg->session_pids_pct = (unsigned)pct;
+	return 0;
 }
 
 uint64_t config_session_pids(const struct config *cfg)
