@@ -296,6 +296,50 @@ def test_the_next_command_waits_out_the_grace_and_is_not_killed_by_it(small):
         bounded(os.rmdir, s)
 
 
+@pytest.mark.sbx_timeout(90)
+@pytest.mark.parametrize("how", ["rmdir", "restart"])
+def test_rmdir_and_restart_of_a_bombed_session_leave_nothing(small, how):
+    m = small
+    top = holder(m)
+    s = m.new_session()
+    try:
+        start_bomb(m, s)
+        before = set(os.listdir(top))
+        t0 = time.monotonic()
+        if how == "rmdir":
+            bounded(os.rmdir, s)
+            wait_until(lambda: set(os.listdir(top)) < before, 5,
+                       "the session's group to be removed")
+        else:
+            assert ctl(s, "restart") == 0
+            assert sh(m, s, "/bin/echo fresh", timeout=20) == ("fresh\n", "", 0)
+            wait_only_shells(top, 5, "nothing but the new shell")
+        print(f"\n{how} of a bombed session: done in {time.monotonic() - t0:.2f} s")
+        wait_until(lambda: pids_current(m) < 16, 5, "the sandbox's processes to drop")
+    finally:
+        if os.path.isdir(s):
+            ctl(s, "killall KILL")
+            bounded(os.rmdir, s)
+
+
+@pytest.mark.sbx_timeout(90)
+def test_a_cpu_hog_does_not_starve_a_neighbour(small):
+    m = small
+    hog, other = m.new_session(), m.new_session()
+    try:
+        # more busy loops than CPUs, all in one session's group
+        assert sh(m, hog, "for i in 1 2 3 4 5 6; do (while :; do :; done) & done")[2] == 0
+        time.sleep(0.5)
+        times = neighbour_latency(m, other, seconds=2.0)
+        print(f"\nneighbour `echo` beside 6 busy loops: median "
+              f"{statistics.median(times) * 1000:.0f} ms, max {max(times) * 1000:.0f} ms")
+        assert max(times) < 1.0, f"another session's echo took {max(times):.2f} s"
+        assert sh(m, other, "/bin/echo forked") == ("forked\n", "", 0)
+    finally:
+        ctl(hog, "killall KILL")
+        bounded(os.rmdir, hog)
+
+
 def test_kill_and_timeout_of_a_forking_loop_leave_nothing(small):
     m = small
     top = holder(m)
