@@ -308,7 +308,10 @@ static size_t signal_round(const struct cgroup *cg, bool tree, pid_t keep, int k
  * (without freezing them again, which would hold them back). */
 static bool emptied(const struct cgroup *cg, bool tree, pid_t keep, long ms)
 {
-	for (long end = now_ms() + ms;; sleep_ms(1)) {
+	/* A killed process is gone in well under a millisecond: look often. */
+	const struct timespec poll = {0, 200000};
+
+	for (long end = now_ms() + ms;; nanosleep(&poll, NULL)) {
 		struct pidvec pv = {NULL, 0};
 		bool only_keep;
 
