@@ -215,6 +215,10 @@ def test_background_bomb_neighbour_answers_and_kill_empties_it(small, verb):
               f"max={max(times) * 1000:.0f} ms; sandbox pids {peak}")
         assert max(times) < 1.0, f"another session's echo took {max(times):.2f} s"
         assert peak <= SESSION_PIDS + 16, f"{peak} processes: above the session's budget"
+        # the launcher can still start a shell, and that shell can fork
+        fresh = m.new_session()
+        assert sh(m, fresh, "/bin/echo fresh", timeout=10) == ("fresh\n", "", 0)
+        bounded(os.rmdir, fresh)
         # the bomb runs in the background: no command, yet kill and killall both reach it
         t0 = time.monotonic()
         err = ctl(bomb, verb)
@@ -401,6 +405,8 @@ def test_a_background_process_counts_against_its_session(small):
         time.sleep(0.5)
         assert pids_current(m) <= SESSION_PIDS + 16
         assert sh(m, other, "/bin/echo forked", timeout=10) == ("forked\n", "", 0)
+        # its own session's shell answers too: the driver needs no fork
+        assert sh(m, s, "echo own", timeout=5) == ("own\n", "", 0)
         assert write_errno(p / "ctl", "kill KILL\n", flags=os.O_WRONLY, at_close=True) == 0
         assert read_bytes(p / "exit", timeout=20) == b"137\n"
         wait_only_shells(top, 5, "the background bomb to be gone")
