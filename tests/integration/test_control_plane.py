@@ -291,7 +291,8 @@ FORK_ALL = (
 
 @needs_root
 def test_mkdir_fails_whole_when_the_launcher_cannot_fork_its_shell():
-    with mount_with("[sandbox]\npids_max = 64\n") as m:
+    # session_pids_max = max: one session fills the sandbox's own limit
+    with mount_with("[sandbox]\npids_max = 64\nsession_pids_max = max\n") as m:
         if "pids" not in read_bytes(m.mnt / "limits").decode():
             pytest.skip("no pids controller: pids_max is not enforced")
         s = m.new_session()
