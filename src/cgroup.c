@@ -41,6 +41,7 @@ static enum cg_mode mode = CG_NONE;
 static struct cgroup parent; /* where the daemon sits */
 static struct cgroup *root, *launcher_cg;
 static bool v2_limits;
+static uint64_t session_pids; /* each session's pids.max as set, for the limits file */
 
 const char *cgroup_mode(void)
 {
@@ -590,7 +591,9 @@ static void apply_v2(const struct cg_limits *lim)
 
 void cgroup_limit_session(struct cgroup *cg, uint64_t pids_max)
 {
+	const char *pids_dir;
 	char v[32];
+	int rc;
 
 	if (!cg || (mode == CG_V2 && !v2_limits))
 		return;
@@ -599,10 +602,14 @@ void cgroup_limit_session(struct cgroup *cg, uint64_t pids_max)
 		limit(cg->dir[V1_CPU], "cpu.shares", "1024");
 	else
 		limit(cg->dir[0], "cpu.weight", "100");
-	if (!pids_max)
+	pids_dir = mode == CG_V1 ? cg->dir[V1_PIDS] : cg->dir[0];
+	if (!pids_max || !pids_dir)
 		return;
 	snprintf(v, sizeof(v), "%llu", (unsigned long long)pids_max);
-	limit(mode == CG_V1 ? cg->dir[V1_PIDS] : cg->dir[0], "pids.max", v);
+	if ((rc = write_file(pids_dir, "pids.max", v)) < 0)
+		log_warnx("cgroup %s/pids.max: %s", pids_dir, strerror(-rc));
+	else
+		session_pids = pids_max;
 }
 
 int cgroup_init(const char *want, const struct cg_limits *lim, char *err, size_t errlen)
@@ -726,6 +733,8 @@ char *cgroup_describe(void)
 	else
 		fprintf(out, "limits off\n");
 	cgmem_describe(out);
+	if (session_pids)
+		fprintf(out, "session_pids_max %llu\n", (unsigned long long)session_pids);
 	fclose(out);
 	return text;
 }
@@ -746,4 +755,5 @@ void cgroup_shutdown(void)
 		parent.dir[i] = NULL;
 	}
 	mode = CG_NONE;
+	session_pids = 0;
 }

@@ -184,6 +184,8 @@ def test_session_groups_get_equal_weight_and_their_own_pids_budget(small):
     pids_dir = groups.get("pids", groups.get(""))
     if not pids_dir or not os.path.exists(os.path.join(pids_dir, "pids.max")):
         pytest.skip("no pids controller for the sandbox on this machine")
+    limits = read_bytes(m.mnt / "limits", timeout=5).decode()
+    assert f"\nsession_pids_max {SESSION_PIDS}\n" in limits, limits
     sessions = [n for n in os.listdir(pids_dir) if n.startswith("s")]
     assert sessions, os.listdir(pids_dir)
     for name in sessions:
