@@ -597,7 +597,8 @@ int exec_restart(struct session *s)
 	}
 	s->restart_wanted = true;
 	s->st = SH_DYING; /* nothing more is sent to it */
-	s->grace_hold = false; /* the KILL below ends the leftovers too */
+	/* The KILL below ends the leftovers too. */
+	s->grace_hold = false;
 	loop_timer_cancel(&s->leftover_timer);
 	if (s->cg)
 		cgroup_signal(s->cg, 0, SIGKILL);
