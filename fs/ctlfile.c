@@ -431,7 +431,9 @@ static int try_read(fuse_req_t req, struct ctlfh *fh, size_t size, off_t off, st
 	if (fh->kind == K_READY) {
 		if (job_ready(fh->job, &port, w) < 0)
 			return -EAGAIN;
-		snprintf(text, sizeof(text), port ? "%u\n" : "", port);
+		text[0] = '\0'; /* port 0: it ended, an empty answer */
+		if (port)
+			snprintf(text, sizeof(text), "%u\n", port);
 		reply_slice(req, text, strlen(text), size, off);
 		return 0;
 	}

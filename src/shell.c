@@ -193,36 +193,6 @@ static void shell_free(struct shell *sh)
 	free(sh);
 }
 
-/* Parses one whole report at the start of the buffer; returns its length, 0 if incomplete. */
-static size_t parse_report(const char *buf, size_t len, struct shell_report *rep)
-{
-	const char *fields[3];
-	size_t pos = 0, nf = 0;
-
-	envlist_init(&rep->env);
-	while (pos < len) {
-		const char *f = buf + pos;
-		const char *z = memchr(f, '\0', len - pos);
-
-		if (!z)
-			break;
-		pos = (size_t)(z - buf) + 1;
-		if (nf < 3) {
-			fields[nf++] = f;
-			continue;
-		}
-		if (z == f) {
-			rep->seq = fields[0];
-			rep->status = atoi(fields[1]);
-			rep->cwd = fields[2];
-			return pos;
-		}
-		envlist_put(&rep->env, f);
-	}
-	envlist_free(&rep->env);
-	return 0;
-}
-
 static void on_report_fd(struct loop_fd *lf, uint32_t events, void *arg)
 {
 	struct shell *sh = arg;
@@ -256,7 +226,7 @@ static void on_report_fd(struct loop_fd *lf, uint32_t events, void *arg)
 		if (sh->rep_len > 0 && sh->rep_buf[0] == '\0') {
 			used = 1; /* a lone NUL: the command started */
 			sh->cbs->on_started(sh->arg);
-		} else if ((used = parse_report(sh->rep_buf, sh->rep_len, &rep)) > 0) {
+		} else if ((used = shell_report_parse(sh->rep_buf, sh->rep_len, &rep)) > 0) {
 			drain_pending(sh);
 			sh->cbs->on_report(sh->arg, &rep);
 			envlist_free(&rep.env);

@@ -56,6 +56,11 @@ void shell_signal(struct shell *sh, int sig, bool group);
 void shell_abandon(struct shell *sh);
 pid_t shell_pid(const struct shell *sh);
 
+/* Parses one whole report (tag, status, cwd, NAME=VALUE entries, an empty field; each ends with
+ * a NUL) at the start of buf into rep, whose strings point into buf and whose env the caller
+ * frees. Returns its length, 0 if buf holds no whole report yet (rep then holds nothing). */
+size_t shell_report_parse(const char *buf, size_t len, struct shell_report *rep);
+
 /* Returns s as one single-quoted shell word, for generated scripts; caller frees. */
 char *shell_quote(const char *s);
 
