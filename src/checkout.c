@@ -45,6 +45,10 @@ int checkout_parse(const char *line, size_t len, struct checkout_req *req)
 		return -EINVAL;
 	copy = xstrndup(line, len);
 	word = strtok_r(copy, " \t", &save);
+	if (!word) { /* only blanks: no URL */
+		free(copy);
+		return -EINVAL;
+	}
 	req->url = xstrdup(word);
 	while (rc == 0 && (word = strtok_r(NULL, " \t", &save)))
 		rc = parse_option(req, word);

@@ -7,7 +7,7 @@
 
 size_t shell_report_parse(const char *buf, size_t len, struct shell_report *rep)
 {
-	const char *fields[3];
+	const char *fields[3], *eq;
 	size_t pos = 0, nf = 0;
 
 	envlist_init(&rep->env);
@@ -28,7 +28,11 @@ size_t shell_report_parse(const char *buf, size_t len, struct shell_report *rep)
 			rep->cwd = fields[2];
 			return pos;
 		}
-		envlist_put(&rep->env, f);
+		eq = strchr(f, '=');
+		/* bash exports valid names only: anything else was written by someone else, and a
+		 * name with a newline would forge a line of the env file */
+		if (eq && env_name_valid(f, (size_t)(eq - f)))
+			envlist_put(&rep->env, f);
 	}
 	envlist_free(&rep->env);
 	return 0;

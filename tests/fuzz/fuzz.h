@@ -32,6 +32,19 @@ static inline char *fuzz_str(const uint8_t *data, size_t size)
 	return s;
 }
 
+/* data with a newline added, NUL-terminated; caller frees. */
+static inline char *fuzz_line(const uint8_t *data, size_t size)
+{
+	char *s = fuzz_str(data, size);
+
+	s = realloc(s, size + 2);
+	if (!s)
+		abort();
+	s[size] = '\n';
+	s[size + 1] = '\0';
+	return s;
+}
+
 static inline int fuzz_same(const char *a, size_t alen, const char *b, size_t blen)
 {
 	return alen == blen && (alen == 0 || memcmp(a, b, alen) == 0);

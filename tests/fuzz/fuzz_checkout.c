@@ -96,8 +96,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int rc = checkout_parse((const char *)data, size, &req);
 
 	FUZZ_ASSERT(rc == 0 || rc == -EINVAL);
-	more = fuzz_str(data, size + 1);
-	more[size] = '\n';
+	more = fuzz_line(data, size);
 	FUZZ_ASSERT(checkout_parse(more, size + 1, &nl) == rc);
 	free(more);
 	if (rc < 0)

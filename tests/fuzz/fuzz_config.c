@@ -33,10 +33,8 @@ static const char *yes(bool b, const char *y, const char *n)
 static char *write_back(const struct config *c, size_t *len)
 {
 	static const char *levels[] = {"error", "warn", "info", "debug"};
-	struct jstr {
-		char *p;
-	} out;
-	char *env = xstrdup(""), *t;
+	char *out;
+	char *env = xstrdup(""), *t, pids[32], cpus[40];
 
 	for (size_t i = 0; i < c->n_base_env; i++) {
 		const char *eq = strchr(c->base_env[i], '=');
@@ -46,12 +44,15 @@ static char *write_back(const struct config *c, size_t *len)
 		free(env);
 		env = t;
 	}
-	out.p = xasprintf(
+	/* 0 is no limit, which these keys spell max */
+	snprintf(pids, sizeof(pids), "%llu", (unsigned long long)c->pids_max);
+	snprintf(cpus, sizeof(cpus), "%.17g", c->cpu_max);
+	out = xasprintf(
 		"[sbxfs]\nworkspace=%s\nstate_dir=%s\nlauncher=%s\nlog_level=%s\ncgroup=%s\n"
 		"[session]\nshell=%s\ntimeout_ms=%llu\nkill_grace_ms=%llu\nhistory=%u\n"
 		"output_cap=%llu\ngit_timeout_ms=%llu\n"
 		"[sandbox]\nisolation=%s\nuser=%s\nnetwork=%s\nidmap=%s\nmemory_max=%llu\n"
-		"pids_max=%llu\ncpu_max=%.17g\ntmp_size=%llu\nshm_size=%llu\n"
+		"pids_max=%s\ncpu_max=%s\ntmp_size=%llu\nshm_size=%llu\n"
 		"[workspace]\ncache=%s\ncache_timeout=%.17g\npassthrough=%s\nmount=%s\n"
 		"host_symlinks=%s\nmax_fds=%llu\n[env]\n%s",
 		c->workspace, c->state_dir, c->launcher, levels[c->log_level], c->cgroup, c->shell,
@@ -59,13 +60,13 @@ static char *write_back(const struct config *c, size_t *len)
 		(unsigned long long)c->output_cap, (unsigned long long)c->git_timeout_ms,
 		yes(c->isolate, "bwrap", "none"), c->user, yes(c->host_network, "host", "none"),
 		yes(c->idmap, "user", "none"), (unsigned long long)c->memory_max,
-		(unsigned long long)c->pids_max, c->cpu_max, (unsigned long long)c->tmp_size,
+		c->pids_max ? pids : "max", c->cpu_max ? cpus : "max", (unsigned long long)c->tmp_size,
 		(unsigned long long)c->shm_size, yes(c->ws_cache, "yes", "no"), c->ws_timeout,
 		yes(c->ws_passthrough, "yes", "no"), yes(c->ws_kernel, "kernel", "fuse"),
 		yes(c->ws_symfollow, "follow", "nofollow"), (unsigned long long)c->ws_max_fds, env);
 	free(env);
-	*len = strlen(out.p);
-	return out.p;
+	*len = strlen(out);
+	return out;
 }
 
 static void check_ranges(const struct config *c)
@@ -123,7 +124,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_ranges(&cfg);
 	config_check(&cfg, err, sizeof(err));
 	text = write_back(&cfg, &len);
-	FUZZ_ASSERT(load(text, len, &again, err2, sizeof(err2)) == 0);
+	if (load(text, len, &again, err2, sizeof(err2)) < 0) {
+		fprintf(stderr, "%s\n---\n%s\n", err2, text);
+		FUZZ_ASSERT(!"the written-back settings load");
+	}
 	check_same(&cfg, &again);
 	free(text);
 	config_free(&again);

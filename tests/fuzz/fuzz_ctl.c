@@ -82,8 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	v = check_all(line, size);
 	if (v.procs == 0)
 		FUZZ_ASSERT(v.session == 0 && v.job == 0);
-	more = fuzz_str(data, size + 1);
-	more[size] = '\n';
+	more = fuzz_line(data, size);
 	v2 = check_all(more, size + 1);
 	free(more);
 	if (ctl_line_split(line, size, &cl) < 0) {

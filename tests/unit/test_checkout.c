@@ -30,6 +30,9 @@ static void test_parse(void)
 	CHECK(parse("--upload-pack=evil", &r) == -EINVAL);
 	CHECK(parse("url branch=-x", &r) == -EINVAL);
 	CHECK(parse("url\nsecond line", &r) == -EINVAL);
+	/* found by fuzz_checkout: a line of blanks has no URL (it crashed on strdup(NULL)) */
+	CHECK(parse("\t", &r) == -EINVAL);
+	CHECK(parse(" \t \n", &r) == -EINVAL);
 }
 
 static void check_name(const char *url, const char *want)

@@ -1,0 +1,47 @@
+"""Regressions for what the libFuzzer targets of tests/fuzz found in the parsers of outside
+bytes: each test writes the input the way a user (or a sandboxed command) would, with real
+tools, and checks the daemon answers as documented and lives on."""
+
+import pytest
+
+from sbxutil import isolation_none, uniq, write_errno
+
+
+def test_checkout_line_of_blanks_is_einval_and_the_daemon_lives(sbx):
+    # fuzz_checkout: a line of tabs has no URL; it crashed the daemon (strdup(NULL)).
+    s = sbx.new_session()
+    for line in ["\t\n", " \t \n", "\t"]:
+        assert write_errno(s / "checkout", line, at_close=True) == 22, repr(line)  # EINVAL
+    assert sbx.alive()
+    assert sbx.run(s, "echo still here") == (b"still here\n", b"", 0)
+
+
+# The command finds its shell's report pipe (the write end of a pipe that is neither its stdout
+# nor its stderr) among the descriptors the shell saved while it runs the command (a command is
+# eval'd in the shell itself, so its builtins reach them), and writes a report of its own there:
+# an entry whose name holds a newline, and a valid one. Then it waits, so the forged report is
+# what the session shows until the shell's real one comes.
+FORGE = r"""
+o=$(readlink /proc/$$/fd/1); e=$(readlink /proc/$$/fd/2)
+for f in /proc/$$/fd/*; do
+  l=$(readlink "$f"); n=${f##*/}
+  [[ $l == pipe:* && $l != "$o" && $l != "$e" ]] || continue
+  [[ $(sed -n 's/^flags:[[:space:]]*//p' /proc/$$/fdinfo/$n) == *1 ]] || continue
+  printf 'forged\0%s\0/\0BAD\nNAME=1\0GOOD_TAG=2\0\0' 0 >&"$n"
+done
+sleep 4
+"""
+
+
+def test_forged_report_cannot_add_lines_to_the_env_file(sbx):
+    # fuzz_report: a report entry whose name is no variable name (here one holding a newline)
+    # went into the session's env as is, and the env file showed it as two lines.
+    s = sbx.new_session()
+    tag = uniq("G").replace("-", "_")
+    sbx.submit(s, FORGE.replace("GOOD_TAG", tag))
+    # the forged report ends the command with its status 0, and its env stands until the
+    # shell's own report comes, seconds later
+    assert sbx.exit_status(s) == 0
+    lines = sbx.read(s, "env").decode().splitlines()
+    assert f"{tag}=2" in lines, "the forged report was not taken: the test proves nothing"
+    assert not any(line.startswith(("BAD", "NAME=")) for line in lines), lines
