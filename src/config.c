@@ -115,7 +115,7 @@ static int parse_seconds(const char *value, double *out)
 
 	errno = 0;
 	d = strtod(value, &end);
-	if (errno || end == value || *end || d < 0 || d > 86400)
+	if (errno || end == value || *end || !(d >= 0 && d <= 86400)) /* NaN too */
 		return -EINVAL;
 	*out = d;
 	return 0;
@@ -358,8 +358,10 @@ static int set_sandbox(struct config *cfg, const char *key, const char *value)
 			return 0;
 		}
 		cfg->cpu_max = strtod(value, &end);
-		return (*end || end == value || cfg->cpu_max <= 0 || cfg->cpu_max > 4096) ? -EINVAL
-											 : 0;
+		/* written so that NaN fails too */
+		return (*end || end == value || !(cfg->cpu_max > 0 && cfg->cpu_max <= 4096))
+			   ? -EINVAL
+			   : 0;
 	}
 	if (!strcmp(key, "tmp_size"))
 		return config_parse_size(value, &cfg->tmp_size);

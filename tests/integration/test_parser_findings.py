@@ -2,9 +2,11 @@
 bytes: each test writes the input the way a user (or a sandboxed command) would, with real
 tools, and checks the daemon answers as documented and lives on."""
 
+import subprocess
+
 import pytest
 
-from sbxutil import isolation_none, uniq, write_errno
+from sbxutil import extra_args, sbxfs_binary, uniq, write_errno
 
 
 def test_checkout_line_of_blanks_is_einval_and_the_daemon_lives(sbx):
@@ -45,3 +47,25 @@ def test_forged_report_cannot_add_lines_to_the_env_file(sbx):
     lines = sbx.read(s, "env").decode().splitlines()
     assert f"{tag}=2" in lines, "the forged report was not taken: the test proves nothing"
     assert not any(line.startswith(("BAD", "NAME=")) for line in lines), lines
+
+
+@pytest.mark.parametrize("section,key", [("sandbox", "cpu_max"), ("workspace", "cache_timeout")])
+@pytest.mark.parametrize("value", ["nan", "-nan", "inf"])
+def test_config_value_that_is_not_a_number_stops_the_start(tmp_path, section, key, value):
+    # fuzz_config's range property: strtod reads "nan", which passed every range comparison
+    # (a NaN limit was silently no limit, a NaN cache timeout went to the kernel).
+    for d in ("mnt", "ws", "state"):
+        (tmp_path / d).mkdir()
+    (tmp_path / "sbxfs.ini").write_text(f"[{section}]\n{key} = {value}\n")
+    proc = subprocess.Popen(
+        [str(sbxfs_binary()), "-f", "-c", str(tmp_path / "sbxfs.ini"), "--workspace",
+         str(tmp_path / "ws"), "--state-dir", str(tmp_path / "state"), *extra_args(),
+         str(tmp_path / "mnt")], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        _, err = proc.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.terminate()  # it mounted: take it down as its own SIGTERM does
+        proc.communicate(timeout=30)
+        pytest.fail(f"sbxfs started with {key} = {value}")
+    assert proc.returncode != 0
+    assert f"bad value '{value}' for {key}".encode() in err, err

@@ -204,6 +204,24 @@ static void test_session_pids(void)
 	}
 }
 
+/* fuzz_config's range property: strtod takes "nan", which no range comparison rejected. */
+static void test_not_a_number(void)
+{
+	static const char *bad[] = {"nan", "NAN", "-nan", "inf", "infinity", "1e400"};
+	struct config cfg;
+	char err[256];
+
+	config_defaults(&cfg);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		CHECK(config_set(&cfg, "sandbox", "cpu_max", bad[i], err, sizeof(err)) == -EINVAL);
+		CHECK(config_set(&cfg, "workspace", "cache_timeout", bad[i], err, sizeof(err)) ==
+		      -EINVAL);
+	}
+	CHECK(config_set(&cfg, "sandbox", "cpu_max", "0.5", err, sizeof(err)) == 0);
+	CHECK(config_set(&cfg, "workspace", "cache_timeout", "0", err, sizeof(err)) == 0);
+	config_free(&cfg);
+}
+
 int main(void)
 {
 	test_defaults();
@@ -213,5 +231,6 @@ int main(void)
 	test_uid_range_and_env_bounds();
 	test_session_memory();
 	test_session_pids();
+	test_not_a_number();
 	return check_done();
 }
