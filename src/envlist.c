@@ -39,9 +39,11 @@ void envlist_free(struct envlist *el)
 
 void envlist_copy(struct envlist *dst, const struct envlist *src)
 {
-	envlist_init(dst);
+	/* src holds each name once: copied as is, in linear time (a shell may report millions) */
+	dst->n = src->n;
+	dst->v = xcalloc(src->n + 1, sizeof(char *));
 	for (size_t i = 0; i < src->n; i++)
-		envlist_put(dst, src->v[i]);
+		dst->v[i] = xstrdup(src->v[i]);
 }
 
 static ssize_t envlist_find(const struct envlist *el, const char *name, size_t nlen)

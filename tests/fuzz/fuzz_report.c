@@ -12,21 +12,23 @@
 /* A report written back in the driver's form. */
 static char *serialise(const struct shell_report *rep, size_t *len)
 {
-	char *out = xasprintf("%s%c%d%c%s%c", rep->seq, 0, rep->status, 0, rep->cwd, 0), *t;
-	size_t n = strlen(rep->seq) + strlen(rep->cwd) + 3;
+	char status[16];
+	size_t n, total;
+	char *out;
 
-	n += (size_t)snprintf(NULL, 0, "%d", rep->status);
-	for (size_t i = 0; i < rep->env.n; i++) {
-		size_t elen = strlen(rep->env.v[i]) + 1;
+	snprintf(status, sizeof(status), "%d", rep->status);
+	total = strlen(rep->seq) + strlen(status) + strlen(rep->cwd) + 4;
+	for (size_t i = 0; i < rep->env.n; i++)
+		total += strlen(rep->env.v[i]) + 1;
+	out = xmalloc(total);
+	n = 0;
+	for (size_t i = 0; i < rep->env.n + 3; i++) {
+		const char *f = i == 0 ? rep->seq : i == 1 ? status : i == 2 ? rep->cwd
+						   : rep->env.v[i - 3];
 
-		t = xmalloc(n + elen);
-		memcpy(t, out, n);
-		memcpy(t + n, rep->env.v[i], elen);
-		free(out);
-		out = t;
-		n += elen;
+		memcpy(out + n, f, strlen(f) + 1);
+		n += strlen(f) + 1;
 	}
-	out = xrealloc(out, n + 1);
 	out[n++] = '\0';
 	*len = n;
 	return out;

@@ -3,6 +3,7 @@ bytes: each test writes the input the way a user (or a sandboxed command) would,
 tools, and checks the daemon answers as documented and lives on."""
 
 import subprocess
+import time
 
 import pytest
 
@@ -47,6 +48,24 @@ def test_forged_report_cannot_add_lines_to_the_env_file(sbx):
     lines = sbx.read(s, "env").decode().splitlines()
     assert f"{tag}=2" in lines, "the forged report was not taken: the test proves nothing"
     assert not any(line.startswith(("BAD", "NAME=")) for line in lines), lines
+
+
+def test_huge_forged_report_is_read_in_linear_time(sbx):
+    # fuzz_report's input, grown: a report of 200,000 entries written in pieces took the daemon
+    # minutes (each read parsed everything again, and each entry searched all before it), with
+    # every session waiting; the env file of such a session took as long again.
+    s, other = sbx.new_session(), sbx.new_session()
+    forge = FORGE.replace(
+        r"printf 'forged\0%s\0/\0BAD\nNAME=1\0GOOD_TAG=2\0\0' 0",
+        r"{ printf 'forged\0000\0/\0'; printf 'V%d=1\0' {1..200000}; printf '\0'; }")
+    assert forge != FORGE
+    start = time.monotonic()
+    sbx.submit(s, forge.replace("sleep 4", "sleep 10"))
+    assert sbx.exit_status(s) == 0
+    env = sbx.read(s, "env").decode().splitlines()
+    assert "V200000=1" in env and len(env) >= 200000
+    assert sbx.run(other, "echo ok") == (b"ok\n", b"", 0)
+    assert time.monotonic() - start < 15, "a huge report took seconds to read"
 
 
 @pytest.mark.parametrize("section,key", [("sandbox", "cpu_max"), ("workspace", "cache_timeout")])
