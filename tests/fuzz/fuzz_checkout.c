@@ -105,7 +105,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_request(&req);
 	name = checkout_repo_name(req.url);
 	if (name) {
-		FUZZ_ASSERT(name[0] && !strchr(name, '/') && strcmp(name, ".") && strcmp(name, ".."));
+		FUZZ_ASSERT(name[0] && !strchr(name, '/') && strcmp(name, ".") &&
+			    strcmp(name, ".."));
 		check_resolve("/workspace", "/workspace/a/b", name);
 	}
 	if (req.dir) {

@@ -48,22 +48,22 @@ static char *write_back(const struct config *c, size_t *len)
 	snprintf(pids, sizeof(pids), "%llu", (unsigned long long)c->pids_max);
 	snprintf(cpus, sizeof(cpus), "%.17g", c->cpu_max);
 	out = xasprintf(
-		"[sbxfs]\nworkspace=%s\nstate_dir=%s\nlauncher=%s\nlog_level=%s\ncgroup=%s\n"
-		"[session]\nshell=%s\ntimeout_ms=%llu\nkill_grace_ms=%llu\nhistory=%u\n"
-		"output_cap=%llu\ngit_timeout_ms=%llu\n"
-		"[sandbox]\nisolation=%s\nuser=%s\nnetwork=%s\nidmap=%s\nmemory_max=%llu\n"
-		"pids_max=%s\ncpu_max=%s\ntmp_size=%llu\nshm_size=%llu\n"
-		"[workspace]\ncache=%s\ncache_timeout=%.17g\npassthrough=%s\nmount=%s\n"
-		"host_symlinks=%s\nmax_fds=%llu\n[env]\n%s",
-		c->workspace, c->state_dir, c->launcher, levels[c->log_level], c->cgroup, c->shell,
-		(unsigned long long)c->timeout_ms, (unsigned long long)c->kill_grace_ms, c->history,
-		(unsigned long long)c->output_cap, (unsigned long long)c->git_timeout_ms,
-		yes(c->isolate, "bwrap", "none"), c->user, yes(c->host_network, "host", "none"),
-		yes(c->idmap, "user", "none"), (unsigned long long)c->memory_max,
-		c->pids_max ? pids : "max", c->cpu_max ? cpus : "max", (unsigned long long)c->tmp_size,
-		(unsigned long long)c->shm_size, yes(c->ws_cache, "yes", "no"), c->ws_timeout,
-		yes(c->ws_passthrough, "yes", "no"), yes(c->ws_kernel, "kernel", "fuse"),
-		yes(c->ws_symfollow, "follow", "nofollow"), (unsigned long long)c->ws_max_fds, env);
+	    "[sbxfs]\nworkspace=%s\nstate_dir=%s\nlauncher=%s\nlog_level=%s\ncgroup=%s\n"
+	    "[session]\nshell=%s\ntimeout_ms=%llu\nkill_grace_ms=%llu\nhistory=%u\n"
+	    "output_cap=%llu\ngit_timeout_ms=%llu\n"
+	    "[sandbox]\nisolation=%s\nuser=%s\nnetwork=%s\nidmap=%s\nmemory_max=%llu\n"
+	    "pids_max=%s\ncpu_max=%s\ntmp_size=%llu\nshm_size=%llu\n"
+	    "[workspace]\ncache=%s\ncache_timeout=%.17g\npassthrough=%s\nmount=%s\n"
+	    "host_symlinks=%s\nmax_fds=%llu\n[env]\n%s",
+	    c->workspace, c->state_dir, c->launcher, levels[c->log_level], c->cgroup, c->shell,
+	    (unsigned long long)c->timeout_ms, (unsigned long long)c->kill_grace_ms, c->history,
+	    (unsigned long long)c->output_cap, (unsigned long long)c->git_timeout_ms,
+	    yes(c->isolate, "bwrap", "none"), c->user, yes(c->host_network, "host", "none"),
+	    yes(c->idmap, "user", "none"), (unsigned long long)c->memory_max,
+	    c->pids_max ? pids : "max", c->cpu_max ? cpus : "max", (unsigned long long)c->tmp_size,
+	    (unsigned long long)c->shm_size, yes(c->ws_cache, "yes", "no"), c->ws_timeout,
+	    yes(c->ws_passthrough, "yes", "no"), yes(c->ws_kernel, "kernel", "fuse"),
+	    yes(c->ws_symfollow, "follow", "nofollow"), (unsigned long long)c->ws_max_fds, env);
 	free(env);
 	*len = strlen(out);
 	return out;
@@ -87,7 +87,7 @@ static void check_ranges(const struct config *c)
 	}
 }
 
-#define SAME(f) FUZZ_ASSERT(a->f == b->f)
+#define SAME(f)	    FUZZ_ASSERT(a->f == b->f)
 #define SAME_STR(f) FUZZ_ASSERT(!strcmp(a->f, b->f))
 
 static void check_same(const struct config *a, const struct config *b)

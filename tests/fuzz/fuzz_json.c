@@ -6,14 +6,25 @@
 #include "fuzz.h"
 #include "json.h"
 
+/* How many bytes a character starting with c has by its bit pattern, 0 for none. */
+static unsigned lead_len(unsigned c)
+{
+	if (c < 0x80)
+		return 1;
+	if (c >> 5 == 6)
+		return 2;
+	if (c >> 4 == 14)
+		return 3;
+	return c >> 3 == 30 ? 4 : 0;
+}
+
 /* The length of the longest well-formed UTF-8 prefix, decoding each character's value. */
 static size_t ref_prefix(const unsigned char *s, size_t len)
 {
 	size_t pos = 0;
 
 	while (pos < len) {
-		unsigned c = s[pos], n = c < 0x80 ? 1 : c >> 5 == 6 ? 2 : c >> 4 == 14 ? 3
-			: c >> 3 == 30 ? 4 : 0;
+		unsigned c = s[pos], n = lead_len(c);
 		static const unsigned min[] = {0, 0, 0x80, 0x800, 0x10000};
 		unsigned cp = n == 1 ? c : n == 2 ? c & 0x1f : n == 3 ? c & 0x0f : c & 0x07;
 
@@ -106,7 +117,7 @@ static long read_json_string(const char *j, size_t len, char *out)
 static size_t unbase64(const char *s, size_t len, unsigned char *out)
 {
 	static const char abc[] =
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 	size_t n = 0;
 
 	FUZZ_ASSERT(len % 4 == 0);

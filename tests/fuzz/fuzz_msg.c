@@ -28,8 +28,7 @@ static void check_frame(const char *frame, size_t len)
 		return;
 	FUZZ_ASSERT(m.type >= MSG_START && m.type <= MSG_DROP);
 	if (m.type == MSG_START)
-		FUZZ_ASSERT(m.cwd && m.argv && m.argv[0] && m.envp &&
-			    m.nfds + m.ncg <= MSG_MAXFDS);
+		FUZZ_ASSERT(m.cwd && m.argv && m.argv[0] && m.envp && m.nfds + m.ncg <= MSG_MAXFDS);
 	reencode(&m, &b);
 	FUZZ_ASSERT(fuzz_same(b.data, b.len, frame, len));
 	msgbuf_free(&b);

@@ -13,6 +13,7 @@
 static char *serialise(const struct shell_report *rep, size_t *len)
 {
 	char status[16];
+	const char *head[3] = {rep->seq, status, rep->cwd};
 	size_t n, total;
 	char *out;
 
@@ -23,8 +24,7 @@ static char *serialise(const struct shell_report *rep, size_t *len)
 	out = xmalloc(total);
 	n = 0;
 	for (size_t i = 0; i < rep->env.n + 3; i++) {
-		const char *f = i == 0 ? rep->seq : i == 1 ? status : i == 2 ? rep->cwd
-						   : rep->env.v[i - 3];
+		const char *f = i < 3 ? head[i] : rep->env.v[i - 3];
 
 		memcpy(out + n, f, strlen(f) + 1);
 		n += strlen(f) + 1;
