@@ -34,7 +34,7 @@ static char *write_back(const struct config *c, size_t *len)
 {
 	static const char *levels[] = {"error", "warn", "info", "debug"};
 	char *out;
-	char *env = xstrdup(""), *t, pids[32], cpus[40];
+	char *env = xstrdup(""), *roots = xstrdup(""), *t, pids[32], cpus[40];
 
 	for (size_t i = 0; i < c->n_base_env; i++) {
 		const char *eq = strchr(c->base_env[i], '=');
@@ -44,13 +44,18 @@ static char *write_back(const struct config *c, size_t *len)
 		free(env);
 		env = t;
 	}
+	for (size_t i = 0; c->git_local_roots[i]; i++) {
+		t = xasprintf("%s%s%s", roots, i ? ":" : "", c->git_local_roots[i]);
+		free(roots);
+		roots = t;
+	}
 	/* 0 is no limit, which these keys spell max */
 	snprintf(pids, sizeof(pids), "%llu", (unsigned long long)c->pids_max);
 	snprintf(cpus, sizeof(cpus), "%.17g", c->cpu_max);
 	out = xasprintf(
 	    "[sbxfs]\nworkspace=%s\nstate_dir=%s\nlauncher=%s\nlog_level=%s\ncgroup=%s\n"
 	    "[session]\nshell=%s\ntimeout_ms=%llu\nkill_grace_ms=%llu\nhistory=%u\n"
-	    "output_cap=%llu\ngit_timeout_ms=%llu\n"
+	    "output_cap=%llu\ngit_timeout_ms=%llu\ngit_allow_private=%s\ngit_local_roots=%s\n"
 	    "[sandbox]\nisolation=%s\nuser=%s\nnetwork=%s\nidmap=%s\nmemory_max=%llu\n"
 	    "pids_max=%s\ncpu_max=%s\ntmp_size=%llu\nshm_size=%llu\n"
 	    "[workspace]\ncache=%s\ncache_timeout=%.17g\npassthrough=%s\nmount=%s\n"
@@ -58,13 +63,15 @@ static char *write_back(const struct config *c, size_t *len)
 	    c->workspace, c->state_dir, c->launcher, levels[c->log_level], c->cgroup, c->shell,
 	    (unsigned long long)c->timeout_ms, (unsigned long long)c->kill_grace_ms, c->history,
 	    (unsigned long long)c->output_cap, (unsigned long long)c->git_timeout_ms,
-	    yes(c->isolate, "bwrap", "none"), c->user, yes(c->host_network, "host", "none"),
-	    yes(c->idmap, "user", "none"), (unsigned long long)c->memory_max,
-	    c->pids_max ? pids : "max", c->cpu_max ? cpus : "max", (unsigned long long)c->tmp_size,
+	    yes(c->git_allow_private, "yes", "no"), roots, yes(c->isolate, "bwrap", "none"),
+	    c->user, yes(c->host_network, "host", "none"), yes(c->idmap, "user", "none"),
+	    (unsigned long long)c->memory_max, c->pids_max ? pids : "max",
+	    c->cpu_max ? cpus : "max", (unsigned long long)c->tmp_size,
 	    (unsigned long long)c->shm_size, yes(c->ws_cache, "yes", "no"), c->ws_timeout,
 	    yes(c->ws_passthrough, "yes", "no"), yes(c->ws_kernel, "kernel", "fuse"),
 	    yes(c->ws_symfollow, "follow", "nofollow"), (unsigned long long)c->ws_max_fds, env);
 	free(env);
+	free(roots);
 	*len = strlen(out);
 	return out;
 }
@@ -77,6 +84,8 @@ static void check_ranges(const struct config *c)
 	FUZZ_ASSERT(c->user[0] && c->output_cap >= 1 && c->git_timeout_ms >= 1);
 	FUZZ_ASSERT(c->log_level <= LOG_LVL_DEBUG);
 	FUZZ_ASSERT(c->base_env[c->n_base_env] == NULL);
+	for (size_t i = 0; c->git_local_roots[i]; i++)
+		FUZZ_ASSERT(c->git_local_roots[i][0] == '/' && !strchr(c->git_local_roots[i], ':'));
 	for (size_t i = 0; i < c->n_base_env; i++) {
 		const char *eq = strchr(c->base_env[i], '=');
 
@@ -100,6 +109,10 @@ static void check_same(const struct config *a, const struct config *b)
 	SAME(ws_kernel), SAME(ws_symfollow), SAME(ws_max_fds), SAME(n_base_env);
 	for (size_t i = 0; i < a->n_base_env; i++)
 		SAME_STR(base_env[i]);
+	SAME(git_allow_private);
+	for (size_t i = 0; a->git_local_roots[i] || b->git_local_roots[i]; i++)
+		FUZZ_ASSERT(a->git_local_roots[i] && b->git_local_roots[i] &&
+			    !strcmp(a->git_local_roots[i], b->git_local_roots[i]));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
