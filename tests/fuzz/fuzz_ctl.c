@@ -52,8 +52,10 @@ static void check_apply(const char *line, size_t len, struct verdicts v, const c
 {
 	int want;
 
-	/* procs/ctl: an idle session has nothing to kill, which is no error; a removed one is. */
+	/* procs/ctl: an idle session (or the root's, over no session) has nothing to kill, which
+	 * is no error; a removed session is. */
 	FUZZ_ASSERT(jobs_kill(&idle, line, len) == v.procs);
+	FUZZ_ASSERT(jobs_kill(NULL, line, len) == v.procs);
 	idle.removed = true;
 	FUZZ_ASSERT(jobs_kill(&idle, line, len) == (v.procs == 0 ? -ENOENT : -EINVAL));
 	idle.removed = false;
