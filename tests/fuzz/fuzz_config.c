@@ -3,7 +3,6 @@
  * its documented range (no NaN), a valid base environment, and written back out as an ini file
  * loads to the same settings; a file that fails says why. */
 #include <errno.h>
-#include <math.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -70,10 +69,17 @@ static char *write_back(const struct config *c, size_t *len)
 	    (unsigned long long)c->shm_size, yes(c->ws_cache, "yes", "no"), c->ws_timeout,
 	    yes(c->ws_passthrough, "yes", "no"), yes(c->ws_kernel, "kernel", "fuse"),
 	    yes(c->ws_symfollow, "follow", "nofollow"), (unsigned long long)c->ws_max_fds, env);
+	/* sections may come again: the bounds and ids, apart */
+	t = xasprintf("%s[sbxfs]\nlog_max=%llu\n[session]\nspool_max=%llu\nenv_value_max=%llu\n"
+		      "env_max=%llu\n[sandbox]\nuid_range=%u-%u\nworkspace_max=%llu\n",
+		      out, (unsigned long long)c->log_max, (unsigned long long)c->spool_max,
+		      (unsigned long long)c->env_value_max, (unsigned long long)c->env_max,
+		      c->uid_first, c->uid_last, (unsigned long long)c->workspace_max);
+	free(out);
 	free(env);
 	free(roots);
-	*len = strlen(out);
-	return out;
+	*len = strlen(t);
+	return t;
 }
 
 static void check_ranges(const struct config *c)
@@ -81,7 +87,9 @@ static void check_ranges(const struct config *c)
 	FUZZ_ASSERT(c->history >= 1 && c->history <= 100000);
 	FUZZ_ASSERT(c->cpu_max >= 0 && c->cpu_max <= 4096); /* false for NaN */
 	FUZZ_ASSERT(c->ws_timeout >= 0 && c->ws_timeout <= 86400);
-	FUZZ_ASSERT(c->user[0] && c->output_cap >= 1 && c->git_timeout_ms >= 1);
+	FUZZ_ASSERT(c->output_cap >= 1 && c->git_timeout_ms >= 1);
+	FUZZ_ASSERT(c->env_value_max >= 2 && c->env_value_max <= ENV_STRING_LIMIT);
+	FUZZ_ASSERT(c->env_max >= 2 && c->uid_first <= c->uid_last);
 	FUZZ_ASSERT(c->log_level <= LOG_LVL_DEBUG);
 	FUZZ_ASSERT(c->base_env[c->n_base_env] == NULL);
 	for (size_t i = 0; c->git_local_roots[i]; i++)
@@ -110,6 +118,8 @@ static void check_same(const struct config *a, const struct config *b)
 	for (size_t i = 0; i < a->n_base_env; i++)
 		SAME_STR(base_env[i]);
 	SAME(git_allow_private);
+	SAME(log_max), SAME(spool_max), SAME(env_value_max), SAME(env_max), SAME(uid_first);
+	SAME(uid_last), SAME(workspace_max);
 	for (size_t i = 0; a->git_local_roots[i] || b->git_local_roots[i]; i++)
 		FUZZ_ASSERT(a->git_local_roots[i] && b->git_local_roots[i] &&
 			    !strcmp(a->git_local_roots[i], b->git_local_roots[i]));

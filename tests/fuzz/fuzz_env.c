@@ -1,13 +1,50 @@
 /* Fuzz target: the env files' edit lines (src/envlist.c envedits_parse, the root env's
- * rootenv_write) and the NAME=VALUE listing they read back as. Properties: the root env's apply
- * gives the parse's verdict and the listing the same edits give a plain list; every edit names
- * a valid variable with a NUL-free value; a listing is one line per variable, and parsed as
- * edits it rebuilds the same list. */
+ * rootenv_write under small env bounds) and the NAME=VALUE listing they read back as.
+ * Properties: the root env's apply gives the verdict of the parse and of its check-only
+ * (rootenv_check: EFBIG past the bounds), and then the listing the same edits give a plain
+ * list, else it changes nothing; every edit names a valid variable; a listing is one line per
+ * variable, and parsed as edits it rebuilds the same list; a line still being written is never
+ * called too big when what it ends as is not. */
 #include <errno.h>
 
+#include "config.h"
 #include "envlist.h"
 #include "fuzz.h"
 #include "rootenv.h"
+#include "session.h"
+
+#define VALUE_MAX 300 /* bytes of one NAME=VALUE, small so that inputs reach past it */
+#define ENV_MAX	  2000
+
+static struct config cfg;
+
+static void setup(void)
+{
+	config_defaults(&cfg);
+	cfg.env_value_max = VALUE_MAX;
+	cfg.env_max = ENV_MAX;
+	sessions_init(&cfg, "/nonexistent", "/workspace", NULL);
+}
+
+/* Every prefix of each line that parses as an edit: called too big only if the line is. */
+static void check_partial(const char *buf, size_t len)
+{
+	for (size_t pos = 0; pos < len;) {
+		const char *nl = memchr(buf + pos, '\n', len - pos);
+		size_t llen = nl ? (size_t)(nl - (buf + pos)) : len - pos;
+		struct envedits one;
+
+		if (llen && envedits_parse(buf + pos, llen, &one) == 0) {
+			bool big = one.e[0].value &&
+				   env_entry_bytes(one.e[0].name, one.e[0].value) > VALUE_MAX;
+
+			for (size_t k = 1; k <= llen && !big; k++)
+				FUZZ_ASSERT(!envedit_partial_too_big(buf + pos, k, VALUE_MAX));
+			envedits_free(&one);
+		}
+		pos += llen + 1;
+	}
+}
 
 static void check_edits(const struct envedits *ed)
 {
@@ -55,14 +92,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct envlist el;
 	size_t len, rlen;
 	char *text, *root;
-	int rc = envedits_parse(buf, size, &ed);
+	int rc, want;
 
+	if (!cfg.shell)
+		setup();
+	check_partial(buf, size);
+	rc = envedits_parse(buf, size, &ed);
 	FUZZ_ASSERT(rc == 0 || rc == -EINVAL);
-	FUZZ_ASSERT(rootenv_write(buf, size) == rc);
+	want = rc < 0 || ed.n == 0 ? rc : rootenv_check(&ed);
+	FUZZ_ASSERT(want == 0 || want == -EINVAL || want == -EFBIG);
+	FUZZ_ASSERT(rootenv_write(buf, size) == want);
 	root = rootenv_read(&rlen);
-	if (rc < 0) {
+	if (want < 0) {
 		FUZZ_ASSERT(rlen == 0); /* nothing applied */
 		free(root);
+		if (rc == 0)
+			envedits_free(&ed);
 		return 0;
 	}
 	check_edits(&ed);
