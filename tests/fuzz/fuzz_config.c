@@ -71,10 +71,12 @@ static char *write_back(const struct config *c, size_t *len)
 	    yes(c->ws_symfollow, "follow", "nofollow"), (unsigned long long)c->ws_max_fds, env);
 	/* sections may come again: the bounds and ids, apart */
 	t = xasprintf("%s[sbxfs]\nlog_max=%llu\n[session]\nspool_max=%llu\nenv_value_max=%llu\n"
-		      "env_max=%llu\n[sandbox]\nuid_range=%u-%u\nworkspace_max=%llu\n",
+		      "env_max=%llu\n[sandbox]\nuid_range=%u-%u\nworkspace_max=%llu\n"
+		      "memory_reserve=%llu\n",
 		      out, (unsigned long long)c->log_max, (unsigned long long)c->spool_max,
 		      (unsigned long long)c->env_value_max, (unsigned long long)c->env_max,
-		      c->uid_first, c->uid_last, (unsigned long long)c->workspace_max);
+		      c->uid_first, c->uid_last, (unsigned long long)c->workspace_max,
+		      (unsigned long long)c->memory_reserve);
 	free(out);
 	free(env);
 	free(roots);
@@ -119,7 +121,7 @@ static void check_same(const struct config *a, const struct config *b)
 		SAME_STR(base_env[i]);
 	SAME(git_allow_private);
 	SAME(log_max), SAME(spool_max), SAME(env_value_max), SAME(env_max), SAME(uid_first);
-	SAME(uid_last), SAME(workspace_max);
+	SAME(uid_last), SAME(workspace_max), SAME(memory_reserve);
 	for (size_t i = 0; a->git_local_roots[i] || b->git_local_roots[i]; i++)
 		FUZZ_ASSERT(a->git_local_roots[i] && b->git_local_roots[i] &&
 			    !strcmp(a->git_local_roots[i], b->git_local_roots[i]));
