@@ -33,7 +33,7 @@ static char *write_back(const struct config *c, size_t *len)
 {
 	static const char *levels[] = {"error", "warn", "info", "debug"};
 	char *out;
-	char *env = xstrdup(""), *roots = xstrdup(""), *t, pids[32], cpus[40];
+	char *env = xstrdup(""), *roots = xstrdup(""), *t, pids[32], cpus[40], spids[32];
 
 	for (size_t i = 0; i < c->n_base_env; i++) {
 		const char *eq = strchr(c->base_env[i], '=');
@@ -69,14 +69,18 @@ static char *write_back(const struct config *c, size_t *len)
 	    (unsigned long long)c->shm_size, yes(c->ws_cache, "yes", "no"), c->ws_timeout,
 	    yes(c->ws_passthrough, "yes", "no"), yes(c->ws_kernel, "kernel", "fuse"),
 	    yes(c->ws_symfollow, "follow", "nofollow"), (unsigned long long)c->ws_max_fds, env);
+	if (c->session_pids_pct)
+		snprintf(spids, sizeof(spids), "%u%%", c->session_pids_pct);
+	else
+		snprintf(spids, sizeof(spids), "%llu", (unsigned long long)c->session_pids_max);
 	/* sections may come again: the bounds and ids, apart */
 	t = xasprintf("%s[sbxfs]\nlog_max=%llu\n[session]\nspool_max=%llu\nenv_value_max=%llu\n"
 		      "env_max=%llu\n[sandbox]\nuid_range=%u-%u\nworkspace_max=%llu\n"
-		      "memory_reserve=%llu\n",
+		      "memory_reserve=%llu\nsession_pids_max=%s\n",
 		      out, (unsigned long long)c->log_max, (unsigned long long)c->spool_max,
 		      (unsigned long long)c->env_value_max, (unsigned long long)c->env_max,
 		      c->uid_first, c->uid_last, (unsigned long long)c->workspace_max,
-		      (unsigned long long)c->memory_reserve);
+		      (unsigned long long)c->memory_reserve, spids);
 	free(out);
 	free(env);
 	free(roots);
@@ -121,7 +125,8 @@ static void check_same(const struct config *a, const struct config *b)
 		SAME_STR(base_env[i]);
 	SAME(git_allow_private);
 	SAME(log_max), SAME(spool_max), SAME(env_value_max), SAME(env_max), SAME(uid_first);
-	SAME(uid_last), SAME(workspace_max), SAME(memory_reserve);
+	SAME(uid_last), SAME(workspace_max), SAME(memory_reserve), SAME(session_pids_max);
+	SAME(session_pids_pct);
 	for (size_t i = 0; a->git_local_roots[i] || b->git_local_roots[i]; i++)
 		FUZZ_ASSERT(a->git_local_roots[i] && b->git_local_roots[i] &&
 			    !strcmp(a->git_local_roots[i], b->git_local_roots[i]));
