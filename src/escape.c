@@ -76,7 +76,7 @@ char *esc_encode(const char *v, size_t len, size_t *outlen)
 	return out;
 }
 
-static int hexval(char c)
+int esc_hexval(char c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -98,10 +98,10 @@ static int unescape(const char *s, size_t avail, size_t *used)
 	if (avail == 0)
 		return -EINVAL;
 	if (s[0] == 'x') {
-		hi = avail > 1 ? hexval(s[1]) : -1;
+		hi = avail > 1 ? esc_hexval(s[1]) : -1;
 		if (hi < 0)
 			return -EINVAL;
-		lo = avail > 2 ? hexval(s[2]) : -1;
+		lo = avail > 2 ? esc_hexval(s[2]) : -1;
 		*used = lo < 0 ? 2 : 3;
 		return lo < 0 ? hi : hi * 16 + lo;
 	}

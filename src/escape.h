@@ -19,6 +19,8 @@ int esc_decode(const char *in, size_t len, char **out, size_t *outlen);
 /* A status text with the line "error VALUE" added when error is not NULL (VALUE in the shown
  * form: it may quote what a user wrote). Takes text and error; caller frees the result. */
 char *esc_status_error(char *text, char *error);
+/* The value of one hex digit, -1 if c is none. */
+int esc_hexval(char c);
 /* For fuzzers: data without NUL encodes to one line that decodes back to data; anything decodes
  * without error or to -EINVAL, and a decoded value re-encodes and decodes to itself. Returns 0,
  * or -1 on a broken invariant. */

@@ -8,18 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "escape.h"
 #include "xmalloc.h"
-
-static int hex(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 /* %XX as libgit2 decodes it: a malformed escape stays as it is. */
 static char *percent_decode(const char *s)
@@ -27,8 +17,8 @@ static char *percent_decode(const char *s)
 	char *out = xmalloc(strlen(s) + 1), *o = out;
 
 	for (; *s; s++) {
-		if (s[0] == '%' && hex(s[1]) >= 0 && hex(s[2]) >= 0) {
-			*o++ = (char)(hex(s[1]) * 16 + hex(s[2]));
+		if (s[0] == '%' && esc_hexval(s[1]) >= 0 && esc_hexval(s[2]) >= 0) {
+			*o++ = (char)(esc_hexval(s[1]) * 16 + esc_hexval(s[2]));
 			s += 2;
 		} else
 			*o++ = *s;

@@ -20,7 +20,7 @@ import threading
 import pytest
 
 import sbxutil
-from sbxutil import SbxMount
+from sbxutil import SbxMount, started, stopped_cleanly
 
 DEFAULT_TEST_TIMEOUT = int(os.environ.get("SBXFS_TEST_TIMEOUT", "120"))
 # After the alarm, how long a test may stay stuck (e.g. in a FUSE syscall that a signal cannot
@@ -113,12 +113,7 @@ def pytest_runtest_makereport(item, call):
 
 def _start_mount(prefix):
     m = SbxMount(tempfile.mkdtemp(prefix=prefix))
-    try:
-        return m.start(timeout=10)
-    except BaseException:
-        m.abort()
-        m.cleanup_tmp()
-        raise
+    return started(m)
 
 
 @pytest.fixture(scope="module")
@@ -132,9 +127,7 @@ def sbx():
     try:
         yield m
     finally:
-        problems = m.stop()
-        m.cleanup_tmp()
-        assert not problems, "unclean shutdown of the shared sbxfs:\n" + "\n".join(problems)
+        stopped_cleanly(m, "shared sbxfs")
 
 
 @pytest.fixture(autouse=True)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from sbxutil import IO_TIMEOUT, SbxMount, abort_all_mounts  # noqa: F401
+from sbxutil import IO_TIMEOUT, SbxMount, abort_all_mounts, started  # noqa: F401
 
 HERE = Path(__file__).resolve().parent
 
@@ -161,9 +161,4 @@ class AllowOtherMount(SbxMount):
 
 def start_mount(prefix, config_text=None):
     m = AllowOtherMount(tempfile.mkdtemp(prefix=prefix), config_text)
-    try:
-        return m.start(timeout=10)
-    except BaseException:
-        m.abort()
-        m.cleanup_tmp()
-        raise
+    return started(m)

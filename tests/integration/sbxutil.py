@@ -660,3 +660,20 @@ def parse_status(data):
 def status(path):
     """The parsed `status` of a session, a runs/<n> or a background process; never blocks."""
     return parse_status(read_bytes(Path(path) / "status", timeout=5))
+
+
+def started(m, timeout=10):
+    """m.start(); if that fails, m is aborted and its temp dir removed before the error goes on."""
+    try:
+        return m.start(timeout=timeout)
+    except BaseException:
+        m.abort()
+        m.cleanup_tmp()
+        raise
+
+
+def stopped_cleanly(m, what="sbxfs"):
+    """Stops m, removes its temp dir, and fails on whatever went wrong in the stop."""
+    problems = m.stop()
+    m.cleanup_tmp()
+    assert not problems, f"unclean shutdown of the {what}:\n" + "\n".join(problems)

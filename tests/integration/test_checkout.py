@@ -27,7 +27,8 @@ from urllib.parse import unquote
 import pytest
 
 from sbxutil import (ConfMount, Background, bounded, errname, isolation_none, procs_matching,
-                     read_bytes, run_proc, uniq, wait_file_sh, wait_until, write_errno)
+                    read_bytes, run_proc, uniq, wait_file_sh, wait_until, write_errno, started,
+                    stopped_cleanly)
 
 GIT = shutil.which("git", path="/usr/bin:/bin") or "/usr/bin/git"
 HTTP_BACKEND = "/usr/lib/git-core/git-http-backend"
@@ -332,18 +333,11 @@ def policy_conf(src, extra=""):
 def start_conf_mount(prefix, config_text):
     m = ConfMount(tempfile.mkdtemp(prefix=prefix), config_text)
     os.chmod(m.tmp, TRAVERSABLE)
-    try:
-        return m.start(timeout=10)
-    except BaseException:
-        m.abort()
-        m.cleanup_tmp()
-        raise
+    return started(m)
 
 
 def stop_conf_mount(m, what):
-    problems = m.stop()
-    m.cleanup_tmp()
-    assert not problems, f"unclean shutdown of the {what} sbxfs:\n" + "\n".join(problems)
+    stopped_cleanly(m, f"{what} sbxfs")
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from sbxutil import ConfMount, read_bytes, run_proc, uniq, write_errno
+from sbxutil import ConfMount, read_bytes, run_proc, uniq, write_errno, started
 
 GIT = shutil.which("git", path="/usr/bin:/bin") or "/usr/bin/git"
 FINAL_RE = re.compile(r"(ok [0-9a-f]{40} \S+ \S+|error ([a-z-]+): (.*))")
@@ -115,12 +115,7 @@ def pkt(text):
 def start_mount(config_text, prefix="sbxfs-it-pol-", cls=ConfMount):
     m = cls(tempfile.mkdtemp(prefix=prefix), config_text)
     os.chmod(m.tmp, TRAVERSABLE)
-    try:
-        return m.start(timeout=10)
-    except BaseException:
-        m.abort()
-        m.cleanup_tmp()
-        raise
+    return started(m)
 
 
 def stop_mount(m):

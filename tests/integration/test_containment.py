@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from sbxutil import (ConfMount, bounded, errname, kill_quietly, pid_alive, procs_matching,
-                     read_bytes, sleep_tag, status, uniq, wait_until, write_bytes, write_errno)
+                    read_bytes, sleep_tag, status, uniq, wait_until, write_bytes, write_errno,
+                    started, stopped_cleanly)
 
 CG_ROOT = "/sys/fs/cgroup"
 PIDS_MAX = 512
@@ -40,12 +41,7 @@ BOMB = "f(){ f|f& }; f"
 
 def _start(config=CONFIG):
     m = ConfMount(tempfile.mkdtemp(prefix="sbxfs-it-cont-"), config)
-    try:
-        return m.start(timeout=10)
-    except BaseException:
-        m.abort()
-        m.cleanup_tmp()
-        raise
+    return started(m)
 
 
 @pytest.fixture(scope="module")
@@ -54,9 +50,7 @@ def small():
     try:
         yield m
     finally:
-        problems = m.stop()
-        m.cleanup_tmp()
-        assert not problems, "unclean shutdown:\n" + "\n".join(problems)
+        stopped_cleanly(m)
 
 
 @pytest.fixture

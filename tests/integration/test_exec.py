@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from sbxutil import (status, ConfMount, Background, bounded, errname, kill_quietly, pid_alive,
-                     procs_matching, read_bytes, read_pipe_until, run_proc,
-                     sleep_tag, uniq, wait_file_sh, wait_until, write_bytes, write_errno)
+                    procs_matching, read_bytes, read_pipe_until, run_proc, sleep_tag, uniq,
+                    wait_file_sh, wait_until, write_bytes, write_errno, stopped_cleanly)
 
 # [session] kill_grace_ms default
 DEFAULT_GRACE = 2.0
@@ -130,9 +130,7 @@ def conf_sbx():
     try:
         yield m
     finally:
-        problems = m.stop()
-        m.cleanup_tmp()
-        assert not problems, "unclean shutdown of the config sbxfs:\n" + "\n".join(problems)
+        stopped_cleanly(m, "config sbxfs")
 
 
 @pytest.fixture

@@ -25,6 +25,7 @@ import pytest
 from posixops import (FALLOC_FL_COLLAPSE_RANGE, FALLOC_FL_INSERT_RANGE, FALLOC_FL_KEEP_SIZE,
                       FALLOC_FL_PUNCH_HOLE, FALLOC_FL_ZERO_RANGE, fallocate)
 from posixutil import start_mount
+from sbxutil import stopped_cleanly
 
 SEED = int(os.environ.get("SBXFS_FUZZ_SEED", "4242"))
 STEPS = int(os.environ.get("SBXFS_FUZZ_STEPS", "20000"))
@@ -50,9 +51,7 @@ def fm(request):
     try:
         yield m
     finally:
-        problems = m.stop()
-        m.cleanup_tmp()
-        assert not problems, "unclean shutdown:\n" + "\n".join(problems)
+        stopped_cleanly(m)
 
 
 class Side:

@@ -30,8 +30,9 @@ from pathlib import Path
 import pytest
 
 from sbxutil import (status, ConfMount, bounded, descendants, errname, errno_of, is_mounted,
-                     isolation_none, kill_quietly, pid_alive, proc_comm, proc_parent,
-                     procs_matching, read_bytes, sleep_tag, uniq, wait_until, write_errno)
+                    isolation_none, kill_quietly, pid_alive, proc_comm, proc_parent,
+                    procs_matching, read_bytes, sleep_tag, uniq, wait_until, write_errno, started,
+                    stopped_cleanly)
 
 if isolation_none():
     pytest.skip("these tests attack the bwrap sandbox; SBXFS_EXTRA_ARGS says --isolation none",
@@ -61,12 +62,7 @@ shm_size = 16M
 
 def _start_conf(config_text, prefix):
     m = ConfMount(tempfile.mkdtemp(prefix=prefix), config_text)
-    try:
-        return m.start(timeout=10)
-    except BaseException:
-        m.abort()
-        m.cleanup_tmp()
-        raise
+    return started(m)
 
 
 @pytest.fixture
@@ -93,9 +89,7 @@ def tight_mount():
     try:
         yield m
     finally:
-        problems = m.stop()
-        m.cleanup_tmp()
-        assert not problems, "unclean shutdown of the tight sbxfs:\n" + "\n".join(problems)
+        stopped_cleanly(m, "tight sbxfs")
 
 
 @pytest.fixture

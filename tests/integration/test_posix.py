@@ -23,7 +23,7 @@ from posixops import (FALLOC_FL_COLLAPSE_RANGE, FALLOC_FL_INSERT_RANGE, FALLOC_F
                       FALLOC_FL_PUNCH_HOLE, FALLOC_FL_ZERO_RANGE, O_TMPFILE, RENAME_EXCHANGE,
                       RENAME_NOREPLACE)
 from posixutil import Actor, start_mount
-from sbxutil import stored_owner, uniq
+from sbxutil import stored_owner, uniq, stopped_cleanly
 
 ALICE = dict(uid=4001, gid=4001, groups=[4100])
 BOB = dict(uid=4002, gid=4002, groups=[])
@@ -51,9 +51,7 @@ def pm(request):
     try:
         yield m
     finally:
-        problems = m.stop()
-        m.cleanup_tmp()
-        assert not problems, "unclean shutdown:\n" + "\n".join(problems)
+        stopped_cleanly(m)
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ import tempfile
 
 import pytest
 
-from sbxutil import ConfMount, uniq
+from sbxutil import ConfMount, uniq, stopped_cleanly
 
 CONFIGS = {
     "kernel": "[workspace]\nmount = kernel\nhost_symlinks = follow\n",
@@ -35,9 +35,7 @@ def fm(request):
         assert m.kernel_workspace() == (request.param == "kernel")
         yield m
     finally:
-        problems = m.stop()
-        m.cleanup_tmp()
-        assert not problems, "unclean shutdown:\n" + "\n".join(problems)
+        stopped_cleanly(m)
 
 
 @pytest.fixture
@@ -269,9 +267,7 @@ def small_queue_mount():
                 f.write(old)
         yield m
     finally:
-        problems = m.stop()
-        m.cleanup_tmp()
-        assert not problems, "unclean shutdown:\n" + "\n".join(problems)
+        stopped_cleanly(m)
 
 
 def test_queue_overflow_invalidates_everything(small_queue_mount):

@@ -14,7 +14,7 @@ import tempfile
 import pytest
 
 from posixutil import AllowOtherMount
-from sbxutil import (ConfMount, is_mounted, isolation_none, stored_owner, uniq, wait_until)
+from sbxutil import ConfMount, is_mounted, isolation_none, stored_owner, uniq, wait_until, started
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a kernel mount needs root")
 
@@ -33,12 +33,7 @@ def mount_options(path):
 
 
 def start(mount):
-    try:
-        return mount.start(timeout=10)
-    except BaseException:
-        mount.abort()
-        mount.cleanup_tmp()
-        raise
+    return started(mount)
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from sbxutil import ConfMount
+from sbxutil import ConfMount, stopped_cleanly
 
 LIMIT = 1024
 pytestmark = pytest.mark.sbx_timeout(600)
@@ -50,9 +50,7 @@ def lm(request):
         assert m.kernel_workspace() == (mode == "kernel")
         yield m
     finally:
-        problems = m.stop()
-        m.cleanup_tmp()
-        assert not problems, "unclean shutdown:\n" + "\n".join(problems)
+        stopped_cleanly(m)
 
 
 def daemon_fds(m):
