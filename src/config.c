@@ -68,6 +68,7 @@ void config_defaults(struct config *cfg)
 	cfg->git_local_roots = xcalloc(1, sizeof(char *));
 	cfg->env_value_max = 128ull << 10;
 	cfg->env_max = 1ull << 20;
+	cfg->term_ring = 1ull << 20;
 	cfg->isolate = true;
 	cfg->user = xstrdup("");
 	cfg->host_network = false;
@@ -237,6 +238,8 @@ static int set_session(struct config *cfg, const char *key, const char *value)
 		return parse_size_in(value, 2, UINT32_MAX, &cfg->env_max);
 	else if (!strcmp(key, "spool_max"))
 		return config_parse_size(value, &cfg->spool_max);
+	else if (!strcmp(key, "term_ring"))
+		return parse_size_in(value, 1, 1ull << 30, &cfg->term_ring);
 	else
 		return -ENOENT;
 	return 0;

@@ -34,6 +34,7 @@ struct config {
 	size_t n_base_env;
 	uint64_t env_value_max; /* bytes of one NAME=VALUE with its NUL, as execve counts */
 	uint64_t env_max;     /* bytes of a whole env, counted the same way */
+	uint64_t term_ring;   /* bytes of a terminal's output kept for replay */
 
 	/* [sandbox] */
 	bool isolate;         /* isolation = bwrap (true) or none */

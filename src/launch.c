@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -45,6 +46,9 @@ static int err_pipe = -1; /* until the launcher is up; then errlog.c owns it */
 static int sock = -1;
 static struct loop_fd *sock_lf;
 static struct msgbuf inbuf;
+/* fds the launcher sent (a pty's master), oldest first, until their STARTED is handled */
+static int fdq[8];
+static size_t nfdq;
 static struct backoff restarts;
 static bool failed_start; /* the last launcher never said hello */
 static struct loop_timer restart_timer;
@@ -116,6 +120,32 @@ static void hello(pid_t launcher, pid_t holder)
 	}
 }
 
+static void drop_fds(void)
+{
+	while (nfdq > 0)
+		close(fdq[--nfdq]);
+}
+
+/* The oldest fd sent, the one this STARTED carried, goes to p if p waits for a pty and it is a
+ * master: anything else (sandboxed code can write to this socket) is closed, and p then runs
+ * without a terminal it can be reached through. */
+static void take_pty(struct proc *p)
+{
+	int fd = nfdq ? fdq[0] : -1, ptn;
+
+	if (nfdq)
+		memmove(fdq, fdq + 1, --nfdq * sizeof(int));
+	if (p && p->on_pty && fd >= 0 && ioctl(fd, TIOCGPTN, &ptn) == 0) {
+		fcntl(fd, F_SETFL, O_NONBLOCK);
+		p->on_pty(p, fd);
+		return;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (p && p->on_pty)
+		log_warnx("the launcher sent no pty master for a terminal");
+}
+
 static void handle_msg(const char *buf, size_t len)
 {
 	struct proc *p;
@@ -133,6 +163,10 @@ static void handle_msg(const char *buf, size_t len)
 	if (m.id == 0 && m.type == MSG_STARTED && !restarts.up)
 		hello(m.a, m.b);
 	p = m.id ? proc_by_id(m.id) : NULL; /* id 0: the launcher's hello */
+	if (m.type == MSG_STARTED && m.b == MSG_FD_ATTACHED) {
+		take_pty(p);
+		m.b = 0;
+	}
 	if (p && m.type == MSG_STARTED) {
 		p->pid = m.a;
 		if (m.b) { /* fork failed: report it as an exec failure would be */
@@ -145,6 +179,33 @@ static void handle_msg(const char *buf, size_t len)
 	msg_free(&m);
 }
 
+/* A read of the socket that keeps the fds it brings (bounded: the rest are closed). */
+static ssize_t recv_fds(char *buf, size_t len)
+{
+	char cbuf[CMSG_SPACE(sizeof(int) * MSG_MAXFDS)];
+	struct iovec iov = {buf, len};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			    .msg_controllen = sizeof(cbuf)};
+	ssize_t n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+
+	if (n < 0)
+		return n;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		int *fds = (int *)CMSG_DATA(c);
+		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t i = 0; i < k; i++) {
+			if (nfdq < sizeof(fdq) / sizeof(fdq[0]))
+				fdq[nfdq++] = fds[i];
+			else
+				close(fds[i]);
+		}
+	}
+	return n;
+}
+
 static void read_socket(void)
 {
 	for (;;) {
@@ -155,7 +216,7 @@ static void read_socket(void)
 			inbuf.cap = inbuf.cap * 2 + 65536;
 			inbuf.data = xrealloc(inbuf.data, inbuf.cap);
 		}
-		n = read(sock, inbuf.data + inbuf.len, inbuf.cap - inbuf.len);
+		n = recv_fds(inbuf.data + inbuf.len, inbuf.cap - inbuf.len);
 		if (n <= 0)
 			return; /* EOF is seen as the launcher's SIGCHLD */
 		inbuf.len += (size_t)n;
@@ -449,6 +510,7 @@ static void launcher_died(int status)
 	close(sock);
 	sock = -1;
 	inbuf.len = 0;
+	drop_fds();
 	while (!STAILQ_EMPTY(&outq)) {
 		struct outmsg *om = STAILQ_FIRST(&outq);
 
@@ -546,6 +608,22 @@ void launch_start(struct proc *p, const char *cwd, char *const argv[], char *con
 	memcpy(om->fds + nfds, cgfds, sizeof(int) * (size_t)ncg);
 	om->nfds = nfds + ncg;
 	msg_start_encode(&om->buf, p->id, cwd, argv, envp, (uint32_t)nfds, (uint32_t)ncg);
+	TAILQ_INSERT_TAIL(&procs, p, link);
+	queue_msg(om);
+}
+
+void launch_start_pty(struct proc *p, const char *cwd, char *const argv[], char *const envp[],
+		      int *cgfds, int ncg, unsigned rows, unsigned cols)
+{
+	struct outmsg *om = xcalloc(1, sizeof(*om));
+
+	p->id = next_id++;
+	p->pid = 0;
+	p->start_err = 0;
+	om->start_id = p->id;
+	memcpy(om->fds, cgfds, sizeof(int) * (size_t)ncg);
+	om->nfds = ncg;
+	msg_start_pty_encode(&om->buf, p->id, cwd, argv, envp, (uint32_t)ncg, rows, cols);
 	TAILQ_INSERT_TAIL(&procs, p, link);
 	queue_msg(om);
 }

@@ -13,6 +13,9 @@ struct proc {
 	uint64_t id;
 	pid_t pid;           /* 0 until the launcher says it started */
 	int start_err;       /* errno when the launcher could not start it (it then exits 127) */
+	/* launch_start_pty: the pty's master (nonblocking, now the owner's) when it started;
+	 * loop thread, core lock held, before any on_exit. */
+	void (*on_pty)(struct proc *p, int master);
 	/* Loop thread, core lock held. status is a wait status. */
 	void (*on_exit)(struct proc *p, int status);
 	void *arg;
@@ -49,6 +52,10 @@ int launch_init(const struct launch_spec *spec, char *err, size_t errlen);
  * cgroup.procs files it joins before exec. */
 void launch_start(struct proc *p, const char *cwd, char *const argv[], char *const envp[],
 		  int *fds, int nfds, int *cgfds, int ncg);
+/* As launch_start, on a new pty of rows x cols made in the sandbox (its devpts): the
+ * program's stdio and controlling tty; the master comes to p->on_pty. */
+void launch_start_pty(struct proc *p, const char *cwd, char *const argv[], char *const envp[],
+		      int *cgfds, int ncg, unsigned rows, unsigned cols);
 /* Takes ownership of fd. */
 void launch_hold(struct hold *h, int fd);
 /* The launcher closes the held fd; no callback comes for h after this. */

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -121,6 +122,9 @@ static void __attribute__((noreturn)) child_exec(struct msg *m, const int *fds)
 	setsid();
 	child_join_cgroups(fds + m->nfds, m->ncg);
 	child_setup_fds(fds, m->nfds);
+	/* A terminal's program leads the session its slave controls (setsid above). */
+	if (m->type == MSG_START_PTY && ioctl(0, TIOCSCTTY, 0) < 0)
+		dprintf(2, "sbxfs-launcher: cannot take the terminal: %s\n", strerror(errno));
 	if (chdir(m->cwd) < 0) {
 		dprintf(2, "sbxfs-launcher: cannot enter %s: %s; starting in /\n", m->cwd,
 			strerror(errno));
@@ -130,6 +134,59 @@ static void __attribute__((noreturn)) child_exec(struct msg *m, const int *fds)
 	execve(m->argv[0], m->argv, m->envp);
 	dprintf(2, "sbxfs-launcher: exec %s: %s\n", m->argv[0], strerror(errno));
 	_exit(127);
+}
+
+/* The STARTED of a START_PTY carries the master on its first byte. */
+static void send_started_fd(uint64_t id, pid_t pid, int fd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct msgbuf out = {0};
+	struct iovec iov;
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			    .msg_controllen = sizeof(cbuf)};
+	struct cmsghdr *c;
+	size_t off = 0;
+
+	memset(cbuf, 0, sizeof(cbuf));
+	c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	msg_int_encode(&out, MSG_STARTED, id, (int32_t)pid, MSG_FD_ATTACHED);
+	while (off < out.len) {
+		ssize_t n;
+
+		iov = (struct iovec){out.data + off, out.len - off};
+		n = sendmsg(SOCK_FD, &mh, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		off += (size_t)n;
+		mh.msg_control = NULL;
+		mh.msg_controllen = 0;
+	}
+	msgbuf_free(&out);
+}
+
+/* A pty of the sandbox's own devpts: master to *master, slave (no ctty yet) to *slave. */
+static int open_pty(const struct msg *m, int *master, int *slave)
+{
+	struct winsize ws = {.ws_row = (unsigned short)m->rows, .ws_col = (unsigned short)m->cols};
+	int unlock = 0;
+
+	*master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (*master < 0)
+		return -errno;
+	if (ioctl(*master, TIOCSPTLCK, &unlock) < 0 || ioctl(*master, TIOCSWINSZ, &ws) < 0 ||
+	    (*slave = ioctl(*master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0) {
+		int err = errno;
+
+		close(*master);
+		return -err;
+	}
+	return 0;
 }
 
 static int take_queued_fds(int *fds, uint32_t n)
@@ -219,28 +276,48 @@ static void do_drop(struct msg *m)
 	}
 }
 
+/* fds: what the message brought (the cgroup files for a START_PTY); for a pty the child's
+ * stdio is its slave three times, before them. */
 static void do_start(struct msg *m)
 {
-	uint32_t total = m->nfds + m->ncg;
-	int fds[MSG_MAXFDS];
+	uint32_t got = m->nfds + m->ncg;
+	int fds[MSG_MAXFDS + 3], master = -1, slave = -1, rc;
 	pid_t pid;
 
-	if (take_queued_fds(fds, total) < 0) {
+	if (take_queued_fds(fds + 3, got) < 0) {
 		send_msg(MSG_STARTED, m->id, 0, EBADMSG);
 		return;
 	}
+	if (m->type == MSG_START_PTY && (rc = open_pty(m, &master, &slave)) < 0) {
+		for (uint32_t i = 0; i < got; i++)
+			close(fds[3 + i]);
+		send_msg(MSG_STARTED, m->id, 0, -rc);
+		return;
+	}
+	fds[0] = fds[1] = fds[2] = slave;
+	if (master >= 0)
+		m->nfds = 3;
 	pid = fork();
 	if (pid == 0)
-		child_exec(m, fds);
-	for (uint32_t i = 0; i < total; i++)
-		close(fds[i]);
+		child_exec(m, master >= 0 ? fds : fds + 3);
+	for (uint32_t i = 0; i < got; i++)
+		close(fds[3 + i]);
+	if (slave >= 0)
+		close(slave);
 	if (pid < 0) {
 		send_msg(MSG_STARTED, m->id, 0, errno);
+		if (master >= 0)
+			close(master);
 		return;
 	}
 	children = xrealloc(children, (nchildren + 1) * sizeof(*children));
 	children[nchildren++] = (struct child){m->id, pid};
-	send_msg(MSG_STARTED, m->id, pid, 0);
+	if (master >= 0) {
+		send_started_fd(m->id, pid, master);
+		close(master);
+	} else {
+		send_msg(MSG_STARTED, m->id, pid, 0);
+	}
 }
 
 static struct child *child_by_id(uint64_t id)
@@ -268,7 +345,7 @@ static void handle_msg(const char *buf, size_t len)
 
 	if (msg_decode(buf, len, &m) < 0)
 		fatalx("malformed message from the daemon");
-	if (m.type == MSG_START)
+	if (m.type == MSG_START || m.type == MSG_START_PTY)
 		do_start(&m);
 	else if (m.type == MSG_SIGNAL)
 		do_signal(&m);

@@ -82,6 +82,22 @@ void msg_start_encode(struct msgbuf *b, uint64_t id, const char *cwd, char *cons
 	end(b, start);
 }
 
+void msg_start_pty_encode(struct msgbuf *b, uint64_t id, const char *cwd, char *const argv[],
+			  char *const envp[], uint32_t ncg, uint32_t rows, uint32_t cols)
+{
+	size_t start = begin(b, MSG_START_PTY);
+
+	put_u64(b, id);
+	put_str(b, cwd);
+	put_strv(b, argv);
+	put_strv(b, envp);
+	put_u32(b, 0);
+	put_u32(b, ncg);
+	put_u32(b, rows);
+	put_u32(b, cols);
+	end(b, start);
+}
+
 void msg_int_encode(struct msgbuf *b, uint32_t type, uint64_t id, int32_t a, int32_t b2)
 {
 	size_t start = begin(b, type);
@@ -183,11 +199,18 @@ int msg_decode(const char *buf, size_t len, struct msg *m)
 	get(&r, &m->id, sizeof(m->id));
 	switch (m->type) {
 	case MSG_START:
+	case MSG_START_PTY:
 		m->cwd = get_str(&r);
 		m->argv = get_strv(&r);
 		m->envp = get_strv(&r);
 		m->nfds = get_u32(&r);
 		m->ncg = get_u32(&r);
+		if (m->type == MSG_START_PTY) {
+			m->rows = get_u32(&r);
+			m->cols = get_u32(&r);
+			if (m->nfds || !m->rows || !m->cols || m->rows > 0xffff || m->cols > 0xffff)
+				r.bad = 1;
+		}
 		if (!r.bad && (m->nfds > MSG_MAXFDS || m->ncg > MSG_MAXFDS - m->nfds ||
 			       !m->argv[0]))
 			r.bad = 1;

@@ -1,5 +1,5 @@
 /* The daemon <-> launcher protocol: length-prefixed messages on a stream socket; START carries
- * the child's fds with SCM_RIGHTS on its first byte. Header: u32 payload length, u32 type. */
+ * the child's fds with SCM_RIGHTS on its first byte, and a STARTED for START_PTY the pty master. Header: u32 payload length, u32 type. */
 #ifndef SBX_MSG_H
 #define SBX_MSG_H
 
@@ -17,7 +17,14 @@ enum msg_type {
 	MSG_HOLD = 5,    /* daemon: id, one fd attached: keep it open for /proc/PID/fd/N */
 	MSG_HELD = 6,    /* launcher: id, the fd number its holder holds (-1: none), its pid */
 	MSG_DROP = 7,    /* daemon: id: close the held fd */
+	/* daemon: as START with no stdio fds, then rows, cols: the launcher opens a pty in the
+	 * sandbox's devpts, the child gets its slave as stdio and controlling tty, and the
+	 * STARTED that answers carries the master fd (none when the start failed). */
+	MSG_START_PTY = 8,
 };
+
+/* STARTED's err when the message carries the pty master (it started) */
+#define MSG_FD_ATTACHED (-1)
 
 #define MSG_HDR 8u
 #define MSG_MAX (8u << 20)
@@ -38,11 +45,14 @@ struct msg {
 	char **envp;      /* START, NULL-terminated */
 	uint32_t nfds;    /* START: stdio fds */
 	uint32_t ncg;     /* START: cgroup fds after them */
+	uint32_t rows, cols; /* START_PTY: the window size */
 };
 
 void msgbuf_free(struct msgbuf *b);
 void msg_start_encode(struct msgbuf *b, uint64_t id, const char *cwd, char *const argv[],
 		      char *const envp[], uint32_t nfds, uint32_t ncg);
+void msg_start_pty_encode(struct msgbuf *b, uint64_t id, const char *cwd, char *const argv[],
+			  char *const envp[], uint32_t ncg, uint32_t rows, uint32_t cols);
 void msg_int_encode(struct msgbuf *b, uint32_t type, uint64_t id, int32_t a, int32_t b2);
 
 /* Length of the first whole message in buf: 0 if incomplete, -EBADMSG if malformed. */

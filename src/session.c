@@ -104,6 +104,7 @@ static struct session *create_locked(const char *id, struct ticket **ready, int 
 	TAILQ_INIT(&s->queue);
 	TAILQ_INIT(&s->runs);
 	TAILQ_INIT(&s->jobs);
+	TAILQ_INIT(&s->terms);
 	feed_init(&s->in.feed);
 	s->in.pending_w = -1;
 	s->timeout_ms = session_cfg->timeout_ms;

@@ -49,6 +49,7 @@ struct session_stdin {
 };
 
 struct job;
+struct term;
 struct cgmem_watch;
 
 struct session {
@@ -88,6 +89,8 @@ struct session {
 
 	TAILQ_HEAD(, job) jobs; /* background processes */
 	unsigned next_job_id;
+	TAILQ_HEAD(, term) terms; /* terminals */
+	unsigned next_term_id;
 
 	struct envlist env;     /* as the shell last reported it */
 	struct envlist own_env; /* names set through its env file (NAME=): the root env's lose */
@@ -133,6 +136,8 @@ void exec_teardown(struct session *s);
 
 /* job.c: kills and forgets every background process (session removal). */
 void jobs_teardown(struct session *s);
+/* term.c: kills and forgets every terminal (session removal). */
+void terms_teardown(struct session *s);
 
 /* stdin.c */
 /* Starts the command's stdin: calls exec_send_run once the path is known. */

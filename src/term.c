@@ -1,0 +1,626 @@
+/* Terminals (see term.h): naming, starting on a pty through the launcher, the master's output
+ * into the ring and the screen, queued input, resize, kill and exit. */
+#include "term.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "run.h"
+#include "session_priv.h"
+#include "signame.h"
+#include "termring.h"
+#include "termscreen.h"
+#include "xmalloc.h"
+
+#define TERM_ENV "TERM=xterm-256color"
+#define READ_CHUNK 65536
+/* Reads of the master per wake-up, so one chatty terminal cannot hold the loop. */
+#define READS_PER_WAKE 4
+
+enum term_state { TS_IDLE, TS_STARTING, TS_RUNNING, TS_ENDED };
+
+struct term {
+	int refs;
+	unsigned id;
+	char name[SESSION_ID_MAX + 1];
+	struct session *s; /* referenced */
+	bool removed;
+	struct cgroup *cg;
+	struct proc proc;
+	enum term_state state;
+	char *cmd; /* NULL: the interactive shell */
+	size_t cmdlen;
+	int master;
+	struct loop_fd *lf;
+	unsigned rows, cols;
+	struct termring ring;
+	struct termscreen *screen;
+	char *in; /* queued input, TERM_IN_MAX bytes */
+	size_t inlen;
+	bool killed;
+	int wstatus;
+	int leftovers;
+	struct loop_timer grace;
+	struct waitq outq; /* out readers, exit readers, pollers */
+	struct waitq inq;  /* writers waiting for room */
+	TAILQ_ENTRY(term) link;
+};
+
+static void term_ref(struct term *t)
+{
+	__atomic_add_fetch(&t->refs, 1, __ATOMIC_RELAXED);
+}
+
+void term_unref(struct term *t)
+{
+	if (__atomic_sub_fetch(&t->refs, 1, __ATOMIC_ACQ_REL) > 0)
+		return;
+	if (t->master >= 0)
+		close(t->master);
+	termring_free(&t->ring);
+	termscreen_free(t->screen);
+	cgroup_destroy(t->cg);
+	session_unref(t->s);
+	free(t->cmd);
+	free(t->in);
+	free(t);
+}
+
+const char *term_name(const struct term *t)
+{
+	return t->name;
+}
+
+unsigned term_id(const struct term *t)
+{
+	return t->id;
+}
+
+static struct term *find_locked(struct session *s, const char *name, unsigned id)
+{
+	struct term *t;
+
+	TAILQ_FOREACH(t, &s->terms, link)
+		if (name ? !strcmp(t->name, name) : t->id == id)
+			return t;
+	return NULL;
+}
+
+static struct term *find(struct session *s, const char *name, unsigned id)
+{
+	struct term *t;
+
+	core_lock();
+	t = find_locked(s, name, id);
+	if (t)
+		term_ref(t);
+	core_unlock();
+	return t;
+}
+
+struct term *term_find(struct session *s, const char *name)
+{
+	return find(s, name, 0);
+}
+
+struct term *term_find_id(struct session *s, unsigned id)
+{
+	return find(s, NULL, id);
+}
+
+int term_create(struct session *s, const char *name)
+{
+	char cgname[32];
+	struct term *t;
+
+	if (!session_id_valid(name, strlen(name)))
+		return -EINVAL;
+	core_lock();
+	if (s->removed || find_locked(s, name, 0)) {
+		core_unlock();
+		return s->removed ? -ENOENT : -EEXIST;
+	}
+	t = xcalloc(1, sizeof(*t));
+	t->refs = 1; /* the session's list */
+	t->id = ++s->next_term_id;
+	snprintf(t->name, sizeof(t->name), "%s", name);
+	session_ref(s);
+	t->s = s;
+	t->master = -1;
+	t->rows = 24;
+	t->cols = 80;
+	termring_init(&t->ring, session_cfg->term_ring);
+	t->screen = termscreen_new(t->rows, t->cols);
+	t->in = xmalloc(TERM_IN_MAX);
+	waitq_init(&t->outq);
+	waitq_init(&t->inq);
+	snprintf(cgname, sizeof(cgname), "t%u", t->id);
+	t->cg = cgroup_create(s->cg, cgname);
+	TAILQ_INSERT_TAIL(&s->terms, t, link);
+	core_unlock();
+	return 0;
+}
+
+size_t term_list(struct session *s, struct term_info **v)
+{
+	struct term *t;
+	size_t n = 0;
+
+	*v = NULL;
+	core_lock();
+	TAILQ_FOREACH(t, &s->terms, link) {
+		*v = xrealloc(*v, (n + 1) * sizeof(**v));
+		snprintf((*v)[n].name, sizeof((*v)[n].name), "%s", t->name);
+		(*v)[n++].id = t->id;
+	}
+	core_unlock();
+	return n;
+}
+
+/* Core lock held: the whole tree; without a cgroup, the program's session (its pgrp). */
+static void signal_tree(struct term *t, int sig)
+{
+	if (t->cg)
+		cgroup_signal(t->cg, 0, sig);
+	else
+		launch_signal(&t->proc, sig, true);
+}
+
+static void grace_fired(struct loop_timer *lt)
+{
+	struct term *t = container_of(lt, struct term, grace);
+
+	if (t->state == TS_RUNNING || t->state == TS_STARTING)
+		signal_tree(t, SIGKILL);
+}
+
+/* Core lock held: sig now, KILL after the grace unless it was KILL. */
+static void kill_term(struct term *t, int sig)
+{
+	t->killed = true;
+	signal_tree(t, sig);
+	if (sig != SIGKILL && !t->grace.armed) {
+		t->grace.fn = grace_fired;
+		loop_timer_arm(&t->grace, session_cfg->kill_grace_ms);
+	}
+}
+
+static void watch_master(struct term *t)
+{
+	if (t->lf)
+		loop_mod_fd(t->lf, EPOLLIN | (t->inlen ? EPOLLOUT : 0));
+}
+
+/* Core lock held: writes what the master takes of the queue. */
+static void flush_input(struct term *t)
+{
+	size_t before = t->inlen;
+
+	while (t->inlen && t->master >= 0 && t->lf) {
+		ssize_t n = write(t->master, t->in, t->inlen);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n < 0 && errno != EAGAIN)
+				t->inlen = 0; /* the terminal is gone: nothing will read it */
+			break;
+		}
+		memmove(t->in, t->in + n, t->inlen - (size_t)n);
+		t->inlen -= (size_t)n;
+	}
+	if (t->inlen < before)
+		waitq_wake(&t->inq);
+	watch_master(t);
+}
+
+static void stop_watching(struct term *t)
+{
+	if (t->lf)
+		loop_del_fd(t->lf);
+	t->lf = NULL;
+}
+
+/* Core lock held: reads what the master has (at most READS_PER_WAKE chunks unless all). */
+static void drain_master(struct term *t, bool all)
+{
+	char buf[READ_CHUNK];
+
+	for (int i = 0; t->master >= 0 && (all || i < READS_PER_WAKE); i++) {
+		ssize_t n = read(t->master, buf, sizeof(buf));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			/* EIO: no slave is open any more; nothing more will come */
+			if (n == 0 || errno != EAGAIN)
+				stop_watching(t);
+			break;
+		}
+		termring_put(&t->ring, buf, (size_t)n);
+		termscreen_feed(t->screen, buf, (size_t)n);
+		waitq_wake(&t->outq);
+	}
+}
+
+static void on_master(struct loop_fd *lf, uint32_t events, void *arg)
+{
+	struct term *t = arg;
+
+	(void)lf;
+	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+		drain_master(t, false);
+	if (events & EPOLLOUT)
+		flush_input(t);
+}
+
+static void on_pty(struct proc *p, int master)
+{
+	struct term *t = container_of(p, struct term, proc);
+	struct winsize ws = {.ws_row = (unsigned short)t->rows, .ws_col = (unsigned short)t->cols};
+
+	t->master = master;
+	t->state = TS_RUNNING;
+	/* a resize while it was starting */
+	ioctl(master, TIOCSWINSZ, &ws);
+	t->lf = loop_add_fd(master, EPOLLIN, on_master, t);
+	flush_input(t);
+}
+
+static void on_exit_term(struct proc *p, int wstatus)
+{
+	struct term *t = container_of(p, struct term, proc);
+
+	if (p->start_err)
+		log_warnx("terminal %s: the launcher could not start it: %s", t->name,
+			  strerror(p->start_err));
+	/* Nothing of its tree outlives it; once gone, all it wrote is in the master. */
+	t->leftovers = cgroup_kill_tree(t->cg);
+	if (!t->cg)
+		signal_tree(t, SIGKILL);
+	drain_master(t, true);
+	stop_watching(t);
+	loop_timer_cancel(&t->grace);
+	t->state = TS_ENDED;
+	t->wstatus = wstatus;
+	t->inlen = 0;
+	waitq_wake(&t->outq);
+	waitq_wake(&t->inq);
+	term_unref(t); /* the running program's reference */
+}
+
+/* Core lock held. */
+static int start_locked(struct term *t, const char *cmd, size_t len)
+{
+	char *argv[] = {session_cfg->shell, "-i", NULL, NULL};
+	struct envlist env;
+	int cgfds[4], ncg;
+
+	if (t->removed || t->s->removed)
+		return -ENOENT;
+	if (t->state != TS_IDLE)
+		return -EBUSY;
+	if ((ncg = cgroup_join_fds(t->cg, cgfds, 4)) < 0)
+		return ncg;
+	if (cmd) {
+		t->cmd = xstrndup(cmd, len);
+		t->cmdlen = len;
+		argv[1] = "-c";
+		argv[2] = t->cmd;
+	}
+	session_next_env(t->s, &env);
+	envlist_unset(&env, "SHLVL");
+	envlist_put(&env, TERM_ENV);
+	t->proc.on_exit = on_exit_term;
+	t->proc.on_pty = on_pty;
+	launch_start_pty(&t->proc, t->s->cwd, argv, env.v, cgfds, ncg, t->rows, t->cols);
+	envlist_free(&env);
+	t->state = TS_STARTING;
+	term_ref(t); /* held until the program is gone */
+	return 0;
+}
+
+int term_start(struct term *t, const char *cmd, size_t len)
+{
+	int rc;
+
+	if (memchr(cmd, '\0', len))
+		return -EINVAL;
+	core_lock();
+	rc = start_locked(t, cmd, len);
+	core_unlock();
+	return rc;
+}
+
+char *term_cmd(struct term *t, size_t *len)
+{
+	char *text;
+
+	core_lock();
+	*len = t->cmdlen;
+	text = xmemdup(t->cmd ? t->cmd : "", t->cmdlen + 1);
+	core_unlock();
+	return text;
+}
+
+ssize_t term_input(struct term *t, const char *buf, size_t len, struct waiter *w)
+{
+	ssize_t rc;
+	size_t n;
+
+	core_lock();
+	if (t->state == TS_IDLE && (rc = start_locked(t, NULL, 0)) < 0)
+		goto out;
+	if (t->removed) {
+		rc = -ENOENT;
+	} else if (t->state == TS_ENDED) {
+		rc = -EIO;
+	} else if (t->inlen == TERM_IN_MAX) {
+		rc = -EAGAIN;
+		if (w)
+			waitq_add(&t->inq, w);
+	} else {
+		n = TERM_IN_MAX - t->inlen < len ? TERM_IN_MAX - t->inlen : len;
+		memcpy(t->in + t->inlen, buf, n);
+		t->inlen += n;
+		flush_input(t);
+		rc = (ssize_t)n;
+	}
+out:
+	core_unlock();
+	return rc;
+}
+
+/* Core lock held: whether it can still write output. */
+static bool live(const struct term *t)
+{
+	return t->state != TS_ENDED && !(t->removed && t->state == TS_IDLE);
+}
+
+int term_out_read(struct term *t, uint64_t *off, char *buf, size_t size, size_t *n,
+		  struct waiter *w)
+{
+	int rc = 0;
+
+	core_lock();
+	if (*off < termring_oldest(&t->ring))
+		*off = termring_oldest(&t->ring);
+	*n = termring_get(&t->ring, *off, buf, size);
+	if (*n == 0 && *off >= t->ring.end && live(t)) {
+		rc = -EAGAIN;
+		if (w)
+			waitq_add(&t->outq, w);
+	}
+	core_unlock();
+	return rc;
+}
+
+bool term_out_poll(struct term *t, uint64_t pos, struct waiter *w)
+{
+	bool ready;
+
+	core_lock();
+	ready = pos < t->ring.end || !live(t);
+	if (!ready && w)
+		waitq_add(&t->outq, w);
+	core_unlock();
+	return ready;
+}
+
+uint64_t term_out_end(struct term *t)
+{
+	uint64_t end;
+
+	core_lock();
+	end = t->ring.end;
+	core_unlock();
+	return end;
+}
+
+char *term_screen(struct term *t, size_t *len)
+{
+	char *text;
+
+	core_lock();
+	text = termscreen_text(t->screen, len);
+	core_unlock();
+	return text;
+}
+
+int term_size_parse(const char *text, size_t len, unsigned *rows, unsigned *cols)
+{
+	char buf[32], *end, *p;
+	unsigned long r, c;
+
+	if (len && text[len - 1] == '\n')
+		len--;
+	if (len == 0 || len >= sizeof(buf) || memchr(text, '\0', len))
+		return -EINVAL;
+	memcpy(buf, text, len);
+	buf[len] = '\0';
+	if (buf[0] < '1' || buf[0] > '9')
+		return -EINVAL;
+	r = strtoul(buf, &end, 10);
+	if (*end != ' ' || end[1] < '1' || end[1] > '9')
+		return -EINVAL;
+	p = end + 1;
+	c = strtoul(p, &end, 10);
+	if (*end || r > TERM_ROWS_MAX || c > TERM_COLS_MAX)
+		return -EINVAL;
+	*rows = (unsigned)r;
+	*cols = (unsigned)c;
+	return 0;
+}
+
+int term_resize(struct term *t, unsigned rows, unsigned cols)
+{
+	struct winsize ws = {.ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols};
+	int rc = 0;
+
+	core_lock();
+	if (t->removed) {
+		rc = -ENOENT;
+	} else {
+		t->rows = rows;
+		t->cols = cols;
+		termscreen_resize(t->screen, rows, cols);
+		/* the kernel sends SIGWINCH to the terminal's foreground group */
+		if (t->master >= 0 && t->state != TS_ENDED)
+			ioctl(t->master, TIOCSWINSZ, &ws);
+	}
+	core_unlock();
+	return rc;
+}
+
+char *term_size_text(struct term *t)
+{
+	char *text;
+
+	core_lock();
+	text = xasprintf("%u %u\n", t->rows, t->cols);
+	core_unlock();
+	return text;
+}
+
+/* Core lock held: the byte a key would send, as typed. */
+static int type_key(struct term *t, char key)
+{
+	if (t->inlen == TERM_IN_MAX)
+		return -EAGAIN;
+	t->in[t->inlen++] = key;
+	flush_input(t);
+	return 0;
+}
+
+int term_ctl(struct term *t, const char *line, size_t len)
+{
+	struct ctl_line cl;
+	int sig = SIGTERM, rc = 0;
+
+	if (ctl_line_split(line, len, &cl) < 0)
+		return -EINVAL;
+	if (!strcmp(cl.verb, "kill")) {
+		if (cl.arg && signal_parse(cl.arg, &sig) < 0)
+			return -EINVAL;
+	} else if ((strcmp(cl.verb, "interrupt") && strcmp(cl.verb, "eof")) || cl.arg) {
+		return -EINVAL;
+	}
+	if (!t)
+		return 0;
+	core_lock();
+	if (t->state != TS_RUNNING && t->state != TS_STARTING)
+		rc = -ESRCH;
+	else if (!strcmp(cl.verb, "kill"))
+		kill_term(t, sig);
+	else
+		rc = type_key(t, !strcmp(cl.verb, "interrupt") ? '\x03' : '\x04');
+	core_unlock();
+	return rc;
+}
+
+int term_wait_exit(struct term *t, int *status, struct waiter *w)
+{
+	int rc = 0;
+
+	core_lock();
+	if (t->state == TS_ENDED) {
+		*status = run_status_from_wait(t->wstatus);
+	} else if (t->removed && t->state == TS_IDLE) {
+		rc = -ENOENT;
+	} else {
+		rc = -EAGAIN;
+		if (w)
+			waitq_add(&t->outq, w);
+	}
+	core_unlock();
+	return rc;
+}
+
+static const char *state_of(const struct term *t, int *sig)
+{
+	*sig = 0;
+	switch (t->state) {
+	case TS_IDLE:
+		return "idle";
+	case TS_STARTING:
+		return "starting";
+	case TS_RUNNING:
+		return "running";
+	default:
+		break;
+	}
+	if (WIFSIGNALED(t->wstatus) || (t->killed && run_status_from_wait(t->wstatus) > 128)) {
+		*sig = WIFSIGNALED(t->wstatus) ? WTERMSIG(t->wstatus)
+					       : run_status_from_wait(t->wstatus) - 128;
+		return "killed";
+	}
+	return run_status_from_wait(t->wstatus) == 0 ? "completed" : "failed";
+}
+
+char *term_status(struct term *t)
+{
+	char exit_text[16] = "-";
+	unsigned row, col;
+	const char *state;
+	char *text;
+	int sig;
+
+	core_lock();
+	state = state_of(t, &sig);
+	if (t->state == TS_ENDED)
+		snprintf(exit_text, sizeof(exit_text), "%d", run_status_from_wait(t->wstatus));
+	termscreen_cursor(t->screen, &row, &col);
+	text = xasprintf("name %s\nstate %s\npid %d\nrows %u\ncols %u\ncursor_row %u\n"
+			 "cursor_col %u\nbytes_out %llu\nexit %s\nsignal %d\nleftovers %d\n",
+			 t->name, state, t->state == TS_IDLE ? 0 : (int)t->proc.pid, t->rows,
+			 t->cols, row, col, (unsigned long long)t->ring.end, exit_text, sig,
+			 t->leftovers);
+	core_unlock();
+	return text;
+}
+
+/* Core lock held: kill, detach from the session, drop the list's reference. */
+static void forget(struct term *t)
+{
+	t->removed = true;
+	TAILQ_REMOVE(&t->s->terms, t, link);
+	if (t->state == TS_RUNNING || t->state == TS_STARTING) {
+		t->killed = true;
+		/* gone when rmdir returns; its exit report comes later */
+		if (t->cg)
+			cgroup_kill_tree(t->cg);
+		else
+			signal_tree(t, SIGKILL);
+	}
+	waitq_wake(&t->outq);
+	waitq_wake(&t->inq);
+	term_unref(t);
+}
+
+int term_remove(struct session *s, const char *name)
+{
+	struct term *t;
+
+	core_lock();
+	t = find_locked(s, name, 0);
+	if (t)
+		forget(t);
+	core_unlock();
+	return t ? 0 : -ENOENT;
+}
+
+void terms_teardown(struct session *s)
+{
+	struct term *t;
+
+	while ((t = TAILQ_FIRST(&s->terms)))
+		forget(t);
+}

@@ -1,0 +1,69 @@
+/* Terminals: programs of a session run on a pty made in the sandbox, each in its own cgroup
+ * below the session's, with their output kept in a ring (termring.h) and rendered by an
+ * emulator (termscreen.h). Started by their cmd or their first input; killed with their whole
+ * tree when they end or are removed. Every function takes the core lock itself. */
+#ifndef SBX_TERM_H
+#define SBX_TERM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "session.h"
+#include "waiter.h"
+
+/* Bytes of input queued for a terminal that has not read them yet. */
+#define TERM_IN_MAX (64u << 10)
+#define TERM_ROWS_MAX 1000u
+#define TERM_COLS_MAX 1000u
+
+struct term;
+
+struct term_info {
+	char name[SESSION_ID_MAX + 1];
+	unsigned id;
+};
+
+/* -EINVAL for a bad name, -EEXIST, -ENOENT if the session is gone. */
+int term_create(struct session *s, const char *name);
+/* Kills it with its tree and forgets it; -ENOENT. */
+int term_remove(struct session *s, const char *name);
+struct term *term_find(struct session *s, const char *name);
+struct term *term_find_id(struct session *s, unsigned id);
+void term_unref(struct term *t);
+const char *term_name(const struct term *t);
+unsigned term_id(const struct term *t);
+/* Caller frees *v. */
+size_t term_list(struct session *s, struct term_info **v);
+
+/* Starts cmd (a shell line; NULL: the session's shell, interactive): -EBUSY once started,
+ * -EINVAL for a NUL byte, -ENOENT if removed. */
+int term_start(struct term *t, const char *cmd, size_t len);
+/* The command it was started with ("" before, or for the interactive shell). */
+char *term_cmd(struct term *t, size_t *len);
+/* Queues bytes for the pty (starting the shell if nothing started yet): how many were taken,
+ * -EAGAIN when the queue is full (w, if given, is woken when there is room), -EIO once it
+ * ended, -ENOENT once removed. */
+ssize_t term_input(struct term *t, const char *buf, size_t len, struct waiter *w);
+/* Output from *off (raised to the oldest byte held): 0 and *n bytes (0: it ended), or -EAGAIN
+ * at the end while it may still write (w queued if given). */
+int term_out_read(struct term *t, uint64_t *off, char *buf, size_t size, size_t *n,
+		  struct waiter *w);
+/* Whether a read at pos would not wait; else w (if given) is queued. */
+bool term_out_poll(struct term *t, uint64_t pos, struct waiter *w);
+uint64_t term_out_end(struct term *t);
+/* The screen as text (termscreen_text); caller frees. */
+char *term_screen(struct term *t, size_t *len);
+/* "ROWS COLS" with an optional newline: -EINVAL for anything else (nothing changes). */
+int term_size_parse(const char *text, size_t len, unsigned *rows, unsigned *cols);
+int term_resize(struct term *t, unsigned rows, unsigned cols);
+char *term_size_text(struct term *t);
+/* "kill [SIGNAL]", "interrupt", "eof": -EINVAL (checked before anything applies), -ESRCH
+ * when it does not run. t NULL: only check the line. */
+int term_ctl(struct term *t, const char *line, size_t len);
+/* Its exit status once it ended (as for background processes), or -EAGAIN (w queued);
+ * -ENOENT if it was removed without ever starting. */
+int term_wait_exit(struct term *t, int *status, struct waiter *w);
+char *term_status(struct term *t);
+
+#endif
