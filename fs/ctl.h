@@ -53,6 +53,17 @@ int ctl_rendered_size(fuse_ino_t ino, struct session *s, off_t *size);
 /* Frees handles the kernel never released (it sends no RELEASE after unmount). */
 void ctlfile_shutdown(void);
 
+/* termfile.c: a terminal's open files (the kinds ino_is_term says). */
+void termfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void termfile_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi);
+void termfile_write(fuse_req_t req, const char *buf, size_t size, struct fuse_file_info *fi);
+void termfile_flush(fuse_req_t req, struct fuse_file_info *fi);
+void termfile_release(fuse_req_t req, struct fuse_file_info *fi);
+void termfile_poll(fuse_req_t req, struct fuse_file_info *fi, struct fuse_pollhandle *ph);
+/* Size of a terminal's file now (what a read from 0 would give, or the output's end). */
+void termfile_stat(fuse_ino_t ino, struct session *s, struct stat *st);
+void termfile_shutdown(void);
+
 /* readme.c */
 extern const char readme_text[];
 

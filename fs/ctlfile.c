@@ -111,6 +111,7 @@ void ctlfile_shutdown(void)
 		fh_free(fh);
 	}
 	pthread_mutex_unlock(&open_lock);
+	termfile_shutdown();
 }
 
 /* Files whose read waits for the run (or process) to get somewhere, then answers once. */
@@ -342,7 +343,11 @@ void ctl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct ctlfh *fh;
 	int rc = 0;
 
-	if (k >= K_MAX || is_dir(k)) {
+	if (ino_is_term(ino)) {
+		termfile_open(req, ino, fi);
+		return;
+	}
+	if (k >= K_MAX || is_dir(k) || k == K_TERMS) {
 		fuse_reply_err(req, k >= K_MAX ? ENOENT : EISDIR);
 		return;
 	}
@@ -507,7 +512,10 @@ void ctl_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fus
 	struct read_req *rr;
 	int rc;
 
-	(void)ino;
+	if (ino_is_term(ino)) {
+		termfile_read(req, size, off, fi);
+		return;
+	}
 	if (fh->handle && (rc = read_answer(req, fh, size)) != -ENODATA) {
 		if (rc < 0)
 			fuse_reply_err(req, -rc);
@@ -869,8 +877,11 @@ void ctl_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off
 	struct ticket *t;
 	int rc = -EBADF;
 
-	(void)ino;
 	(void)off;
+	if (ino_is_term(ino)) {
+		termfile_write(req, buf, size, fi);
+		return;
+	}
 	if (fh->kind == K_STDIN) {
 		write_stdin(req, fh, buf, size);
 		return;
@@ -986,7 +997,10 @@ void ctl_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct ticket *t;
 	int rc;
 
-	(void)ino;
+	if (ino_is_term(ino)) {
+		termfile_flush(req, fi);
+		return;
+	}
 	if (fh->kind == K_CWD) {
 		/* a path without its newline goes at close, which answers when the shell did it */
 		pthread_mutex_lock(&fh->lock);
@@ -1006,7 +1020,10 @@ void ctl_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct ctlfh *fh = fh_of(fi);
 
-	(void)ino;
+	if (ino_is_term(ino)) {
+		termfile_release(req, fi);
+		return;
+	}
 	flush_pending(fh);
 	/* A poll waiter still queued holds a reference; drop it if we can take it back. */
 	if (fh->poll_armed && waiter_cancel(&fh->pollw))
@@ -1050,7 +1067,10 @@ void ctl_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	struct waiter *w = NULL;
 	bool ready;
 
-	(void)ino;
+	if (ino_is_term(ino)) {
+		termfile_poll(req, fi, ph);
+		return;
+	}
 	if (fh->writable)
 		revents |= POLLOUT | POLLWRNORM;
 	if (!fh->run || (!is_stream(fh->kind) && fh->kind != K_EXIT && fh->kind != K_RESULT)) {

@@ -13,11 +13,12 @@
 #include "park.h"
 #include "run.h"
 #include "session.h"
+#include "term.h"
 #include "workspace.h"
 #include "xmalloc.h"
 
 /* where: which directories hold the file: a session's, a run's, a background process's. */
-enum { IN_SESSION = 1, IN_RUN = 2, IN_JOB = 4 };
+enum { IN_SESSION = 1, IN_RUN = 2, IN_JOB = 4, IN_TERM = 8 };
 
 struct kind_info {
 	const char *name;
@@ -57,6 +58,16 @@ static const struct kind_info kinds[K_MAX] = {
 	[K_JOBSCTL] = {"ctl", S_IFREG | 0200, 0},
 	[K_ALLJOBSCTL] = {"ctl", S_IFREG | 0200, 0},
 	[K_ROOTENV] = {"env", S_IFREG | 0644, 0},
+	[K_TERMS] = {"terms", S_IFDIR | 0755, IN_SESSION},
+	[K_TERMDIR] = {"", S_IFDIR | 0755, 0},
+	[K_TCMD] = {"cmd", S_IFREG | 0644, IN_TERM},
+	[K_TIN] = {"in", S_IFREG | 0200, IN_TERM},
+	[K_TOUT] = {"out", S_IFREG | 0444, IN_TERM},
+	[K_TSCREEN] = {"screen", S_IFREG | 0444, IN_TERM},
+	[K_TSIZE] = {"size", S_IFREG | 0644, IN_TERM},
+	[K_TCTL] = {"ctl", S_IFREG | 0200, IN_TERM},
+	[K_TEXIT] = {"exit", S_IFREG | 0444, IN_TERM},
+	[K_TSTATUS] = {"status", S_IFREG | 0444, IN_TERM},
 };
 
 /* The root level has no session behind it. */
@@ -172,7 +183,15 @@ static int check_exists(struct session *s, fuse_ino_t ino)
 {
 	struct run *r;
 	struct job *j;
+	struct term *t;
 
+	if (ino_is_term(ino)) {
+		t = term_find_id(s, ino_term(ino));
+		if (!t)
+			return -ENOENT;
+		term_unref(t);
+		return 0;
+	}
 	if (ino_job(ino)) {
 		j = job_find_id(s, ino_job(ino));
 		if (!j)
@@ -221,7 +240,9 @@ int ctl_stat(fuse_ino_t ino, struct stat *st, struct fuse_file_info *fi, bool he
 	}
 	if (k == K_README)
 		st->st_size = (off_t)strlen(readme_text);
-	else if (open_handle && fi && fi->fh && ctlfile_stat(fi, st) == 0)
+	else if (s && ino_is_term(ino))
+		termfile_stat(ino, s, st);
+	else if (open_handle && fi && fi->fh && !ino_is_term(ino) && ctlfile_stat(fi, st) == 0)
 		;
 	else if (ctl_rendered_size(ino, s, &st->st_size) == 0)
 		;
@@ -301,6 +322,22 @@ static void lookup_file(fuse_req_t req, fuse_ino_t parent, const char *name, int
 		}
 	}
 	fuse_reply_err(req, ENOENT);
+}
+
+static void lookup_term(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct session *s = ctl_session(parent);
+	struct term *t = s ? term_find(s, name) : NULL;
+
+	if (!t) {
+		fuse_reply_err(req, ENOENT);
+	} else {
+		/* Timeout 0: a name removed and made again is a new terminal. */
+		reply_entry(req, job_ino(ino_serial(parent), K_TERMDIR, term_id(t)), 0);
+		term_unref(t);
+	}
+	if (s)
+		session_unref(s);
 }
 
 static void lookup_job(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -398,6 +435,12 @@ void ctl_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	case K_ALLJOBS:
 		lookup_joblink(req, name);
 		break;
+	case K_TERMS:
+		lookup_term(req, parent, name);
+		break;
+	case K_TERMDIR:
+		lookup_file(req, parent, name, IN_TERM);
+		break;
 	default:
 		fuse_reply_err(req, ENOTDIR);
 	}
@@ -462,6 +505,22 @@ static void mkdir_job(fuse_req_t req, fuse_ino_t parent, const char *name)
 		session_unref(s);
 }
 
+static void mkdir_term(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct session *s = ctl_session(parent);
+	int rc = s ? term_create(s, name) : -ENOENT;
+	struct term *t = rc == 0 ? term_find(s, name) : NULL;
+
+	if (t) {
+		reply_entry(req, job_ino(ino_serial(parent), K_TERMDIR, term_id(t)), 0);
+		term_unref(t);
+	} else {
+		fuse_reply_err(req, rc < 0 ? -rc : ENOENT);
+	}
+	if (s)
+		session_unref(s);
+}
+
 struct mkdir_req {
 	struct ticket *ready;
 	fuse_ino_t ino;
@@ -497,6 +556,10 @@ void ctl_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 	int rc;
 
 	(void)mode;
+	if (ino_kind(parent) == K_TERMS) {
+		mkdir_term(req, parent, name);
+		return;
+	}
 	if (ino_kind(parent) == K_JOBS) {
 		if (strcmp(name, "ctl") == 0)
 			fuse_reply_err(req, EEXIST); /* procs/ctl is a file */
@@ -540,6 +603,16 @@ void ctl_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct ticket *gone;
 	int rc;
 
+	if (ino_kind(parent) == K_TERMS) {
+		struct session *s = ctl_session(parent);
+
+		/* answered once its tree is gone */
+		rc = s ? term_remove(s, name) : -ENOENT;
+		fuse_reply_err(req, -rc);
+		if (s)
+			session_unref(s);
+		return;
+	}
 	if (ino_kind(parent) == K_JOBS) {
 		struct session *s = ctl_session(parent);
 
@@ -649,6 +722,21 @@ static void snap_jobs(struct dir_snap *d, fuse_ino_t ino)
 		session_unref(s);
 }
 
+static void snap_terms(struct dir_snap *d, fuse_ino_t ino)
+{
+	struct session *s = ctl_session(ino);
+	struct term_info *v;
+	size_t n;
+
+	if (!s)
+		return;
+	n = term_list(s, &v);
+	for (size_t i = 0; i < n; i++)
+		snap_add(d, v[i].name, job_ino(ino_serial(ino), K_TERMDIR, v[i].id), S_IFDIR);
+	free(v);
+	session_unref(s);
+}
+
 static fuse_ino_t parent_of(fuse_ino_t ino)
 {
 	switch (ino_kind(ino)) {
@@ -662,6 +750,10 @@ static fuse_ino_t parent_of(fuse_ino_t ino)
 		return ctl_ino(ino_serial(ino), K_SDIR, 0);
 	case K_JOBDIR:
 		return ctl_ino(ino_serial(ino), K_JOBS, 0);
+	case K_TERMS:
+		return ctl_ino(ino_serial(ino), K_SDIR, 0);
+	case K_TERMDIR:
+		return ctl_ino(ino_serial(ino), K_TERMS, 0);
 	default:
 		return ctl_ino(0, K_ROOT, 0);
 	}
@@ -697,8 +789,14 @@ void ctl_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		snap_runs(d, ino);
 	} else if (k == K_JOBS || k == K_ALLJOBS) {
 		snap_jobs(d, ino);
+	} else if (k == K_TERMS) {
+		snap_terms(d, ino);
 	} else {
-		snap_files(d, ino, k == K_SDIR ? IN_SESSION : k == K_RUNDIR ? IN_RUN : IN_JOB);
+		snap_files(d, ino,
+			   k == K_SDIR     ? IN_SESSION
+			   : k == K_RUNDIR ? IN_RUN
+			   : k == K_TERMDIR ? IN_TERM
+					    : IN_JOB);
 	}
 	fi->fh = (uint64_t)(uintptr_t)d;
 	fuse_reply_open(req, fi);
@@ -722,7 +820,8 @@ static void plus_entry(const struct dirent_snap *de, struct fuse_entry_param *e)
 	if (ctl_stat(de->ino, &e->attr, NULL, false) < 0)
 		return;
 	e->ino = de->ino;
-	e->entry_timeout = k == K_SDIR || k == K_RUNDIR || k == K_JOBDIR || k == K_JOBLINK
+	e->entry_timeout = k == K_SDIR || k == K_RUNDIR || k == K_JOBDIR || k == K_JOBLINK ||
+					   k == K_TERMDIR
 				   ? 0
 				   : FIXED_TIMEOUT;
 }

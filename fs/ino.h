@@ -11,6 +11,7 @@
 #define FUSE_USE_VERSION 312
 #endif
 #include <fuse_lowlevel.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 enum ctl_kind {
@@ -45,6 +46,16 @@ enum ctl_kind {
 	K_JOBSCTL,    /* sessions/<id>/procs/ctl */
 	K_ALLJOBSCTL, /* procs/ctl at the root */
 	K_ROOTENV,    /* env at the root */
+	K_TERMS,      /* sessions/<id>/terms/ */
+	K_TERMDIR,    /* sessions/<id>/terms/<name>/: it and its files carry the terminal's id */
+	K_TCMD,
+	K_TIN,
+	K_TOUT,
+	K_TSCREEN,
+	K_TSIZE,
+	K_TCTL,
+	K_TEXIT,
+	K_TSTATUS,
 	K_MAX
 };
 
@@ -86,6 +97,17 @@ static inline unsigned ino_run(fuse_ino_t ino)
 static inline unsigned ino_job(fuse_ino_t ino)
 {
 	return (ino & JOB_FLAG) ? ino_num(ino) : 0;
+}
+
+/* A terminal's directory or file: its number is the terminal's id. */
+static inline bool ino_is_term(fuse_ino_t ino)
+{
+	return ino_kind(ino) >= K_TERMDIR && ino_kind(ino) <= K_TSTATUS;
+}
+
+static inline unsigned ino_term(fuse_ino_t ino)
+{
+	return ino_is_term(ino) ? ino_num(ino) : 0;
 }
 
 static inline uint64_t ino_serial(fuse_ino_t ino)

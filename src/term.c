@@ -340,6 +340,16 @@ int term_start(struct term *t, const char *cmd, size_t len)
 	return rc;
 }
 
+int term_cmd_settable(struct term *t)
+{
+	int rc;
+
+	core_lock();
+	rc = t->removed ? -ENOENT : t->state != TS_IDLE ? -EBUSY : 0;
+	core_unlock();
+	return rc;
+}
+
 char *term_cmd(struct term *t, size_t *len)
 {
 	char *text;

@@ -39,6 +39,8 @@ size_t term_list(struct session *s, struct term_info **v);
 /* Starts cmd (a shell line; NULL: the session's shell, interactive): -EBUSY once started,
  * -EINVAL for a NUL byte, -ENOENT if removed. */
 int term_start(struct term *t, const char *cmd, size_t len);
+/* 0 while cmd may still be written, -EBUSY once it started, -ENOENT once removed. */
+int term_cmd_settable(struct term *t);
 /* The command it was started with ("" before, or for the interactive shell). */
 char *term_cmd(struct term *t, size_t *len);
 /* Queues bytes for the pty (starting the shell if nothing started yet): how many were taken,

@@ -1,0 +1,483 @@
+/* A terminal's open files (sessions/ID/terms/NAME/): cmd, in, out, screen, size, ctl, exit and
+ * status. Readers of out and exit are parked (park.h) rather than blocked, a writer to a full
+ * input queue too; writes are checked in write() itself so tools see the errno, and a write
+ * that fails applies nothing. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+
+#include "ctl.h"
+#include "park.h"
+#include "session.h"
+#include "term.h"
+#include "xmalloc.h"
+
+/* a ctl or size write longer than any line it takes */
+#define LINE_MAX_BYTES 4096
+
+struct termfh {
+	enum ctl_kind kind;
+	int refs;
+	struct session *s;
+	struct term *t;
+	pthread_mutex_t lock; /* wbuf, shift, pos and poll state */
+	char *snap;           /* cmd, screen, size, status: the text read back */
+	size_t snaplen;
+	char *wbuf;           /* cmd: applied at close; size, ctl: a line not yet complete */
+	size_t wlen;
+	int werr;             /* the first failed write's -errno: the open applies nothing more */
+	uint64_t shift;       /* out: how far the ring moved past this open's offsets */
+	uint64_t pos;         /* out: end of the last read, for poll */
+	struct fuse_pollhandle *ph;
+	bool poll_armed;
+	struct waiter pollw;
+	LIST_ENTRY(termfh) link;
+};
+
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+static LIST_HEAD(, termfh) open_files = LIST_HEAD_INITIALIZER(open_files);
+
+static struct termfh *fh_of(struct fuse_file_info *fi)
+{
+	return (struct termfh *)(uintptr_t)fi->fh;
+}
+
+static void fh_free(struct termfh *fh)
+{
+	if (fh->t)
+		term_unref(fh->t);
+	if (fh->s)
+		session_unref(fh->s);
+	if (fh->ph)
+		fuse_pollhandle_destroy(fh->ph);
+	pthread_mutex_destroy(&fh->lock);
+	free(fh->snap);
+	free(fh->wbuf);
+	free(fh);
+}
+
+static void fh_ref(struct termfh *fh)
+{
+	__atomic_add_fetch(&fh->refs, 1, __ATOMIC_RELAXED);
+}
+
+static void fh_unref(struct termfh *fh)
+{
+	if (__atomic_sub_fetch(&fh->refs, 1, __ATOMIC_ACQ_REL) > 0)
+		return;
+	pthread_mutex_lock(&open_lock);
+	LIST_REMOVE(fh, link);
+	pthread_mutex_unlock(&open_lock);
+	fh_free(fh);
+}
+
+void termfile_shutdown(void)
+{
+	struct termfh *fh;
+
+	pthread_mutex_lock(&open_lock);
+	while ((fh = LIST_FIRST(&open_files))) {
+		LIST_REMOVE(fh, link);
+		fh_free(fh);
+	}
+	pthread_mutex_unlock(&open_lock);
+}
+
+/* The text a read of the file gives whole, or NULL for the other kinds. */
+static char *render(enum ctl_kind k, struct term *t, size_t *len)
+{
+	char *text;
+
+	switch (k) {
+	case K_TCMD:
+		return term_cmd(t, len);
+	case K_TSCREEN:
+		return term_screen(t, len);
+	case K_TSIZE:
+		text = term_size_text(t);
+		break;
+	case K_TSTATUS:
+		text = term_status(t);
+		break;
+	default:
+		return NULL;
+	}
+	*len = strlen(text);
+	return text;
+}
+
+void termfile_stat(fuse_ino_t ino, struct session *s, struct stat *st)
+{
+	struct term *t = term_find_id(s, ino_term(ino));
+	size_t len = 0;
+	char *text;
+	int status;
+
+	if (!t)
+		return;
+	if (ino_kind(ino) == K_TOUT) {
+		st->st_size = (off_t)term_out_end(t);
+	} else if (ino_kind(ino) == K_TEXIT) {
+		if (term_wait_exit(t, &status, NULL) == 0)
+			st->st_size = snprintf(NULL, 0, "%d\n", status);
+	} else if ((text = render(ino_kind(ino), t, &len))) {
+		st->st_size = (off_t)len;
+		free(text);
+	}
+	term_unref(t);
+}
+
+static bool writable(enum ctl_kind k)
+{
+	return k == K_TCMD || k == K_TIN || k == K_TSIZE || k == K_TCTL;
+}
+
+void termfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	enum ctl_kind k = ino_kind(ino);
+	bool writing = (fi->flags & O_ACCMODE) != O_RDONLY;
+	struct termfh *fh;
+
+	if (k == K_TERMDIR) {
+		fuse_reply_err(req, EISDIR);
+		return;
+	}
+	if (writing && !writable(k)) {
+		fuse_reply_err(req, EACCES);
+		return;
+	}
+	fh = xcalloc(1, sizeof(*fh));
+	fh->kind = k;
+	fh->refs = 1;
+	pthread_mutex_init(&fh->lock, NULL);
+	pthread_mutex_lock(&open_lock);
+	LIST_INSERT_HEAD(&open_files, fh, link);
+	pthread_mutex_unlock(&open_lock);
+	fh->s = ctl_session(ino);
+	fh->t = fh->s ? term_find_id(fh->s, ino_term(ino)) : NULL;
+	if (!fh->t) {
+		fh_unref(fh);
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	fh->snap = render(k, fh->t, &fh->snaplen);
+	fi->fh = (uint64_t)(uintptr_t)fh;
+	fi->direct_io = 1;
+	fi->keep_cache = 0;
+	fuse_reply_open(req, fi);
+}
+
+static void reply_slice(fuse_req_t req, const char *text, size_t len, size_t size, off_t off)
+{
+	if ((size_t)off >= len) {
+		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
+	fuse_reply_buf(req, text + off, len - (size_t)off < size ? len - (size_t)off : size);
+}
+
+struct read_req {
+	struct termfh *fh;
+	size_t size;
+	off_t off;
+};
+
+static void read_req_free(void *arg)
+{
+	struct read_req *rr = arg;
+
+	fh_unref(rr->fh);
+	free(rr);
+}
+
+/* Answers a read of out or exit, or returns -EAGAIN (w queued if given). A read below the
+ * oldest byte held starts there, and the open's later offsets follow on from it. */
+static int try_read(fuse_req_t req, struct termfh *fh, size_t size, off_t off, struct waiter *w)
+{
+	char text[16], *buf;
+	uint64_t at;
+	size_t n;
+	int status, rc;
+
+	if (fh->kind == K_TEXIT) {
+		rc = term_wait_exit(fh->t, &status, w);
+		if (rc == -EAGAIN)
+			return rc;
+		snprintf(text, sizeof(text), rc == 0 ? "%d\n" : "", status);
+		reply_slice(req, text, strlen(text), size, off);
+		return 0;
+	}
+	pthread_mutex_lock(&fh->lock);
+	at = (uint64_t)off + fh->shift;
+	pthread_mutex_unlock(&fh->lock);
+	buf = xmalloc(size ? size : 1);
+	rc = term_out_read(fh->t, &at, buf, size, &n, w);
+	if (rc == 0) {
+		pthread_mutex_lock(&fh->lock);
+		if (at > (uint64_t)off + fh->shift)
+			fh->shift = at - (uint64_t)off;
+		fh->pos = at + n;
+		pthread_mutex_unlock(&fh->lock);
+		fuse_reply_buf(req, buf, n);
+	}
+	free(buf);
+	return rc;
+}
+
+static int read_attempt(struct park *p)
+{
+	struct read_req *rr = park_arg(p);
+
+	return try_read(park_req(p), rr->fh, rr->size, rr->off, park_waiter(p));
+}
+
+void termfile_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct termfh *fh = fh_of(fi);
+	struct read_req *rr;
+
+	if (fh->kind != K_TOUT && fh->kind != K_TEXIT) {
+		if (fh->snap)
+			reply_slice(req, fh->snap, fh->snaplen, size, off);
+		else
+			fuse_reply_err(req, EBADF);
+		return;
+	}
+	fh_ref(fh);
+	if (try_read(req, fh, size, off, NULL) == 0) {
+		fh_unref(fh);
+	} else if (fi->flags & O_NONBLOCK) {
+		fuse_reply_err(req, EAGAIN);
+		fh_unref(fh);
+	} else {
+		rr = xmalloc(sizeof(*rr));
+		*rr = (struct read_req){fh, size, off};
+		park_request(req, read_attempt, rr, read_req_free); /* owns the reference */
+	}
+}
+
+struct in_req {
+	struct termfh *fh;
+	char *data;
+	size_t size;
+};
+
+static void in_req_free(void *arg)
+{
+	struct in_req *ir = arg;
+
+	fh_unref(ir->fh);
+	free(ir->data);
+	free(ir);
+}
+
+static int in_attempt(struct park *p)
+{
+	struct in_req *ir = park_arg(p);
+	ssize_t n = term_input(ir->fh->t, ir->data, ir->size, park_waiter(p));
+
+	if (n == -EAGAIN)
+		return -EAGAIN;
+	if (n < 0)
+		fuse_reply_err(park_req(p), (int)-n);
+	else
+		fuse_reply_write(park_req(p), (size_t)n);
+	return 0;
+}
+
+/* Keys go to the queue as typed; a full queue parks the writer as a full pty would block it
+ * (O_NONBLOCK: EAGAIN). */
+static void write_in(fuse_req_t req, struct termfh *fh, const char *buf, size_t size,
+		     struct fuse_file_info *fi)
+{
+	ssize_t n = term_input(fh->t, buf, size, NULL);
+	struct in_req *ir;
+
+	if (n >= 0) {
+		fuse_reply_write(req, (size_t)n);
+		return;
+	}
+	if (n != -EAGAIN || (fi->flags & O_NONBLOCK)) {
+		fuse_reply_err(req, (int)-n);
+		return;
+	}
+	ir = xmalloc(sizeof(*ir));
+	fh_ref(fh);
+	*ir = (struct in_req){fh, xmemdup(buf, size), size};
+	park_request(req, in_attempt, ir, in_req_free);
+}
+
+/* fh->lock held: adds a write to the pending bytes. */
+static int append(struct termfh *fh, const char *buf, size_t size, size_t max)
+{
+	if (memchr(buf, '\0', size))
+		return -EINVAL;
+	if (fh->wlen + size > max)
+		return fh->kind == K_TCMD ? -EFBIG : -EINVAL;
+	fh->wbuf = xrealloc(fh->wbuf, fh->wlen + size + 1);
+	memcpy(fh->wbuf + fh->wlen, buf, size);
+	fh->wlen += size;
+	return 0;
+}
+
+/* Each complete line of a size or ctl file: checked (apply false) or applied. */
+static int line_do(struct termfh *fh, const char *line, size_t len, bool apply)
+{
+	unsigned rows, cols;
+	int rc;
+
+	if (fh->kind == K_TCTL)
+		return len == 0 ? 0 : term_ctl(apply ? fh->t : NULL, line, len);
+	rc = term_size_parse(line, len, &rows, &cols);
+	return rc < 0 || !apply ? rc : term_resize(fh->t, rows, cols);
+}
+
+/* fh->lock held: every complete line is checked, then all of them apply, and they leave the
+ * buffer; with all, the rest too (at close). */
+static int apply_lines(struct termfh *fh, bool all)
+{
+	size_t end = fh->wlen, pos, n;
+	int pass, rc = 0;
+
+	if (!all) {
+		const char *nl = memrchr(fh->wbuf, '\n', fh->wlen);
+
+		end = nl ? (size_t)(nl - fh->wbuf) + 1 : 0;
+	}
+	for (pass = 0; pass < 2 && rc == 0; pass++) {
+		for (pos = 0; pos < end && rc == 0; pos += n + 1) {
+			const char *nl = memchr(fh->wbuf + pos, '\n', end - pos);
+
+			n = nl ? (size_t)(nl - (fh->wbuf + pos)) : end - pos;
+			rc = line_do(fh, fh->wbuf + pos, n, pass == 1);
+		}
+	}
+	memmove(fh->wbuf, fh->wbuf + end, fh->wlen - end);
+	fh->wlen -= end;
+	return rc;
+}
+
+void termfile_write(fuse_req_t req, const char *buf, size_t size, struct fuse_file_info *fi)
+{
+	struct termfh *fh = fh_of(fi);
+	int rc;
+
+	if (fh->kind == K_TIN) {
+		write_in(req, fh, buf, size, fi);
+		return;
+	}
+	pthread_mutex_lock(&fh->lock);
+	rc = fh->werr;
+	if (rc == 0 && fh->kind == K_TCMD)
+		rc = term_cmd_settable(fh->t);
+	if (rc == 0)
+		rc = append(fh, buf, size, fh->kind == K_TCMD ? SESSION_CMD_MAX : LINE_MAX_BYTES);
+	if (rc == 0 && fh->kind != K_TCMD)
+		rc = apply_lines(fh, false);
+	/* ESRCH: nothing to signal, no fault of the line */
+	if (rc < 0 && rc != -ESRCH && rc != -EBUSY && !fh->werr)
+		fh->werr = rc;
+	pthread_mutex_unlock(&fh->lock);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_write(req, size);
+}
+
+/* What is pending applies at close: cmd starts the terminal, a last line without its newline
+ * applies. */
+void termfile_flush(fuse_req_t req, struct fuse_file_info *fi)
+{
+	struct termfh *fh = fh_of(fi);
+	int rc = 0;
+
+	pthread_mutex_lock(&fh->lock);
+	if (fh->wlen && !fh->werr)
+		rc = fh->kind == K_TCMD ? term_start(fh->t, fh->wbuf, fh->wlen)
+					: apply_lines(fh, true);
+	fh->wlen = 0;
+	pthread_mutex_unlock(&fh->lock);
+	fuse_reply_err(req, rc == -ESRCH ? ESRCH : -rc);
+}
+
+void termfile_release(fuse_req_t req, struct fuse_file_info *fi)
+{
+	struct termfh *fh = fh_of(fi);
+
+	/* A poll waiter still queued holds a reference; drop it if we can take it back. */
+	if (fh->poll_armed && waiter_cancel(&fh->pollw))
+		fh_unref(fh);
+	fh_unref(fh);
+	fuse_reply_err(req, 0);
+}
+
+static void poll_woken(struct waiter *w)
+{
+	struct termfh *fh = container_of(w, struct termfh, pollw);
+	struct fuse_pollhandle *ph;
+
+	pthread_mutex_lock(&fh->lock);
+	ph = fh->ph;
+	fh->ph = NULL;
+	fh->poll_armed = false;
+	pthread_mutex_unlock(&fh->lock);
+	if (ph) {
+		fuse_lowlevel_notify_poll(ph);
+		fuse_pollhandle_destroy(ph);
+	}
+	fh_unref(fh);
+}
+
+/* fh->lock held. */
+static bool poll_ready(struct termfh *fh, struct waiter *w)
+{
+	int status;
+
+	if (fh->kind == K_TEXIT)
+		return term_wait_exit(fh->t, &status, w) != -EAGAIN;
+	return term_out_poll(fh->t, fh->pos, w);
+}
+
+void termfile_poll(fuse_req_t req, struct fuse_file_info *fi, struct fuse_pollhandle *ph)
+{
+	struct termfh *fh = fh_of(fi);
+	unsigned revents = POLLIN | POLLRDNORM;
+	struct waiter *w = NULL;
+	bool ready;
+
+	if (writable(fh->kind))
+		revents |= POLLOUT | POLLWRNORM;
+	if (fh->kind != K_TOUT && fh->kind != K_TEXIT) {
+		if (ph)
+			fuse_pollhandle_destroy(ph);
+		fuse_reply_poll(req, revents);
+		return;
+	}
+	pthread_mutex_lock(&fh->lock);
+	if (ph) {
+		if (fh->ph)
+			fuse_pollhandle_destroy(fh->ph);
+		fh->ph = ph;
+		if (!fh->poll_armed) {
+			/* The queued waiter holds a reference until it is woken or cancelled. */
+			fh->poll_armed = true;
+			fh->pollw.wake = poll_woken;
+			fh_ref(fh);
+			w = &fh->pollw;
+		}
+	}
+	ready = poll_ready(fh, w);
+	if (ready && w) {
+		fh->poll_armed = false;
+		__atomic_sub_fetch(&fh->refs, 1, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&fh->lock);
+	fuse_reply_poll(req, ready ? revents : 0);
+}
