@@ -282,8 +282,10 @@ static void on_exit_term(struct proc *p, int wstatus)
 	if (p->start_err)
 		log_warnx("terminal %s: the launcher could not start it: %s", t->name,
 			  strerror(p->start_err));
-	/* Nothing of its tree outlives it; once gone, all it wrote is in the master. */
-	t->leftovers = cgroup_kill_tree(t->cg);
+	/* Nothing of its tree outlives it; once gone, all it wrote is in the master. A removed
+	 * terminal's tree was killed then (and its group may be gone with its session's). */
+	if (!t->removed)
+		t->leftovers = cgroup_kill_tree(t->cg);
 	if (!t->cg)
 		signal_tree(t, SIGKILL);
 	drain_master(t, true);

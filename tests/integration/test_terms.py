@@ -432,7 +432,7 @@ def test_session_removal_kills_terminals(sbx):
     tag = sleep_tag()
     s = sbx.new_session()
     t = new_term(s)
-    start(t, f"setsid sleep {tag}")
+    start(t, f"setsid sleep {tag} & wait")
     wait_until(lambda: procs_matching(tag), 20, f"sleep {tag} to run")
     bounded(os.rmdir, s)
     wait_until(lambda: procs_matching(tag) == [], 10, f"sleep {tag} to die")
