@@ -65,9 +65,31 @@ static void test_malformed(void)
 	}
 }
 
+static void test_start_pty(void)
+{
+	char *argv[] = {"/bin/bash", "-i", NULL};
+	char *envp[] = {"TERM=xterm-256color", NULL};
+	struct msgbuf b = {0};
+	struct msg m;
+
+	msg_start_pty_encode(&b, 9, "/w", argv, envp, 2, 24, 80);
+	CHECK(msg_decode(b.data, b.len, &m) == 0);
+	CHECK(m.type == MSG_START_PTY && m.id == 9 && m.nfds == 0 && m.ncg == 2);
+	CHECK(m.rows == 24 && m.cols == 80 && !strcmp(m.argv[1], "-i"));
+	msg_free(&m);
+	msgbuf_free(&b);
+	msg_start_pty_encode(&b, 9, "/w", argv, envp, 2, 0, 80); /* no rows */
+	CHECK(msg_decode(b.data, b.len, &m) == -EBADMSG);
+	msgbuf_free(&b);
+	msg_start_pty_encode(&b, 9, "/w", argv, envp, 2, 24, 70000); /* past a winsize */
+	CHECK(msg_decode(b.data, b.len, &m) == -EBADMSG);
+	msgbuf_free(&b);
+}
+
 int main(void)
 {
 	test_start_roundtrip();
+	test_start_pty();
 	test_int_roundtrip();
 	test_malformed();
 	return check_done();
