@@ -28,6 +28,7 @@ const char readme_text[] =
 	"sessions/ID/procs/NAME/ background processes: mkdir, write cmd, read ready/ports\n"
 	"sessions/ID/checkout    write URL [branch=B] [dir=D]: git clone; read: progress\n"
 	"sessions/ID/procs/ctl   write: kill [SIGNAL] ends the session's background processes\n"
+	"sessions/ID/terms/NAME/ terminals: mkdir; cmd or in starts it; screen, out, size, ctl\n"
 	"procs/                  every background process, as SESSION.NAME links\n"
 	"procs/ctl               write: kill [SIGNAL] ends every background process\n"
 	"env                     NAME=VALUE lines every session gets (its own env wins);\n"

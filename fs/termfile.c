@@ -28,13 +28,13 @@ struct termfh {
 	struct session *s;
 	struct term *t;
 	pthread_mutex_t lock; /* wbuf, shift, pos and poll state */
-	char *snap;           /* cmd, screen, size, status: the text read back */
+	char *snap;	      /* cmd, screen, size, status: the text read back */
 	size_t snaplen;
-	char *wbuf;           /* cmd: applied at close; size, ctl: a line not yet complete */
+	char *wbuf; /* cmd: applied at close; size, ctl: a line not yet complete */
 	size_t wlen;
-	int werr;             /* the first failed write's -errno: the open applies nothing more */
-	uint64_t shift;       /* out: how far the ring moved past this open's offsets */
-	uint64_t pos;         /* out: end of the last read, for poll */
+	int werr;	/* the first failed write's -errno: the open applies nothing more */
+	uint64_t shift; /* out: how far the ring moved past this open's offsets */
+	uint64_t pos;	/* out: end of the last read, for poll */
 	struct fuse_pollhandle *ph;
 	bool poll_armed;
 	struct waiter pollw;

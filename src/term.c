@@ -20,7 +20,7 @@
 #include "termscreen.h"
 #include "xmalloc.h"
 
-#define TERM_ENV "TERM=xterm-256color"
+#define TERM_ENV   "TERM=xterm-256color"
 #define READ_CHUNK 65536
 /* Reads of the master per wake-up, so one chatty terminal cannot hold the loop. */
 #define READS_PER_WAKE 4
@@ -89,8 +89,8 @@ static struct term *find_locked(struct session *s, const char *name, unsigned id
 	struct term *t;
 
 	TAILQ_FOREACH(t, &s->terms, link)
-		if (name ? !strcmp(t->name, name) : t->id == id)
-			return t;
+	if (name ? !strcmp(t->name, name) : t->id == id)
+		return t;
 	return NULL;
 }
 
@@ -156,7 +156,8 @@ size_t term_list(struct session *s, struct term_info **v)
 
 	*v = NULL;
 	core_lock();
-	TAILQ_FOREACH(t, &s->terms, link) {
+	TAILQ_FOREACH(t, &s->terms, link)
+	{
 		*v = xrealloc(*v, (n + 1) * sizeof(**v));
 		snprintf((*v)[n].name, sizeof((*v)[n].name), "%s", t->name);
 		(*v)[n++].id = t->id;
@@ -590,11 +591,11 @@ char *term_status(struct term *t)
 	if (t->state == TS_ENDED)
 		snprintf(exit_text, sizeof(exit_text), "%d", run_status_from_wait(t->wstatus));
 	termscreen_cursor(t->screen, &row, &col);
-	text = xasprintf("name %s\nstate %s\npid %d\nrows %u\ncols %u\ncursor_row %u\n"
-			 "cursor_col %u\nbytes_out %llu\nexit %s\nsignal %d\nleftovers %d\n",
-			 t->name, state, t->state == TS_IDLE ? 0 : (int)t->proc.pid, t->rows,
-			 t->cols, row, col, (unsigned long long)t->ring.end, exit_text, sig,
-			 t->leftovers);
+	text =
+	    xasprintf("name %s\nstate %s\npid %d\nrows %u\ncols %u\ncursor_row %u\n"
+		      "cursor_col %u\nbytes_out %llu\nexit %s\nsignal %d\nleftovers %d\n",
+		      t->name, state, t->state == TS_IDLE ? 0 : (int)t->proc.pid, t->rows, t->cols,
+		      row, col, (unsigned long long)t->ring.end, exit_text, sig, t->leftovers);
 	core_unlock();
 	return text;
 }

@@ -13,7 +13,7 @@
 #include "waiter.h"
 
 /* Bytes of input queued for a terminal that has not read them yet. */
-#define TERM_IN_MAX (64u << 10)
+#define TERM_IN_MAX   (64u << 10)
 #define TERM_ROWS_MAX 1000u
 #define TERM_COLS_MAX 1000u
 

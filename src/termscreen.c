@@ -110,7 +110,8 @@ static size_t render_row(struct termscreen *ts, int r, char *out)
 			continue;
 		}
 		for (int i = 0; i < VTERM_MAX_CHARS_PER_CELL && cell.chars[i]; i++)
-			len += put_utf8(out + len, cell.chars[i] > 0x10ffff ? 0xfffd : cell.chars[i]);
+			len +=
+			    put_utf8(out + len, cell.chars[i] > 0x10ffff ? 0xfffd : cell.chars[i]);
 	}
 	while (len > 0 && out[len - 1] == ' ')
 		len--;
