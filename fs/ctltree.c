@@ -820,10 +820,10 @@ static void plus_entry(const struct dirent_snap *de, struct fuse_entry_param *e)
 	if (ctl_stat(de->ino, &e->attr, NULL, false) < 0)
 		return;
 	e->ino = de->ino;
-	e->entry_timeout = k == K_SDIR || k == K_RUNDIR || k == K_JOBDIR || k == K_JOBLINK ||
-					   k == K_TERMDIR
-				   ? 0
-				   : FIXED_TIMEOUT;
+	e->entry_timeout =
+	    k == K_SDIR || k == K_RUNDIR || k == K_JOBDIR || k == K_JOBLINK || k == K_TERMDIR
+		? 0
+		: FIXED_TIMEOUT;
 }
 
 static void readdir_common(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi,

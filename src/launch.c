@@ -184,8 +184,8 @@ static ssize_t recv_fds(char *buf, size_t len)
 {
 	char cbuf[CMSG_SPACE(sizeof(int) * MSG_MAXFDS)];
 	struct iovec iov = {buf, len};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-			    .msg_controllen = sizeof(cbuf)};
+	struct msghdr mh = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
 	ssize_t n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
 
 	if (n < 0)

@@ -142,8 +142,8 @@ static void send_started_fd(uint64_t id, pid_t pid, int fd)
 	char cbuf[CMSG_SPACE(sizeof(int))];
 	struct msgbuf out = {0};
 	struct iovec iov;
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-			    .msg_controllen = sizeof(cbuf)};
+	struct msghdr mh = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
 	struct cmsghdr *c;
 	size_t off = 0;
 

@@ -1,5 +1,6 @@
 /* The daemon <-> launcher protocol: length-prefixed messages on a stream socket; START carries
- * the child's fds with SCM_RIGHTS on its first byte, and a STARTED for START_PTY the pty master. Header: u32 payload length, u32 type. */
+ * the child's fds with SCM_RIGHTS on its first byte, and a STARTED for START_PTY the pty master.
+ * Header: u32 payload length, u32 type. */
 #ifndef SBX_MSG_H
 #define SBX_MSG_H
 
