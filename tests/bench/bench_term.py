@@ -28,6 +28,7 @@ from benchutil import Mount, med_p90, read_to_eof, sbxfs_binary, start_watchdog,
     write_file  # noqa: E402
 
 WATCHDOG_SECONDS = 170
+STUCK_SECONDS = 10
 LINE = 40
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
@@ -44,21 +45,35 @@ def keystrokes(n, prefix):
     return out
 
 
+def await_screen(term, want):
+    """Reads screen until it holds want (bytes); exits with the screen after STUCK_SECONDS."""
+    deadline = time.monotonic() + STUCK_SECONDS
+    while want not in (text := read_to_eof(str(term / "screen"))):
+        if time.monotonic() > deadline:
+            sys.exit(f"{want!r} not on the screen after {STUCK_SECONDS} s:\n{text.decode()}")
+
+
+def end_line(term, line):
+    """Enter, then wait for cat to write the line back (echo and copy, one under the other), so
+    the next line's keys are not echoed before that copy."""
+    write_file(str(term / "in"), b"\r")
+    await_screen(term, (line + "\n" + line + "\n").encode())
+
+
 def sbx_latencies(term, n, prefix):
-    lat = []
+    lat, line = [], ""
     for i, (marker, typed) in enumerate(keystrokes(n, prefix)):
         if i % LINE == 0:
             if i:
-                write_file(str(term / "in"), b"\r")
+                end_line(term, line)
             write_file(str(term / "in"), marker.encode())
-            while marker not in read_to_eof(str(term / "screen")).decode():
-                pass
-        want = (marker + typed).encode()
+            await_screen(term, marker.encode())
         t0 = time.perf_counter()
         write_file(str(term / "in"), typed[-1].encode())
-        while want not in read_to_eof(str(term / "screen")):
-            pass
+        await_screen(term, (marker + typed).encode())
         lat.append(time.perf_counter() - t0)
+        line = marker + typed
+    end_line(term, line)
     return lat
 
 
@@ -111,13 +126,13 @@ def main():
         os.mkdir(term)
         write_file(str(term / "cmd"), b"cat")
         sbx_latencies(term, args.warmup, "W")
-        write_file(str(term / "in"), b"\r")
         sbx = sbx_latencies(term, args.keys, "L")
         floor = pty_latencies(args.keys)
+        cgroup = m.cgroup_mode()
     finally:
         timer.cancel()
         m.close()
-    print(f"keystroke to screen, {args.keys} keystrokes (cgroup {m.cgroup_mode()}):")
+    print(f"keystroke to screen, {args.keys} keystrokes (cgroup {cgroup}):")
     print(f"  sbxfs terms/NAME (in -> screen): {ms(sbx)}")
     print(f"  plain pty (python pty, cat):     {ms(floor)}")
 
