@@ -67,6 +67,7 @@ static const struct kind_info kinds[K_MAX] = {
 	[K_TSIZE] = {"size", S_IFREG | 0644, IN_TERM},
 	[K_TCTL] = {"ctl", S_IFREG | 0200, IN_TERM},
 	[K_TEXIT] = {"exit", S_IFREG | 0444, IN_TERM},
+	[K_TWAIT] = {"wait", S_IFREG | 0644, IN_TERM},
 	[K_TSTATUS] = {"status", S_IFREG | 0444, IN_TERM},
 };
 

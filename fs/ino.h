@@ -55,6 +55,7 @@ enum ctl_kind {
 	K_TSIZE,
 	K_TCTL,
 	K_TEXIT,
+	K_TWAIT,
 	K_TSTATUS,
 	K_MAX
 };

@@ -10,10 +10,12 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <regex.h>
 #include <string.h>
 #include <sys/queue.h>
 
 #include "ctl.h"
+#include "loop.h"
 #include "park.h"
 #include "session.h"
 #include "term.h"
@@ -35,6 +37,9 @@ struct termfh {
 	int werr;	/* the first failed write's -errno: the open applies nothing more */
 	uint64_t shift; /* out: how far the ring moved past this open's offsets */
 	uint64_t pos;	/* out: end of the last read, for poll */
+	regex_t rx;	/* wait: the pattern when opened for reading */
+	bool has_rx;
+	uint64_t deadline_ns; /* wait: set by the first read */
 	struct fuse_pollhandle *ph;
 	bool poll_armed;
 	struct waiter pollw;
@@ -57,6 +62,8 @@ static void fh_free(struct termfh *fh)
 		session_unref(fh->s);
 	if (fh->ph)
 		fuse_pollhandle_destroy(fh->ph);
+	if (fh->has_rx)
+		regfree(&fh->rx);
 	pthread_mutex_destroy(&fh->lock);
 	free(fh->snap);
 	free(fh->wbuf);
@@ -136,7 +143,34 @@ void termfile_stat(fuse_ino_t ino, struct session *s, struct stat *st)
 
 static bool writable(enum ctl_kind k)
 {
-	return k == K_TCMD || k == K_TIN || k == K_TSIZE || k == K_TCTL;
+	return k == K_TCMD || k == K_TIN || k == K_TSIZE || k == K_TCTL || k == K_TWAIT;
+}
+
+/* Compiles a wait pattern (without its newline): 0 or -EINVAL. */
+static int compile_pattern(const char *text, size_t len, regex_t *rx)
+{
+	char *pattern;
+	int rc;
+
+	if (len && text[len - 1] == '\n')
+		len--;
+	if (len == 0 || memchr(text, '\0', len) || memchr(text, '\n', len))
+		return -EINVAL;
+	pattern = xstrndup(text, len);
+	rc = regcomp(rx, pattern, REG_EXTENDED | REG_NEWLINE);
+	free(pattern);
+	return rc == 0 ? 0 : -EINVAL;
+}
+
+/* wait opened for reading: the terminal's pattern of now; -EINVAL if none was written. */
+static int open_pattern(struct termfh *fh)
+{
+	char *pattern = term_pattern(fh->t);
+	int rc = pattern ? compile_pattern(pattern, strlen(pattern), &fh->rx) : -EINVAL;
+
+	free(pattern);
+	fh->has_rx = rc == 0;
+	return rc;
 }
 
 void termfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -168,6 +202,11 @@ void termfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	fh->snap = render(k, fh->t, &fh->snaplen);
+	if (k == K_TWAIT && (fi->flags & O_ACCMODE) == O_RDONLY && open_pattern(fh) < 0) {
+		fh_unref(fh);
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
 	fi->fh = (uint64_t)(uintptr_t)fh;
 	fi->direct_io = 1;
 	fi->keep_cache = 0;
@@ -231,10 +270,52 @@ static int try_read(fuse_req_t req, struct termfh *fh, size_t size, off_t off, s
 	return rc;
 }
 
+/* The first line of the screen the pattern matches, with its newline; NULL if none. */
+static char *match_line(struct termfh *fh)
+{
+	size_t len;
+	char *screen = term_screen(fh->t, &len), *line, *match = NULL;
+
+	for (line = screen; *line && !match; line = strchr(line, '\n') + 1) {
+		char *nl = strchr(line, '\n');
+
+		*nl = '\0';
+		if (regexec(&fh->rx, line, 0, NULL, 0) == 0)
+			match = xasprintf("%s\n", line);
+		*nl = '\n';
+	}
+	free(screen);
+	return match;
+}
+
+/* wait: the matching line once the screen has one; ETIMEDOUT after TERM_WAIT_MS, EOF once
+ * the terminal ended without one. */
+static int try_wait(fuse_req_t req, struct termfh *fh, size_t size, off_t off, struct waiter *w)
+{
+	char *line = match_line(fh);
+	int rc;
+
+	if (line) {
+		reply_slice(req, line, strlen(line), size, off);
+		free(line);
+		return 0;
+	}
+	rc = term_screen_wait(fh->t, fh->deadline_ns, w);
+	if (rc == -EAGAIN)
+		return rc;
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_buf(req, NULL, 0);
+	return 0;
+}
+
 static int read_attempt(struct park *p)
 {
 	struct read_req *rr = park_arg(p);
 
+	if (rr->fh->kind == K_TWAIT)
+		return try_wait(park_req(p), rr->fh, rr->size, rr->off, park_waiter(p));
 	return try_read(park_req(p), rr->fh, rr->size, rr->off, park_waiter(p));
 }
 
@@ -242,8 +323,13 @@ void termfile_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info
 {
 	struct termfh *fh = fh_of(fi);
 	struct read_req *rr;
+	int rc;
 
-	if (fh->kind != K_TOUT && fh->kind != K_TEXIT) {
+	if (fh->kind == K_TWAIT && !fh->has_rx) {
+		fuse_reply_err(req, EINVAL); /* opened to write the pattern */
+		return;
+	}
+	if (fh->kind != K_TOUT && fh->kind != K_TEXIT && fh->kind != K_TWAIT) {
 		if (fh->snap)
 			reply_slice(req, fh->snap, fh->snaplen, size, off);
 		else
@@ -251,7 +337,16 @@ void termfile_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info
 		return;
 	}
 	fh_ref(fh);
-	if (try_read(req, fh, size, off, NULL) == 0) {
+	if (fh->kind == K_TWAIT) {
+		pthread_mutex_lock(&fh->lock);
+		if (!fh->deadline_ns)
+			fh->deadline_ns = loop_now_ns() + (uint64_t)TERM_WAIT_MS * 1000000u;
+		pthread_mutex_unlock(&fh->lock);
+		rc = try_wait(req, fh, size, off, NULL);
+	} else {
+		rc = try_read(req, fh, size, off, NULL);
+	}
+	if (rc == 0) {
 		fh_unref(fh);
 	} else if (fi->flags & O_NONBLOCK) {
 		fuse_reply_err(req, EAGAIN);
@@ -364,6 +459,21 @@ static int apply_lines(struct termfh *fh, bool all)
 	return rc;
 }
 
+/* Each write is one pattern, checked and kept for the reads of wait that open after it. */
+static void write_pattern(fuse_req_t req, struct termfh *fh, const char *buf, size_t size)
+{
+	regex_t rx;
+	int rc = size > LINE_MAX_BYTES ? -EINVAL : compile_pattern(buf, size, &rx);
+
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	regfree(&rx);
+	term_set_pattern(fh->t, buf, size && buf[size - 1] == '\n' ? size - 1 : size);
+	fuse_reply_write(req, size);
+}
+
 void termfile_write(fuse_req_t req, const char *buf, size_t size, struct fuse_file_info *fi)
 {
 	struct termfh *fh = fh_of(fi);
@@ -371,6 +481,10 @@ void termfile_write(fuse_req_t req, const char *buf, size_t size, struct fuse_fi
 
 	if (fh->kind == K_TIN) {
 		write_in(req, fh, buf, size, fi);
+		return;
+	}
+	if (fh->kind == K_TWAIT) {
+		write_pattern(req, fh, buf, size);
 		return;
 	}
 	pthread_mutex_lock(&fh->lock);

@@ -49,8 +49,10 @@ struct term {
 	int wstatus;
 	int leftovers;
 	struct loop_timer grace;
-	struct waitq outq; /* out readers, exit readers, pollers */
-	struct waitq inq;  /* writers waiting for room */
+	struct waitq outq;	      /* out readers, exit readers, pollers */
+	struct waitq inq;	      /* writers waiting for room */
+	char *pattern;		      /* wait's, NULL until written */
+	struct loop_timer wait_timer; /* wakes outq at the earliest deadline of a wait reader */
 	TAILQ_ENTRY(term) link;
 };
 
@@ -71,6 +73,7 @@ void term_unref(struct term *t)
 	session_unref(t->s);
 	free(t->cmd);
 	free(t->in);
+	free(t->pattern);
 	free(t);
 }
 
@@ -292,6 +295,7 @@ static void on_exit_term(struct proc *p, int wstatus)
 	drain_master(t, true);
 	stop_watching(t);
 	loop_timer_cancel(&t->grace);
+	loop_timer_cancel(&t->wait_timer);
 	t->state = TS_ENDED;
 	t->wstatus = wstatus;
 	t->inlen = 0;
@@ -600,6 +604,52 @@ char *term_status(struct term *t)
 	return text;
 }
 
+void term_set_pattern(struct term *t, const char *text, size_t len)
+{
+	core_lock();
+	free(t->pattern);
+	t->pattern = xstrndup(text, len);
+	core_unlock();
+}
+
+char *term_pattern(struct term *t)
+{
+	char *text;
+
+	core_lock();
+	text = t->pattern ? xstrdup(t->pattern) : NULL;
+	core_unlock();
+	return text;
+}
+
+static void wait_timer_fired(struct loop_timer *lt)
+{
+	struct term *t = container_of(lt, struct term, wait_timer);
+
+	waitq_wake(&t->outq); /* readers past their deadline see it; the others wait again */
+}
+
+int term_screen_wait(struct term *t, uint64_t deadline_ns, struct waiter *w)
+{
+	uint64_t now = loop_now_ns();
+	int rc = -EAGAIN;
+
+	core_lock();
+	if (!live(t) || t->removed) {
+		rc = 0;
+	} else if (now >= deadline_ns) {
+		rc = -ETIMEDOUT;
+	} else if (w) {
+		waitq_add(&t->outq, w);
+		if (!t->wait_timer.armed || t->wait_timer.deadline_ns > deadline_ns) {
+			t->wait_timer.fn = wait_timer_fired;
+			loop_timer_arm(&t->wait_timer, (deadline_ns - now + 999999) / 1000000);
+		}
+	}
+	core_unlock();
+	return rc;
+}
+
 /* Core lock held: kill, detach from the session, drop the list's reference. */
 static void forget(struct term *t)
 {
@@ -613,6 +663,7 @@ static void forget(struct term *t)
 		else
 			signal_tree(t, SIGKILL);
 	}
+	loop_timer_cancel(&t->wait_timer);
 	waitq_wake(&t->outq);
 	waitq_wake(&t->inq);
 	term_unref(t);

@@ -67,5 +67,14 @@ int term_ctl(struct term *t, const char *line, size_t len);
  * -ENOENT if it was removed without ever starting. */
 int term_wait_exit(struct term *t, int *status, struct waiter *w);
 char *term_status(struct term *t);
+/* wait: the pattern last written (a POSIX ERE, kept as text; NULL: none), and how long a read
+ * of wait may take. */
+#define TERM_WAIT_MS 30000
+void term_set_pattern(struct term *t, const char *text, size_t len);
+char *term_pattern(struct term *t);
+/* For a reader of wait that found no match: -EAGAIN with w queued until the output changes or
+ * deadline_ns (CLOCK_MONOTONIC) passes, -ETIMEDOUT once it passed, 0 once the terminal has
+ * ended or was removed (nothing will change any more). */
+int term_screen_wait(struct term *t, uint64_t deadline_ns, struct waiter *w);
 
 #endif

@@ -93,7 +93,7 @@ def test_layout_and_idle_status(sbx):
     t = new_term(s)
     assert sorted(os.listdir(s / "terms")) == [t.name]
     assert sorted(os.listdir(t)) == ["cmd", "ctl", "exit", "in", "out", "screen", "size",
-                                     "status"]
+                                     "status", "wait"]
     st = term_status(t)
     assert list(st) == STATUS_KEYS
     assert (st["state"], st["pid"], st["rows"], st["cols"], st["bytes_out"]) == \
@@ -447,3 +447,59 @@ def test_tiocsti_refused_on_the_pty(sbx):
                  "except OSError as e:\n    print('sti-errno', e.errno)\"\r")
     text = wait_screen(t, r"^sti-(errno \d+|allowed)$")
     assert re.search(rf"^sti-errno {errno.EPERM}$", text, re.M), text
+
+
+# --- wait ----------------------------------------------------------------------------------------
+
+
+def test_wait_returns_the_matching_line(sbx):
+    t = shell_term(sbx)
+    write_bytes(t / "wait", "^result: [0-9]+$\n", flags=os.O_WRONLY)
+    waiting = Background(read_bytes, t / "wait", timeout=25)
+    time.sleep(0.3)
+    assert not waiting.done(), "wait answered before the screen matched"
+    type_keys(t, "sleep 0.2; echo result: $((6*7))\r")
+    assert waiting.result() == b"result: 42\n"
+    # a screen that matches already answers at once
+    assert read_bytes(t / "wait", timeout=5) == b"result: 42\n"
+
+
+def test_wait_bad_pattern_and_none(sbx):
+    t = shell_term(sbx)
+    err = errno_of_read(t / "wait")
+    assert err == errno.EINVAL, f"wait read with no pattern: {errname(err)}"
+    for bad in ["(unclosed\n", "\n", "a\nb\n"]:
+        err = write_errno(t / "wait", bad, flags=os.O_WRONLY)
+        assert err == errno.EINVAL, f"pattern {bad!r}: {errname(err)}"
+    err = errno_of_read(t / "wait")
+    assert err == errno.EINVAL, "a bad pattern was kept"
+
+
+def test_wait_ends_with_the_terminal(sbx):
+    t = new_term(sbx.new_session())
+    start(t, "read x; echo bye")
+    write_bytes(t / "wait", "never-shown", flags=os.O_WRONLY)
+    waiting = Background(read_bytes, t / "wait", timeout=25)
+    time.sleep(0.3)
+    type_keys(t, "go\r")
+    assert waiting.result() == b""
+    assert exit_of(t) == 0
+
+
+@pytest.mark.sbx_timeout(90)
+def test_wait_times_out(sbx):
+    t = shell_term(sbx)
+    write_bytes(t / "wait", "never-shown", flags=os.O_WRONLY)
+    t0 = time.monotonic()
+    err = errno_of_read(t / "wait", timeout=60)
+    took = time.monotonic() - t0
+    assert err == errno.ETIMEDOUT, errname(err)
+    assert 25 < took < 50, took
+
+
+def errno_of_read(p, timeout=10):
+    try:
+        read_bytes(p, timeout=timeout)
+    except OSError as exc:
+        return exc.errno
+    return 0
