@@ -329,14 +329,16 @@ void termfile_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info
 		fuse_reply_err(req, EINVAL); /* opened to write the pattern */
 		return;
 	}
+	/* Once answered, the file may be released at once: hold fh until we are done with it. */
+	fh_ref(fh);
 	if (fh->kind != K_TOUT && fh->kind != K_TEXIT && fh->kind != K_TWAIT) {
 		if (fh->snap)
 			reply_slice(req, fh->snap, fh->snaplen, size, off);
 		else
 			fuse_reply_err(req, EBADF);
+		fh_unref(fh);
 		return;
 	}
-	fh_ref(fh);
 	if (fh->kind == K_TWAIT) {
 		pthread_mutex_lock(&fh->lock);
 		if (!fh->deadline_ns)

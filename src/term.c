@@ -1,5 +1,5 @@
 /* Terminals (see term.h): naming, starting on a pty through the launcher, the master's output
- * into the ring and the screen, queued input, resize, kill and exit. */
+ * into the ring and the screen, queued input, kill, exit and removal. */
 #include "term.h"
 
 #include <errno.h>
@@ -9,13 +9,11 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "log.h"
-#include "run.h"
 #include "session_priv.h"
-#include "signame.h"
+#include "term_priv.h"
 #include "termring.h"
 #include "termscreen.h"
 #include "xmalloc.h"
@@ -24,37 +22,6 @@
 #define READ_CHUNK 65536
 /* Reads of the master per wake-up, so one chatty terminal cannot hold the loop. */
 #define READS_PER_WAKE 4
-
-enum term_state { TS_IDLE, TS_STARTING, TS_RUNNING, TS_ENDED };
-
-struct term {
-	int refs;
-	unsigned id;
-	char name[SESSION_ID_MAX + 1];
-	struct session *s; /* referenced */
-	bool removed;
-	struct cgroup *cg;
-	struct proc proc;
-	enum term_state state;
-	char *cmd; /* NULL: the interactive shell */
-	size_t cmdlen;
-	int master;
-	struct loop_fd *lf;
-	unsigned rows, cols;
-	struct termring ring;
-	struct termscreen *screen;
-	char *in; /* queued input, TERM_IN_MAX bytes */
-	size_t inlen;
-	bool killed;
-	int wstatus;
-	int leftovers;
-	struct loop_timer grace;
-	struct waitq outq;	      /* out readers, exit readers, pollers */
-	struct waitq inq;	      /* writers waiting for room */
-	char *pattern;		      /* wait's, NULL until written */
-	struct loop_timer wait_timer; /* wakes outq at the earliest deadline of a wait reader */
-	TAILQ_ENTRY(term) link;
-};
 
 static void term_ref(struct term *t)
 {
@@ -187,7 +154,7 @@ static void grace_fired(struct loop_timer *lt)
 }
 
 /* Core lock held: sig now, KILL after the grace unless it was KILL. */
-static void kill_term(struct term *t, int sig)
+void term_kill(struct term *t, int sig)
 {
 	t->killed = true;
 	signal_tree(t, sig);
@@ -204,7 +171,7 @@ static void watch_master(struct term *t)
 }
 
 /* Core lock held: writes what the master takes of the queue. */
-static void flush_input(struct term *t)
+void term_flush_input(struct term *t)
 {
 	size_t before = t->inlen;
 
@@ -263,7 +230,7 @@ static void on_master(struct loop_fd *lf, uint32_t events, void *arg)
 	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))
 		drain_master(t, false);
 	if (events & EPOLLOUT)
-		flush_input(t);
+		term_flush_input(t);
 }
 
 static void on_pty(struct proc *p, int master)
@@ -276,7 +243,7 @@ static void on_pty(struct proc *p, int master)
 	/* a resize while it was starting */
 	ioctl(master, TIOCSWINSZ, &ws);
 	t->lf = loop_add_fd(master, EPOLLIN, on_master, t);
-	flush_input(t);
+	term_flush_input(t);
 }
 
 static void on_exit_term(struct proc *p, int wstatus)
@@ -388,7 +355,7 @@ ssize_t term_input(struct term *t, const char *buf, size_t len, struct waiter *w
 		n = TERM_IN_MAX - t->inlen < len ? TERM_IN_MAX - t->inlen : len;
 		memcpy(t->in + t->inlen, buf, n);
 		t->inlen += n;
-		flush_input(t);
+		term_flush_input(t);
 		rc = (ssize_t)n;
 	}
 out:
@@ -397,7 +364,7 @@ out:
 }
 
 /* Core lock held: whether it can still write output. */
-static bool live(const struct term *t)
+bool term_live(const struct term *t)
 {
 	return t->state != TS_ENDED && !(t->removed && t->state == TS_IDLE);
 }
@@ -411,7 +378,7 @@ int term_out_read(struct term *t, uint64_t *off, char *buf, size_t size, size_t 
 	if (*off < termring_oldest(&t->ring))
 		*off = termring_oldest(&t->ring);
 	*n = termring_get(&t->ring, *off, buf, size);
-	if (*n == 0 && *off >= t->ring.end && live(t)) {
+	if (*n == 0 && *off >= t->ring.end && term_live(t)) {
 		rc = -EAGAIN;
 		if (w)
 			waitq_add(&t->outq, w);
@@ -425,7 +392,7 @@ bool term_out_poll(struct term *t, uint64_t pos, struct waiter *w)
 	bool ready;
 
 	core_lock();
-	ready = pos < t->ring.end || !live(t);
+	ready = pos < t->ring.end || !term_live(t);
 	if (!ready && w)
 		waitq_add(&t->outq, w);
 	core_unlock();
@@ -450,204 +417,6 @@ char *term_screen(struct term *t, size_t *len)
 	text = termscreen_text(t->screen, len);
 	core_unlock();
 	return text;
-}
-
-int term_size_parse(const char *text, size_t len, unsigned *rows, unsigned *cols)
-{
-	char buf[32], *end, *p;
-	unsigned long r, c;
-
-	if (len && text[len - 1] == '\n')
-		len--;
-	if (len == 0 || len >= sizeof(buf) || memchr(text, '\0', len))
-		return -EINVAL;
-	memcpy(buf, text, len);
-	buf[len] = '\0';
-	if (buf[0] < '1' || buf[0] > '9')
-		return -EINVAL;
-	r = strtoul(buf, &end, 10);
-	if (*end != ' ' || end[1] < '1' || end[1] > '9')
-		return -EINVAL;
-	p = end + 1;
-	c = strtoul(p, &end, 10);
-	if (*end || r > TERM_ROWS_MAX || c > TERM_COLS_MAX)
-		return -EINVAL;
-	*rows = (unsigned)r;
-	*cols = (unsigned)c;
-	return 0;
-}
-
-int term_resize(struct term *t, unsigned rows, unsigned cols)
-{
-	struct winsize ws = {.ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols};
-	int rc = 0;
-
-	core_lock();
-	if (t->removed) {
-		rc = -ENOENT;
-	} else {
-		t->rows = rows;
-		t->cols = cols;
-		termscreen_resize(t->screen, rows, cols);
-		/* the kernel sends SIGWINCH to the terminal's foreground group */
-		if (t->master >= 0 && t->state != TS_ENDED)
-			ioctl(t->master, TIOCSWINSZ, &ws);
-	}
-	core_unlock();
-	return rc;
-}
-
-char *term_size_text(struct term *t)
-{
-	char *text;
-
-	core_lock();
-	text = xasprintf("%u %u\n", t->rows, t->cols);
-	core_unlock();
-	return text;
-}
-
-/* Core lock held: the byte a key would send, as typed. */
-static int type_key(struct term *t, char key)
-{
-	if (t->inlen == TERM_IN_MAX)
-		return -EAGAIN;
-	t->in[t->inlen++] = key;
-	flush_input(t);
-	return 0;
-}
-
-int term_ctl(struct term *t, const char *line, size_t len)
-{
-	struct ctl_line cl;
-	int sig = SIGTERM, rc = 0;
-
-	if (ctl_line_split(line, len, &cl) < 0)
-		return -EINVAL;
-	if (!strcmp(cl.verb, "kill")) {
-		if (cl.arg && signal_parse(cl.arg, &sig) < 0)
-			return -EINVAL;
-	} else if ((strcmp(cl.verb, "interrupt") && strcmp(cl.verb, "eof")) || cl.arg) {
-		return -EINVAL;
-	}
-	if (!t)
-		return 0;
-	core_lock();
-	if (t->state != TS_RUNNING && t->state != TS_STARTING)
-		rc = -ESRCH;
-	else if (!strcmp(cl.verb, "kill"))
-		kill_term(t, sig);
-	else
-		rc = type_key(t, !strcmp(cl.verb, "interrupt") ? '\x03' : '\x04');
-	core_unlock();
-	return rc;
-}
-
-int term_wait_exit(struct term *t, int *status, struct waiter *w)
-{
-	int rc = 0;
-
-	core_lock();
-	if (t->state == TS_ENDED) {
-		*status = run_status_from_wait(t->wstatus);
-	} else if (t->removed && t->state == TS_IDLE) {
-		rc = -ENOENT;
-	} else {
-		rc = -EAGAIN;
-		if (w)
-			waitq_add(&t->outq, w);
-	}
-	core_unlock();
-	return rc;
-}
-
-static const char *state_of(const struct term *t, int *sig)
-{
-	*sig = 0;
-	switch (t->state) {
-	case TS_IDLE:
-		return "idle";
-	case TS_STARTING:
-		return "starting";
-	case TS_RUNNING:
-		return "running";
-	default:
-		break;
-	}
-	if (WIFSIGNALED(t->wstatus) || (t->killed && run_status_from_wait(t->wstatus) > 128)) {
-		*sig = WIFSIGNALED(t->wstatus) ? WTERMSIG(t->wstatus)
-					       : run_status_from_wait(t->wstatus) - 128;
-		return "killed";
-	}
-	return run_status_from_wait(t->wstatus) == 0 ? "completed" : "failed";
-}
-
-char *term_status(struct term *t)
-{
-	char exit_text[16] = "-";
-	unsigned row, col;
-	const char *state;
-	char *text;
-	int sig;
-
-	core_lock();
-	state = state_of(t, &sig);
-	if (t->state == TS_ENDED)
-		snprintf(exit_text, sizeof(exit_text), "%d", run_status_from_wait(t->wstatus));
-	termscreen_cursor(t->screen, &row, &col);
-	text =
-	    xasprintf("name %s\nstate %s\npid %d\nrows %u\ncols %u\ncursor_row %u\n"
-		      "cursor_col %u\nbytes_out %llu\nexit %s\nsignal %d\nleftovers %d\n",
-		      t->name, state, t->state == TS_IDLE ? 0 : (int)t->proc.pid, t->rows, t->cols,
-		      row, col, (unsigned long long)t->ring.end, exit_text, sig, t->leftovers);
-	core_unlock();
-	return text;
-}
-
-void term_set_pattern(struct term *t, const char *text, size_t len)
-{
-	core_lock();
-	free(t->pattern);
-	t->pattern = xstrndup(text, len);
-	core_unlock();
-}
-
-char *term_pattern(struct term *t)
-{
-	char *text;
-
-	core_lock();
-	text = t->pattern ? xstrdup(t->pattern) : NULL;
-	core_unlock();
-	return text;
-}
-
-static void wait_timer_fired(struct loop_timer *lt)
-{
-	struct term *t = container_of(lt, struct term, wait_timer);
-
-	waitq_wake(&t->outq); /* readers past their deadline see it; the others wait again */
-}
-
-int term_screen_wait(struct term *t, uint64_t deadline_ns, struct waiter *w)
-{
-	uint64_t now = loop_now_ns();
-	int rc = -EAGAIN;
-
-	core_lock();
-	if (!live(t) || t->removed) {
-		rc = 0;
-	} else if (now >= deadline_ns) {
-		rc = -ETIMEDOUT;
-	} else if (w) {
-		waitq_add(&t->outq, w);
-		if (!t->wait_timer.armed || t->wait_timer.deadline_ns > deadline_ns) {
-			t->wait_timer.fn = wait_timer_fired;
-			loop_timer_arm(&t->wait_timer, (deadline_ns - now + 999999) / 1000000);
-		}
-	}
-	core_unlock();
-	return rc;
 }
 
 /* Core lock held: kill, detach from the session, drop the list's reference. */

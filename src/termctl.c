@@ -1,0 +1,214 @@
+/* A terminal's control files in the core (see term.h): size, ctl verbs, exit, status and the
+ * wait pattern with its deadline. */
+#include "term.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+
+#include "run.h"
+#include "signame.h"
+#include "term_priv.h"
+#include "xmalloc.h"
+
+int term_size_parse(const char *text, size_t len, unsigned *rows, unsigned *cols)
+{
+	char buf[32], *end, *p;
+	unsigned long r, c;
+
+	if (len && text[len - 1] == '\n')
+		len--;
+	if (len == 0 || len >= sizeof(buf) || memchr(text, '\0', len))
+		return -EINVAL;
+	memcpy(buf, text, len);
+	buf[len] = '\0';
+	if (buf[0] < '1' || buf[0] > '9')
+		return -EINVAL;
+	r = strtoul(buf, &end, 10);
+	if (*end != ' ' || end[1] < '1' || end[1] > '9')
+		return -EINVAL;
+	p = end + 1;
+	c = strtoul(p, &end, 10);
+	if (*end || r > TERM_ROWS_MAX || c > TERM_COLS_MAX)
+		return -EINVAL;
+	*rows = (unsigned)r;
+	*cols = (unsigned)c;
+	return 0;
+}
+
+int term_resize(struct term *t, unsigned rows, unsigned cols)
+{
+	struct winsize ws = {.ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols};
+	int rc = 0;
+
+	core_lock();
+	if (t->removed) {
+		rc = -ENOENT;
+	} else {
+		t->rows = rows;
+		t->cols = cols;
+		termscreen_resize(t->screen, rows, cols);
+		/* the kernel sends SIGWINCH to the terminal's foreground group */
+		if (t->master >= 0 && t->state != TS_ENDED)
+			ioctl(t->master, TIOCSWINSZ, &ws);
+	}
+	core_unlock();
+	return rc;
+}
+
+char *term_size_text(struct term *t)
+{
+	char *text;
+
+	core_lock();
+	text = xasprintf("%u %u\n", t->rows, t->cols);
+	core_unlock();
+	return text;
+}
+
+/* Core lock held: the byte a key would send, as typed. */
+static int type_key(struct term *t, char key)
+{
+	if (t->inlen == TERM_IN_MAX)
+		return -EAGAIN;
+	t->in[t->inlen++] = key;
+	term_flush_input(t);
+	return 0;
+}
+
+int term_ctl(struct term *t, const char *line, size_t len)
+{
+	struct ctl_line cl;
+	int sig = SIGTERM, rc = 0;
+
+	if (ctl_line_split(line, len, &cl) < 0)
+		return -EINVAL;
+	if (!strcmp(cl.verb, "kill")) {
+		if (cl.arg && signal_parse(cl.arg, &sig) < 0)
+			return -EINVAL;
+	} else if ((strcmp(cl.verb, "interrupt") && strcmp(cl.verb, "eof")) || cl.arg) {
+		return -EINVAL;
+	}
+	if (!t)
+		return 0;
+	core_lock();
+	if (t->state != TS_RUNNING && t->state != TS_STARTING)
+		rc = -ESRCH;
+	else if (!strcmp(cl.verb, "kill"))
+		term_kill(t, sig);
+	else
+		rc = type_key(t, !strcmp(cl.verb, "interrupt") ? '\x03' : '\x04');
+	core_unlock();
+	return rc;
+}
+
+int term_wait_exit(struct term *t, int *status, struct waiter *w)
+{
+	int rc = 0;
+
+	core_lock();
+	if (t->state == TS_ENDED) {
+		*status = run_status_from_wait(t->wstatus);
+	} else if (t->removed && t->state == TS_IDLE) {
+		rc = -ENOENT;
+	} else {
+		rc = -EAGAIN;
+		if (w)
+			waitq_add(&t->outq, w);
+	}
+	core_unlock();
+	return rc;
+}
+
+static const char *state_of(const struct term *t, int *sig)
+{
+	*sig = 0;
+	switch (t->state) {
+	case TS_IDLE:
+		return "idle";
+	case TS_STARTING:
+		return "starting";
+	case TS_RUNNING:
+		return "running";
+	default:
+		break;
+	}
+	if (WIFSIGNALED(t->wstatus) || (t->killed && run_status_from_wait(t->wstatus) > 128)) {
+		*sig = WIFSIGNALED(t->wstatus) ? WTERMSIG(t->wstatus)
+					       : run_status_from_wait(t->wstatus) - 128;
+		return "killed";
+	}
+	return run_status_from_wait(t->wstatus) == 0 ? "completed" : "failed";
+}
+
+char *term_status(struct term *t)
+{
+	char exit_text[16] = "-";
+	unsigned row, col;
+	const char *state;
+	char *text;
+	int sig;
+
+	core_lock();
+	state = state_of(t, &sig);
+	if (t->state == TS_ENDED)
+		snprintf(exit_text, sizeof(exit_text), "%d", run_status_from_wait(t->wstatus));
+	termscreen_cursor(t->screen, &row, &col);
+	text =
+	    xasprintf("name %s\nstate %s\npid %d\nrows %u\ncols %u\ncursor_row %u\n"
+		      "cursor_col %u\nbytes_out %llu\nexit %s\nsignal %d\nleftovers %d\n",
+		      t->name, state, t->state == TS_IDLE ? 0 : (int)t->proc.pid, t->rows, t->cols,
+		      row, col, (unsigned long long)t->ring.end, exit_text, sig, t->leftovers);
+	core_unlock();
+	return text;
+}
+
+void term_set_pattern(struct term *t, const char *text, size_t len)
+{
+	core_lock();
+	free(t->pattern);
+	t->pattern = xstrndup(text, len);
+	core_unlock();
+}
+
+char *term_pattern(struct term *t)
+{
+	char *text;
+
+	core_lock();
+	text = t->pattern ? xstrdup(t->pattern) : NULL;
+	core_unlock();
+	return text;
+}
+
+static void wait_timer_fired(struct loop_timer *lt)
+{
+	struct term *t = container_of(lt, struct term, wait_timer);
+
+	waitq_wake(&t->outq); /* readers past their deadline see it; the others wait again */
+}
+
+int term_screen_wait(struct term *t, uint64_t deadline_ns, struct waiter *w)
+{
+	uint64_t now = loop_now_ns();
+	int rc = -EAGAIN;
+
+	core_lock();
+	if (!term_live(t) || t->removed) {
+		rc = 0;
+	} else if (now >= deadline_ns) {
+		rc = -ETIMEDOUT;
+	} else if (w) {
+		waitq_add(&t->outq, w);
+		if (!t->wait_timer.armed || t->wait_timer.deadline_ns > deadline_ns) {
+			t->wait_timer.fn = wait_timer_fired;
+			loop_timer_arm(&t->wait_timer, (deadline_ns - now + 999999) / 1000000);
+		}
+	}
+	core_unlock();
+	return rc;
+}
