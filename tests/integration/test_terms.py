@@ -438,7 +438,7 @@ def test_session_removal_kills_terminals(sbx):
     wait_until(lambda: procs_matching(tag) == [], 10, f"sleep {tag} to die")
 
 
-def test_tiocsti_refused_on_the_pty(sbx):
+def test_tiocsti_and_tioclinux_refused_on_the_pty(sbx):
     if isolation_none():
         pytest.skip("--isolation none: commands run without the seccomp filter of bwrap")
     t = shell_term(sbx)
@@ -447,6 +447,12 @@ def test_tiocsti_refused_on_the_pty(sbx):
                  "except OSError as e:\n    print('sti-errno', e.errno)\"\r")
     text = wait_screen(t, r"^sti-(errno \d+|allowed)$")
     assert re.search(rf"^sti-errno {errno.EPERM}$", text, re.M), text
+    # TIOCLINUX (0x541C) too: a pty is no console (ENOTTY), but the filter answers first
+    type_keys(t, "python3 -c \"import fcntl\ntry:\n"
+                 "    fcntl.ioctl(0, 0x541C, b'x'); print('linux-' + 'allowed')\n"
+                 "except OSError as e:\n    print('linux-errno', e.errno)\"\r")
+    text = wait_screen(t, r"^linux-(errno \d+|allowed)$")
+    assert re.search(rf"^linux-errno {errno.EPERM}$", text, re.M), text
 
 
 # --- wait ----------------------------------------------------------------------------------------
