@@ -22,6 +22,9 @@
 #define READ_CHUNK 65536
 /* Reads of the master per wake-up, so one chatty terminal cannot hold the loop. */
 #define READS_PER_WAKE 4
+/* Reads of the master once the program ended: what its tree left (it is killed by then, unless
+ * there is no cgroup: then bounded, so a survivor cannot hold the loop). */
+#define READS_AT_EXIT 64
 
 static void term_ref(struct term *t)
 {
@@ -200,12 +203,12 @@ static void stop_watching(struct term *t)
 	t->lf = NULL;
 }
 
-/* Core lock held: reads what the master has (at most READS_PER_WAKE chunks unless all). */
+/* Core lock held: reads what the master has (READS_PER_WAKE chunks, READS_AT_EXIT with all). */
 static void drain_master(struct term *t, bool all)
 {
 	char buf[READ_CHUNK];
 
-	for (int i = 0; t->master >= 0 && (all || i < READS_PER_WAKE); i++) {
+	for (int i = 0; t->master >= 0 && i < (all ? READS_AT_EXIT : READS_PER_WAKE); i++) {
 		ssize_t n = read(t->master, buf, sizeof(buf));
 
 		if (n < 0 && errno == EINTR)
@@ -429,8 +432,8 @@ static void forget(struct term *t)
 		/* gone when rmdir returns; its exit report comes later */
 		if (t->cg)
 			cgroup_kill_tree(t->cg);
-		else
-			signal_tree(t, SIGKILL);
+		/* the launcher may not have started it yet: this reaches it once it has */
+		launch_signal(&t->proc, SIGKILL, true);
 	}
 	loop_timer_cancel(&t->wait_timer);
 	waitq_wake(&t->outq);
