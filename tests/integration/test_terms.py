@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from sbxutil import (Background, ConfMount, bounded, errname, isolation_none, parse_status,
-                     procs_matching, read_bytes, sleep_tag, uniq, wait_until, write_bytes,
-                     write_errno)
+                     procs_matching, read_bytes, sleep_tag, started, stopped_cleanly, uniq,
+                     wait_until, write_bytes, write_errno)
 
 # The module's mount keeps this much of a terminal's output (term_ring).
 RING = 64 * 1024
@@ -28,15 +28,13 @@ STATUS_KEYS = ["name", "state", "pid", "rows", "cols", "cursor_row", "cursor_col
 
 @pytest.fixture(scope="module")
 def sbx():
-    m = ConfMount(tempfile.mkdtemp(prefix="sbxfs-it-term-"), f"[session]\nterm_ring = {RING}\n")
+    """The module's sbxfs, with a small term_ring so that tests can wrap it."""
+    m = started(ConfMount(tempfile.mkdtemp(prefix="sbxfs-it-term-"),
+                          f"[session]\nterm_ring = {RING}\n"))
     try:
-        m.start(timeout=10)
         yield m
     finally:
-        problems = m.stop() if m.alive() else []
-        m.abort()
-        m.cleanup_tmp()
-        assert not problems, "unclean shutdown:\n" + "\n".join(problems)
+        stopped_cleanly(m, "terminals' sbxfs")
 
 
 # --- helpers -----------------------------------------------------------------------------------
