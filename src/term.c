@@ -241,6 +241,10 @@ static void on_pty(struct proc *p, int master)
 	struct term *t = container_of(p, struct term, proc);
 	struct winsize ws = {.ws_row = (unsigned short)t->rows, .ws_col = (unsigned short)t->cols};
 
+	if (t->master >= 0) { /* a second STARTED for it: the launcher says nonsense */
+		close(master);
+		return;
+	}
 	t->master = master;
 	t->state = TS_RUNNING;
 	/* a resize while it was starting */
