@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "attach.h"
 #include "config.h"
 #include "ctl.h"
 #include "idmap.h"
@@ -35,6 +36,7 @@ static void usage(FILE *out)
 		"usage: sbxfs [-f] [-d] [-c CONFIG] [--workspace DIR] [--state-dir DIR]\n"
 		"             [--isolation bwrap|none] [-o FUSEOPTS] MOUNTPOINT\n"
 		"       sbxfs -u MOUNTPOINT\n"
+		"       sbxfs attach MOUNTPOINT/sessions/ID/terms/NAME\n"
 		"\n"
 		"Mounts a sandbox at MOUNTPOINT: sessions/ holds shell sessions driven through\n"
 		"control files, workspace/ is the workspace their commands share.\n"
@@ -53,6 +55,9 @@ static void usage(FILE *out)
 		"                    sandbox (which ends every session)\n"
 		"  -h, --help        this text\n"
 		"  -V, --version     the version\n"
+		"  attach PATH       attach this terminal to the sandbox terminal PATH (made if\n"
+		"                    missing): Ctrl-] d detaches and leaves it running,\n"
+		"                    Ctrl-] Ctrl-] sends one Ctrl-]\n"
 		"\n"
 
 		"Unmount with: sbxfs -u MOUNTPOINT (or SIGTERM / SIGINT to the daemon). A workspace\n"
@@ -266,6 +271,8 @@ int main(int argc, char **argv)
 	bool swap = false;
 	int rc, ws_mfd;
 
+	if (argc > 1 && strcmp(argv[1], "attach") == 0)
+		return attach_main(argc - 1, argv + 1);
 	parse_cmdline(argc, argv, &cl);
 	if (cl.unmount)
 		unmount_cmd(cl.mountpoint);
