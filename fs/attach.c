@@ -170,7 +170,8 @@ static int open_files(void)
 	struct tfiles_status st;
 	int rc;
 
-	if ((rc = send_size()) < 0)
+	/* EINVAL: a size the tty does not know (0x0) or the terminal refuses: it keeps its own. */
+	if ((rc = send_size()) < 0 && rc != -EINVAL)
 		return rc;
 	if ((rc = tfiles_read_status(A.dir, &st)) < 0)
 		return rc;
