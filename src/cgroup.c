@@ -1,7 +1,8 @@
 /* Control groups (see cgroup.h): finding where the daemon sits in each hierarchy, making the
- * sandbox's groups below it with their limits, the freeze-signal-thaw recipe that catches
- * processes forking while they are being killed, and removing groups of dead daemons. */
+ * sandbox's groups below it with their limits, removing them (and those of dead daemons), and
+ * the file helpers the kills in cgkill.c share. */
 #include "cgroup.h"
+#include "cg_priv.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -19,29 +20,19 @@
 #include "log.h"
 #include "xmalloc.h"
 
-enum cg_mode { CG_NONE, CG_V1, CG_V2 };
-
-#define V1_FREEZER 0
-#define V1_PIDS 1
-#define V1_MEMORY 2
-#define V1_CPU 3
-#define NCTRL 4
 #define PREFIX "sbxfs-"
 static const char *const v1_ctrls[NCTRL] = {"freezer", "pids", "memory", "cpu"};
-/* How long a SIGKILL of a group may go on freezing and killing before it gives up (logged),
- * and how long each round waits for the killed to leave before the next one. */
-#define KILL_DEADLINE_MS 2000
-#define KILL_SETTLE_MS 20
-
-struct cgroup {
-	char *dir[NCTRL]; /* v1: one per controller (NULL if absent); v2: dir[0] only */
-};
 
 static enum cg_mode mode = CG_NONE;
 static struct cgroup parent; /* where the daemon sits */
 static struct cgroup *root, *launcher_cg;
 static bool v2_limits;
 static uint64_t session_pids; /* each session's pids.max as set, for the limits file */
+
+bool cg_is_v1(void)
+{
+	return mode == CG_V1;
+}
 
 const char *cgroup_mode(void)
 {
@@ -53,7 +44,7 @@ struct cgroup *cgroup_launcher(void)
 	return launcher_cg;
 }
 
-static int write_file(const char *dir, const char *name, const char *value)
+int cg_write_file(const char *dir, const char *name, const char *value)
 {
 	char *path = xasprintf("%s/%s", dir, name);
 	int fd = fdres_open(path, O_WRONLY, 0); /* freeze, thaw: a kill must work at the limit */
@@ -68,7 +59,7 @@ static int write_file(const char *dir, const char *name, const char *value)
 	return rc;
 }
 
-static ssize_t read_file(const char *dir, const char *name, char *buf, size_t size)
+ssize_t cg_read_file(const char *dir, const char *name, char *buf, size_t size)
 {
 	char *path = xasprintf("%s/%s", dir, name);
 	int fd = fdres_open(path, O_RDONLY, 0);
@@ -107,40 +98,14 @@ static char *own_dir(const char *mount, const char *ctrl)
 	return found;
 }
 
-static void sleep_ms(long ms)
+void cg_sleep_ms(long ms)
 {
 	struct timespec ts = {0, ms * 1000000};
 
 	nanosleep(&ts, NULL);
 }
 
-static bool is_frozen(const struct cgroup *cg)
-{
-	char buf[512];
-
-	if (mode == CG_V1)
-		return read_file(cg->dir[0], "freezer.state", buf, sizeof(buf)) > 0 &&
-		       strncmp(buf, "FROZEN", 6) == 0;
-	return read_file(cg->dir[0], "cgroup.events", buf, sizeof(buf)) > 0 &&
-	       strstr(buf, "frozen 1") != NULL;
-}
-
-static void set_frozen(const struct cgroup *cg, bool on)
-{
-	int rc = mode == CG_V1 ? write_file(cg->dir[0], "freezer.state", on ? "FROZEN" : "THAWED")
-			       : write_file(cg->dir[0], "cgroup.freeze", on ? "1" : "0");
-
-	if (rc < 0) {
-		errno = -rc;
-		log_warn("cgroup %s: %s", cg->dir[0], on ? "freeze" : "thaw");
-		return;
-	}
-	/* Freezing takes a moment; bounded so a stuck group can't hang the daemon. */
-	for (int i = 0; on && i < 200 && !is_frozen(cg); i++)
-		sleep_ms(1);
-}
-
-static size_t read_pids(const char *dir, pid_t **pids)
+size_t cg_read_pids(const char *dir, pid_t **pids)
 {
 	char *path = xasprintf("%s/cgroup.procs", dir);
 	int fd = fdres_open(path, O_RDONLY, 0); /* a kill must find its processes at the limit */
@@ -162,32 +127,8 @@ static size_t read_pids(const char *dir, pid_t **pids)
 	return n;
 }
 
-/* The pid a process has in the innermost pid namespace (what the launcher reports). */
-static pid_t inner_pid(pid_t pid)
-{
-	char path[64], line[256];
-	pid_t inner = pid;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return pid;
-	while (fgets(line, sizeof(line), f)) {
-		char *p = line + 6, *end;
-
-		if (strncmp(line, "NSpid:", 6))
-			continue;
-		for (long v; (v = strtol(p, &end, 10)), end != p; p = end)
-			inner = (pid_t)v;
-		break;
-	}
-	fclose(f);
-	return inner;
-}
-
 /* Calls fn on every child group of dir. */
-static void for_each_child(const char *dir, void (*fn)(const char *sub, void *arg), void *arg)
+void cg_for_each_child(const char *dir, void (*fn)(const char *sub, void *arg), void *arg)
 {
 	struct dirent *de;
 	DIR *d = opendir(dir);
@@ -205,175 +146,13 @@ static void for_each_child(const char *dir, void (*fn)(const char *sub, void *ar
 		closedir(d);
 }
 
-static long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int cmp_pid(const void *a, const void *b)
-{
-	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
-
-	return (x > y) - (x < y);
-}
-
-struct pidvec {
-	pid_t *v;
-	size_t n;
-};
-
-static void pidvec_add(struct pidvec *pv, const pid_t *pids, size_t n)
-{
-	pv->v = xrealloc(pv->v, (pv->n + n + 1) * sizeof(pid_t));
-	memcpy(pv->v + pv->n, pids, n * sizeof(pid_t));
-	pv->n += n;
-}
-
-/* Whether a kill reached pid in an earlier round (reached is sorted), so a process still
- * dying is counted once. */
-static bool reached_before(const struct pidvec *reached, pid_t pid)
-{
-	return reached->n && bsearch(&pid, reached->v, reached->n, sizeof(pid_t), cmp_pid);
-}
-
-/* Appends the processes of dir and of every group below it. */
-static void collect_tree(const char *dir, void *pv)
-{
-	pid_t *here;
-	size_t k = read_pids(dir, &here);
-
-	pidvec_add(pv, here, k);
-	free(here);
-	for_each_child(dir, collect_tree, pv);
-}
-
-static void collect_pids(const struct cgroup *cg, bool tree, struct pidvec *pv)
-{
-	if (tree) {
-		collect_tree(cg->dir[0], pv);
-	} else {
-		free(pv->v);
-		pv->n = read_pids(cg->dir[0], &pv->v);
-	}
-}
-
-/* A group frozen on its own (a daemon killed in the middle of a kill) stays frozen when its
- * parent thaws, and its killed processes with it. */
-static void thaw_tree(const char *dir, void *unused)
-{
-	struct cgroup one = {{(char *)dir}};
-
-	if (is_frozen(&one))
-		set_frozen(&one, false);
-	for_each_child(dir, thaw_tree, unused);
-}
-
-/* One frozen moment: sig to every process but keep (keep_sig to keep). Returns how many
- * processes there were besides keep; *hit counts those signalled for the first time. */
-static size_t signal_round(const struct cgroup *cg, bool tree, pid_t keep, int keep_sig, int sig,
-			   struct pidvec *reached, int *hit)
-{
-	struct pidvec pv = {NULL, 0};
-	size_t others = 0;
-	bool kept = !keep; /* once found, no other process needs the look at its inner pid */
-
-	set_frozen(cg, true);
-	collect_pids(cg, tree, &pv);
-	for (size_t i = 0; i < pv.n; i++) {
-		pid_t pid = pv.v[i];
-
-		if (!kept && (pid == keep || inner_pid(pid) == keep)) {
-			if (keep_sig)
-				kill(pid, keep_sig);
-			kept = true;
-			pv.v[i--] = pv.v[--pv.n]; /* not one of those killed */
-			continue;
-		}
-		others++;
-		if (kill(pid, sig) == 0 && !reached_before(reached, pid))
-			(*hit)++;
-	}
-	set_frozen(cg, false);
-	if (tree)
-		for_each_child(cg->dir[0], thaw_tree, NULL);
-	pidvec_add(reached, pv.v, pv.n);
-	qsort(reached->v, reached->n, sizeof(pid_t), cmp_pid);
-	free(pv.v);
-	return others;
-}
-
-/* Whether nothing but keep is left, waiting up to ms for the killed to finish exiting
- * (without freezing them again, which would hold them back). */
-static bool emptied(const struct cgroup *cg, bool tree, pid_t keep, long ms)
-{
-	/* A killed process is gone in well under a millisecond: look often. */
-	const struct timespec poll = {0, 200000};
-
-	for (long end = now_ms() + ms;; nanosleep(&poll, NULL)) {
-		struct pidvec pv = {NULL, 0};
-		bool only_keep;
-
-		collect_pids(cg, tree, &pv);
-		/* At most one is keep: only a lone process needs the look at its inner pid. */
-		only_keep = pv.n == 0 ||
-			    (pv.n == 1 && keep && (pv.v[0] == keep || inner_pid(pv.v[0]) == keep));
-		free(pv.v);
-		if (only_keep)
-			return true;
-		if (now_ms() >= end)
-			return false;
-	}
-}
-
-/* Freeze, signal, thaw. A SIGKILL repeats it until nothing but keep is left: where the
- * freeze did not complete in time (thousands of forking processes, a process stuck in the
- * kernel), children forked meanwhile are caught by the next round. Bounded, so a group that
- * cannot be emptied cannot hang the daemon: it is logged. */
-static int signal_dir(const struct cgroup *cg, bool tree, pid_t keep, int keep_sig, int sig)
-{
-	struct pidvec reached = {NULL, 0};
-	long end = now_ms() + KILL_DEADLINE_MS;
-	int hit = 0, rounds = 1;
-	size_t left = signal_round(cg, tree, keep, keep_sig, sig, &reached, &hit);
-
-	while (sig == SIGKILL && left && !emptied(cg, tree, keep, KILL_SETTLE_MS)) {
-		if (now_ms() >= end) {
-			log_warnx("cgroup %s: not empty after %d freeze-kill rounds in %d ms",
-				  cg->dir[0], rounds, KILL_DEADLINE_MS);
-			break;
-		}
-		left = signal_round(cg, tree, keep, 0, SIGKILL, &reached, &hit);
-		rounds++;
-	}
-	free(reached.v);
-	return hit;
-}
-
 size_t cgroup_pids(struct cgroup *cg, pid_t **pids)
 {
 	if (!cg) {
 		*pids = NULL;
 		return 0;
 	}
-	return read_pids(cg->dir[0], pids);
-}
-
-int cgroup_signal(struct cgroup *cg, pid_t keep, int sig)
-{
-	return cg ? signal_dir(cg, false, keep, 0, sig) : 0;
-}
-
-int cgroup_signal_keep(struct cgroup *cg, pid_t keep, int keep_sig, int sig)
-{
-	return cg ? signal_dir(cg, false, keep, keep_sig, sig) : 0;
-}
-
-int cgroup_kill_tree(struct cgroup *cg)
-{
-	return cg ? signal_dir(cg, true, 0, 0, SIGKILL) : 0;
+	return cg_read_pids(cg->dir[0], pids);
 }
 
 void cgroup_kill_all(void)
@@ -384,12 +163,12 @@ void cgroup_kill_all(void)
 /* Removes dir's child groups first, then dir. */
 static void remove_tree_at(const char *dir, void *unused)
 {
-	for_each_child(dir, remove_tree_at, unused);
+	cg_for_each_child(dir, remove_tree_at, unused);
 	/* Killed processes leave the group once they have run their exit: retry briefly. */
 	for (int tries = 0; tries < 100; tries++) {
 		if (rmdir(dir) == 0 || errno == ENOENT)
 			return;
-		sleep_ms(1);
+		cg_sleep_ms(1);
 	}
 	log_warn("cgroup %s", dir);
 }
@@ -401,7 +180,7 @@ static void remove_tree(const char *dir, bool with_freezer)
 	struct cgroup one = {{(char *)dir}};
 
 	if (with_freezer)
-		signal_dir(&one, true, 0, 0, SIGKILL);
+		cg_signal_dir(&one, true, 0, 0, SIGKILL);
 	remove_tree_at(dir, NULL);
 }
 
@@ -538,7 +317,7 @@ static void limit(const char *dir, const char *file, const char *value)
 
 	if (!dir)
 		return;
-	rc = write_file(dir, file, value);
+	rc = cg_write_file(dir, file, value);
 	if (rc < 0)
 		log_warnx("cgroup %s/%s: %s", dir, file, strerror(-rc));
 }
@@ -568,13 +347,14 @@ static void apply_v2(const struct cg_limits *lim)
 {
 	char v[64];
 
-	v2_limits = write_file(parent.dir[0], "cgroup.subtree_control", "+memory +pids +cpu") == 0;
+	v2_limits =
+	    cg_write_file(parent.dir[0], "cgroup.subtree_control", "+memory +pids +cpu") == 0;
 	if (!v2_limits) {
 		log_warnx("cgroup v2: cannot enable controllers under %s: limits are off",
 			  parent.dir[0]);
 		return;
 	}
-	write_file(root->dir[0], "cgroup.subtree_control", "+memory +pids +cpu");
+	cg_write_file(root->dir[0], "cgroup.subtree_control", "+memory +pids +cpu");
 	if (lim->memory_max) {
 		snprintf(v, sizeof(v), "%llu", (unsigned long long)lim->memory_max);
 		limit(root->dir[0], "memory.max", v);
@@ -606,7 +386,7 @@ void cgroup_limit_session(struct cgroup *cg, uint64_t pids_max)
 	if (!pids_max || !pids_dir)
 		return;
 	snprintf(v, sizeof(v), "%llu", (unsigned long long)pids_max);
-	if ((rc = write_file(pids_dir, "pids.max", v)) < 0)
+	if ((rc = cg_write_file(pids_dir, "pids.max", v)) < 0)
 		log_warnx("cgroup %s/pids.max: %s", pids_dir, strerror(-rc));
 	else
 		session_pids = pids_max;
@@ -657,10 +437,10 @@ static void add_oom_kills(const char *dir, void *sum)
 {
 	char buf[512], *p;
 
-	if (read_file(dir, "memory.oom_control", buf, sizeof(buf)) > 0 &&
+	if (cg_read_file(dir, "memory.oom_control", buf, sizeof(buf)) > 0 &&
 	    (p = strstr(buf, "oom_kill ")))
 		*(long *)sum += strtol(p + 9, NULL, 10);
-	for_each_child(dir, add_oom_kills, sum);
+	cg_for_each_child(dir, add_oom_kills, sum);
 }
 
 static long v1_oom_kills(const char *dir)
@@ -675,21 +455,22 @@ static void describe_v1(FILE *out)
 {
 	char buf[4096];
 
-	if (read_file(root->dir[V1_MEMORY] ? root->dir[V1_MEMORY] : "", "memory.limit_in_bytes",
-		      buf, sizeof(buf)) > 0)
+	if (cg_read_file(root->dir[V1_MEMORY] ? root->dir[V1_MEMORY] : "", "memory.limit_in_bytes",
+			 buf, sizeof(buf)) > 0)
 		fprintf(out, "memory_max %s", buf);
 	if (root->dir[V1_MEMORY] &&
-	    read_file(root->dir[V1_MEMORY], "memory.usage_in_bytes", buf, sizeof(buf)) > 0)
+	    cg_read_file(root->dir[V1_MEMORY], "memory.usage_in_bytes", buf, sizeof(buf)) > 0)
 		fprintf(out, "memory_current %s", buf);
 	if (root->dir[V1_MEMORY])
 		fprintf(out, "oom_kills %ld\n", v1_oom_kills(root->dir[V1_MEMORY]));
-	if (root->dir[V1_PIDS] && read_file(root->dir[V1_PIDS], "pids.max", buf, sizeof(buf)) > 0)
+	if (root->dir[V1_PIDS] &&
+	    cg_read_file(root->dir[V1_PIDS], "pids.max", buf, sizeof(buf)) > 0)
 		fprintf(out, "pids_max %s", buf);
 	if (root->dir[V1_PIDS] &&
-	    read_file(root->dir[V1_PIDS], "pids.current", buf, sizeof(buf)) > 0)
+	    cg_read_file(root->dir[V1_PIDS], "pids.current", buf, sizeof(buf)) > 0)
 		fprintf(out, "pids_current %s", buf);
 	if (root->dir[V1_CPU] &&
-	    read_file(root->dir[V1_CPU], "cpu.cfs_quota_us", buf, sizeof(buf)) > 0)
+	    cg_read_file(root->dir[V1_CPU], "cpu.cfs_quota_us", buf, sizeof(buf)) > 0)
 		fprintf(out, "cpu_quota_us %s", buf);
 }
 
@@ -703,9 +484,9 @@ static void describe_v2(FILE *out)
 	char buf[4096], *p;
 
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
-		if (read_file(root->dir[0], files[i][0], buf, sizeof(buf)) > 0)
+		if (cg_read_file(root->dir[0], files[i][0], buf, sizeof(buf)) > 0)
 			fprintf(out, "%s %s", files[i][1], buf);
-	if (read_file(root->dir[0], "memory.events", buf, sizeof(buf)) > 0 &&
+	if (cg_read_file(root->dir[0], "memory.events", buf, sizeof(buf)) > 0 &&
 	    (p = strstr(buf, "oom_kill ")))
 		fprintf(out, "oom_kills %ld\n", strtol(p + 9, NULL, 10));
 }
