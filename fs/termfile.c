@@ -288,7 +288,7 @@ static char *match_line(struct termfh *fh)
 	return match;
 }
 
-/* wait: the matching line once the screen has one; ETIMEDOUT after TERM_WAIT_MS, EOF once
+/* wait: the matching line once the screen has one; ETIMEDOUT after term_wait_ms, EOF once
  * the terminal ended without one. */
 static int try_wait(fuse_req_t req, struct termfh *fh, size_t size, off_t off, struct waiter *w)
 {
@@ -342,7 +342,7 @@ void termfile_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info
 	if (fh->kind == K_TWAIT) {
 		pthread_mutex_lock(&fh->lock);
 		if (!fh->deadline_ns)
-			fh->deadline_ns = loop_now_ns() + (uint64_t)TERM_WAIT_MS * 1000000u;
+			fh->deadline_ns = loop_now_ns() + term_wait_ms() * 1000000u;
 		pthread_mutex_unlock(&fh->lock);
 		rc = try_wait(req, fh, size, off, NULL);
 	} else {

@@ -69,6 +69,7 @@ void config_defaults(struct config *cfg)
 	cfg->env_value_max = 128ull << 10;
 	cfg->env_max = 1ull << 20;
 	cfg->term_ring = 1ull << 20;
+	cfg->term_wait_ms = 30000;
 	cfg->isolate = true;
 	cfg->user = xstrdup("");
 	cfg->host_network = false;
@@ -240,6 +241,8 @@ static int set_session(struct config *cfg, const char *key, const char *value)
 		return config_parse_size(value, &cfg->spool_max);
 	else if (!strcmp(key, "term_ring"))
 		return parse_size_in(value, 1, 1ull << 30, &cfg->term_ring);
+	else if (!strcmp(key, "term_wait_ms"))
+		return parse_u64(value, 1, UINT32_MAX, &cfg->term_wait_ms);
 	else
 		return -ENOENT;
 	return 0;

@@ -35,6 +35,7 @@ struct config {
 	uint64_t env_value_max; /* bytes of one NAME=VALUE with its NUL, as execve counts */
 	uint64_t env_max;     /* bytes of a whole env, counted the same way */
 	uint64_t term_ring;   /* bytes of a terminal's output kept for replay */
+	uint64_t term_wait_ms; /* how long a read of a terminal's wait may wait for a match */
 
 	/* [sandbox] */
 	bool isolate;         /* isolation = bwrap (true) or none */

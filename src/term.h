@@ -68,8 +68,8 @@ int term_ctl(struct term *t, const char *line, size_t len);
 int term_wait_exit(struct term *t, int *status, struct waiter *w);
 char *term_status(struct term *t);
 /* wait: the pattern last written (a POSIX ERE, kept as text; NULL: none), and how long a read
- * of wait may take. */
-#define TERM_WAIT_MS 30000
+ * of wait may take ([session] term_wait_ms). */
+uint64_t term_wait_ms(void);
 void term_set_pattern(struct term *t, const char *text, size_t len);
 char *term_pattern(struct term *t);
 /* For a reader of wait that found no match: -EAGAIN with w queued until the output changes or

@@ -167,6 +167,11 @@ char *term_status(struct term *t)
 	return text;
 }
 
+uint64_t term_wait_ms(void)
+{
+	return session_cfg->term_wait_ms;
+}
+
 void term_set_pattern(struct term *t, const char *text, size_t len)
 {
 	core_lock();

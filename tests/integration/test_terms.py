@@ -22,15 +22,17 @@ from sbxutil import (Background, ConfMount, bounded, errname, isolation_none, pa
 
 # The module's mount keeps this much of a terminal's output (term_ring).
 RING = 64 * 1024
+WAIT_MS = 5000
 STATUS_KEYS = ["name", "state", "pid", "rows", "cols", "cursor_row", "cursor_col", "bytes_out",
                "exit", "signal", "leftovers"]
 
 
 @pytest.fixture(scope="module")
 def sbx():
-    """The module's sbxfs, with a small term_ring so that tests can wrap it."""
+    """The module's sbxfs, with a small term_ring so that tests can wrap it, and a wait that
+    times out after WAIT_MS."""
     m = started(ConfMount(tempfile.mkdtemp(prefix="sbxfs-it-term-"),
-                          f"[session]\nterm_ring = {RING}\n"))
+                          f"[session]\nterm_ring = {RING}\nterm_wait_ms = {WAIT_MS}\n"))
     try:
         yield m
     finally:
@@ -498,7 +500,7 @@ def test_wait_times_out(sbx):
     err = errno_of_read(t / "wait", timeout=60)
     took = time.monotonic() - t0
     assert err == errno.ETIMEDOUT, errname(err)
-    assert 25 < took < 50, took
+    assert WAIT_MS / 1000 - 0.5 < took < WAIT_MS / 1000 + 20, took
 
 
 def errno_of_read(p, timeout=10):
