@@ -33,6 +33,9 @@ HARD_EXIT_GRACE = 30
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "sbx_timeout(seconds): per-test time limit instead of SBXFS_TEST_TIMEOUT")
+    config.addinivalue_line(
+        "markers", "host_side: tests of workspace/ as the host uses it, which do not depend "
+        "on the sandbox's isolation mode (CI's --isolation none pass leaves them out)")
 
 
 def _real_stderr(config):

@@ -27,6 +27,8 @@ from posixops import (FALLOC_FL_COLLAPSE_RANGE, FALLOC_FL_INSERT_RANGE, FALLOC_F
 from posixutil import start_mount
 from sbxutil import stopped_cleanly
 
+pytestmark = pytest.mark.host_side
+
 SEED = int(os.environ.get("SBXFS_FUZZ_SEED", "4242"))
 STEPS = int(os.environ.get("SBXFS_FUZZ_STEPS", "20000"))
 MAX_SIZE = 256 * 1024

@@ -29,7 +29,7 @@ ALICE = dict(uid=4001, gid=4001, groups=[4100])
 BOB = dict(uid=4002, gid=4002, groups=[])
 GROUP_ALICE_IN, GROUP_NOBODY_IN = 4100, 4200
 
-pytestmark = pytest.mark.sbx_timeout(120)
+pytestmark = [pytest.mark.sbx_timeout(120), pytest.mark.host_side]
 
 
 CONFIGS = {

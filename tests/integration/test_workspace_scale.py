@@ -20,7 +20,7 @@ import pytest
 from sbxutil import ConfMount, stopped_cleanly
 
 LIMIT = 1024
-pytestmark = pytest.mark.sbx_timeout(600)
+pytestmark = [pytest.mark.sbx_timeout(600), pytest.mark.host_side]
 
 
 class LimitedMount(ConfMount):
