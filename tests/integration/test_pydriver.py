@@ -239,3 +239,34 @@ def test_concurrent_interrupts_do_not_break_frames(drv):
         t.join()
     assert cell.error is None or cell.error["name"] == "KeyboardInterrupt"
     assert main_result(drv.run("40 + 2")) == {"text/plain": "42"}
+
+
+def test_exit_in_a_cell_keeps_the_context(drv):
+    assert drv.run("kept = 7").error is None
+    cell = drv.run("import sys\nsys.exit(3)")
+    assert cell.error["name"] == "SystemExit"
+    assert main_result(drv.run("kept")) == {"text/plain": "7"}
+
+
+def test_exit_ends_the_driver_after_the_cell(drv):
+    cell = drv.run("print('last words')\nexit()")
+    assert cell.error is None and cell.stdout == b"last words\n"
+    assert drv.proc.wait(10) == 0
+
+
+def test_os_exit_ends_the_driver(drv):
+    cell = drv.run("import os\nprint('bye', flush=True)\nos._exit(0)")
+    assert cell.error == {"name": "DriverExited"}
+    assert drv.proc.wait(10) == 0
+
+
+def test_a_cell_that_closes_its_stdout(drv):
+    # IPython's own flush then fails: an error of the cell, not the end of the driver.
+    cell = drv.run("import os, sys\nprint('pending', end='')\nos.close(1)\n'still here'")
+    assert cell.error is None or cell.error["value"] == "[Errno 9] Bad file descriptor"
+    assert main_result(drv.run("40 + 2")) == {"text/plain": "42"}
+
+
+def test_input_reads_no_stdin(drv):
+    cell = drv.run("input()")
+    assert cell.error["name"] == "EOFError"
