@@ -10,7 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parent.parent.parent
 DRIVER = REPO / "src" / "drivers" / "sbxfs-pydriver"
 
 
@@ -23,7 +23,7 @@ class Cell:
 
 
 class Driver:
-    def __init__(self, env=None):
+    def __init__(self, env=None, driver=DRIVER):
         req_r, self._req_w = os.pipe()
         self._ev_r, ev_w = os.pipe()
         self._out_r, out_w = os.pipe()
@@ -38,7 +38,7 @@ class Driver:
             os.dup2(w, 4)
 
         self.proc = subprocess.Popen(
-            ["/usr/bin/python3", str(DRIVER)], stdin=subprocess.DEVNULL, stdout=out_w,
+            ["/usr/bin/python3", str(driver)], stdin=subprocess.DEVNULL, stdout=out_w,
             stderr=err_w, close_fds=False, preexec_fn=child_fds,
             env=env or {"PATH": "/usr/bin:/bin", "HOME": "/tmp"})
         for fd in (req_r, ev_w, out_w, err_w):
