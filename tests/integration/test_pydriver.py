@@ -3,6 +3,7 @@ its descriptors as the daemon will: cells, results, errors, interrupts, output a
 
 import base64
 import json
+import os
 import shutil
 import struct
 import threading
@@ -86,6 +87,17 @@ def test_matplotlib_line_plot_is_a_png_without_show(drv):
     assert len(png) > 1000
     # The figure was closed: the next cell does not show it again.
     assert drv.run("1").results == [{"ev": "result", "data": {"text/plain": "1"}, "main": True}]
+
+
+def test_a_displayed_figure_is_shown_once(drv):
+    cell = drv.run("import matplotlib.pyplot as plt\n"
+                   "fig, ax = plt.subplots()\nax.plot([3, 1, 2])\n"
+                   "display(fig)\nfig")
+    assert cell.error is None
+    pngs = [r for r in cell.results if "image/png" in r["data"]]
+    assert [r["main"] for r in pngs] == [False, True]
+    assert all(base64.b64decode(r["data"]["image/png"]).startswith(PNG_SIGNATURE)
+               for r in pngs)
 
 
 def test_dataframe_gives_html_and_text(drv):
@@ -299,3 +311,10 @@ def test_the_driver_runs_inside_the_sandbox(sbx):
     got = json.loads(out)
     assert got == {"ready": "ready", "stdout": "in\n", "main": [{"text/plain": "2"}],
                    "png": [PNG_SIGNATURE.hex()], "error": None}
+
+
+def test_a_bad_request_is_an_error_not_a_crash(drv):
+    for body in (b"[1, 2]", b'{"op": "run", "code": 5}', b'{"op": "eval"}'):
+        os.write(drv._req_w, struct.pack(">I", len(body)) + body)
+        assert drv.collect().error["name"] == "ProtocolError"
+    assert main_result(drv.run("1")) == {"text/plain": "1"}
