@@ -36,6 +36,9 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "host_side: tests of workspace/ as the host uses it, which do not depend "
         "on the sandbox's isolation mode (CI's --isolation none pass leaves them out)")
+    config.addinivalue_line(
+        "markers", "no_daemon: tests that start no sbxfs (CI's extra passes, which are about "
+        "the daemon, leave them out)")
 
 
 def _real_stderr(config):
