@@ -163,6 +163,9 @@ static char *render(enum ctl_kind k, struct session *s, unsigned n, struct run *
 	case K_PORTS:
 		text = job_ports(j);
 		break;
+	case K_TTY:
+		text = xstrdup(job_tty(j) ? "yes\n" : "no\n");
+		break;
 	case K_STATUS:
 		text = j ? job_status(j) : n ? run_status(r) : session_status(s, len);
 		break;
@@ -189,7 +192,7 @@ int ctl_rendered_size(fuse_ino_t ino, struct session *s, off_t *size)
 
 	if (k != K_README && k != K_LIMITS && k != K_ROOTENV && !s)
 		return -ENOENT;
-	if (k == K_PORTS || (k == K_STATUS && ino_job(ino))) {
+	if (k == K_PORTS || k == K_TTY || (k == K_STATUS && ino_job(ino))) {
 		j = job_find_id(s, ino_job(ino));
 		if (!j)
 			return -ENOENT;
@@ -242,7 +245,7 @@ static bool is_dir(enum ctl_kind k)
 static bool is_writable(enum ctl_kind k, fuse_ino_t ino)
 {
 	if (ino_job(ino))
-		return k == K_CMD || k == K_CTL || k == K_STDIN || k == K_SIGNAL;
+		return k == K_CMD || k == K_CTL || k == K_STDIN || k == K_SIGNAL || k == K_TTY;
 	return ino_run(ino) == 0 && (k == K_CMD || k == K_ENV || k == K_CWD || k == K_TIMEOUT ||
 				     k == K_CTL || k == K_STDIN || k == K_CHECKOUT ||
 				     k == K_JOBSCTL || k == K_ALLJOBSCTL || k == K_ROOTENV);
@@ -789,6 +792,18 @@ static int write_signal(struct ctlfh *fh, const char *buf, size_t size)
 	return job_signal(fh->job, sig);
 }
 
+/* `yes` or `no`, applied at the write: a process on a pty or on pipes from its next start. */
+static int write_tty(struct ctlfh *fh, const char *buf, size_t size)
+{
+	if (size > 0 && buf[size - 1] == '\n')
+		size--;
+	if (size == 3 && !memcmp(buf, "yes", 3))
+		return job_set_tty(fh->job, true);
+	if (size == 2 && !memcmp(buf, "no", 2))
+		return job_set_tty(fh->job, false);
+	return -EINVAL;
+}
+
 /* One request per open (or per read of a handle's number): its line is checked as soon as it is
  * complete, and queued at close. */
 static int write_checkout(struct ctlfh *fh, const char *buf, size_t size)
@@ -901,6 +916,8 @@ void ctl_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off
 		rc = write_timeout(fh, buf, size);
 	else if (fh->kind == K_SIGNAL)
 		rc = write_signal(fh, buf, size);
+	else if (fh->kind == K_TTY)
+		rc = write_tty(fh, buf, size);
 	else if (fh->kind == K_CHECKOUT)
 		rc = write_checkout(fh, buf, size);
 	else if (is_ctl(fh->kind))

@@ -69,6 +69,7 @@ static const struct kind_info kinds[K_MAX] = {
 	[K_TEXIT] = {"exit", S_IFREG | 0444, IN_TERM},
 	[K_TWAIT] = {"wait", S_IFREG | 0644, IN_TERM},
 	[K_TSTATUS] = {"status", S_IFREG | 0444, IN_TERM},
+	[K_TTY] = {"tty", S_IFREG | 0644, IN_JOB},
 };
 
 /* The root level has no session behind it. */

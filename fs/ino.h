@@ -57,6 +57,7 @@ enum ctl_kind {
 	K_TEXIT,
 	K_TWAIT,
 	K_TSTATUS,
+	K_TTY, /* sessions/<id>/procs/<name>/tty */
 	K_MAX
 };
 

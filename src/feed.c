@@ -12,6 +12,7 @@
 
 #include "fdres.h"
 #include "identity.h"
+#include "log.h"
 #include "xmalloc.h"
 
 /* Staged bytes beyond this make writers wait (the pipe is the rest of the buffer). */
@@ -33,6 +34,7 @@ void feed_detach(struct feed *f)
 	if (f->pipe_w >= 0)
 		close(f->pipe_w);
 	f->pipe_w = -1;
+	f->tty = false;
 }
 
 void feed_free(struct feed *f)
@@ -66,6 +68,17 @@ int feed_pipe(int p[2], const struct identity *owner)
 
 static void on_pipe_writable(struct loop_fd *lf, uint32_t events, void *arg);
 
+/* A canonical-mode reader sees EOF at a ^D that starts a line; after a partial line, the first
+ * ^D only hands that line over. Best effort: a full pty input buffer drops it. */
+static void type_eof(struct feed *f)
+{
+	static const char eofs[2] = {'\x04', '\x04'};
+	bool partial = f->last && f->last != '\n';
+
+	if (write(f->pipe_w, eofs, partial ? 2 : 1) < 0)
+		log_warn("stdin of a pty: typing EOF");
+}
+
 /* Moves staged bytes into the pipe; gives EOF when all is delivered and nobody writes. */
 static void flush(struct feed *f)
 {
@@ -80,6 +93,8 @@ static void flush(struct feed *f)
 			feed_detach(f);
 			break;
 		}
+		if (n > 0)
+			f->last = f->buf[n - 1];
 		memmove(f->buf, f->buf + n, f->len - (size_t)n);
 		f->len -= (size_t)n;
 	}
@@ -88,6 +103,8 @@ static void flush(struct feed *f)
 	if (f->pipe_w < 0)
 		return;
 	if (f->len == 0 && f->writers == 0) {
+		if (f->tty)
+			type_eof(f);
 		feed_detach(f);
 		return;
 	}
@@ -111,6 +128,16 @@ void feed_attach(struct feed *f, int pipe_w)
 	feed_detach(f);
 	fcntl(pipe_w, F_SETFL, O_NONBLOCK);
 	f->pipe_w = pipe_w;
+	flush(f);
+}
+
+void feed_attach_tty(struct feed *f, int master)
+{
+	feed_detach(f);
+	fcntl(master, F_SETFL, O_NONBLOCK);
+	f->pipe_w = master;
+	f->tty = true;
+	f->last = 0;
 	flush(f);
 }
 

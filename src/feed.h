@@ -20,6 +20,8 @@ struct feed {
 	int writers;            /* open handles of the stdin file for writing */
 	int pipe_w;             /* the reader's pipe, -1 if none */
 	struct loop_fd *pipe_lf;
+	bool tty;               /* pipe_w is a pty master: EOF is typed as ^D */
+	char last;              /* the last byte delivered */
 	struct waitq space;     /* writers waiting for room */
 };
 
@@ -32,6 +34,9 @@ bool feed_wanted(const struct feed *f);
 int feed_pipe(int p[2], const struct identity *owner);
 /* Starts delivering into pipe_w (taken over); feed_detach closes it. */
 void feed_attach(struct feed *f, int pipe_w);
+/* As feed_attach, into a pty master: EOF becomes a ^D (two after a partial line), as a
+ * person at the terminal would type it. */
+void feed_attach_tty(struct feed *f, int master);
 void feed_detach(struct feed *f);
 void feed_writer_open(struct feed *f);
 void feed_writer_close(struct feed *f);

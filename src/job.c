@@ -25,6 +25,13 @@
 
 /* How often a parked `ready` reader looks for a listening port. */
 #define READY_POLL_MS 50
+/* A process on a pty writes a log, not a screen: programs should not draw. */
+#define TTY_TERM_ENV "TERM=dumb"
+#define TTY_ROWS     24
+#define TTY_COLS     80
+/* Reads of a pty master at exit, 64 KiB each: what its tree left (killed by then, unless there
+ * is no cgroup: then bounded, so a survivor cannot hold the loop). */
+#define TTY_READS_AT_EXIT 64
 
 enum job_timer { JT_NONE, JT_TIMEOUT, JT_GRACE };
 
@@ -38,6 +45,7 @@ struct job {
 	struct run *run;        /* the latest start */
 	unsigned starts;
 	bool running;
+	bool tty;               /* starts on a pty: out[0] is then its master, out[1] unused */
 	int term_sig;           /* the signal it died of, 0 if it exited */
 	int leftovers;          /* what its tree still had when it ended (killed then) */
 	struct proc proc;
@@ -236,9 +244,23 @@ static void drain(struct job *j, int i, bool all)
 	if (j->out[i] < 0)
 		return;
 	if (!all) {
-		/* EOF: every writer closed it (`exec >/dev/null`); stop watching it. */
-		if (spool_fill(&j->run->out[i], j->out[i], 4u << 20) == 0)
+		ssize_t n = spool_fill(&j->run->out[i], j->out[i], 4u << 20);
+
+		/* EOF: every writer closed it (`exec >/dev/null`); EIO from a pty master: no slave
+		 * is open any more. Stop watching it. */
+		if (n == 0 || (n < 0 && n != -EAGAIN && n != -EINTR))
 			close_pipe(j, i);
+		return;
+	}
+	if (j->tty) {
+		/* A master has no count of what is in flight; it reads to EIO once the slaves are
+		 * closed, after everything they wrote. */
+		for (int k = 0; k < TTY_READS_AT_EXIT && j->out[i] >= 0; k++) {
+			ssize_t n = spool_fill(&j->run->out[i], j->out[i], 65536);
+
+			if (n <= 0 && n != -EINTR)
+				break;
+		}
 		return;
 	}
 	/* At exit: what the process wrote is in the pipe; take exactly that. */
@@ -287,14 +309,41 @@ static void on_exit_job(struct proc *p, int wstatus)
 	job_unref(j); /* the running process's reference */
 }
 
+/* Loop thread, core lock held: the pty of a tty start, before its exit. Its output goes to
+ * stdout's spool, and stdin is fed into a second descriptor of the master. */
+static void on_pty_job(struct proc *p, int master)
+{
+	struct job *j = container_of(p, struct job, proc);
+	int in_w;
+
+	if (j->out[0] >= 0) { /* a second STARTED for it: the launcher says nonsense */
+		close(master);
+		return;
+	}
+	j->out[0] = master;
+	j->out_lf[0] = loop_add_fd(master, EPOLLIN, on_output, j);
+	in_w = fcntl(master, F_DUPFD_CLOEXEC, 0);
+	if (in_w < 0)
+		log_warn("job %s: no stdin for its pty", j->name);
+	else
+		feed_attach_tty(&j->in, in_w);
+}
+
 /* Opens the pipes and cgroup files of a start: fds[0..2] and cgfds for the child, out[] and
- * *in_w for us. On failure -errno, and nothing stays open. */
+ * *in_w for us. On failure -errno, and nothing stays open. A tty start needs only the cgroup
+ * files: the launcher makes the pty. */
 static int open_stdio(struct job *j, int fds[3], int cgfds[4], int *ncg, int *in_w)
 {
 	int p[2], rc;
 
 	*in_w = -1;
 	*ncg = 0;
+	if (j->tty) {
+		rc = *ncg = cgroup_join_fds(j->cg, cgfds, 4);
+		if (rc < 0)
+			*ncg = 0;
+		return rc < 0 ? rc : 0;
+	}
 	if (feed_wanted(&j->in)) {
 		if ((rc = feed_pipe(p, session_owner)) < 0)
 			goto fail;
@@ -333,12 +382,18 @@ static void spawn(struct job *j, int fds[3], int cgfds[4], int ncg, int in_w)
 	session_next_env(j->s, &env);
 	envlist_unset(&env, "SHLVL");
 	j->proc.on_exit = on_exit_job;
+	j->proc.on_pty = j->tty ? on_pty_job : NULL;
 	/* Begun before it can run: the run hooks see its changes from its first one. */
 	run_begin(j->run);
 	j->run->oom_mark = cgmem_oom_kills(j->cg, true);
-	launch_start(&j->proc, j->s->cwd, argv, env.v, fds, 3, cgfds, ncg);
+	if (j->tty) {
+		envlist_put(&env, TTY_TERM_ENV);
+		launch_start_pty(&j->proc, j->s->cwd, argv, env.v, cgfds, ncg, TTY_ROWS, TTY_COLS);
+	} else {
+		launch_start(&j->proc, j->s->cwd, argv, env.v, fds, 3, cgfds, ncg);
+	}
 	envlist_free(&env);
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 2 && !j->tty; i++)
 		j->out_lf[i] = loop_add_fd(j->out[i], EPOLLIN, on_output, j);
 	if (in_w >= 0)
 		feed_attach(&j->in, in_w);
@@ -365,6 +420,28 @@ static void refuse(struct job *j, const char *cmd, size_t len, int err, const ch
 	if (j->run)
 		run_unref(j->run);
 	j->run = run_refused(j->starts + 1, cmd, len, err, why);
+}
+
+int job_set_tty(struct job *j, bool on)
+{
+	int rc;
+
+	core_lock();
+	rc = j->running ? -EBUSY : j->removed ? -ENOENT : 0;
+	if (rc == 0)
+		j->tty = on;
+	core_unlock();
+	return rc;
+}
+
+bool job_tty(struct job *j)
+{
+	bool on;
+
+	core_lock();
+	on = j->tty;
+	core_unlock();
+	return on;
 }
 
 int job_start(struct job *j, const char *cmd, size_t len, unsigned *n)
@@ -585,11 +662,12 @@ char *job_status(struct job *j)
 		snprintf(exit_text, sizeof(exit_text), "%d", j->run->status);
 	}
 	text = xasprintf("name %s\nstate %s\npid %d\nstarted %s\nended %s\nexit %s\nsignal %d\n"
-			 "timed_out %s\nstarts %u\ntimeout %llu\noom_killed %s\nleftovers %d\n%s",
+			 "timed_out %s\nstarts %u\ntimeout %llu\noom_killed %s\nleftovers %d\ntty %s\n%s",
 			 j->name, state, j->run ? (int)j->proc.pid : 0, started, ended, exit_text,
 			 sig, j->run && j->run->timed_out ? "yes" : "no", j->starts,
 			 (unsigned long long)j->timeout_ms,
 			 j->run && j->run->oom_kills ? "yes" : "no", j->leftovers,
+			 j->tty ? "yes" : "no",
 			 /* only when it was: the spool budget emptied its output */
 			 j->run && j->run->budget.dropped ? "output_dropped yes\n" : "");
 	core_unlock();

@@ -5,6 +5,7 @@
 #ifndef SBX_JOB_H
 #define SBX_JOB_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -36,6 +37,10 @@ size_t job_list(struct session *s, struct job_info **v);
 
 /* -EBUSY while it runs. */
 int job_idle(struct job *j);
+/* Whether its next start runs it on a pty (its stdin, stdout and stderr, its controlling tty):
+ * -EBUSY while it runs, -ENOENT once removed. */
+int job_set_tty(struct job *j, bool on);
+bool job_tty(struct job *j);
 /* Starts it (again), its start number to *n if n is given: -EBUSY while it runs, -EINVAL for
  * a NUL byte. */
 int job_start(struct job *j, const char *cmd, size_t len, unsigned *n);

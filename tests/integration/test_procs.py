@@ -26,7 +26,7 @@ from sbxutil import (status, Background, bounded, errname, errno_of, kill_quietl
 DEFAULT_GRACE = 2.0
 
 STATUS_KEYS = ["name", "state", "pid", "started", "ended", "exit", "signal", "timed_out",
-               "starts", "timeout", "oom_killed", "leftovers"]
+               "starts", "timeout", "oom_killed", "leftovers", "tty"]
 
 
 # --- helpers -----------------------------------------------------------------------------------
@@ -140,7 +140,7 @@ def test_mkdir_makes_an_idle_process(sbx):
     p = new_proc(s, name)
     assert sorted(bounded(os.listdir, p)) == sorted(
         ["cmd", "stdout", "stderr", "output", "stdin", "status", "exit", "signal", "ctl",
-         "ports", "ready"])
+         "ports", "ready", "tty"])
     assert name in bounded(os.listdir, s / "procs")
     st = status(p)
     assert list(st) == STATUS_KEYS, st
