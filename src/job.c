@@ -1,22 +1,18 @@
-/* Background processes (see job.h): naming, starting through the launcher with their own
- * pipes and cgroup, spooling their output, stdin, kill and timeout, and watching for the port
- * they listen on. */
+/* Background processes (see job.h): naming, starting through the launcher in their own
+ * cgroup (their stdio is jobio.c's), kill and timeout, status, and watching for the port they
+ * listen on. */
 #include "job.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/ioctl.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include "cgmem.h"
-#include "fdres.h"
 #include "log.h"
+#include "job_priv.h"
 #include "ports.h"
 #include "session_priv.h"
 #include "signame.h"
@@ -25,40 +21,6 @@
 
 /* How often a parked `ready` reader looks for a listening port. */
 #define READY_POLL_MS 50
-/* A process on a pty writes a log, not a screen: programs should not draw. */
-#define TTY_TERM_ENV "TERM=dumb"
-#define TTY_ROWS     24
-#define TTY_COLS     80
-/* Reads of a pty master at exit, 64 KiB each: what its tree left (killed by then, unless there
- * is no cgroup: then bounded, so a survivor cannot hold the loop). */
-#define TTY_READS_AT_EXIT 64
-
-enum job_timer { JT_NONE, JT_TIMEOUT, JT_GRACE };
-
-struct job {
-	int refs;
-	unsigned id;
-	char name[SESSION_ID_MAX + 1];
-	struct session *s;      /* referenced */
-	bool removed;
-	struct cgroup *cg;
-	struct run *run;        /* the latest start */
-	unsigned starts;
-	bool running;
-	bool tty;               /* starts on a pty: out[0] is then its master, out[1] unused */
-	int term_sig;           /* the signal it died of, 0 if it exited */
-	int leftovers;          /* what its tree still had when it ended (killed then) */
-	struct proc proc;
-	int out[2];
-	struct loop_fd *out_lf[2];
-	struct feed in;
-	uint64_t timeout_ms;    /* ctl timeout, for this process */
-	struct loop_timer timer;
-	enum job_timer phase;
-	struct waitq readyq;
-	struct loop_timer ready_timer;
-	TAILQ_ENTRY(job) link;
-};
 
 static void job_ref(struct job *j)
 {
@@ -227,63 +189,6 @@ static void job_timer_fired(struct loop_timer *t)
 	}
 }
 
-static void close_pipe(struct job *j, int i)
-{
-	if (j->out_lf[i])
-		loop_del_fd(j->out_lf[i]);
-	if (j->out[i] >= 0)
-		close(j->out[i]);
-	j->out_lf[i] = NULL;
-	j->out[i] = -1;
-}
-
-static void drain(struct job *j, int i, bool all)
-{
-	int avail = 0;
-
-	if (j->out[i] < 0)
-		return;
-	if (!all) {
-		ssize_t n = spool_fill(&j->run->out[i], j->out[i], 4u << 20);
-
-		/* EOF: every writer closed it (`exec >/dev/null`); EIO from a pty master: no slave
-		 * is open any more. Stop watching it. */
-		if (n == 0 || (n < 0 && n != -EAGAIN && n != -EINTR))
-			close_pipe(j, i);
-		return;
-	}
-	if (j->tty) {
-		/* A master has no count of what is in flight; it reads to EIO once the slaves are
-		 * closed, after everything they wrote. */
-		for (int k = 0; k < TTY_READS_AT_EXIT && j->out[i] >= 0; k++) {
-			ssize_t n = spool_fill(&j->run->out[i], j->out[i], 65536);
-
-			if (n <= 0 && n != -EINTR)
-				break;
-		}
-		return;
-	}
-	/* At exit: what the process wrote is in the pipe; take exactly that. */
-	while (ioctl(j->out[i], FIONREAD, &avail) == 0 && avail > 0)
-		if (spool_fill(&j->run->out[i], j->out[i], (size_t)avail) <= 0)
-			break;
-}
-
-static void close_pipes(struct job *j)
-{
-	close_pipe(j, 0);
-	close_pipe(j, 1);
-}
-
-static void on_output(struct loop_fd *lf, uint32_t events, void *arg)
-{
-	struct job *j = arg;
-	int i = lf == j->out_lf[0] ? 0 : 1;
-
-	(void)events;
-	drain(j, i, false);
-}
-
 static void on_exit_job(struct proc *p, int wstatus)
 {
 	struct job *j = container_of(p, struct job, proc);
@@ -295,10 +200,7 @@ static void on_exit_job(struct proc *p, int wstatus)
 	j->leftovers = cgroup_kill_tree(j->cg);
 	if (!j->cg && (j->run->killed || j->run->timed_out))
 		signal_tree(j, SIGKILL);
-	drain(j, 0, true);
-	drain(j, 1, true);
-	close_pipes(j);
-	feed_detach(&j->in);
+	jobio_finish(j);
 	set_timer(j, JT_NONE, 0);
 	loop_timer_cancel(&j->ready_timer);
 	j->running = false;
@@ -309,71 +211,7 @@ static void on_exit_job(struct proc *p, int wstatus)
 	job_unref(j); /* the running process's reference */
 }
 
-/* Loop thread, core lock held: the pty of a tty start, before its exit. Its output goes to
- * stdout's spool, and stdin is fed into a second descriptor of the master. */
-static void on_pty_job(struct proc *p, int master)
-{
-	struct job *j = container_of(p, struct job, proc);
-	int in_w;
-
-	if (j->out[0] >= 0) { /* a second STARTED for it: the launcher says nonsense */
-		close(master);
-		return;
-	}
-	j->out[0] = master;
-	j->out_lf[0] = loop_add_fd(master, EPOLLIN, on_output, j);
-	in_w = fcntl(master, F_DUPFD_CLOEXEC, 0);
-	if (in_w < 0)
-		log_warn("job %s: no stdin for its pty", j->name);
-	else
-		feed_attach_tty(&j->in, in_w);
-}
-
-/* Opens the pipes and cgroup files of a start: fds[0..2] and cgfds for the child, out[] and
- * *in_w for us. On failure -errno, and nothing stays open. A tty start needs only the cgroup
- * files: the launcher makes the pty. */
-static int open_stdio(struct job *j, int fds[3], int cgfds[4], int *ncg, int *in_w)
-{
-	int p[2], rc;
-
-	*in_w = -1;
-	*ncg = 0;
-	if (j->tty) {
-		rc = *ncg = cgroup_join_fds(j->cg, cgfds, 4);
-		if (rc < 0)
-			*ncg = 0;
-		return rc < 0 ? rc : 0;
-	}
-	if (feed_wanted(&j->in)) {
-		if ((rc = feed_pipe(p, session_owner)) < 0)
-			goto fail;
-		fds[0] = p[0];
-		*in_w = p[1];
-	} else if ((fds[0] = rc = fdres_open("/dev/null", O_RDONLY, 0)) < 0) {
-		goto fail;
-	}
-	for (int i = 0; i < 2; i++) {
-		if ((rc = fdres_pipe(p)) < 0)
-			goto fail;
-		fcntl(p[0], F_SETFL, O_NONBLOCK);
-		fcntl(p[0], F_SETPIPE_SZ, 1 << 20);
-		j->out[i] = p[0];
-		fds[i + 1] = p[1];
-	}
-	if ((rc = *ncg = cgroup_join_fds(j->cg, cgfds, 4)) >= 0)
-		return 0;
-fail:
-	*ncg = 0;
-	for (int i = 0; i < 3; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
-	if (*in_w >= 0)
-		close(*in_w);
-	close_pipes(j);
-	return rc;
-}
-
-/* Core lock held: starts the process with what open_stdio opened. */
+/* Core lock held: starts the process with what jobio_open opened. */
 static void spawn(struct job *j, int fds[3], int cgfds[4], int ncg, int in_w)
 {
 	char *argv[] = {session_cfg->shell, "-c", j->run->cmd, NULL};
@@ -382,21 +220,11 @@ static void spawn(struct job *j, int fds[3], int cgfds[4], int ncg, int in_w)
 	session_next_env(j->s, &env);
 	envlist_unset(&env, "SHLVL");
 	j->proc.on_exit = on_exit_job;
-	j->proc.on_pty = j->tty ? on_pty_job : NULL;
 	/* Begun before it can run: the run hooks see its changes from its first one. */
 	run_begin(j->run);
 	j->run->oom_mark = cgmem_oom_kills(j->cg, true);
-	if (j->tty) {
-		envlist_put(&env, TTY_TERM_ENV);
-		launch_start_pty(&j->proc, j->s->cwd, argv, env.v, cgfds, ncg, TTY_ROWS, TTY_COLS);
-	} else {
-		launch_start(&j->proc, j->s->cwd, argv, env.v, fds, 3, cgfds, ncg);
-	}
+	jobio_launch(j, argv, &env, fds, cgfds, ncg, in_w);
 	envlist_free(&env);
-	for (int i = 0; i < 2 && !j->tty; i++)
-		j->out_lf[i] = loop_add_fd(j->out[i], EPOLLIN, on_output, j);
-	if (in_w >= 0)
-		feed_attach(&j->in, in_w);
 	j->running = true;
 	job_ref(j); /* held until the process is gone */
 	if (j->timeout_ms)
@@ -467,7 +295,7 @@ int job_start(struct job *j, const char *cmd, size_t len, unsigned *n)
 		core_unlock();
 		return err;
 	}
-	if ((rc = open_stdio(j, fds, cgfds, &ncg, &in_w)) < 0) {
+	if ((rc = jobio_open(j, fds, cgfds, &ncg, &in_w)) < 0) {
 		run_unref(r);
 		refuse(j, cmd, len, -rc, "cannot open its pipes");
 		core_unlock();
@@ -775,29 +603,4 @@ void jobs_teardown(struct session *s)
 
 	while ((j = TAILQ_FIRST(&s->jobs)))
 		forget(j);
-}
-
-int job_stdin_open(struct job *j)
-{
-	core_lock();
-	feed_writer_open(&j->in);
-	core_unlock();
-	return 0;
-}
-
-void job_stdin_close(struct job *j)
-{
-	core_lock();
-	feed_writer_close(&j->in);
-	core_unlock();
-}
-
-ssize_t job_stdin_write(struct job *j, const char *buf, size_t len, struct waiter *w)
-{
-	ssize_t n;
-
-	core_lock();
-	n = j->removed ? -ENOENT : feed_write(&j->in, buf, len, w);
-	core_unlock();
-	return n;
 }
