@@ -2,15 +2,20 @@
 
 Line-buffered output shows while the process runs, without `python3 -u`; the final bytes of a
 process that prints and exits at once are all in `stdout` when `exit` reads; stdin reaches it
-and its end is typed as ^D; kill reaches the tree; the file refuses what it cannot take.
+and its end is typed as ^D; kill reaches the tree; the file refuses what it cannot take;
+TIOCSTI stays refused; a flood keeps to output_cap without blocking.
 """
 import errno
 import os
 import re
+import tempfile
 import time
 from pathlib import Path
 
-from sbxutil import (bounded, errname, procs_matching, read_bytes, run_proc, status, uniq, wait_until, write_bytes,
+import pytest
+
+from sbxutil import (ConfMount, bounded, errname, isolation_none, procs_matching, read_bytes,
+                     run_proc, started, status, stopped_cleanly, uniq, wait_until, write_bytes,
                      write_errno)
 
 READY_PY = "python3 -c 'import time; print(\"ready\"); time.sleep(30)'"
@@ -200,3 +205,46 @@ def test_rmdir_kills_a_tty_process(sbx):
     wait_until(lambda: procs_matching(tag), 10, f"{tag} to run")
     bounded(os.rmdir, p)
     wait_until(lambda: not procs_matching(tag), 10, f"{tag} to be gone")
+
+
+def test_tiocsti_refused_on_its_pty(sbx):
+    """A process must not type into its own pty's input (TIOCSTI): the sandbox's seccomp."""
+    if isolation_none():
+        pytest.skip("--isolation none: commands run without the seccomp filter of bwrap")
+    p = new_proc(sbx.new_session(), "yes")
+    write_bytes(p / "cmd", "python3 -c \"import fcntl, termios\ntry:\n"
+                "    fcntl.ioctl(0, termios.TIOCSTI, b'x'); print('sti-' + 'allowed')\n"
+                "except OSError as e:\n    print('sti-errno', e.errno)\"")
+    assert exit_of(p) == 0
+    assert text_of(p) == f"sti-errno {errno.EPERM}\n".encode(), text_of(p)
+
+
+def test_a_big_output_arrives_whole(sbx):
+    """3 MB through the master: read while it runs, the rest at exit, nothing lost."""
+    p = new_proc(sbx.new_session(), "yes")
+    write_bytes(p / "cmd", "head -c 3000000 /dev/zero | tr '\\0' x; printf end")
+    assert exit_of(p) == 0
+    out = read_bytes(p / "stdout")
+    assert len(out) == 3000003 and out.endswith(b"xend") and out.count(b"x") == 3000000, \
+        (len(out), out[-20:])
+
+
+CAP = 100_000
+
+
+@pytest.fixture(scope="module")
+def capped():
+    m = ConfMount(tempfile.mkdtemp(prefix="sbxfs-it-ttycap-"), f"[session]\noutput_cap = {CAP}\n")
+    started(m)
+    try:
+        yield m
+    finally:
+        stopped_cleanly(m, "output_cap sbxfs")
+
+
+def test_a_flood_on_a_pty_keeps_the_head_and_does_not_block(capped):
+    p = new_proc(capped.new_session(), "yes")
+    write_bytes(p / "cmd", "head -c 3000000 /dev/zero | tr '\\0' x; echo done > /dev/null")
+    assert exit_of(p) == 0
+    assert read_bytes(p / "stdout") == b"x" * CAP
+    assert os.stat(p / "stdout").st_size == CAP
