@@ -105,12 +105,13 @@ def test_line_buffered_output_shows_while_it_runs_only_on_a_tty(sbx):
 def test_stdio_is_a_terminal_with_term_dumb_and_its_own_session(sbx):
     p = new_proc(sbx.new_session(), "yes")
     write_bytes(p / "cmd", "test -t 0 && test -t 1 && test -t 2 && echo tty;"
-                " echo \"TERM=$TERM\"; tty >/dev/null && echo ctty;"
+                " echo \"TERM=$TERM\"; tty >/dev/null && echo ctty; stty size;"
                 " python3 -c 'import os; print(os.getsid(0))'; true")
     assert exit_of(p) == 0
     st = status(p)
     # the process's shell (status pid) leads the session the pty controls
-    assert text_of(p) == f"tty\nTERM=dumb\nctty\n{st['pid']}\n".encode(), (text_of(p), st)
+    assert text_of(p) == f"tty\nTERM=dumb\nctty\n24 80\n{st['pid']}\n".encode(), \
+        (text_of(p), st)
     assert st["tty"] == "yes" and st["state"] == "completed", st
 
 
