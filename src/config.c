@@ -511,20 +511,55 @@ static int load_handler(void *user, const char *section, const char *key, const 
 	return ctx->rc == 0;
 }
 
+/* inih reads a line in pieces of its buffer's size and takes what does not fit for a line of
+ * its own, where a long value's tail could set a key of its choosing. So such a line ends the
+ * parse (as an end of file would), and the load fails. */
+struct line_reader {
+	FILE *f;
+	int line;
+	int too_long; /* the first line longer than inih's buffer, 0: none */
+	int max;
+};
+
+static char *read_line(char *str, int num, void *stream)
+{
+	struct line_reader *r = stream;
+	size_t n;
+	int c;
+
+	if (r->too_long || !fgets(str, num, r->f))
+		return NULL;
+	r->line++;
+	n = strlen(str);
+	if (n + 1 == (size_t)num && str[n - 1] != '\n' && (c = getc(r->f)) != EOF) {
+		ungetc(c, r->f);
+		r->too_long = r->line;
+		r->max = num - 2;
+		return NULL;
+	}
+	return str;
+}
+
 int config_load(struct config *cfg, const char *path, char *err, size_t errlen)
 {
 	struct load_ctx ctx = {cfg, err, errlen, 0};
+	struct line_reader r = {fopen(path, "r"), 0, 0, 0};
 	char reason[256] = "";
 	int line;
 
-	ctx.err = reason;
-	ctx.errlen = sizeof(reason);
-	line = ini_parse(path, load_handler, &ctx);
-	if (line == -1) {
+	if (!r.f) {
 		int e = errno ? errno : ENOENT;
 
 		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(e));
 		return -e;
+	}
+	ctx.err = reason;
+	ctx.errlen = sizeof(reason);
+	line = ini_parse_stream(read_line, &r, load_handler, &ctx);
+	fclose(r.f);
+	if (line == 0 && r.too_long) {
+		snprintf(err, errlen, "%s:%d: longer than %d bytes", path, r.too_long, r.max);
+		return -EINVAL;
 	}
 	if (line != 0) {
 		snprintf(err, errlen, "%s:%d: %s", path, line, reason[0] ? reason : "syntax error");

@@ -86,6 +86,32 @@ static void test_errors(void)
 	config_free(&cfg);
 }
 
+/* A line past inih's buffer would have its tail read as a line of its own: here a key. */
+static void test_long_line(void)
+{
+	char text[512], err[256], *path;
+	struct config cfg;
+	int n;
+
+	config_defaults(&cfg);
+	/* inih's 200-byte buffer takes 199 bytes of the line: "A=" and 197 digits */
+	n = snprintf(text, sizeof(text), "[env]\nA=%0*d", 197, 0);
+	snprintf(text + n, sizeof(text) - (size_t)n, "LD_PRELOAD=/tmp/x.so\n");
+	path = write_ini(text);
+	CHECK(config_load(&cfg, path, err, sizeof(err)) == -EINVAL);
+	CHECK(strstr(err, ":2: longer than 198 bytes") != NULL);
+	for (size_t i = 0; i < cfg.n_base_env; i++)
+		CHECK(strncmp(cfg.base_env[i], "LD_PRELOAD=", 11) != 0);
+	unlink(path);
+	config_free(&cfg);
+	config_defaults(&cfg);
+	snprintf(text, sizeof(text), "[env]\nA=%0*d", 196, 0);
+	path = write_ini(text);
+	CHECK(config_load(&cfg, path, err, sizeof(err)) == 0);
+	unlink(path);
+	config_free(&cfg);
+}
+
 static void test_git_policy(void)
 {
 	struct config cfg;
@@ -232,5 +258,6 @@ int main(void)
 	test_session_memory();
 	test_session_pids();
 	test_not_a_number();
+	test_long_line();
 	return check_done();
 }
