@@ -394,9 +394,10 @@ def test_output_is_byte_exact(sbx):
     out, err, both = (read_bytes(run / f) for f in ("stdout", "stderr", "output"))
     assert len(out) == 300000 and err == b"\xff\x00x"
     assert len(both) == len(out) + len(err)
-    # the stderr chunk sits whole between (or after) stdout's chunks
-    i = both.find(err)
-    assert i >= 0 and both[:i] + both[i + len(err):] == out
+    # the stderr chunk sits whole between (or after) stdout's chunks; random stdout may hold
+    # the same three bytes too (about one run in 60), so every place is a candidate
+    places = [i for i in range(len(both)) if both.startswith(err, i)]
+    assert any(both[:i] + both[i + len(err):] == out for i in places), places
     assert os.stat(run / "output").st_size == len(both)
 
 
