@@ -1,0 +1,242 @@
+/* Reads and poll of open control files: snapshots read back, output streams and awaited
+ * answers (exit, ready, result) parked until they have something, a handle's run number. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+
+#include "ctl.h"
+#include "ctlfile_priv.h"
+#include "job.h"
+#include "park.h"
+#include "result.h"
+#include "run.h"
+#include "session.h"
+#include "xmalloc.h"
+
+static void reply_slice(fuse_req_t req, const char *text, size_t len, size_t size, off_t off)
+{
+	if ((size_t)off >= len) {
+		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
+	fuse_reply_buf(req, text + off, len - (size_t)off < size ? len - (size_t)off : size);
+}
+
+struct read_req {
+	struct ctlfh *fh;
+	size_t size;
+	off_t off;
+};
+
+static void read_req_free(void *arg)
+{
+	struct read_req *rr = arg;
+
+	fh_unref(rr->fh);
+	free(rr);
+}
+
+/* The result is rendered once, by the first read after the run ended, so every read of this
+ * open file sees the same document whatever its offsets and sizes. */
+static void reply_result(fuse_req_t req, struct ctlfh *fh, size_t size, off_t off)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&fh->lock);
+	if (!fh->snap)
+		rc = result_render(fh->run, session_id(fh->s), &fh->snap, &fh->snaplen);
+	pthread_mutex_unlock(&fh->lock);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		reply_slice(req, fh->snap, fh->snaplen, size, off);
+}
+
+/* Answers a read of stdout/stderr/exit/result, or returns -EAGAIN (w queued if given). */
+static int try_read(fuse_req_t req, struct ctlfh *fh, size_t size, off_t off, struct waiter *w)
+{
+	char text[16];
+	unsigned port;
+	size_t n;
+	int fd, status;
+
+	if (fh->kind == K_READY) {
+		if (job_ready(fh->job, &port, w) < 0)
+			return -EAGAIN;
+		text[0] = '\0'; /* port 0: it ended, an empty answer */
+		if (port)
+			snprintf(text, sizeof(text), "%u\n", port);
+		reply_slice(req, text, strlen(text), size, off);
+		return 0;
+	}
+	if (fh->kind == K_EXIT) {
+		if (run_wait_exit(fh->run, &status, w) < 0)
+			return -EAGAIN;
+		snprintf(text, sizeof(text), "%d\n", status);
+		reply_slice(req, text, strlen(text), size, off);
+		return 0;
+	}
+	if (fh->kind == K_RESULT) {
+		if (run_wait_exit(fh->run, &status, w) < 0)
+			return -EAGAIN;
+		reply_result(req, fh, size, off);
+		return 0;
+	}
+	if (run_read_extent(fh->run, stream_of(fh->kind), off, size, &fd, &n, w) < 0)
+		return -EAGAIN;
+	if (n == 0) {
+		fuse_reply_buf(req, NULL, 0);
+	} else {
+		struct fuse_bufvec bv = FUSE_BUFVEC_INIT(n);
+
+		bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+		bv.buf[0].fd = fd;
+		bv.buf[0].pos = off;
+		fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE);
+	}
+	pthread_mutex_lock(&fh->lock);
+	fh->pos = off + (off_t)n;
+	pthread_mutex_unlock(&fh->lock);
+	return 0;
+}
+
+static int read_attempt(struct park *p)
+{
+	struct read_req *rr = park_arg(p);
+
+	return try_read(park_req(p), rr->fh, rr->size, rr->off, park_waiter(p));
+}
+
+/* A handle's read: what was written is submitted, and the run number is read back once, from
+ * wherever the file offset is (it sits past the command written). -ENODATA if the handle has
+ * submitted nothing: the file then reads as a plain one. */
+static int read_answer(fuse_req_t req, struct ctlfh *fh, size_t size)
+{
+	size_t len;
+	int rc = 0;
+
+	pthread_mutex_lock(&fh->lock);
+	if (fh->wlen)
+		rc = submit_answer(fh);
+	if (rc == 0 && !fh->anslen)
+		rc = -ENODATA;
+	if (rc < 0) {
+		pthread_mutex_unlock(&fh->lock);
+		return rc;
+	}
+	len = fh->anslen - fh->ansoff < size ? fh->anslen - fh->ansoff : size;
+	fuse_reply_buf(req, fh->answer + fh->ansoff, len);
+	fh->ansoff += len;
+	pthread_mutex_unlock(&fh->lock);
+	return 0;
+}
+
+void ctl_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct ctlfh *fh = fh_of(fi);
+	struct read_req *rr;
+	int rc;
+
+	if (ino_is_term(ino)) {
+		termfile_read(req, size, off, fi);
+		return;
+	}
+	if (fh->handle && (rc = read_answer(req, fh, size)) != -ENODATA) {
+		if (rc < 0)
+			fuse_reply_err(req, -rc);
+		return;
+	}
+	/* Once answered, the file may be released at once: hold fh until we are done with it. */
+	__atomic_add_fetch(&fh->refs, 1, __ATOMIC_RELAXED);
+	if (!is_stream(fh->kind) && !is_awaited(fh->kind)) {
+		reply_slice(req, fh->snap, fh->snaplen, size, off);
+	} else if (!fh->run && fh->kind != K_READY) {
+		fuse_reply_buf(req, NULL, 0); /* no command yet: empty */
+	} else if (try_read(req, fh, size, off, NULL) < 0) {
+		if (fi->flags & O_NONBLOCK) {
+			fuse_reply_err(req, EAGAIN);
+		} else {
+			rr = xmalloc(sizeof(*rr));
+			*rr = (struct read_req){fh, size, off};
+			park_request(req, read_attempt, rr, read_req_free);
+			return; /* the park owns the reference now */
+		}
+	}
+	fh_unref(fh);
+}
+
+static void poll_woken(struct waiter *w)
+{
+	struct ctlfh *fh = container_of(w, struct ctlfh, pollw);
+	struct fuse_pollhandle *ph;
+
+	pthread_mutex_lock(&fh->lock);
+	ph = fh->ph;
+	fh->ph = NULL;
+	fh->poll_armed = false;
+	pthread_mutex_unlock(&fh->lock);
+	if (ph) {
+		fuse_lowlevel_notify_poll(ph);
+		fuse_pollhandle_destroy(ph);
+	}
+	fh_unref(fh);
+}
+
+/* True if a read would not block; else, with w, w is queued to learn when it would. */
+static bool poll_ready(struct ctlfh *fh, struct waiter *w)
+{
+	int status;
+
+	if (fh->kind == K_EXIT || fh->kind == K_RESULT)
+		return run_wait_exit(fh->run, &status, w) == 0;
+	return run_poll(fh->run, stream_of(fh->kind), fh->pos, w);
+}
+
+void ctl_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+	      struct fuse_pollhandle *ph)
+{
+	struct ctlfh *fh = fh_of(fi);
+	unsigned revents = POLLIN | POLLRDNORM;
+	struct waiter *w = NULL;
+	bool ready;
+
+	if (ino_is_term(ino)) {
+		termfile_poll(req, fi, ph);
+		return;
+	}
+	if (fh->writable)
+		revents |= POLLOUT | POLLWRNORM;
+	if (!fh->run || (!is_stream(fh->kind) && fh->kind != K_EXIT && fh->kind != K_RESULT)) {
+		if (ph)
+			fuse_pollhandle_destroy(ph);
+		fuse_reply_poll(req, revents);
+		return;
+	}
+	pthread_mutex_lock(&fh->lock);
+	if (ph) {
+		if (fh->ph)
+			fuse_pollhandle_destroy(fh->ph);
+		fh->ph = ph;
+		if (!fh->poll_armed) {
+			/* The queued waiter holds a reference until it is woken or cancelled. */
+			fh->poll_armed = true;
+			fh->pollw.wake = poll_woken;
+			__atomic_add_fetch(&fh->refs, 1, __ATOMIC_RELAXED);
+			w = &fh->pollw;
+		}
+	}
+	ready = poll_ready(fh, w);
+	if (ready && w) {
+		fh->poll_armed = false;
+		__atomic_sub_fetch(&fh->refs, 1, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&fh->lock);
+	fuse_reply_poll(req, ready ? revents : 0);
+}
