@@ -1,5 +1,5 @@
 /* The control tree: root, README, sessions/ and each session's control files. ctltree.c owns
- * names, attributes and directories; ctlfile.c owns open files. */
+ * names, attributes and directories; ctlfile.c, ctlread.c and ctlwrite.c own open files. */
 #ifndef SBX_CTL_H
 #define SBX_CTL_H
 
@@ -34,7 +34,7 @@ int ctl_stat(fuse_ino_t ino, struct stat *st, struct fuse_file_info *fi, bool he
 /* The session a per-session inode belongs to (referenced), or NULL. */
 struct session *ctl_session(fuse_ino_t ino);
 
-/* ctlfile.c */
+/* ctlfile.c, ctlread.c, ctlwrite.c */
 void ctl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void ctl_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
 void ctl_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
