@@ -1,0 +1,164 @@
+/* The control tree's mkdir and rmdir: sessions (answered once their shell is up or gone),
+ * processes and terminals. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl.h"
+#include "ctltree_priv.h"
+#include "job.h"
+#include "park.h"
+#include "session.h"
+#include "term.h"
+#include "xmalloc.h"
+
+static void mkdir_job(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct session *s = ctl_session(parent);
+	struct job *j;
+	int rc = s ? job_create(s, name) : -ENOENT;
+
+	j = rc == 0 ? job_find(s, name) : NULL;
+	if (j) {
+		reply_entry(req, job_ino(ino_serial(parent), K_JOBDIR, job_id(j)), 0);
+		job_unref(j);
+	} else {
+		fuse_reply_err(req, rc < 0 ? -rc : ENOENT);
+	}
+	if (s)
+		session_unref(s);
+}
+
+static void mkdir_term(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct session *s = ctl_session(parent);
+	int rc = s ? term_create(s, name) : -ENOENT;
+	struct term *t = rc == 0 ? term_find(s, name) : NULL;
+
+	if (t) {
+		reply_entry(req, job_ino(ino_serial(parent), K_TERMDIR, term_id(t)), 0);
+		term_unref(t);
+	} else {
+		fuse_reply_err(req, rc < 0 ? -rc : ENOENT);
+	}
+	if (s)
+		session_unref(s);
+}
+
+struct mkdir_req {
+	struct ticket *ready;
+	fuse_ino_t ino;
+};
+
+static void mkdir_req_free(void *arg)
+{
+	struct mkdir_req *mr = arg;
+
+	ticket_unref(mr->ready);
+	free(mr);
+}
+
+static int mkdir_attempt(struct park *p)
+{
+	struct mkdir_req *mr = park_arg(p);
+	int result;
+
+	if (ticket_wait(mr->ready, &result, park_waiter(p)) < 0)
+		return -EAGAIN;
+	if (result < 0)
+		fuse_reply_err(park_req(p), -result);
+	else
+		reply_entry(park_req(p), mr->ino, 0);
+	return 0;
+}
+
+void ctl_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	struct mkdir_req *mr;
+	struct ticket *ready;
+	struct session *s;
+	int rc;
+
+	(void)mode;
+	if (ino_kind(parent) == K_TERMS) {
+		mkdir_term(req, parent, name);
+		return;
+	}
+	if (ino_kind(parent) == K_JOBS) {
+		if (strcmp(name, "ctl") == 0)
+			fuse_reply_err(req, EEXIST); /* procs/ctl is a file */
+		else
+			mkdir_job(req, parent, name);
+		return;
+	}
+	if (ino_kind(parent) != K_SESSIONS) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	rc = session_create(name, &s, &ready);
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	/* Answer once its shell is up: a shell the launcher cannot start fails the mkdir. */
+	mr = xmalloc(sizeof(*mr));
+	*mr = (struct mkdir_req){ready, ctl_ino(session_serial(s), K_SDIR, 0)};
+	session_unref(s);
+	park_request(req, mkdir_attempt, mr, mkdir_req_free);
+}
+
+static int rmdir_attempt(struct park *p)
+{
+	int result;
+
+	if (ticket_wait(park_arg(p), &result, park_waiter(p)) < 0)
+		return -EAGAIN;
+	fuse_reply_err(park_req(p), 0);
+	return 0;
+}
+
+static void ticket_release(void *t)
+{
+	ticket_unref(t);
+}
+
+void ctl_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct ticket *gone;
+	int rc;
+
+	if (ino_kind(parent) == K_TERMS) {
+		struct session *s = ctl_session(parent);
+
+		/* answered once its tree is gone */
+		rc = s ? term_remove(s, name) : -ENOENT;
+		fuse_reply_err(req, -rc);
+		if (s)
+			session_unref(s);
+		return;
+	}
+	if (ino_kind(parent) == K_JOBS) {
+		struct session *s = ctl_session(parent);
+
+		rc = strcmp(name, "ctl") == 0 ? -ENOTDIR : s ? job_remove(s, name) : -ENOENT;
+		fuse_reply_err(req, -rc);
+		if (s)
+			session_unref(s);
+		return;
+	}
+	if (ino_kind(parent) != K_SESSIONS) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	if (strcmp(name, "clone") == 0) {
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	rc = session_remove(name, &gone);
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	/* Answer once the shell is gone, so `rmdir s && pgrep ...` finds nothing. */
+	park_request(req, rmdir_attempt, gone, ticket_release);
+}
