@@ -91,6 +91,10 @@ static int try_read(fuse_req_t req, struct ctlfh *fh, size_t size, off_t off, st
 	}
 	if (run_read_extent(fh->run, stream_of(fh->kind), off, size, &fd, &n, w) < 0)
 		return -EAGAIN;
+	/* Before the reply: the reader's next poll may be served at once, on another thread. */
+	pthread_mutex_lock(&fh->lock);
+	fh->pos = off + (off_t)n;
+	pthread_mutex_unlock(&fh->lock);
 	if (n == 0) {
 		fuse_reply_buf(req, NULL, 0);
 	} else {
@@ -101,9 +105,6 @@ static int try_read(fuse_req_t req, struct ctlfh *fh, size_t size, off_t off, st
 		bv.buf[0].pos = off;
 		fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE);
 	}
-	pthread_mutex_lock(&fh->lock);
-	fh->pos = off + (off_t)n;
-	pthread_mutex_unlock(&fh->lock);
 	return 0;
 }
 
