@@ -8,17 +8,22 @@
 #include "check.h"
 #include "config.h"
 
-static char *write_ini(const char *text)
+static char *write_ini_bytes(const char *text, size_t len)
 {
 	static char path[] = "/tmp/sbxfs-test-config-XXXXXX";
 	int fd;
 
 	strcpy(path, "/tmp/sbxfs-test-config-XXXXXX");
 	fd = mkstemp(path);
-	if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+	if (fd < 0 || write(fd, text, len) != (ssize_t)len)
 		abort();
 	close(fd);
 	return path;
+}
+
+static char *write_ini(const char *text)
+{
+	return write_ini_bytes(text, strlen(text));
 }
 
 static const char *env_of(const struct config *cfg, const char *name)
@@ -108,6 +113,48 @@ static void test_long_line(void)
 	snprintf(text, sizeof(text), "[env]\nA=%0*d", 196, 0);
 	path = write_ini(text);
 	CHECK(config_load(&cfg, path, err, sizeof(err)) == 0);
+	unlink(path);
+	config_free(&cfg);
+}
+
+/* inih reads a line only up to a NUL byte: the rest of a long one would come back as a line of
+ * its own, as above, however short the part before the NUL. */
+static void test_nul_byte(void)
+{
+	char text[512], err[256], *path;
+	struct config cfg;
+	int n;
+
+	config_defaults(&cfg);
+	n = snprintf(text, sizeof(text), "[env]\nA=x");
+	text[n++] = '\0';
+	n += snprintf(text + n, sizeof(text) - (size_t)n, "%0*dLD_PRELOAD=/tmp/x.so\n", 195, 0);
+	path = write_ini_bytes(text, (size_t)n);
+	CHECK(config_load(&cfg, path, err, sizeof(err)) == -EINVAL);
+	CHECK(strstr(err, ":2: has a NUL byte") != NULL);
+	for (size_t i = 0; i < cfg.n_base_env; i++)
+		CHECK(strncmp(cfg.base_env[i], "LD_PRELOAD=", 11) != 0);
+	unlink(path);
+	config_free(&cfg);
+}
+
+/* An indented line is a line of its own, never more of the key above. */
+static void test_indented_lines(void)
+{
+	char err[256], *path;
+	struct config cfg;
+
+	config_defaults(&cfg);
+	path = write_ini("[sbxfs]\nworkspace = /a\n    /b\n");
+	CHECK(config_load(&cfg, path, err, sizeof(err)) == -EINVAL);
+	CHECK(strstr(err, ":3: ") != NULL);
+	CHECK(!strcmp(cfg.workspace, "/a"));
+	unlink(path);
+	config_free(&cfg);
+	config_defaults(&cfg);
+	path = write_ini("  [sbxfs]\n\tworkspace = /a\n  state_dir = /s\n");
+	CHECK(config_load(&cfg, path, err, sizeof(err)) == 0);
+	CHECK(!strcmp(cfg.workspace, "/a") && !strcmp(cfg.state_dir, "/s"));
 	unlink(path);
 	config_free(&cfg);
 }
@@ -259,5 +306,7 @@ int main(void)
 	test_session_pids();
 	test_not_a_number();
 	test_long_line();
+	test_nul_byte();
+	test_indented_lines();
 	return check_done();
 }
