@@ -1,5 +1,6 @@
-"""pydriver.py: speaks to src/drivers/sbxfs-pydriver as the daemon will (fds 0-4, frames), for
-tests/integration/test_pydriver.py and tests/bench/bench_contexts.py."""
+"""pydriver.py: speaks to the context drivers (src/drivers/sbxfs-pydriver, sbxfs-jsdriver) as the
+daemon will (fds 0-4, frames), for tests/integration/test_pydriver.py, test_jsdriver.py and
+tests/bench/bench_contexts.py."""
 
 import json
 import os
@@ -12,6 +13,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent.parent
 DRIVER = REPO / "src" / "drivers" / "sbxfs-pydriver"
+JSDRIVER = REPO / "src" / "drivers" / "sbxfs-jsdriver"
 
 
 class Cell:
@@ -23,7 +25,8 @@ class Cell:
 
 
 class Driver:
-    def __init__(self, env=None, driver=DRIVER):
+    def __init__(self, env=None, driver=DRIVER, cmd=None):
+        """cmd: the driver's command line (default: the Python driver, `driver`, under python3)."""
         req_r, self._req_w = os.pipe()
         self._ev_r, ev_w = os.pipe()
         self._out_r, out_w = os.pipe()
@@ -38,7 +41,7 @@ class Driver:
             os.dup2(w, 4)
 
         self.proc = subprocess.Popen(
-            ["/usr/bin/python3", str(driver)], stdin=subprocess.DEVNULL, stdout=out_w,
+            cmd or ["/usr/bin/python3", str(driver)], stdin=subprocess.DEVNULL, stdout=out_w,
             stderr=err_w, close_fds=False, preexec_fn=child_fds,
             env=env or {"PATH": "/usr/bin:/bin", "HOME": "/tmp"})
         for fd in (req_r, ev_w, out_w, err_w):
