@@ -47,7 +47,8 @@ class Driver:
         for fd in (req_r, ev_w, out_w, err_w):
             os.close(fd)
         self._evbuf = b""
-        self.ready = self._next_event(Cell(), 60)
+        self.started = Cell()  # what it wrote to 1 and 2 before ready
+        self.ready = self._next_event(self.started, 60)
 
     def _drain(self, cell):
         for fd, attr in ((self._out_r, "stdout"), (self._err_r, "stderr")):
