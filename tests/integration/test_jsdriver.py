@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import struct
+import threading
 import time
 
 import pytest
@@ -99,13 +100,36 @@ def test_stdout_and_stderr_at_the_os_level(js):
     assert cell.stderr == b"log-err\nw-err\nfd-err\nsh-err\n"
 
 
-def test_output_pipes_stay_blocking_for_child_processes(js):
-    # Node's own stdout stream would make the shared pipe non-blocking: a child writing
-    # faster than it is read would then fail with EAGAIN.
-    cell = js.run("process.stdout.write('x');\nrequire('child_process').execSync("
-                  "'head -c 3000000 /dev/zero', {stdio: 'inherit'});\nundefined", timeout=60)
-    assert cell.error is None and cell.stderr == b""
-    assert cell.stdout == b"x" + b"\0" * 3000000
+def test_all_output_is_written_before_done(js):
+    # Much more than a pipe holds: the cell's writes, its child's, all in the pipes before done.
+    cell = js.run("process.stdout.write(Buffer.alloc(3000000, 'y'));\n"
+                  "require('child_process').execSync('head -c 3000000 /dev/zero', "
+                  "{stdio: 'inherit'});\n"
+                  "console.error('e'.repeat(1000000));\nundefined", timeout=60)
+    assert cell.error is None
+    assert cell.stdout == b"y" * 3000000 + b"\0" * 3000000
+    assert cell.stderr == b"e" * 1000000 + b"\n"
+
+
+def test_concurrent_interrupts_do_not_break_frames(js):
+    # Interrupts land while results are being made and sent: every frame still parses.
+    js.send("for (let i = 0; i < 20000; i++) display(i);\n"
+            "await null;\nfor (let i = 0; i < 2000; i++) display(i);")
+    stop = threading.Event()
+
+    def pester():
+        while not stop.wait(0.02):
+            js.interrupt()
+
+    t = threading.Thread(target=pester)
+    t.start()
+    try:
+        cell = js.collect(timeout=60)
+    finally:
+        stop.set()
+        t.join()
+    assert cell.error is None or cell.error["name"] == "Interrupted"
+    assert main_result(js.run("40 + 2")) == "42"
 
 
 def test_errors_with_name_value_and_cell_lines(js):
