@@ -177,6 +177,27 @@ def test_interrupt_keeps_the_context(js):
     assert main_result(js.run("kept")) == "'yes'"
 
 
+def test_interrupts_at_cell_boundaries_do_not_kill_the_driver(js):
+    # vm's SIGINT watchdog, started and stopped around each cell, left SIGINT fatal at both
+    # ends: at 200 interrupts a second, short cells killed Node within 20 cells.
+    stop = threading.Event()
+
+    def pester():
+        while not stop.wait(0.005):
+            js.interrupt()
+
+    t = threading.Thread(target=pester)
+    t.start()
+    try:
+        names = [js.run("for (let i = 0; i < 1e5; i++);\n'ok'").error for _ in range(150)]
+    finally:
+        stop.set()
+        t.join()
+    names = {e and e["name"] for e in names}
+    assert names <= {None, "Interrupted"}, names
+    assert main_result(js.run("40 + 2")) == "42"
+
+
 def test_process_exit_ends_the_driver_after_the_cell(js):
     cell = js.run("console.log('last words');\nprocess.exit()")
     assert cell.error is None and cell.stdout == b"last words\n"
