@@ -92,7 +92,8 @@ def test_several_displays_in_one_cell(js):
 def test_stdout_and_stderr_at_the_os_level(js):
     cell = js.run("console.log('log-out', {a: 1}); console.error('log-err');\n"
                   "process.stdout.write('w-out\\n'); process.stderr.write('w-err\\n');\n"
-                  "require('fs').writeSync(1, 'fd-out\\n'); require('fs').writeSync(2, 'fd-err\\n');\n"
+                  "require('fs').writeSync(1, 'fd-out\\n');\n"
+                  "require('fs').writeSync(2, 'fd-err\\n');\n"
                   "require('child_process').execSync('echo sh-out; echo sh-err >&2', "
                   "{stdio: 'inherit'});\nundefined")
     assert cell.error is None
