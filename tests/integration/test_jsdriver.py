@@ -293,7 +293,21 @@ def test_typescript_types_generics_and_state(ts):
     assert main_result(ts.run("const n: number = 'not a number' as any as string as any;\n"
                               "const s: string = 42 as unknown as string;\ns")) == "42"
     assert main_result(ts.run("const w: number = await Promise.resolve(total * 2);\nw")) == "10"
-    assert main_result(ts.run("import * as os from 'os';\ntypeof os.cpus")) == "'function'"
+
+
+@needs_ts
+def test_typescript_imports_stay_for_later_cells(ts):
+    cell = ts.run("import * as os from 'os';\n"
+                  "import path, {\n  join as j,\n  sep } from 'path';\n"
+                  "import { readFileSync } from 'fs';\nimport type { Stats } from 'fs';\n"
+                  "const none: Stats | null = null;\n"
+                  "throw new Error('line 8');")
+    assert "<cell 1>:8:7" in cell.error["traceback"]
+    assert main_result(ts.run("[typeof os.cpus, typeof path.join, j('a', 'b'), sep, "
+                              "typeof readFileSync]")) == \
+        "[ 'function', 'function', 'a/b', '/', 'function' ]"
+    # Importing again works, as in Python.
+    assert main_result(ts.run("import * as os from 'os';\nos.EOL")) == "'\\n'"
 
 
 @needs_ts
