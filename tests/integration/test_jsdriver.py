@@ -200,8 +200,9 @@ def test_interrupts_at_cell_boundaries_do_not_kill_the_driver(js):
 
 
 def test_process_exit_ends_the_driver_after_the_cell(js):
-    cell = js.run("console.log('last words');\nprocess.exit()")
+    cell = js.run("console.log('last words');\ndisplay('shown');\nprocess.exit()")
     assert cell.error is None and cell.stdout == b"last words\n"
+    assert cell.results == [{"ev": "result", "data": {"text/plain": "'shown'"}, "main": False}]
     assert js.proc.wait(10) == 0
     d = js_driver()
     try:
