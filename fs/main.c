@@ -15,8 +15,10 @@
 #include "attach.h"
 #include "config.h"
 #include "ctl.h"
+#include "daemon.h"
 #include "idmap.h"
 #include "log.h"
+#include "mountopts.h"
 #include "ops.h"
 #include "sandbox.h"
 #include "workspace.h"
@@ -27,19 +29,22 @@
 
 struct cmdline {
 	bool foreground, debug, unmount;
-	const char *config, *workspace, *state_dir, *isolation, *fuse_opts, *mountpoint;
+	const char *config, *workspace, *state_dir, *isolation, *network, *source, *mountpoint;
+	struct mountopts opts;
 };
 
 static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: sbxfs [-f] [-d] [-c CONFIG] [--workspace DIR] [--state-dir DIR]\n"
-		"             [--isolation bwrap|none] [-o FUSEOPTS] MOUNTPOINT\n"
+		"             [--isolation bwrap|none] [--network host|none]\n"
+		"             [-o OPT[=VALUE],...] [SOURCE] MOUNTPOINT\n"
 		"       sbxfs -u MOUNTPOINT\n"
 		"       sbxfs attach MOUNTPOINT/sessions/ID/terms/NAME\n"
 		"\n"
 		"Mounts a sandbox at MOUNTPOINT: sessions/ holds shell sessions driven through\n"
-		"control files, workspace/ is the workspace their commands share.\n"
+		"control files, workspace/ is the workspace their commands share (SOURCE, the\n"
+		"same as --workspace SOURCE; mount -t fuse.sbxfs SOURCE MOUNTPOINT runs this).\n"
 		"\n"
 		"  -f                stay in the foreground (default: become a daemon)\n"
 		"  -d                debug: log every FUSE request (implies -f)\n"
@@ -50,7 +55,13 @@ static void usage(FILE *out)
 		"                    unprivileged user, with seccomp, no network, cgroup limits;\n"
 		"                    none: they run as the daemon's user, unconfined, seeing the\n"
 		"                    whole host (only cgroup limits and kills still apply)\n"
-		"  -o FUSEOPTS       extra FUSE mount options (e.g. allow_other)\n"
+		"  --network MODE    host: commands reach the network; none (default): only lo\n"
+		"  -o OPTS           comma-separated: any config key as KEY=VALUE (or\n"
+		"                    SECTION.KEY=VALUE, env.NAME=VALUE), e.g. network=host,\n"
+		"                    memory_max=2G; config=PATH (as -c); syslog (log there);\n"
+		"                    FUSE's mount options (allow_other, nosuid, fsname=...);\n"
+		"                    fstab's own (defaults, nofail, x-*) are ignored.\n"
+		"                    Precedence: the ini file < -o < the flags above\n"
 		"  -u                unmount MOUNTPOINT: its kernel-mounted workspace, then the\n"
 		"                    sandbox (which ends every session)\n"
 		"  -h, --help        this text\n"
@@ -70,10 +81,12 @@ static void parse_cmdline(int argc, char **argv, struct cmdline *cl)
 		{"workspace", required_argument, NULL, 'w'},
 		{"state-dir", required_argument, NULL, 's'},
 		{"isolation", required_argument, NULL, 'i'},
+		{"network", required_argument, NULL, 'n'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
 	};
+	char err[512];
 	int c;
 
 	memset(cl, 0, sizeof(*cl));
@@ -82,16 +95,22 @@ static void parse_cmdline(int argc, char **argv, struct cmdline *cl)
 		case 'f': cl->foreground = true; break;
 		case 'd': cl->debug = cl->foreground = true; break;
 		case 'c': cl->config = optarg; break;
-		case 'o': cl->fuse_opts = optarg; break;
+		case 'o':
+			if (mountopts_add(&cl->opts, optarg, err, sizeof(err)) < 0)
+				fatalx("%s", err);
+			break;
 		case 'u': cl->unmount = true; break;
 		case 'w': cl->workspace = optarg; break;
 		case 's': cl->state_dir = optarg; break;
 		case 'i': cl->isolation = optarg; break;
+		case 'n': cl->network = optarg; break;
 		case 'h': usage(stdout); exit(0);
 		case 'V': printf("sbxfs %s\n", SBXFS_VERSION); exit(0);
 		default: usage(stderr); exit(2);
 		}
 	}
+	if (optind == argc - 2 && !cl->unmount)
+		cl->source = argv[optind++];
 	if (optind != argc - 1) {
 		usage(stderr);
 		exit(2);
@@ -99,9 +118,31 @@ static void parse_cmdline(int argc, char **argv, struct cmdline *cl)
 	cl->mountpoint = argv[optind];
 }
 
+/* A flag's setting, over the file and -o. */
+static void set_flag(struct config *cfg, const char *flag, const char *section, const char *key,
+		     const char *value)
+{
+	char err[512];
+
+	if (value && config_set(cfg, section, key, value, err, sizeof(err)) < 0)
+		fatalx("%s: %s", flag, err);
+}
+
+/* A relative state dir would be lost when the daemon changes to /. */
+static void absolute_state_dir(struct config *cfg)
+{
+	char cwd[PATH_MAX], *abs, err[512];
+
+	if (cfg->state_dir[0] == '/' || !getcwd(cwd, sizeof(cwd)))
+		return;
+	abs = xasprintf("%s/%s", cwd, cfg->state_dir);
+	config_set(cfg, "sbxfs", "state_dir", abs, err, sizeof(err));
+	free(abs);
+}
+
 static void load_config(const struct cmdline *cl, struct config *cfg)
 {
-	const char *path = cl->config;
+	const char *path = cl->config ? cl->config : cl->opts.config;
 	char err[512];
 
 	config_defaults(cfg);
@@ -109,15 +150,16 @@ static void load_config(const struct cmdline *cl, struct config *cfg)
 		path = DEFAULT_CONFIG;
 	if (path && config_load(cfg, path, err, sizeof(err)) < 0)
 		fatalx("%s", err);
-	if (cl->workspace)
-		config_set(cfg, "sbxfs", "workspace", cl->workspace, err, sizeof(err));
-	if (cl->state_dir)
-		config_set(cfg, "sbxfs", "state_dir", cl->state_dir, err, sizeof(err));
-	if (cl->isolation && config_set(cfg, "sandbox", "isolation", cl->isolation, err,
-					sizeof(err)) < 0)
-		fatalx("--isolation: %s (bwrap or none)", err);
+	if (mountopts_apply(&cl->opts, cfg, err, sizeof(err)) < 0)
+		fatalx("-o: %s", err);
+	set_flag(cfg, "SOURCE", "sbxfs", "workspace", cl->source);
+	set_flag(cfg, "--workspace", "sbxfs", "workspace", cl->workspace);
+	set_flag(cfg, "--state-dir", "sbxfs", "state_dir", cl->state_dir);
+	set_flag(cfg, "--isolation", "sandbox", "isolation", cl->isolation);
+	set_flag(cfg, "--network", "sandbox", "network", cl->network);
 	if (cl->debug)
 		cfg->log_level = LOG_LVL_DEBUG;
+	absolute_state_dir(cfg);
 }
 
 static char *absolute(const char *path)
@@ -133,15 +175,19 @@ static struct fuse_session *mount_fs(const struct cmdline *cl, const char *self)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_session *se;
+	char *fsname = xasprintf("fsname=%s", cl->source ? cl->source : "sbxfs"), *opts = NULL;
 	int rc;
 
+	/* mount(8) lists SOURCE as what is mounted, as for any device. */
+	if (fuse_opt_add_opt_escaped(&opts, fsname) < 0 ||
+	    fuse_opt_add_opt(&opts, "default_permissions,subtype=sbxfs") < 0 ||
+	    (cl->opts.fuse && fuse_opt_add_opt(&opts, cl->opts.fuse) < 0))
+		fatalx("out of memory");
+	free(fsname);
 	fuse_opt_add_arg(&args, self);
 	fuse_opt_add_arg(&args, "-o");
-	fuse_opt_add_arg(&args, "default_permissions,fsname=sbxfs,subtype=sbxfs");
-	if (cl->fuse_opts) {
-		fuse_opt_add_arg(&args, "-o");
-		fuse_opt_add_arg(&args, cl->fuse_opts);
-	}
+	fuse_opt_add_arg(&args, opts);
+	free(opts);
 	if (cl->debug)
 		fuse_opt_add_arg(&args, "-d");
 	se = fuse_session_new(&args, &sbx_ops, sizeof(sbx_ops), NULL);
@@ -254,8 +300,10 @@ static void attach_kernel_workspace(int mfd, const char *mountpoint)
 static void log_to_state_dir(const struct config *cfg)
 {
 	char *path = xasprintf("%s/sbxfs.log", cfg->state_dir);
+	int rc = log_open_file("sbxfs", cfg->log_level, path, cfg->log_max);
 
-	log_open_file("sbxfs", cfg->log_level, path, cfg->log_max);
+	if (rc < 0)
+		log_warnx("log file %s: %s", path, strerror(-rc));
 	free(path);
 }
 
@@ -296,13 +344,16 @@ int main(int argc, char **argv)
 	if ((rc = ws_open(cfg.workspace, &wso)) < 0)
 		fatalx("workspace %s: %s", cfg.workspace, strerror(-rc));
 	se = mount_fs(&cl, self);
-	if (fuse_daemonize(cl.foreground) < 0)
-		fatalx("cannot daemonize");
-	if (!cl.foreground)
-		log_to_state_dir(&cfg);
 	mnt_abs = absolute(cl.mountpoint);
+	if (!cl.foreground)
+		daemon_start(mnt_abs);
+	if (cl.opts.syslog)
+		log_open_syslog("sbxfs", cfg.log_level);
+	else if (!cl.foreground)
+		log_to_state_dir(&cfg);
 	if (sandbox_start(mnt_abs, err, sizeof(err)) < 0) {
 		log_warnx("%s", err);
+		daemon_failed(err);
 		if (ws_mfd >= 0)
 			close(ws_mfd);
 		sandbox_stop();
@@ -317,6 +368,7 @@ int main(int argc, char **argv)
 		attach_kernel_workspace(ws_mfd, mnt_abs);
 	else if (ws_why[0])
 		log_warnx("workspace/ is served through FUSE: %s", ws_why);
+	daemon_ready();
 	rc = serve(se);
 	sandbox_stop();
 	wsmount_detach();
@@ -327,6 +379,7 @@ int main(int argc, char **argv)
 	ctlfile_shutdown();
 	ws_close();
 	config_free(&cfg);
+	mountopts_free(&cl.opts);
 	free(self);
 	free(mnt_abs);
 	log_info("unmounted");

@@ -4,9 +4,11 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <syslog.h>
 #include <time.h>
 
 #include "xmalloc.h"
@@ -19,6 +21,7 @@ static FILE *log_out;
 static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
 static char *log_path;
 static unsigned long long log_limit, log_size;
+static bool log_to_syslog;
 
 void log_init(const char *progname, enum log_level level, FILE *out)
 {
@@ -66,6 +69,13 @@ static void emit_line(const char *line, size_t len)
 	pthread_mutex_unlock(&log_mu);
 }
 
+void log_open_syslog(const char *progname, enum log_level level)
+{
+	log_init(progname, level, NULL);
+	openlog(progname, LOG_PID | LOG_NDELAY, LOG_DAEMON);
+	log_to_syslog = true;
+}
+
 int log_level_parse(const char *s, enum log_level *level)
 {
 	static const char *names[] = {"error", "warn", "info", "debug"};
@@ -87,6 +97,15 @@ static void log_vemit(enum log_level level, const char *fmt, va_list ap, const c
 	if (level > log_max)
 		return;
 	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (log_to_syslog) {
+		static const int prio[] = {LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};
+
+		if (err)
+			syslog(prio[level], "%s: %s", msg, err);
+		else
+			syslog(prio[level], "%s", msg);
+		return;
+	}
 	if (err)
 		len = snprintf(line, sizeof(line), "%s: %s: %s\n", log_prog, msg, err);
 	else

@@ -11,6 +11,8 @@ void log_init(const char *progname, enum log_level level, FILE *out);
  * path.1 and a new one starts. -errno if it cannot be opened. */
 int log_open_file(const char *progname, enum log_level level, const char *path,
 		  unsigned long long max);
+/* Logs to syslog (facility daemon) from now on. */
+void log_open_syslog(const char *progname, enum log_level level);
 int log_level_parse(const char *s, enum log_level *level);
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -1,0 +1,93 @@
+/* Becoming a daemon the way mount(8) and service managers expect: the starting process stays
+ * until the mount answers and exits 0, or prints why it failed and exits 1; the daemon leaves
+ * the terminal's session and holds no directory or terminal open. */
+#include "daemon.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "log.h"
+
+static int report_fd = -1; /* the child's end of the pipe to the parent; -1: foreground */
+
+/* The child's message: empty once it serves, else why it failed. */
+static void __attribute__((noreturn)) parent_wait(int fd, pid_t child, const char *mountpoint)
+{
+	char msg[1024];
+	size_t len = 0;
+	ssize_t n;
+	struct stat st;
+	int status;
+
+	while (len < sizeof(msg) - 1 &&
+	       ((n = read(fd, msg + len, sizeof(msg) - 1 - len)) > 0 || (n < 0 && errno == EINTR)))
+		len += n > 0 ? (size_t)n : 0;
+	msg[len] = '\0';
+	if (len == 1 && msg[0] == '\n') {
+		/* The mount's root answered: a request the daemon serves. */
+		if (stat(mountpoint, &st) == 0)
+			exit(0);
+		fatal("the daemon started but %s does not answer", mountpoint);
+	}
+	if (len)
+		fatalx("%s", msg);
+	if (waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status))
+		exit(WEXITSTATUS(status));
+	fatalx("the daemon ended while starting (see its log)");
+}
+
+void daemon_start(const char *mountpoint)
+{
+	int fds[2], null;
+	pid_t pid;
+
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		fatal("pipe");
+	if ((pid = fork()) < 0)
+		fatal("fork");
+	if (pid > 0) {
+		close(fds[1]);
+		parent_wait(fds[0], pid, mountpoint);
+	}
+	close(fds[0]);
+	report_fd = fds[1];
+	if (setsid() < 0)
+		fatal("setsid");
+	if (chdir("/") < 0)
+		fatal("chdir /");
+	if ((null = open("/dev/null", O_RDWR)) < 0)
+		fatal("/dev/null");
+	dup2(null, STDIN_FILENO);
+	dup2(null, STDOUT_FILENO);
+	dup2(null, STDERR_FILENO);
+	if (null > STDERR_FILENO)
+		close(null);
+}
+
+static void report(const char *msg)
+{
+	size_t len = strlen(msg);
+
+	if (report_fd < 0)
+		return;
+	if (write(report_fd, msg, len) != (ssize_t)len)
+		log_warn("cannot tell the starting process");
+	close(report_fd);
+	report_fd = -1;
+}
+
+void daemon_ready(void)
+{
+	report("\n");
+}
+
+void daemon_failed(const char *why)
+{
+	report(why[0] ? why : "failed");
+}
