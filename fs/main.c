@@ -353,11 +353,11 @@ int main(int argc, char **argv)
 		log_to_state_dir(&cfg);
 	if (sandbox_start(mnt_abs, err, sizeof(err)) < 0) {
 		log_warnx("%s", err);
-		daemon_failed(err);
 		if (ws_mfd >= 0)
 			close(ws_mfd);
 		sandbox_stop();
 		fuse_session_unmount(se);
+		daemon_failed(err); /* once unmounted: the starting process's exit says so */
 		return 1;
 	}
 	/* After the launcher started, so that its children keep the limits the daemon got. */
