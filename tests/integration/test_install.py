@@ -3,7 +3,9 @@
 `sbxfs -u` in both workspace modes; the install tree, man pages, systemd unit and deployment
 recipes are checked offline at the end of this file."""
 
+import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -196,3 +198,211 @@ def test_syslog_option_leaves_the_state_log_alone(inst):
     assert res.returncode == 0, res.stderr.decode()
     assert inst.run("echo ok") == b"ok\n"
     assert not (inst.state / "sbxfs.log").exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# The install tree, man pages, systemd unit and deployment recipes, checked offline.
+
+PREFIX_FILES = ["bin/sbxfs", "libexec/sbxfs-launcher", "libexec/sbxfs-git",
+                "libexec/sbxfs-pydriver", "share/man/man1/sbxfs.1",
+                "share/man/man5/sbxfs.ini.5", "lib/systemd/system/sbxfs@.service"]
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """`meson install --destdir` of the build the binary under test comes from: the tree."""
+    build = sbxfs_binary().parent
+    if not (build / "meson-info").is_dir():
+        pytest.skip(f"{build} is not a meson build directory")
+    prefix = subprocess.run(["meson", "introspect", "--buildoptions", str(build)],
+                            capture_output=True, text=True, check=True).stdout
+    prefix = next(o["value"] for o in json.loads(prefix) if o["name"] == "prefix")
+    dest = tmp_path_factory.mktemp("destdir")
+    res = run_proc(["meson", "install", "-C", str(build), "--no-rebuild", "--destdir",
+                    str(dest)], timeout=120)
+    assert res.returncode == 0, res.stderr.decode()[-2000:]
+    return dest, dest / prefix.lstrip("/")
+
+
+@pytest.mark.no_daemon
+def test_meson_install_tree(installed):
+    """sbxfs, its helpers in libexec, the man pages, the unit, and /etc/sbxfs/sbxfs.ini, which
+    a second install leaves as the admin edited it."""
+    dest, prefix = installed
+    for rel in PREFIX_FILES:
+        assert (prefix / rel).is_file(), rel
+    for rel in ("bin/sbxfs", "libexec/sbxfs-launcher", "libexec/sbxfs-git"):
+        assert os.access(prefix / rel, os.X_OK), rel
+    ini = dest / "etc/sbxfs/sbxfs.ini"
+    assert ini.read_text() == (REPO_ROOT / "conf/sbxfs.ini").read_text()
+    ini.write_text("[sandbox]\nnetwork = host\n")
+    build = sbxfs_binary().parent
+    res = run_proc(["meson", "install", "-C", str(build), "--no-rebuild", "--destdir",
+                    str(dest)], timeout=120)
+    assert res.returncode == 0, res.stderr.decode()[-2000:]
+    assert ini.read_text() == "[sandbox]\nnetwork = host\n"
+    # The installed binary finds its installed launcher (no helper next to it) when the
+    # prefix is the real one; here the destdir's: its -h at least runs from there.
+    assert run_proc([str(prefix / "bin/sbxfs"), "-h"]).returncode == 0
+
+
+@pytest.mark.no_daemon
+@pytest.mark.parametrize("page", ["sbxfs.1", "sbxfs.ini.5"])
+def test_man_pages_render_without_warnings(page):
+    path = REPO_ROOT / "conf/man" / page
+    if not shutil.which("groff") or not shutil.which("man"):
+        pytest.skip("groff and man are not installed (packages groff-base, man-db)")
+    res = run_proc(["groff", "-ww", "-mandoc", "-Tutf8", "-z", str(path)])
+    assert res.returncode == 0 and res.stderr == b"", res.stderr.decode()
+    res = run_proc(["man", "--warnings", "-l", str(path)], env=dict(os.environ, MANWIDTH="80"))
+    assert res.returncode == 0 and res.stderr == b"", res.stderr.decode()
+    assert b"SYNOPSIS" in res.stdout or b"DESCRIPTION" in res.stdout
+
+
+@pytest.mark.no_daemon
+def test_man_page_names_every_config_key():
+    """sbxfs.ini(5) lists every key conf/sbxfs.ini documents."""
+    page = (REPO_ROOT / "conf/man/sbxfs.ini.5").read_text()
+    section = None
+    for line in (REPO_ROOT / "conf/sbxfs.ini").read_text().splitlines():
+        if m := re.fullmatch(r"\[(\w+)\]", line):
+            section = m.group(1)
+        elif section != "env" and (m := re.match(r"([a-z_]+) *=", line)):
+            assert re.search(rf"^\.Ss \[{section}\]", page, re.M), section
+            assert re.search(rf"\b{m.group(1)}\b", page), m.group(1)
+
+
+@pytest.mark.no_daemon
+def test_systemd_unit_verifies(installed, tmp_path):
+    """systemd-analyze verify on the installed unit as an instance, its ExecStart pointed at
+    the destdir's binary and man at the destdir's pages: no complaint at all."""
+    if not shutil.which("systemd-analyze"):
+        pytest.skip("systemd-analyze is not installed (package systemd)")
+    dest, prefix = installed
+    unit = (prefix / "lib/systemd/system/sbxfs@.service").read_text()
+    installed_bin = "/" + str((prefix / "bin/sbxfs").relative_to(dest))
+    assert f"ExecStart={installed_bin} " in unit and f"ExecStop={installed_bin} -u %f" in unit
+    instance = subprocess.run(["systemd-escape", "--path", "/mnt/sbx"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+    path = tmp_path / f"sbxfs@{instance}.service"
+    path.write_text(unit.replace(installed_bin, str(prefix / "bin/sbxfs")))
+    res = run_proc(["systemd-analyze", "verify", str(path)],
+                   env=dict(os.environ, MANPATH=str(prefix / "share/man")))
+    assert res.returncode == 0 and res.stderr == b"", res.stderr.decode()
+    for key in ("Type=forking", "NoNewPrivileges=yes", "Delegate=yes", "CapabilityBoundingSet="):
+        assert key in unit, key
+    # Options that would give the service a mount namespace of its own hide the mount.
+    for key in ("ProtectSystem=", "ProtectHome=", "PrivateTmp=", "PrivateDevices=",
+                "RestrictNamespaces="):
+        assert f"\n{key}" not in unit, key
+
+
+def containerfile_instructions(text):
+    """(INSTRUCTION, arguments) of each logical line, continuations joined, comments out."""
+    out, cur = [], ""
+    for line in text.splitlines():
+        if not cur and (not line.strip() or line.lstrip().startswith("#")):
+            continue
+        cur += line.rstrip("\\").strip() + " " if line.endswith("\\") else line.strip()
+        if not line.endswith("\\"):
+            word, _, args = cur.partition(" ")
+            out.append((word, args.strip()))
+            cur = ""
+    assert not cur, "a continuation at the end"
+    return out
+
+
+@pytest.mark.no_daemon
+def test_containerfile_is_well_formed():
+    """Every instruction valid, Debian 12, built with meson, the runtime packages all known to
+    Debian 12's apt (when this machine has its lists), sbxfs in the foreground."""
+    valid = {"FROM", "RUN", "CMD", "LABEL", "EXPOSE", "ENV", "ADD", "COPY", "ENTRYPOINT",
+             "VOLUME", "USER", "WORKDIR", "ARG", "ONBUILD", "STOPSIGNAL", "HEALTHCHECK",
+             "SHELL"}
+    ins = containerfile_instructions((REPO_ROOT / "examples/container/Containerfile").read_text())
+    assert all(w in valid for w, _ in ins), [w for w, _ in ins if w not in valid]
+    froms = [a for w, a in ins if w == "FROM"]
+    assert froms and all(a.split()[0] == "debian:12" for a in froms)
+    runs = " ".join(a for w, a in ins if w == "RUN")
+    assert "meson setup" in runs and "meson install" in runs
+    entry = json.loads(next(a for w, a in ins if w == "ENTRYPOINT"))
+    assert entry[0] == "/usr/bin/sbxfs" and "-f" in entry
+    json.loads(next(a for w, a in ins if w == "CMD"))
+    pkgs = set()
+    for w, a in ins:
+        if w == "RUN" and "apt-get install" in a:
+            tail = a.split("apt-get install", 1)[1].split("&&")[0].split()
+            pkgs |= {p for p in tail if not p.startswith("-")}
+    assert {"fuse3", "bubblewrap", "libfuse3-dev"} <= pkgs
+    if Path("/etc/debian_version").read_text().startswith("12") and shutil.which("apt-cache"):
+        policy = run_proc(["apt-cache", "policy", *sorted(pkgs)]).stdout.decode()
+        known = {name for name, cand in re.findall(
+            r"^(\S+):\n\s+Installed: .*\n\s+Candidate: (.*)$", policy, re.M)
+            if cand != "(none)"}
+        assert pkgs <= known, f"not in Debian 12: {sorted(pkgs - known)}"
+
+
+def yaml_load(path):
+    yaml = pytest.importorskip("yaml", reason="python3-yaml is not installed")
+    return list(yaml.safe_load_all(path.read_text()))
+
+
+@pytest.mark.no_daemon
+def test_compose_shares_the_mount_with_least_privilege():
+    (doc,) = yaml_load(REPO_ROOT / "examples/container/compose.yaml")
+    sbx, agent = doc["services"]["sbxfs"], doc["services"]["agent"]
+    assert sbx["devices"] == ["/dev/fuse"] and sbx["cap_drop"] == ["ALL"]
+    assert "SYS_ADMIN" in sbx["cap_add"] and "NET_ADMIN" not in sbx["cap_add"]
+    assert not sbx.get("privileged")
+    prop = {v["target"]: v["bind"]["propagation"] for v in sbx["volumes"] if v["type"] == "bind"}
+    assert prop == {"/srv/sbx": "rshared"}
+    prop = {v["target"]: v["bind"]["propagation"] for v in agent["volumes"]}
+    assert prop == {"/srv/sbx": "rslave"}
+    assert agent["depends_on"]["sbxfs"]["condition"] == "service_healthy"
+    # The unit's capability list and the container's are the same measured set.
+    unit = (REPO_ROOT / "conf/systemd/sbxfs@.service.in").read_text()
+    caps = next(ln for ln in unit.splitlines() if ln.startswith("CapabilityBoundingSet="))
+    assert {c.removeprefix("CAP_") for c in caps.split("=", 1)[1].split()} == set(sbx["cap_add"])
+
+
+def quantity(q):
+    """A Kubernetes memory quantity or an sbxfs size, in bytes."""
+    units = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "K": 1 << 10, "M": 1 << 20,
+             "G": 1 << 30}
+    for suffix, mult in units.items():
+        if q.endswith(suffix):
+            return int(q[:-len(suffix)]) * mult
+    return int(q)
+
+
+@pytest.mark.no_daemon
+def test_kubernetes_recipe_required_fields():
+    """A StatefulSet whose pod shares an emptyDir between sbxfs (Bidirectional, privileged,
+    as Kubernetes requires) and an agent (HostToContainer), with a readiness probe on the
+    mount and the sandbox's limits (-o) within the container's."""
+    (doc,) = yaml_load(REPO_ROOT / "examples/kubernetes/sbxfs-statefulset.yaml")
+    assert doc["apiVersion"] == "apps/v1" and doc["kind"] == "StatefulSet"
+    spec = doc["spec"]
+    assert spec["selector"]["matchLabels"].items() <= spec["template"]["metadata"]["labels"].items()
+    pod = spec["template"]["spec"]
+    for c in pod["containers"]:
+        assert c["name"] and c["image"]
+    sbx = next(c for c in pod["containers"] if c["name"] == "sbxfs")
+    agent = next(c for c in pod["containers"] if c["name"] == "agent")
+    shared = {v["name"] for v in pod["volumes"] if "emptyDir" in v}
+    mounts = {m["name"]: m for m in sbx["volumeMounts"]}
+    amounts = {m["name"]: m for m in agent["volumeMounts"]}
+    (name,) = shared & set(mounts) & set(amounts)
+    assert mounts[name]["mountPropagation"] == "Bidirectional"
+    assert amounts[name]["mountPropagation"] == "HostToContainer"
+    assert sbx["securityContext"]["privileged"] is True
+    mnt = sbx["args"][1]
+    assert mnt.startswith(mounts[name]["mountPath"] + "/")
+    assert mnt in " ".join(sbx["readinessProbe"]["exec"]["command"])
+    assert sbx["lifecycle"]["preStop"]["exec"]["command"][-2:] == ["-u", mnt]
+    opts = dict(o.split("=", 1) for o in sbx["args"][sbx["args"].index("-o") + 1].split(","))
+    limits = sbx["resources"]["limits"]
+    assert quantity(opts["memory_max"]) < quantity(limits["memory"])
+    assert float(opts["cpu_max"]) <= float(limits["cpu"])
+    claims = {t["metadata"]["name"] for t in spec.get("volumeClaimTemplates", [])}
+    assert set(mounts) - {name} <= claims
