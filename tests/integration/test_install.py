@@ -108,6 +108,23 @@ def test_mount_fuse3_runs_sbxfs_with_source_and_options(inst):
     wait_until(lambda: not inst.pids(), 10, "the daemon to end after sbxfs -u")
 
 
+def test_fstab_line_through_mount(inst):
+    """A real fstab line (in a file of its own, `mount --fstab`) through mount(8), which drops
+    its own options and runs mount.fuse3. mount(8) runs the helper with a fixed PATH, so the
+    line names the binary under test in the type#source form mount.fuse3 also takes."""
+    if not shutil.which("mount.fuse3", path="/usr/sbin:/sbin") or os.geteuid() != 0:
+        pytest.skip("needs root and mount.fuse3 (package fuse3)")
+    opts = ",".join([f"state_dir={inst.state}", "env.FROM=fstab", "nofail", "noauto",
+                     "x-systemd.automount", *inst.isolation_opts()])
+    fstab = inst.tmp / "fstab"
+    fstab.write_text(f"{sbxfs_binary()}#{inst.ws} {inst.mnt} fuse {opts} 0 0\n")
+    res = run_proc(["mount", "--fstab", str(fstab), str(inst.mnt)], timeout=60)
+    assert res.returncode == 0, res.stderr.decode()
+    assert inst.run("echo $FROM") == b"fstab\n"
+    res = inst.unmount()
+    assert res.returncode == 0 and not is_mounted(inst.mnt), res.stderr.decode()
+
+
 @pytest.mark.parametrize("mode", ["kernel", "fuse"])
 def test_daemon_outlives_its_shell_and_sbxfs_u_stops_it(inst, mode):
     """Started without -f from a shell in its own session that then exits: exit code 0 with the
