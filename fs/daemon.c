@@ -4,6 +4,7 @@
 #include "daemon.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,8 +14,10 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "xmalloc.h"
 
 static int report_fd = -1; /* the child's end of the pipe to the parent; -1: foreground */
+static char *pid_path;	   /* written once ready, removed at the end; NULL: foreground */
 
 /* The child's message: empty once it serves, else why it failed. */
 static void __attribute__((noreturn)) parent_wait(int fd, pid_t child, const char *mountpoint)
@@ -42,7 +45,7 @@ static void __attribute__((noreturn)) parent_wait(int fd, pid_t child, const cha
 	fatalx("the daemon ended while starting (see its log)");
 }
 
-void daemon_start(const char *mountpoint)
+void daemon_start(const char *mountpoint, const char *pidfile)
 {
 	int fds[2], null;
 	pid_t pid;
@@ -57,6 +60,7 @@ void daemon_start(const char *mountpoint)
 	}
 	close(fds[0]);
 	report_fd = fds[1];
+	pid_path = xstrdup(pidfile);
 	if (setsid() < 0)
 		fatal("setsid");
 	if (chdir("/") < 0)
@@ -82,9 +86,35 @@ static void report(const char *msg)
 	report_fd = -1;
 }
 
+/* Before the parent exits: systemd reads it then. */
+static void write_pid_file(void)
+{
+	FILE *f;
+	bool ok;
+
+	if (!pid_path)
+		return;
+	if (!(f = fopen(pid_path, "we"))) {
+		log_warn("pid file %s", pid_path);
+		return;
+	}
+	ok = fprintf(f, "%d\n", (int)getpid()) > 0;
+	if (fclose(f) != 0 || !ok)
+		log_warn("pid file %s", pid_path);
+}
+
 void daemon_ready(void)
 {
+	write_pid_file();
 	report("\n");
+}
+
+void daemon_end(void)
+{
+	if (pid_path && unlink(pid_path) < 0 && errno != ENOENT)
+		log_warn("pid file %s", pid_path);
+	free(pid_path);
+	pid_path = NULL;
 }
 
 void daemon_failed(const char *why)

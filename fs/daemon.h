@@ -4,10 +4,12 @@
 
 /* Forks. The parent waits for the child's word and exits: 0 once MOUNTPOINT answers, 1 with
  * the child's error message otherwise. The child returns, in a session of its own, in /, with
- * stdio on /dev/null. */
-void daemon_start(const char *mountpoint);
-/* The child tells the parent it serves (a no-op in the foreground). */
+ * stdio on /dev/null; it will write its pid to PIDFILE once ready (for systemd's PIDFile=). */
+void daemon_start(const char *mountpoint, const char *pidfile);
+/* The child writes its pid file and tells the parent it serves (a no-op in the foreground). */
 void daemon_ready(void);
+/* Removes the pid file at the daemon's end. */
+void daemon_end(void);
 /* The child tells the parent why it does not start (the parent prints it). */
 void daemon_failed(const char *why);
 

@@ -345,8 +345,12 @@ int main(int argc, char **argv)
 		fatalx("workspace %s: %s", cfg.workspace, strerror(-rc));
 	se = mount_fs(&cl, self);
 	mnt_abs = absolute(cl.mountpoint);
-	if (!cl.foreground)
-		daemon_start(mnt_abs);
+	if (!cl.foreground) {
+		char *pidfile = xasprintf("%s/sbxfs.pid", cfg.state_dir);
+
+		daemon_start(mnt_abs, pidfile);
+		free(pidfile);
+	}
 	if (cl.opts.syslog)
 		log_open_syslog("sbxfs", cfg.log_level);
 	else if (!cl.foreground)
@@ -378,6 +382,7 @@ int main(int argc, char **argv)
 	fuse_session_destroy(se);
 	ctlfile_shutdown();
 	ws_close();
+	daemon_end();
 	config_free(&cfg);
 	mountopts_free(&cl.opts);
 	free(self);

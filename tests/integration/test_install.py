@@ -138,6 +138,7 @@ def test_daemon_outlives_its_shell_and_sbxfs_u_stops_it(inst, mode):
     assert res.returncode == 0 and rcfile.read_text() == "0\n", res.stderr.decode()
     assert "sessions" in bounded(os.listdir, inst.mnt)  # answers at once
     pid = daemon_pid(inst)
+    assert (inst.state / "sbxfs.pid").read_text() == f"{pid}\n"  # systemd's PIDFile=
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     assert int(fields[3]) == pid, "the daemon leads a session of its own"
@@ -154,6 +155,7 @@ def test_daemon_outlives_its_shell_and_sbxfs_u_stops_it(inst, mode):
     assert res.returncode == 0, res.stderr.decode()
     assert not is_mounted(inst.mnt / "workspace") and not is_mounted(inst.mnt)
     wait_until(lambda: not inst.pids(), 10, "the daemon to end after sbxfs -u")
+    assert not (inst.state / "sbxfs.pid").exists()
 
 
 def start(inst, *args, timeout=60):
@@ -306,7 +308,8 @@ def test_systemd_unit_verifies(installed, tmp_path):
     res = run_proc(["systemd-analyze", "verify", str(path)],
                    env=dict(os.environ, MANPATH=str(prefix / "share/man")))
     assert res.returncode == 0 and res.stderr == b"", res.stderr.decode()
-    for key in ("Type=forking", "NoNewPrivileges=yes", "Delegate=yes", "CapabilityBoundingSet="):
+    for key in ("Type=forking", "PIDFile=/var/lib/sbxfs/%i/state/sbxfs.pid", "NoNewPrivileges=yes",
+                "Delegate=yes", "CapabilityBoundingSet="):
         assert key in unit, key
     # Options that would give the service a mount namespace of its own hide the mount.
     for key in ("ProtectSystem=", "ProtectHome=", "PrivateTmp=", "PrivateDevices=",
