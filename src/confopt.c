@@ -9,6 +9,8 @@
 
 #include "xmalloc.h"
 
+/* A key added to src/config.c and conf/sbxfs.ini goes here too: test_confopt checks the table
+ * against conf/sbxfs.ini and sets each key by its example. */
 const struct config_key config_keys[] = {
     {"sbxfs", "workspace", "/srv/ws", NULL},
     {"sbxfs", "state_dir", "/srv/state", NULL},
