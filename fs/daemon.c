@@ -4,8 +4,8 @@
 #include "daemon.h"
 
 #include <errno.h>
-#include <stdbool.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +19,7 @@
 static int report_fd = -1; /* the child's end of the pipe to the parent; -1: foreground */
 static char *pid_path;	   /* written once ready, removed at the end; NULL: foreground */
 
-/* The child's message: empty once it serves, else why it failed. */
+/* The child's word: a newline once it serves, else why it failed, or nothing if it died. */
 static void __attribute__((noreturn)) parent_wait(int fd, pid_t child, const char *mountpoint)
 {
 	char msg[1024];
@@ -28,7 +28,9 @@ static void __attribute__((noreturn)) parent_wait(int fd, pid_t child, const cha
 	struct stat st;
 	int status;
 
-	while (len < sizeof(msg) - 1 &&
+	/* Up to the ready byte, or the whole message: not to EOF, which a child the daemon forked
+	 * and did not exec could hold off. */
+	while (len < sizeof(msg) - 1 && !(len && msg[0] == '\n') &&
 	       ((n = read(fd, msg + len, sizeof(msg) - 1 - len)) > 0 || (n < 0 && errno == EINTR)))
 		len += n > 0 ? (size_t)n : 0;
 	msg[len] = '\0';
