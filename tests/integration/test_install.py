@@ -260,9 +260,28 @@ def test_meson_install_tree(installed):
                     str(dest)], timeout=120)
     assert res.returncode == 0, res.stderr.decode()[-2000:]
     assert ini.read_text() == "[sandbox]\nnetwork = host\n"
-    # The installed binary finds its installed launcher (no helper next to it) when the
-    # prefix is the real one; here the destdir's: its -h at least runs from there.
-    assert run_proc([str(prefix / "bin/sbxfs"), "-h"]).returncode == 0
+    assert b"-o OPTS" in run_proc([str(prefix / "bin/sbxfs"), "-h"]).stdout
+
+
+def test_installed_sbxfs_finds_its_helpers_in_libexec(installed, inst):
+    """The installed tree at its real prefix (bound there in a mount namespace of the test's
+    own, so nothing else sees it): with no helper next to bin/sbxfs, the launcher comes from
+    libexec, and a session runs."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("needs root and unshare(1) for a private mount namespace")
+    dest, prefix = installed
+    real = "/" + str(prefix.relative_to(dest))
+    assert not (prefix / "bin/sbxfs-launcher").exists()
+    sbx = f"{real}/bin/sbxfs"
+    session = inst.mnt / "sessions/a"
+    script = (f"mount --bind '{prefix}' '{real}' && "
+              f"'{sbx}' '{inst.ws}' '{inst.mnt}' -o "
+              f"'{','.join([f'state_dir={inst.state}', *inst.isolation_opts()])}' && "
+              f"mkdir '{session}' && echo 'echo installed' > '{session}/cmd' && "
+              f"cat '{session}/stdout'; rc=$?; '{sbx}' -u '{inst.mnt}'; exit $rc")
+    res = run_proc(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+                   timeout=60)
+    assert res.returncode == 0 and res.stdout == b"installed\n", res.stderr.decode()
 
 
 @pytest.mark.no_daemon
