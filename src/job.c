@@ -142,10 +142,7 @@ size_t job_list(struct session *s, struct job_info **v)
 /* Signals the whole tree; without a cgroup, the process group. */
 static void signal_tree(struct job *j, int sig)
 {
-	if (j->cg)
-		cgroup_signal(j->cg, 0, sig);
-	else
-		launch_signal(&j->proc, sig, true);
+	launch_signal_tree(&j->proc, j->cg, sig);
 }
 
 static void job_timer_fired(struct loop_timer *t);

@@ -671,6 +671,17 @@ void launch_signal(struct proc *p, int sig, bool group)
 	queue_msg(om);
 }
 
+/* Its whole tree: its cgroup's processes, or without one its session (pgrp). A process the
+ * launcher has not reported started may not be in its cgroup yet, so the launcher, which reads
+ * this after the start, signals it too. */
+void launch_signal_tree(struct proc *p, struct cgroup *cg, int sig)
+{
+	if (!cg || !p->pid)
+		launch_signal(p, sig, true);
+	if (cg)
+		cgroup_signal(cg, 0, sig);
+}
+
 void launch_detach(struct proc *p)
 {
 	if (p->id)

@@ -61,6 +61,9 @@ void launch_hold(struct hold *h, int fd);
 /* The launcher closes the held fd; no callback comes for h after this. */
 void launch_drop(struct hold *h);
 void launch_signal(struct proc *p, int sig, bool group);
+/* sig to p's tree: its cgroup cg, or without one (NULL) its session; never lost to a start
+ * still under way. */
+void launch_signal_tree(struct proc *p, struct cgroup *cg, int sig);
 /* The caller forgets p: no callback will come for it. */
 void launch_detach(struct proc *p);
 /* Core lock held: the daemon's own child pid (not the launcher's) is reaped here too;

@@ -107,12 +107,26 @@ static void child_reset_nofile(void)
 	}
 }
 
-/* Joining before exec means nothing the program forks can start outside its group. */
+/* Joining before exec means nothing the program forks can start outside its group. The
+ * parent moves it there too before it reports the start (see parent_join_cgroups). */
 static void child_join_cgroups(const int *cgfds, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++)
 		if (write(cgfds[i], "0", 1) < 0)
 			dprintf(2, "sbxfs-launcher: cannot join cgroup: %s\n", strerror(errno));
+}
+
+/* The child is in its groups when its STARTED goes out, so a signal to a group that follows the
+ * report reaches it, whichever of the two runs first. */
+static void parent_join_cgroups(pid_t pid, const int *cgfds, uint32_t n)
+{
+	char num[16];
+	int len = snprintf(num, sizeof(num), "%d", (int)pid);
+
+	for (uint32_t i = 0; i < n; i++)
+		if (write(cgfds[i], num, (size_t)len) < 0)
+			dprintf(2, "sbxfs-launcher: cannot move %d to its cgroup: %s\n", (int)pid,
+				strerror(errno));
 }
 
 static void __attribute__((noreturn)) child_exec(struct msg *m, const int *fds)
@@ -280,7 +294,7 @@ static void do_drop(struct msg *m)
  * stdio is its slave three times, before them. */
 static void do_start(struct msg *m)
 {
-	uint32_t got = m->nfds + m->ncg;
+	uint32_t got = m->nfds + m->ncg, ncg = m->ncg;
 	int fds[MSG_MAXFDS + 3], master = -1, slave = -1, rc;
 	pid_t pid;
 
@@ -300,6 +314,8 @@ static void do_start(struct msg *m)
 	pid = fork();
 	if (pid == 0)
 		child_exec(m, master >= 0 ? fds : fds + 3);
+	if (pid > 0)
+		parent_join_cgroups(pid, fds + 3 + got - ncg, ncg);
 	for (uint32_t i = 0; i < got; i++)
 		close(fds[3 + i]);
 	if (slave >= 0)

@@ -142,10 +142,7 @@ size_t term_list(struct session *s, struct term_info **v)
 /* Core lock held: the whole tree; without a cgroup, the program's session (its pgrp). */
 static void signal_tree(struct term *t, int sig)
 {
-	if (t->cg)
-		cgroup_signal(t->cg, 0, sig);
-	else
-		launch_signal(&t->proc, sig, true);
+	launch_signal_tree(&t->proc, t->cg, sig);
 }
 
 static void grace_fired(struct loop_timer *lt)
