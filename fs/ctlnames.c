@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "ctl.h"
+#include "ctxfs.h"
 #include "ctltree_priv.h"
 #include "job.h"
 #include "run.h"
@@ -41,6 +42,8 @@ static void lookup_root(fuse_req_t req, const char *name)
 		reply_entry(req, ctl_ino(0, K_SESSIONS, 0), FIXED_TIMEOUT);
 	} else if (strcmp(name, "procs") == 0) {
 		reply_entry(req, ctl_ino(0, K_ALLJOBS, 0), FIXED_TIMEOUT);
+	} else if (strcmp(name, "contexts") == 0) {
+		ctxfs_root_entry(req);
 	} else if (strcmp(name, "workspace") == 0) {
 		rc = ws_root_entry(&e);
 		if (rc < 0)
@@ -342,6 +345,7 @@ void ctl_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	snap_add(d, "..", parent_of(ino), S_IFDIR);
 	if (k == K_ROOT) {
 		snap_add(d, "README", ctl_ino(0, K_README, 0), S_IFREG);
+		snap_add(d, "contexts", ctxfs_root_ino(), S_IFDIR);
 		snap_add(d, "env", ctl_ino(0, K_ROOTENV, 0), S_IFREG);
 		snap_add(d, "limits", ctl_ino(0, K_LIMITS, 0), S_IFREG);
 		snap_add(d, "procs", ctl_ino(0, K_ALLJOBS, 0), S_IFDIR);
@@ -376,6 +380,13 @@ static void plus_entry(const struct dirent_snap *de, struct fuse_entry_param *e)
 	e->attr.st_mode = de->mode;
 	if (!strcmp(de->name, ".") || !strcmp(de->name, ".."))
 		return;
+	if (ctx_is_ino(de->ino)) {
+		if (ctxfs_stat(de->ino, &e->attr, NULL, false) == 0) {
+			e->ino = de->ino;
+			e->entry_timeout = FIXED_TIMEOUT;
+		}
+		return;
+	}
 	if (ws_is_ino(de->ino)) {
 		if (ws_root_entry(e) < 0)
 			memset(e, 0, sizeof(*e));

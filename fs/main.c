@@ -15,6 +15,7 @@
 #include "attach.h"
 #include "config.h"
 #include "ctl.h"
+#include "ctxfs.h"
 #include "daemon.h"
 #include "idmap.h"
 #include "log.h"
@@ -381,6 +382,7 @@ int main(int argc, char **argv)
 	ws_detach_session(se);
 	fuse_session_destroy(se);
 	ctlfile_shutdown();
+	ctxfile_shutdown();
 	ws_close();
 	daemon_end();
 	config_free(&cfg);

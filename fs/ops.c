@@ -9,10 +9,12 @@
 #include <string.h>
 
 #include "ctl.h"
+#include "ctxfs.h"
 #include "workspace.h"
 #include "xmalloc.h"
 
 #define WS(ino) ws_is_ino(ino)
+#define CTX(ino) ctx_is_ino(ino)
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
@@ -24,6 +26,8 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	if (WS(parent))
 		ws_ops.lookup(req, parent, name);
+	else if (CTX(parent))
+		ctxfs_lookup(req, parent, name);
 	else
 		ctl_lookup(req, parent, name);
 }
@@ -61,6 +65,8 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 			fuse_reply_err(req, -rc);
 		else
 			fuse_reply_attr(req, &st, ROOT_ATTR_TIMEOUT);
+	} else if (CTX(ino)) {
+		ctxfs_getattr(req, ino, fi);
 	} else {
 		ctl_getattr(req, ino, fi);
 	}
@@ -71,6 +77,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 {
 	if (WS(ino))
 		ws_ops.setattr(req, ino, attr, to_set, fi);
+	else if (CTX(ino))
+		ctxfs_setattr(req, ino, attr, to_set, fi);
 	else
 		ctl_setattr(req, ino, attr, to_set, fi);
 }
@@ -79,6 +87,8 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 {
 	if (WS(ino))
 		ws_ops.readlink(req, ino);
+	else if (CTX(ino))
+		fuse_reply_err(req, EINVAL);
 	else
 		ctl_readlink(req, ino);
 }
@@ -96,6 +106,8 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 {
 	if (WS(parent))
 		ws_ops.mkdir(req, parent, name, mode);
+	else if (CTX(parent))
+		ctxfs_mkdir(req, parent, name);
 	else
 		ctl_mkdir(req, parent, name, mode);
 }
@@ -112,6 +124,8 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	if (WS(parent))
 		ws_ops.rmdir(req, parent, name);
+	else if (CTX(parent))
+		ctxfs_rmdir(req, parent, name);
 	else
 		ctl_rmdir(req, parent, name);
 }
@@ -145,6 +159,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	if (WS(ino))
 		ws_ops.open(req, ino, fi);
+	else if (CTX(ino))
+		ctxfile_open(req, ino, fi);
 	else
 		ctl_open(req, ino, fi);
 }
@@ -154,6 +170,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	if (WS(ino))
 		ws_ops.read(req, ino, size, off, fi);
+	else if (CTX(ino))
+		ctxfile_read(req, size, off, fi);
 	else
 		ctl_read(req, ino, size, off, fi);
 }
@@ -171,13 +189,18 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 		return;
 	}
 	if (in->count == 1 && !(in->buf[0].flags & FUSE_BUF_IS_FD)) {
-		ctl_write(req, ino, in->buf[0].mem, in->buf[0].size, off, fi);
+		if (CTX(ino))
+			ctxfile_write(req, in->buf[0].mem, in->buf[0].size, fi);
+		else
+			ctl_write(req, ino, in->buf[0].mem, in->buf[0].size, off, fi);
 		return;
 	}
 	mem.buf[0].mem = xmalloc(size);
 	n = fuse_buf_copy(&mem, in, 0);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
+	else if (CTX(ino))
+		ctxfile_write(req, mem.buf[0].mem, (size_t)n, fi);
 	else
 		ctl_write(req, ino, mem.buf[0].mem, (size_t)n, off, fi);
 	free(mem.buf[0].mem);
@@ -187,6 +210,8 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	if (WS(ino))
 		ws_ops.flush(req, ino, fi);
+	else if (CTX(ino))
+		ctxfile_flush(req, fi);
 	else
 		ctl_flush(req, ino, fi);
 }
@@ -195,6 +220,8 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
 	if (WS(ino))
 		ws_ops.release(req, ino, fi);
+	else if (CTX(ino))
+		ctxfile_release(req, fi);
 	else
 		ctl_release(req, ino, fi);
 }
@@ -211,6 +238,8 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
 	if (WS(ino))
 		ws_ops.opendir(req, ino, fi);
+	else if (CTX(ino))
+		ctxfs_opendir(req, ino, fi);
 	else
 		ctl_opendir(req, ino, fi);
 }
@@ -220,6 +249,8 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	if (WS(ino))
 		ws_ops.readdir(req, ino, size, off, fi);
+	else if (CTX(ino))
+		ctxfs_readdir(req, size, off, fi, false);
 	else
 		ctl_readdir(req, ino, size, off, fi);
 }
@@ -229,6 +260,8 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 {
 	if (WS(ino))
 		ws_ops.readdirplus(req, ino, size, off, fi);
+	else if (CTX(ino))
+		ctxfs_readdir(req, size, off, fi, true);
 	else
 		ctl_readdirplus(req, ino, size, off, fi);
 }
@@ -237,6 +270,8 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 {
 	if (WS(ino))
 		ws_ops.releasedir(req, ino, fi);
+	else if (CTX(ino))
+		ctxfs_releasedir(req, fi);
 	else
 		ctl_releasedir(req, ino, fi);
 }
@@ -310,6 +345,10 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 static void op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		    struct fuse_pollhandle *ph)
 {
+	if (CTX(ino)) {
+		ctxfile_poll(req, fi, ph);
+		return;
+	}
 	if (!WS(ino)) {
 		ctl_poll(req, ino, fi, ph);
 		return;

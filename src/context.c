@@ -26,13 +26,16 @@ static uint32_t next_serial = 1;
 
 static const char *const lang_names[] = {"python", "javascript", "typescript"};
 
-void contexts_init(const struct config *cfg, const char *spool_dir, const char *workspace,
-		   const char *self_exe)
+void contexts_set_exe(const char *self_exe)
+{
+	ctxdriver_set_dir(self_exe);
+}
+
+void contexts_init(const struct config *cfg, const char *spool_dir, const char *workspace)
 {
 	ctx_cfg = cfg;
 	ctx_spool_dir = xstrdup(spool_dir);
 	ctx_workspace = xstrdup(workspace);
-	ctxdriver_set_dir(self_exe);
 }
 
 void context_ref(struct context *c)
@@ -96,7 +99,7 @@ static int create_locked(const char *name)
 
 	if (find_locked(name, 0))
 		return -EEXIST;
-	if (ncontexts >= CONTEXT_MAX || next_serial >= (1u << 22))
+	if (ncontexts >= CONTEXT_MAX || next_serial >= (1u << 19))
 		return -ENOSPC;
 	c = xcalloc(1, sizeof(*c));
 	c->refs = 1; /* the table's */
@@ -179,8 +182,19 @@ void contexts_shutdown(void)
 	struct context *c;
 
 	core_lock();
-	while ((c = TAILQ_FIRST(&contexts)))
+	while ((c = TAILQ_FIRST(&contexts))) {
+		context_ref(c);
 		forget(c);
+		if (c->current) {
+			cell_finish(c->current, CELL_KILLED);
+			c->current = NULL;
+		}
+		ctxdriver_abandon(c);
+		/* Now, not when the last open file lets go: the sandbox's group goes next. */
+		cgroup_destroy(c->cg);
+		c->cg = NULL;
+		context_unref(c);
+	}
 	core_unlock();
 	free(ctx_spool_dir);
 	free(ctx_workspace);
@@ -294,7 +308,7 @@ int parse_timeout(const char *text, uint64_t *ms)
 }
 
 /* Core lock held (c given): the env edits checked against the env they would make. */
-static int set_env(struct context *c, const char *buf, size_t len)
+static int set_env(struct context *c, const char *buf, size_t len, bool apply)
 {
 	struct envedits ed;
 	struct envlist env;
@@ -305,15 +319,16 @@ static int set_env(struct context *c, const char *buf, size_t len)
 	context_env(c, &env);
 	rc = envlist_check_edits(&env, &ed, ctx_cfg->env_value_max, ctx_cfg->env_max);
 	envlist_free(&env);
-	if (rc == 0)
+	if (rc == 0 && apply)
 		envedits_append(&c->env, &ed);
 out:
 	envedits_free(&ed);
 	return rc;
 }
 
-/* Core lock held if c is given; c NULL only checks the text. */
-static int set_locked(struct context *c, enum context_attr a, const char *buf, size_t len)
+/* Core lock held if c is given; c NULL only checks the text; apply false only checks. */
+static int set_locked(struct context *c, enum context_attr a, const char *buf, size_t len,
+		      bool apply)
 {
 	char text[PATH_MAX];
 	enum ctx_lang lang;
@@ -326,7 +341,7 @@ static int set_locked(struct context *c, enum context_attr a, const char *buf, s
 	if (c && a != CA_TIMEOUT && c->submitted)
 		return -EBUSY;
 	if (a == CA_ENV)
-		return set_env(c, buf, len);
+		return set_env(c, buf, len, apply);
 	if ((rc = one_value(buf, len, text, sizeof(text))) < 0)
 		return rc;
 	if (a == CA_LANGUAGE) {
@@ -335,34 +350,45 @@ static int set_locked(struct context *c, enum context_attr a, const char *buf, s
 		if ((rc = ctxdriver_resolve(lang, &path)) < 0)
 			return rc;
 		free(path);
-		if (c)
+		if (c && apply)
 			c->lang = lang;
 	} else if (a == CA_CWD) {
 		if (text[0] != '/')
 			return -EINVAL;
-		if (c) {
+		if (c && apply) {
 			free(c->cwd);
 			c->cwd = xstrdup(text);
 		}
 	} else {
 		if ((rc = parse_timeout(text, &ms)) < 0)
 			return rc;
-		if (c)
+		if (c && apply)
 			c->timeout_ms = ms;
 	}
 	return 0;
 }
 
-int context_set_attr(struct context *c, enum context_attr a, const char *buf, size_t len)
+static int set_attr(struct context *c, enum context_attr a, const char *buf, size_t len,
+		    bool apply)
 {
 	int rc;
 
 	if (!c)
-		return set_locked(NULL, a, buf, len);
+		return set_locked(NULL, a, buf, len, false);
 	core_lock();
-	rc = set_locked(c, a, buf, len);
+	rc = set_locked(c, a, buf, len, apply);
 	core_unlock();
 	return rc;
+}
+
+int context_set_attr(struct context *c, enum context_attr a, const char *buf, size_t len)
+{
+	return set_attr(c, a, buf, len, true);
+}
+
+int context_check_attr(struct context *c, enum context_attr a, const char *buf, size_t len)
+{
+	return set_attr(c, a, buf, len, false);
 }
 
 static const char *driver_state(const struct context *c)

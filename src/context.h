@@ -30,10 +30,10 @@ struct context_info {
 
 enum context_attr { CA_LANGUAGE, CA_CWD, CA_ENV, CA_TIMEOUT };
 
-/* workspace: the workspace as the sandbox sees it (the default cwd); self_exe: where the
- * drivers are looked for (next to it, then in libexec). */
-void contexts_init(const struct config *cfg, const char *spool_dir, const char *workspace,
-		   const char *self_exe);
+/* Drivers are looked for next to self_exe, then in libexec. */
+void contexts_set_exe(const char *self_exe);
+/* workspace: the workspace as the sandbox sees it (the default cwd and HOME). */
+void contexts_init(const struct config *cfg, const char *spool_dir, const char *workspace);
 void contexts_shutdown(void);
 
 /* -EINVAL for a bad name, -EEXIST, -ENOSPC past CONTEXT_MAX. */
@@ -58,6 +58,9 @@ char *context_attr(struct context *c, enum context_attr a, size_t *len);
  * cwd: -EINVAL not absolute; env: -EINVAL bad line, -EFBIG past the env bounds; timeout:
  * -EINVAL not a number of ms. */
 int context_set_attr(struct context *c, enum context_attr a, const char *buf, size_t len);
+
+/* What context_set_attr would answer, touching nothing. */
+int context_check_attr(struct context *c, enum context_attr a, const char *buf, size_t len);
 
 /* Queues a cell; its number to *n. -EINVAL for a NUL byte, -EILSEQ for code that is not
  * UTF-8, -EFBIG over CONTEXT_CODE_MAX, -EAGAIN with CONTEXT_QUEUE_MAX cells waiting, -ENOENT

@@ -98,5 +98,7 @@ void ctxdriver_kill(struct context *c, enum drv_kill why);
 /* Moves what its pipes hold into the current cell's spools (or the note). */
 void ctxdriver_drain(struct context *c);
 void ctxdriver_set_dir(const char *self_exe);
+/* Unmount: kills it and forgets it at once (no exit callback will come). */
+void ctxdriver_abandon(struct context *c);
 
 #endif

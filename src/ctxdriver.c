@@ -363,6 +363,20 @@ void ctxdriver_signal(struct context *c, int sig)
 		launch_signal(&c->drv.proc, sig, false);
 }
 
+void ctxdriver_abandon(struct context *c)
+{
+	if (!c->drv.running)
+		return;
+	ctxdriver_kill(c, DK_KILLED);
+	launch_detach(&c->drv.proc);
+	close_all(&c->drv);
+	c->drv.running = false;
+	c->drv.st = DRV_NONE;
+	free(c->drv.kill_why);
+	c->drv.kill_why = NULL;
+	context_unref(c); /* the running driver's reference */
+}
+
 void ctxdriver_kill(struct context *c, enum drv_kill why)
 {
 	struct ctxdriver *d = &c->drv;

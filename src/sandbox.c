@@ -21,6 +21,7 @@
 #include "bwrap.h"
 #include "cgmem.h"
 #include "cgroup.h"
+#include "context.h"
 #include "fdres.h"
 #include "filter.h"
 #include "gitrun.h"
@@ -157,6 +158,7 @@ int sandbox_prepare(struct config *c, const char *self_exe, char *err, size_t er
 	launcher = cfg->launcher[0] ? xstrdup(cfg->launcher)
 				    : find_helper(self_exe, "sbxfs-launcher");
 	git_helper = find_helper(self_exe, "sbxfs-git");
+	contexts_set_exe(self_exe);
 	if (access(launcher, X_OK) < 0) {
 		rc = -errno;
 		snprintf(err, errlen, "launcher %s: %s", launcher, strerror(-rc));
@@ -447,6 +449,7 @@ int sandbox_start(const char *mnt, char *err, size_t errlen)
 	/* As the sandbox's user, it reaches the workspace where bwrap does (the staged bind). */
 	gitrun_init(git_helper, staged_ws ? staged_ws : cfg->workspace, inside_workspace(),
 		    cfg->isolate && getuid() == 0 ? &identity : NULL);
+	contexts_init(cfg, spool_dir, inside_workspace());
 	if ((rc = session_create(SESSION_DEFAULT, NULL, NULL)) < 0) {
 		snprintf(err, errlen, "default session: %s", strerror(-rc));
 		return rc;
@@ -463,6 +466,7 @@ int sandbox_start(const char *mnt, char *err, size_t errlen)
 
 void sandbox_stop(void)
 {
+	contexts_shutdown();
 	sessions_shutdown();
 	loop_stop();
 	launch_shutdown();

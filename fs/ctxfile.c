@@ -1,0 +1,505 @@
+/* Open files of contexts/ (see ctxfs.h): what each binds and renders at open, reads (snapshots,
+ * output streams parked at their end, result and error parked until the cell ends), writes
+ * checked at write() and applied at close all or nothing, the code file's run handle, poll. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+
+#include "cell.h"
+#include "context.h"
+#include "ctxfs.h"
+#include "park.h"
+#include "run.h"
+#include "xmalloc.h"
+
+/* Bytes a one-value file (language, cwd, timeout) or ctl may be given in one open. */
+#define SMALL_WRITE_MAX 4096
+
+struct xfh {
+	enum ctx_kind kind;
+	int refs;
+	struct context *c;
+	struct cell *cell;   /* a cell's file: the cell when opened (the latest for n 0) */
+	char *snap;          /* what a snapshot reads back; result and error once rendered */
+	size_t snaplen;
+	pthread_mutex_t lock;
+	char *wbuf;
+	size_t wlen;
+	int werr;            /* the first failed write: nothing of this open applies */
+	bool handle;         /* code opened read-write: a read submits and answers N */
+	char answer[16];
+	size_t anslen, ansoff;
+	off_t pos;           /* end of the last stream read, for poll */
+	struct fuse_pollhandle *ph;
+	bool poll_armed;
+	struct waiter pollw;
+	LIST_ENTRY(xfh) link;
+};
+
+static LIST_HEAD(, xfh) open_files = LIST_HEAD_INITIALIZER(open_files);
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct xfh *xfh_of(struct fuse_file_info *fi)
+{
+	return (struct xfh *)(uintptr_t)fi->fh;
+}
+
+static bool is_stream(enum ctx_kind k)
+{
+	return k == X_STDOUT || k == X_STDERR;
+}
+
+static bool is_awaited(enum ctx_kind k)
+{
+	return k == X_RESULT || k == X_ERROR;
+}
+
+static bool is_writable(enum ctx_kind k)
+{
+	return k == X_LANGUAGE || k == X_CWD || k == X_ENV || k == X_TIMEOUT || k == X_CTL ||
+	       k == X_CODE;
+}
+
+static enum context_attr attr_of(enum ctx_kind k)
+{
+	return k == X_LANGUAGE ? CA_LANGUAGE : k == X_CWD ? CA_CWD : k == X_ENV ? CA_ENV : CA_TIMEOUT;
+}
+
+static void xfh_free(struct xfh *fh)
+{
+	if (fh->ph)
+		fuse_pollhandle_destroy(fh->ph);
+	if (fh->cell)
+		cell_unref(fh->cell);
+	if (fh->c)
+		context_unref(fh->c);
+	pthread_mutex_destroy(&fh->lock);
+	free(fh->snap);
+	free(fh->wbuf);
+	free(fh);
+}
+
+static void xfh_unref(struct xfh *fh)
+{
+	if (__atomic_sub_fetch(&fh->refs, 1, __ATOMIC_ACQ_REL) > 0)
+		return;
+	pthread_mutex_lock(&open_lock);
+	LIST_REMOVE(fh, link);
+	pthread_mutex_unlock(&open_lock);
+	xfh_free(fh);
+}
+
+/* What a snapshot file reads back, rendered at open. */
+static int render(struct xfh *fh, fuse_ino_t ino)
+{
+	char name[CONTEXT_NAME_MAX + 2];
+	int rc;
+
+	switch (fh->kind) {
+	case X_CLONE:
+		if ((rc = context_clone(name)) < 0)
+			return rc;
+		fh->snap = xasprintf("%s\n", name);
+		fh->snaplen = strlen(fh->snap);
+		return 0;
+	case X_LANGUAGE:
+	case X_CWD:
+	case X_ENV:
+	case X_TIMEOUT:
+		fh->snap = context_attr(fh->c, attr_of(fh->kind), &fh->snaplen);
+		return 0;
+	case X_STATUS:
+		fh->snap = context_status(fh->c, &fh->snaplen);
+		return 0;
+	case X_CSTATUS:
+		if (fh->cell)
+			fh->snap = cell_status(fh->cell, &fh->snaplen);
+		return 0;
+	case X_CODE:
+		if (fh->cell)
+			fh->snap = xmemdup(fh->cell->run->cmd, fh->snaplen = fh->cell->run->cmdlen);
+		return 0;
+	case X_RESFILE:
+		return fh->cell ? cell_result_file(fh->cell, ctx_ino_res(ino), ctx_ino_fmt(ino),
+						   &fh->snap, &fh->snaplen)
+				: -ENOENT;
+	default:
+		return 0;
+	}
+}
+
+void ctxfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	enum ctx_kind k = ctx_ino_kind(ino);
+	int acc = fi->flags & O_ACCMODE, rc;
+	struct xfh *fh;
+
+	if (k >= X_MAX || k == X_DIR || k == X_CTX || k == X_CELLS || k == X_CELLDIR ||
+	    k == X_RESULTS) {
+		fuse_reply_err(req, k < X_MAX ? EISDIR : ENOENT);
+		return;
+	}
+	if (acc != O_RDONLY && (!is_writable(k) || ctx_ino_cell(ino))) {
+		fuse_reply_err(req, EACCES);
+		return;
+	}
+	if (acc == O_RDONLY && k == X_CTL) {
+		fuse_reply_err(req, EACCES);
+		return;
+	}
+	fh = xcalloc(1, sizeof(*fh));
+	fh->kind = k;
+	fh->refs = 1;
+	pthread_mutex_init(&fh->lock, NULL);
+	fh->handle = k == X_CODE && acc == O_RDWR;
+	if ((rc = ctxfs_resolve(ino, &fh->c, &fh->cell)) < 0 || (rc = render(fh, ino)) < 0) {
+		xfh_free(fh);
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	pthread_mutex_lock(&open_lock);
+	LIST_INSERT_HEAD(&open_files, fh, link);
+	pthread_mutex_unlock(&open_lock);
+	fi->fh = (uint64_t)(uintptr_t)fh;
+	fi->direct_io = 1;
+	fi->keep_cache = 0;
+	fuse_reply_open(req, fi);
+}
+
+int ctxfile_stat(struct fuse_file_info *fi, struct stat *st)
+{
+	struct xfh *fh = xfh_of(fi);
+
+	if (is_stream(fh->kind) || !fh->snap)
+		return -ENOENT;
+	st->st_size = (off_t)fh->snaplen;
+	return 0;
+}
+
+static void reply_slice(fuse_req_t req, const char *text, size_t len, size_t size, off_t off)
+{
+	if (!text || (size_t)off >= len)
+		fuse_reply_buf(req, NULL, 0);
+	else
+		fuse_reply_buf(req, text + off, len - (size_t)off < size ? len - (size_t)off : size);
+}
+
+/* Rendered once, by the first read after the cell ended: every read sees one document. */
+static int render_awaited(struct xfh *fh)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&fh->lock);
+	if (!fh->snap && fh->kind == X_RESULT)
+		rc = cell_result_json(fh->cell, &fh->snap, &fh->snaplen);
+	else if (!fh->snap)
+		fh->snap = cell_error_text(fh->cell, &fh->snaplen);
+	pthread_mutex_unlock(&fh->lock);
+	return rc;
+}
+
+static int try_read(fuse_req_t req, struct xfh *fh, size_t size, off_t off, struct waiter *w)
+{
+	size_t n;
+	int fd, rc;
+
+	if (is_awaited(fh->kind)) {
+		if (cell_wait(fh->cell, w) < 0)
+			return -EAGAIN;
+		if ((rc = render_awaited(fh)) < 0)
+			fuse_reply_err(req, -rc);
+		else
+			reply_slice(req, fh->snap, fh->snaplen, size, off);
+		return 0;
+	}
+	if (run_read_extent(fh->cell->run, fh->kind == X_STDOUT ? RUN_STDOUT : RUN_STDERR, off,
+			    size, &fd, &n, w) < 0)
+		return -EAGAIN;
+	/* Before the reply: the reader's next poll may be served at once, on another thread. */
+	pthread_mutex_lock(&fh->lock);
+	fh->pos = off + (off_t)n;
+	pthread_mutex_unlock(&fh->lock);
+	if (n == 0) {
+		fuse_reply_buf(req, NULL, 0);
+	} else {
+		struct fuse_bufvec bv = FUSE_BUFVEC_INIT(n);
+
+		bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+		bv.buf[0].fd = fd;
+		bv.buf[0].pos = off;
+		fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE);
+	}
+	return 0;
+}
+
+struct read_req {
+	struct xfh *fh;
+	size_t size;
+	off_t off;
+};
+
+static void read_req_free(void *arg)
+{
+	struct read_req *rr = arg;
+
+	xfh_unref(rr->fh);
+	free(rr);
+}
+
+static int read_attempt(struct park *p)
+{
+	struct read_req *rr = park_arg(p);
+
+	return try_read(park_req(p), rr->fh, rr->size, rr->off, park_waiter(p));
+}
+
+static int submit_locked(struct xfh *fh);
+
+/* A run handle's read: what was written is submitted, and "N\n" read back once. */
+static int read_answer(fuse_req_t req, struct xfh *fh, size_t size)
+{
+	size_t len;
+	int rc = 0;
+
+	pthread_mutex_lock(&fh->lock);
+	if (fh->wlen || fh->werr)
+		rc = submit_locked(fh);
+	if (rc == 0 && !fh->anslen)
+		rc = -ENODATA;
+	if (rc < 0) {
+		pthread_mutex_unlock(&fh->lock);
+		return rc;
+	}
+	len = fh->anslen - fh->ansoff < size ? fh->anslen - fh->ansoff : size;
+	fuse_reply_buf(req, fh->answer + fh->ansoff, len);
+	fh->ansoff += len;
+	pthread_mutex_unlock(&fh->lock);
+	return 0;
+}
+
+void ctxfile_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct xfh *fh = xfh_of(fi);
+	struct read_req *rr;
+	int rc;
+
+	if (fh->handle && (rc = read_answer(req, fh, size)) != -ENODATA) {
+		if (rc < 0)
+			fuse_reply_err(req, -rc);
+		return;
+	}
+	__atomic_add_fetch(&fh->refs, 1, __ATOMIC_RELAXED);
+	if (!is_stream(fh->kind) && !is_awaited(fh->kind)) {
+		reply_slice(req, fh->snap, fh->snaplen, size, off);
+	} else if (!fh->cell) {
+		fuse_reply_buf(req, NULL, 0); /* no cell yet: empty */
+	} else if (try_read(req, fh, size, off, NULL) < 0) {
+		if (fi->flags & O_NONBLOCK) {
+			fuse_reply_err(req, EAGAIN);
+		} else {
+			rr = xmalloc(sizeof(*rr));
+			*rr = (struct read_req){fh, size, off};
+			park_request(req, read_attempt, rr, read_req_free);
+			return; /* the park owns the reference now */
+		}
+	}
+	xfh_unref(fh);
+}
+
+/* Checks what was written so far, as far as it can be judged before the close: whole lines of
+ * the one-value files, env and ctl, the code's size and NUL bytes. */
+static int check_written(struct xfh *fh)
+{
+	const char *nl;
+	size_t upto;
+
+	if (fh->kind == X_CODE) {
+		if (fh->wlen > CONTEXT_CODE_MAX)
+			return -EFBIG;
+		return memchr(fh->wbuf, '\0', fh->wlen) ? -EINVAL : 0;
+	}
+	if (fh->wlen > (fh->kind == X_ENV ? CONTEXT_CODE_MAX : SMALL_WRITE_MAX))
+		return -EFBIG;
+	nl = memrchr(fh->wbuf, '\n', fh->wlen);
+	upto = nl ? (size_t)(nl - fh->wbuf) + 1 : 0;
+	if (!upto)
+		return 0;
+	if (fh->kind == X_CTL) {
+		for (size_t i = 0; i < upto;) {
+			const char *end = memchr(fh->wbuf + i, '\n', upto - i);
+			size_t len = (size_t)(end - fh->wbuf) - i + 1;
+			int rc = len > 1 ? context_ctl_check(fh->wbuf + i, len) : 0;
+
+			if (rc < 0)
+				return rc;
+			i += len;
+		}
+		return 0;
+	}
+	/* language, cwd, env, timeout: the whole check, without applying (EBUSY included). */
+	return context_check_attr(fh->c, attr_of(fh->kind), fh->wbuf, upto);
+}
+
+void ctxfile_write(fuse_req_t req, const char *buf, size_t size, struct fuse_file_info *fi)
+{
+	struct xfh *fh = xfh_of(fi);
+	int rc;
+
+	pthread_mutex_lock(&fh->lock);
+	if (fh->werr) {
+		rc = fh->werr;
+	} else {
+		fh->wbuf = xrealloc(fh->wbuf, fh->wlen + size + 1);
+		memcpy(fh->wbuf + fh->wlen, buf, size);
+		fh->wlen += size;
+		fh->anslen = fh->ansoff = 0;
+		rc = fh->werr = check_written(fh);
+	}
+	pthread_mutex_unlock(&fh->lock);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_write(req, size);
+}
+
+/* Each ctl line in turn; the first failure stops (its errno is the close's). */
+static int apply_ctl(struct xfh *fh, const char *text, size_t len)
+{
+	for (size_t i = 0; i < len;) {
+		const char *end = memchr(text + i, '\n', len - i);
+		size_t n = end ? (size_t)(end - text) - i + 1 : len - i;
+		int rc = n > 1 || text[i] != '\n' ? context_ctl(fh->c, text + i, n) : 0;
+
+		if (rc < 0)
+			return rc;
+		i += n;
+	}
+	return 0;
+}
+
+/* fh->lock held: applies what was written; a code handle keeps its cell number. */
+static int submit_locked(struct xfh *fh)
+{
+	char *text = fh->wbuf;
+	size_t len = fh->wlen;
+	unsigned n = 0;
+	int rc = fh->werr;
+
+	fh->wbuf = NULL;
+	fh->wlen = 0;
+	fh->werr = 0;
+	if (rc == 0 && len) {
+		if (fh->kind == X_CODE)
+			rc = context_submit(fh->c, text, len, &n);
+		else if (fh->kind == X_CTL)
+			rc = apply_ctl(fh, text, len);
+		else
+			rc = context_set_attr(fh->c, attr_of(fh->kind), text, len);
+	}
+	if (rc == 0 && n && fh->handle) {
+		fh->anslen = (size_t)snprintf(fh->answer, sizeof(fh->answer), "%u\n", n);
+		fh->ansoff = 0;
+	}
+	free(text);
+	return rc;
+}
+
+static int flush_pending(struct xfh *fh)
+{
+	int rc;
+
+	pthread_mutex_lock(&fh->lock);
+	rc = submit_locked(fh);
+	pthread_mutex_unlock(&fh->lock);
+	return rc;
+}
+
+void ctxfile_flush(fuse_req_t req, struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, -flush_pending(xfh_of(fi)));
+}
+
+void ctxfile_release(fuse_req_t req, struct fuse_file_info *fi)
+{
+	struct xfh *fh = xfh_of(fi);
+
+	flush_pending(fh);
+	/* A poll waiter still queued holds a reference; drop it if we can take it back. */
+	if (fh->poll_armed && waiter_cancel(&fh->pollw))
+		xfh_unref(fh);
+	xfh_unref(fh);
+	fuse_reply_err(req, 0);
+}
+
+static void poll_woken(struct waiter *w)
+{
+	struct xfh *fh = container_of(w, struct xfh, pollw);
+	struct fuse_pollhandle *ph;
+
+	pthread_mutex_lock(&fh->lock);
+	ph = fh->ph;
+	fh->ph = NULL;
+	fh->poll_armed = false;
+	pthread_mutex_unlock(&fh->lock);
+	if (ph) {
+		fuse_lowlevel_notify_poll(ph);
+		fuse_pollhandle_destroy(ph);
+	}
+	xfh_unref(fh);
+}
+
+void ctxfile_poll(fuse_req_t req, struct fuse_file_info *fi, struct fuse_pollhandle *ph)
+{
+	struct xfh *fh = xfh_of(fi);
+	unsigned revents = POLLIN | POLLRDNORM;
+	struct waiter *w = NULL;
+	bool ready;
+
+	if (is_writable(fh->kind))
+		revents |= POLLOUT | POLLWRNORM;
+	if (!fh->cell || (!is_stream(fh->kind) && !is_awaited(fh->kind))) {
+		if (ph)
+			fuse_pollhandle_destroy(ph);
+		fuse_reply_poll(req, revents);
+		return;
+	}
+	pthread_mutex_lock(&fh->lock);
+	if (ph) {
+		if (fh->ph)
+			fuse_pollhandle_destroy(fh->ph);
+		fh->ph = ph;
+		if (!fh->poll_armed) {
+			fh->poll_armed = true;
+			fh->pollw.wake = poll_woken;
+			__atomic_add_fetch(&fh->refs, 1, __ATOMIC_RELAXED);
+			w = &fh->pollw;
+		}
+	}
+	ready = is_awaited(fh->kind)
+		    ? cell_wait(fh->cell, w) == 0
+		    : run_poll(fh->cell->run, fh->kind == X_STDOUT ? RUN_STDOUT : RUN_STDERR,
+			       fh->pos, w);
+	if (ready && w) {
+		fh->poll_armed = false;
+		__atomic_sub_fetch(&fh->refs, 1, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&fh->lock);
+	fuse_reply_poll(req, ready ? revents : 0);
+}
+
+void ctxfile_shutdown(void)
+{
+	struct xfh *fh;
+
+	pthread_mutex_lock(&open_lock);
+	while ((fh = LIST_FIRST(&open_files))) {
+		LIST_REMOVE(fh, link);
+		xfh_free(fh);
+	}
+	pthread_mutex_unlock(&open_lock);
+}

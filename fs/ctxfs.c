@@ -1,0 +1,476 @@
+/* contexts/ (see ctxfs.h): the table of its files, lookup, attributes, listings built at
+ * opendir, mkdir and rmdir of contexts. */
+#include "ctxfs.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cell.h"
+#include "context.h"
+#include "run.h"
+#include "xmalloc.h"
+
+/* Fixed names: let the kernel keep them. */
+#define FIXED_TIMEOUT 3600.0
+
+enum { IN_CTX = 1, IN_CELL = 2 };
+
+static const struct {
+	const char *name;
+	mode_t mode;
+	int where;
+} xkinds[X_MAX] = {
+	[X_DIR] = {"contexts", S_IFDIR | 0755, 0},
+	[X_CLONE] = {"clone", S_IFREG | 0444, 0},
+	[X_CTX] = {"", S_IFDIR | 0755, 0},
+	[X_LANGUAGE] = {"language", S_IFREG | 0644, IN_CTX},
+	[X_CWD] = {"cwd", S_IFREG | 0644, IN_CTX},
+	[X_ENV] = {"env", S_IFREG | 0644, IN_CTX},
+	[X_TIMEOUT] = {"timeout", S_IFREG | 0644, IN_CTX},
+	[X_CTL] = {"ctl", S_IFREG | 0200, IN_CTX},
+	[X_STATUS] = {"status", S_IFREG | 0444, IN_CTX},
+	[X_CODE] = {"code", S_IFREG | 0644, IN_CTX | IN_CELL},
+	[X_STDOUT] = {"stdout", S_IFREG | 0444, IN_CTX | IN_CELL},
+	[X_STDERR] = {"stderr", S_IFREG | 0444, IN_CTX | IN_CELL},
+	[X_RESULT] = {"result", S_IFREG | 0444, IN_CTX | IN_CELL},
+	[X_ERROR] = {"error", S_IFREG | 0444, IN_CTX | IN_CELL},
+	[X_CSTATUS] = {"status", S_IFREG | 0444, IN_CELL},
+	[X_RESULTS] = {"results", S_IFDIR | 0755, IN_CTX | IN_CELL},
+	[X_RESFILE] = {"", S_IFREG | 0444, 0},
+	[X_CELLS] = {"cells", S_IFDIR | 0755, IN_CTX},
+	[X_CELLDIR] = {"", S_IFDIR | 0755, 0},
+};
+
+static struct timespec mount_time;
+
+fuse_ino_t ctxfs_root_ino(void)
+{
+	return ctx_ino(0, X_DIR, 0, 0, 0);
+}
+
+/* A cell's files are history: read-only. */
+static mode_t mode_of(fuse_ino_t ino)
+{
+	enum ctx_kind k = ctx_ino_kind(ino);
+
+	return ctx_ino_cell(ino) ? xkinds[k].mode & ~(mode_t)0222 : xkinds[k].mode;
+}
+
+int ctxfs_resolve(fuse_ino_t ino, struct context **c, struct cell **cell)
+{
+	enum ctx_kind k = ctx_ino_kind(ino);
+
+	*c = NULL;
+	*cell = NULL;
+	if (k == X_DIR || k == X_CLONE)
+		return 0;
+	*c = context_find_serial(ctx_ino_serial(ino));
+	if (!*c)
+		return -ENOENT;
+	if (k == X_CTX || k == X_CELLS || k == X_LANGUAGE || k == X_CWD || k == X_ENV ||
+	    k == X_TIMEOUT || k == X_CTL || k == X_STATUS)
+		return 0;
+	*cell = context_cell(*c, ctx_ino_cell(ino));
+	if (*cell || !ctx_ino_cell(ino))
+		return 0;
+	context_unref(*c);
+	*c = NULL;
+	return -ENOENT;
+}
+
+static void release_pair(struct context *c, struct cell *cell)
+{
+	if (cell)
+		cell_unref(cell);
+	if (c)
+		context_unref(c);
+}
+
+/* Size of the file now, where it is cheap to know. */
+static void size_now(fuse_ino_t ino, struct context *c, struct cell *cell, struct stat *st)
+{
+	enum ctx_kind k = ctx_ino_kind(ino);
+	char *text = NULL;
+	size_t len = 0;
+
+	if (k == X_LANGUAGE || k == X_CWD || k == X_ENV || k == X_TIMEOUT)
+		text = context_attr(c, k == X_LANGUAGE ? CA_LANGUAGE
+				       : k == X_CWD    ? CA_CWD
+				       : k == X_ENV    ? CA_ENV
+						       : CA_TIMEOUT,
+				    &len);
+	else if (k == X_STATUS)
+		text = context_status(c, &len);
+	else if (k == X_CSTATUS && cell)
+		text = cell_status(cell, &len);
+	else if (k == X_CODE && cell)
+		len = cell->run->cmdlen;
+	else if ((k == X_STDOUT || k == X_STDERR) && cell)
+		run_stream_stat(cell->run, k == X_STDOUT ? RUN_STDOUT : RUN_STDERR, &st->st_size,
+				&st->st_mtim);
+	else if (k == X_RESFILE && cell && cell_result_file(cell, ctx_ino_res(ino),
+							   ctx_ino_fmt(ino), &text, &len) < 0)
+		text = NULL;
+	free(text);
+	if (k != X_STDOUT && k != X_STDERR)
+		st->st_size = (off_t)len;
+}
+
+int ctxfs_stat(fuse_ino_t ino, struct stat *st, struct fuse_file_info *fi, bool held)
+{
+	enum ctx_kind k = ctx_ino_kind(ino);
+	struct context *c;
+	struct cell *cell;
+	int rc;
+
+	if (k >= X_MAX)
+		return -ENOENT;
+	memset(st, 0, sizeof(*st));
+	st->st_ino = ino;
+	st->st_mode = mode_of(ino);
+	st->st_nlink = S_ISDIR(st->st_mode) ? 2 : 1;
+	st->st_uid = getuid();
+	st->st_gid = getgid();
+	st->st_blksize = 4096;
+	st->st_mtim = st->st_ctim = st->st_atim = mount_time;
+	rc = ctxfs_resolve(ino, &c, &cell);
+	if (rc == 0 && k == X_RESFILE &&
+	    (!cell || !cell_result_has(cell, ctx_ino_res(ino), ctx_ino_fmt(ino))))
+		rc = -ENOENT;
+	if (rc < 0) {
+		release_pair(c, cell);
+		/* An open file outlives its context: fstat on it still works. */
+		return (fi && fi->fh) || (held && S_ISREG(st->st_mode)) ? 0 : rc;
+	}
+	if (c)
+		st->st_mtim = st->st_ctim = st->st_atim = context_ctime(c);
+	if (fi && fi->fh && S_ISREG(st->st_mode) && ctxfile_stat(fi, st) == 0)
+		;
+	else if (c && S_ISREG(st->st_mode))
+		size_now(ino, c, cell, st);
+	release_pair(c, cell);
+	st->st_blocks = (st->st_size + 511) / 512;
+	return 0;
+}
+
+static void reply_entry_to(fuse_req_t req, fuse_ino_t ino, double timeout)
+{
+	struct fuse_entry_param e = {0};
+	int rc = ctxfs_stat(ino, &e.attr, NULL, false);
+
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	e.ino = ino;
+	e.entry_timeout = timeout;
+	fuse_reply_entry(req, &e);
+}
+
+void ctxfs_root_entry(fuse_req_t req)
+{
+	reply_entry_to(req, ctxfs_root_ino(), FIXED_TIMEOUT);
+}
+
+/* "K.EXT" of a displayed value: 0 and its index and format, or -ENOENT. */
+static int parse_resname(const char *name, unsigned *k, unsigned *f)
+{
+	char *end;
+	unsigned long v = strtoul(name, &end, 10);
+
+	if (end == name || *end != '.' || v > CTX_RES_MAX || (name[0] == '0' && end - name > 1))
+		return -ENOENT;
+	for (unsigned i = 0; i < CTX_FORMATS; i++)
+		if (!strcmp(end + 1, ctx_format_ext(i))) {
+			*k = (unsigned)v;
+			*f = i;
+			return 0;
+		}
+	return -ENOENT;
+}
+
+static void lookup_in(fuse_req_t req, fuse_ino_t parent, const char *name, int where)
+{
+	uint32_t serial = ctx_ino_serial(parent);
+	unsigned n = ctx_ino_cell(parent);
+
+	for (int k = X_LANGUAGE; k < X_MAX; k++)
+		if ((xkinds[k].where & where) && !strcmp(name, xkinds[k].name)) {
+			reply_entry_to(req, ctx_ino(serial, k, n, 0, 0),
+				       k == X_RESULTS ? 0 : FIXED_TIMEOUT);
+			return;
+		}
+	fuse_reply_err(req, ENOENT);
+}
+
+void ctxfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	uint32_t serial = ctx_ino_serial(parent);
+	unsigned n = ctx_ino_cell(parent), k, f;
+	struct context *c;
+	unsigned long v;
+	char *end;
+
+	switch (ctx_ino_kind(parent)) {
+	case X_DIR:
+		if (!strcmp(name, "clone")) {
+			reply_entry_to(req, ctx_ino(0, X_CLONE, 0, 0, 0), FIXED_TIMEOUT);
+			return;
+		}
+		c = context_find(name);
+		if (!c) {
+			fuse_reply_err(req, ENOENT);
+			return;
+		}
+		/* Timeout 0: a context removed and made again under its name is a new one. */
+		reply_entry_to(req, ctx_ino(context_serial(c), X_CTX, 0, 0, 0), 0);
+		context_unref(c);
+		return;
+	case X_CTX:
+		lookup_in(req, parent, name, IN_CTX);
+		return;
+	case X_CELLDIR:
+		lookup_in(req, parent, name, IN_CELL);
+		return;
+	case X_CELLS:
+		v = strtoul(name, &end, 10);
+		if (*end || end == name || name[0] == '0' || v > CTX_CELL_MAX) {
+			fuse_reply_err(req, ENOENT);
+			return;
+		}
+		reply_entry_to(req, ctx_ino(serial, X_CELLDIR, (unsigned)v, 0, 0), 0);
+		return;
+	case X_RESULTS:
+		if (parse_resname(name, &k, &f) < 0)
+			fuse_reply_err(req, ENOENT);
+		else
+			reply_entry_to(req, ctx_ino(serial, X_RESFILE, n, k, f), 0);
+		return;
+	default:
+		fuse_reply_err(req, ENOTDIR);
+	}
+}
+
+void ctxfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct stat st;
+	int rc = ctxfs_stat(ino, &st, fi, true);
+
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_attr(req, &st, 0);
+}
+
+void ctxfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		   struct fuse_file_info *fi)
+{
+	const int harmless = FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |
+			     FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME;
+	mode_t mode = ctx_ino_kind(ino) < X_MAX ? mode_of(ino) : 0;
+
+	/* `echo x > code` truncates: a no-op on the files one writes to. */
+	if (!S_ISREG(mode) || !(mode & S_IWUSR) || (to_set & ~harmless) ||
+	    ((to_set & FUSE_SET_ATTR_SIZE) && attr->st_size != 0)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	ctxfs_getattr(req, ino, fi);
+}
+
+void ctxfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct context *c;
+	int rc;
+
+	if (ctx_ino_kind(parent) != X_DIR) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	if (!strcmp(name, "clone")) {
+		fuse_reply_err(req, EEXIST);
+		return;
+	}
+	if ((rc = context_create(name)) < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	c = context_find(name);
+	if (!c) { /* removed at once by another request */
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	reply_entry_to(req, ctx_ino(context_serial(c), X_CTX, 0, 0, 0), 0);
+	context_unref(c);
+}
+
+void ctxfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	if (ctx_ino_kind(parent) != X_DIR)
+		fuse_reply_err(req, EPERM);
+	else
+		fuse_reply_err(req, -context_remove(name));
+}
+
+struct xdirent {
+	char *name;
+	fuse_ino_t ino;
+	mode_t mode;
+};
+
+struct xdir {
+	struct xdirent *e;
+	size_t n;
+};
+
+static void add(struct xdir *d, const char *name, fuse_ino_t ino, mode_t mode)
+{
+	d->e = xrealloc(d->e, (d->n + 1) * sizeof(*d->e));
+	d->e[d->n++] = (struct xdirent){xstrdup(name), ino, mode};
+}
+
+static void list_contexts(struct xdir *d)
+{
+	struct context_info *v;
+	size_t n = context_list(&v);
+
+	add(d, "clone", ctx_ino(0, X_CLONE, 0, 0, 0), S_IFREG);
+	for (size_t i = 0; i < n; i++)
+		add(d, v[i].name, ctx_ino(v[i].serial, X_CTX, 0, 0, 0), S_IFDIR);
+	free(v);
+}
+
+static void list_cells(struct xdir *d, fuse_ino_t ino, struct context *c)
+{
+	unsigned *ns;
+	size_t n = context_cells(c, &ns);
+	char name[16];
+
+	for (size_t i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "%u", ns[i]);
+		add(d, name, ctx_ino(ctx_ino_serial(ino), X_CELLDIR, ns[i], 0, 0), S_IFDIR);
+	}
+	free(ns);
+}
+
+static void list_results(struct xdir *d, fuse_ino_t ino, struct cell *cell)
+{
+	size_t n = cell ? cell_result_count(cell) : 0;
+	char name[32];
+
+	for (size_t k = 0; k < n && k <= CTX_RES_MAX; k++)
+		for (unsigned f = 0; f < CTX_FORMATS; f++) {
+			if (!cell_result_has(cell, (unsigned)k, f))
+				continue;
+			snprintf(name, sizeof(name), "%zu.%s", k, ctx_format_ext(f));
+			add(d, name,
+			    ctx_ino(ctx_ino_serial(ino), X_RESFILE, ctx_ino_cell(ino), (unsigned)k,
+				    f),
+			    S_IFREG);
+		}
+}
+
+static fuse_ino_t parent_of(fuse_ino_t ino)
+{
+	uint32_t serial = ctx_ino_serial(ino);
+	unsigned n = ctx_ino_cell(ino);
+
+	switch (ctx_ino_kind(ino)) {
+	case X_CTX:
+		return ctxfs_root_ino();
+	case X_CELLS:
+		return ctx_ino(serial, X_CTX, 0, 0, 0);
+	case X_CELLDIR:
+		return ctx_ino(serial, X_CELLS, 0, 0, 0);
+	case X_RESULTS:
+		return n ? ctx_ino(serial, X_CELLDIR, n, 0, 0) : ctx_ino(serial, X_CTX, 0, 0, 0);
+	default:
+		return FUSE_ROOT_ID;
+	}
+}
+
+void ctxfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	enum ctx_kind k = ctx_ino_kind(ino);
+	struct context *c;
+	struct cell *cell;
+	struct xdir *d;
+	struct stat st;
+
+	if (ctxfs_stat(ino, &st, NULL, false) < 0 || ctxfs_resolve(ino, &c, &cell) < 0) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		release_pair(c, cell);
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	d = xcalloc(1, sizeof(*d));
+	add(d, ".", ino, S_IFDIR);
+	add(d, "..", parent_of(ino), S_IFDIR);
+	if (k == X_DIR) {
+		list_contexts(d);
+	} else if (k == X_CELLS) {
+		list_cells(d, ino, c);
+	} else if (k == X_RESULTS) {
+		list_results(d, ino, cell);
+	} else {
+		int where = k == X_CTX ? IN_CTX : IN_CELL;
+
+		for (int x = X_LANGUAGE; x < X_MAX; x++)
+			if (xkinds[x].where & where)
+				add(d, xkinds[x].name,
+				    ctx_ino(ctx_ino_serial(ino), x, ctx_ino_cell(ino), 0, 0),
+				    xkinds[x].mode & S_IFMT);
+	}
+	release_pair(c, cell);
+	fi->fh = (uint64_t)(uintptr_t)d;
+	fuse_reply_open(req, fi);
+}
+
+void ctxfs_readdir(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi, bool plus)
+{
+	struct xdir *d = (struct xdir *)(uintptr_t)fi->fh;
+	char *buf = xmalloc(size);
+	size_t used = 0;
+
+	for (size_t i = (size_t)off; i < d->n; i++) {
+		struct fuse_entry_param e = {.attr = {.st_ino = d->e[i].ino,
+						      .st_mode = d->e[i].mode}};
+		bool dots = !strcmp(d->e[i].name, ".") || !strcmp(d->e[i].name, "..");
+		size_t need;
+
+		if (plus && !dots && ctxfs_stat(d->e[i].ino, &e.attr, NULL, false) == 0)
+			e.ino = d->e[i].ino;
+		need = plus ? fuse_add_direntry_plus(req, buf + used, size - used, d->e[i].name,
+						     &e, (off_t)(i + 1))
+			    : fuse_add_direntry(req, buf + used, size - used, d->e[i].name,
+						&e.attr, (off_t)(i + 1));
+		if (need > size - used)
+			break;
+		used += need;
+	}
+	fuse_reply_buf(req, buf, used);
+	free(buf);
+}
+
+void ctxfs_releasedir(fuse_req_t req, struct fuse_file_info *fi)
+{
+	struct xdir *d = (struct xdir *)(uintptr_t)fi->fh;
+
+	for (size_t i = 0; i < d->n; i++)
+		free(d->e[i].name);
+	free(d->e);
+	free(d);
+	fuse_reply_err(req, 0);
+}
+
+__attribute__((constructor)) static void ctxfs_init(void)
+{
+	clock_gettime(CLOCK_REALTIME, &mount_time);
+}
