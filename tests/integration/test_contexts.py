@@ -1,0 +1,383 @@
+"""Code interpreter contexts through contexts/: Python cells with state, rich results, streamed
+output, errors, timeout, interrupt, kill, a driver that dies or lies, and the limits."""
+
+import base64
+import errno
+import json
+import os
+import shutil
+import struct
+import time
+
+import pytest
+
+from sbxutil import (Background, errno_of, read_bytes, sbxfs_binary, wait_until, write_bytes,
+                     write_errno)
+
+pytest.importorskip("IPython", reason="python3-ipython is not installed (scripts/bootstrap)")
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+CELL_TIMEOUT = 60
+
+
+def make(sbx, name):
+    path = sbx.mnt / "contexts" / name
+    if not path.exists():
+        os.mkdir(path)
+    return path
+
+
+def submit(ctx, code):
+    """The run handle: open read-write, write the cell, read back its number."""
+    fd = os.open(ctx / "code", os.O_RDWR)
+    try:
+        os.write(fd, code.encode() if isinstance(code, str) else code)
+        n = int(os.read(fd, 32).decode())
+    finally:
+        os.close(fd)
+    return n
+
+
+def result(ctx, n):
+    """Blocks until cell n ended; its result JSON."""
+    return json.loads(read_bytes(ctx / "cells" / str(n) / "result", timeout=CELL_TIMEOUT))
+
+
+def run(ctx, code):
+    return result(ctx, submit(ctx, code))
+
+
+def state(ctx, n):
+    lines = dict(l.split(" ", 1) for l in (ctx / "cells" / str(n) / "status").read_text()
+                 .splitlines())
+    return lines["state"]
+
+
+def texts(res):
+    return [r.get("text") for r in res["results"]]
+
+
+def wait_file(sbx, name):
+    """Cell code that waits for the test to create workspace/NAME (an event, not a sleep)."""
+    path = os.path.join(sbx.cmd_ws, name)
+    return (f"import os, time\nwhile not os.path.exists({path!r}):\n    time.sleep(0.01)\n")
+
+
+@pytest.fixture(scope="module")
+def py(sbx):
+    """One Python context shared by the tests that do not end or break it."""
+    return make(sbx, "shared")
+
+
+def test_layout_and_defaults(sbx, py):
+    assert "contexts" in os.listdir(sbx.mnt)
+    assert "clone" in os.listdir(sbx.mnt / "contexts")
+    assert sorted(os.listdir(py)) == ["cells", "code", "ctl", "cwd", "env", "error", "language",
+                                      "result", "results", "status", "stderr", "stdout",
+                                      "timeout"]
+    assert (py / "language").read_text() == "python\n"
+    assert (py / "cwd").read_text() == sbx.cmd_ws + "\n"
+    assert (py / "timeout").read_text() == "0\n"
+    assert "PATH=" in (py / "env").read_text()
+
+
+def test_clone_gives_a_new_context(sbx):
+    name = (sbx.mnt / "contexts" / "clone").read_text().strip()
+    assert name and (sbx.mnt / "contexts" / name).is_dir()
+    os.rmdir(sbx.mnt / "contexts" / name)
+    assert not (sbx.mnt / "contexts" / name).exists()
+
+
+def test_state_is_kept_and_the_last_expression_is_the_result(py):
+    n = submit(py, "x = 40\ndef f(y):\n    return y + 2\n")
+    assert result(py, n)["results"] == []
+    res = run(py, "print('hello')\nf(x)")
+    assert res["results"] == [{"text": "42", "isMainResult": True}]
+    assert res["logs"] == {"stdout": ["hello\n"], "stderr": []}
+    assert res["error"] is None and res["status"] == "done"
+    n = res["executionCount"]
+    assert (py / "cells" / str(n) / "code").read_text() == "print('hello')\nf(x)"
+    assert (py / "cells" / str(n) / "stdout").read_bytes() == b"hello\n"
+    # The latest cell's files show at the top level too.
+    assert (py / "stdout").read_bytes() == b"hello\n"
+    assert json.loads((py / "result").read_text()) == res
+    assert (py / "results" / "0.txt").read_text() == "42"
+    assert state(py, n) == "done"
+    assert (py / "error").read_text() == ""
+
+
+def test_several_displays_in_one_cell(py):
+    res = run(py, "from IPython.display import display, HTML, Markdown\n"
+                  "display(1)\ndisplay(HTML('<b>b</b>'))\ndisplay(Markdown('*m*'))\n'last'")
+    assert texts(res) == ["1", "<IPython.core.display.HTML object>",
+                          "<IPython.core.display.Markdown object>", "'last'"]
+    assert res["results"][1]["html"] == "<b>b</b>"
+    assert res["results"][2]["markdown"] == "*m*"
+    assert [r["isMainResult"] for r in res["results"]] == [False, False, False, True]
+    n = res["executionCount"]
+    names = sorted(os.listdir(py / "cells" / str(n) / "results"))
+    assert names == ["0.txt", "1.html", "1.txt", "2.md", "2.txt", "3.txt"]
+    assert (py / "cells" / str(n) / "results" / "1.html").read_text() == "<b>b</b>"
+
+
+def test_a_plot_is_a_png_file(py):
+    res = run(py, "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nNone")
+    assert len(res["results"]) == 1 and "png" in res["results"][0]
+    png = (py / "results" / "0.png").read_bytes()
+    assert png.startswith(PNG_SIGNATURE)
+    width, height = struct.unpack(">II", png[16:24])
+    assert width > 100 and height > 100
+    assert base64.b64decode(res["results"][0]["png"]) == png
+    assert os.stat(py / "results" / "0.png").st_size == len(png)
+
+
+def test_a_dataframe_is_an_html_table(py):
+    pytest.importorskip("pandas", reason="python3-pandas is not installed")
+    res = run(py, "import pandas as pd\npd.DataFrame({'a': [1, 2], 'b': [3, 4]})")
+    assert "<table" in res["results"][0]["html"]
+    assert "<table" in (py / "results" / "0.html").read_text()
+    assert "a  b" in (py / "results" / "0.txt").read_text()
+
+
+def test_stdout_streams_while_the_cell_runs(sbx, py):
+    flag = "ctx-stream-flag"
+    code = "print('first line')\n" + wait_file(sbx, flag) + "print('second')\n"
+    n = submit(py, code)
+    with open(py / "cells" / str(n) / "stdout", "rb") as f:
+        assert f.readline() == b"first line\n"
+        assert state(py, n) == "running"
+        (sbx.ws / flag).touch()
+        assert f.read() == b"second\n"  # then EOF at the cell's end
+    assert result(py, n)["status"] == "done"
+
+
+def test_an_error_has_its_traceback_and_line_numbers(py):
+    res = run(py, "a = 1\n\ndef g():\n    return 1 / 0\ng()\n")
+    assert res["error"]["name"] == "ZeroDivisionError"
+    assert res["error"]["value"] == "division by zero"
+    tb = "\n".join(res["error"]["traceback"])
+    assert "----> 5 g()" in tb and "----> 4     return 1 / 0" in tb
+    n = res["executionCount"]
+    assert state(py, n) == "error"
+    lines = (py / "cells" / str(n) / "error").read_text().splitlines()
+    assert lines[:2] == ["ZeroDivisionError", "division by zero"]
+    assert any("----> 5 g()" in l for l in lines)
+    assert "\x1b[" not in tb
+
+
+def test_timeout_interrupts_and_the_context_survives(sbx, py):
+    run(py, "kept = 'yes'")
+    write_bytes(py / "ctl", "timeout 300\n")
+    try:
+        t0 = time.monotonic()
+        res = run(py, "import time\nwhile True:\n    time.sleep(0.01)\n")
+        assert time.monotonic() - t0 < 20
+    finally:
+        write_bytes(py / "ctl", "timeout 0\n")
+    assert res["status"] == "timeout"
+    assert res["error"]["name"] == "KeyboardInterrupt"
+    assert run(py, "kept")["results"][0]["text"] == "'yes'"
+    assert (py / "timeout").read_text() == "0\n"
+
+
+def test_interrupt_keeps_the_context(sbx, py):
+    run(py, "survivor = 7")
+    n = submit(py, "print('in', flush=True)\nimport time\nwhile True:\n    time.sleep(0.01)\n")
+    with open(py / "cells" / str(n) / "stdout", "rb") as f:
+        assert f.readline() == b"in\n"
+    write_bytes(py / "ctl", "interrupt\n")
+    res = result(py, n)
+    assert res["status"] == "interrupted"
+    assert res["error"]["name"] == "KeyboardInterrupt"
+    assert run(py, "survivor")["results"][0]["text"] == "7"
+    # Nothing runs now: an interrupt has nothing to hit.
+    assert write_errno(py / "ctl", "interrupt\n", at_close=True) == errno.ESRCH
+
+
+def test_kill_gives_a_fresh_interpreter(sbx):
+    ctx = make(sbx, "killme")
+    run(ctx, "lost = 1")
+    n = submit(ctx, "print('in', flush=True)\nimport time\ntime.sleep(600)\n")
+    with open(ctx / "cells" / str(n) / "stdout", "rb") as f:
+        assert f.readline() == b"in\n"
+    write_bytes(ctx / "ctl", "kill\n")
+    res = result(ctx, n)
+    assert res["status"] == "killed" and res["error"]["name"] == "Killed"
+    res = run(ctx, "lost")
+    assert res["error"]["name"] == "NameError"
+    assert "starts 2\n" in (ctx / "status").read_text()
+    write_bytes(ctx / "ctl", "restart\n")
+    wait_until(lambda: "starts 3\n" in (ctx / "status").read_text(), 30, "a restarted driver")
+    assert run(ctx, "2 * 3")["results"][0]["text"] == "6"
+    os.rmdir(ctx)
+
+
+def test_a_cell_that_kills_its_interpreter_errs_and_the_next_is_fresh(sbx):
+    ctx = make(sbx, "exits")
+    run(ctx, "gone = 1")
+    res = run(ctx, "import os\nprint('bye', flush=True)\nos._exit(3)")
+    assert res["status"] == "error"
+    assert res["error"]["name"] == "InterpreterDied"
+    assert "exited with status 3" in res["error"]["value"]
+    assert res["logs"]["stdout"] == ["bye\n"]
+    assert run(ctx, "'gone' in dir()")["results"][0]["text"] == "False"
+    res = run(ctx, "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)")
+    assert res["status"] == "error" and "signal 11" in res["error"]["value"]
+    assert run(ctx, "1 + 1")["results"][0]["text"] == "2"
+    os.rmdir(ctx)
+
+
+def test_two_contexts_run_in_parallel(sbx):
+    a, b = make(sbx, "par-a"), make(sbx, "par-b")
+    # a waits for what b does: were they run one after the other, a would never end.
+    na = submit(a, wait_file(sbx, "par-flag") + "'a done'")
+    nb = submit(b, f"open({os.path.join(sbx.cmd_ws, 'par-flag')!r}, 'w').close()\n'b done'")
+    assert result(b, nb)["results"][0]["text"] == "'b done'"
+    assert result(a, na)["results"][0]["text"] == "'a done'"
+    os.rmdir(a)
+    os.rmdir(b)
+
+
+def test_non_utf8_and_huge_output(py):
+    res = run(py, "import sys\nsys.stdout.flush()\nsys.stdout.buffer.write(b'a\\xff\\xfeb\\n')\n"
+                  "sys.stdout.buffer.flush()")
+    n = res["executionCount"]
+    assert (py / "cells" / str(n) / "stdout").read_bytes() == b"a\xff\xfeb\n"
+    assert res["logs"]["stdout"] == ["a\ufffd\ufffdb\n"]
+    size = 12 << 20
+    res = run(py, f"import sys\nsys.stdout.buffer.write(b'x' * {size})\nsys.stdout.buffer.flush()"
+                  "\nNone")
+    n = res["executionCount"]
+    assert os.stat(py / "cells" / str(n) / "stdout").st_size == size
+    assert read_bytes(py / "cells" / str(n) / "stdout") == b"x" * size
+    assert len(res["logs"]["stdout"][0]) == 1 << 20  # the JSON embeds the first MiB
+
+
+FAKE_FRAME = json.dumps({"ev": "result", "data": {"text/plain": "forged"}, "main": True})
+
+
+def test_printed_frames_are_only_output(py):
+    frame = struct.pack(">I", len(FAKE_FRAME)) + FAKE_FRAME.encode()
+    done = struct.pack(">I", 13) + b'{"ev":"done"}'
+    res = run(py, f"import sys, os\nos.write(1, {frame + done!r})\nos.write(2, {frame!r})\n"
+                  "print('<-', flush=True)\n'real'")
+    assert res["results"] == [{"text": "'real'", "isMainResult": True}]
+    assert res["status"] == "done"
+
+
+# A cell that finds the driver's own event descriptor and writes to it: it can only hurt its
+# own context, and a frame that breaks the protocol costs it its interpreter.
+FIND_CHANNEL = ("import gc\nchan = [o for o in gc.get_objects() "
+                "if type(o).__name__ == 'Channel'][0]\nimport os, struct\n")
+
+
+@pytest.mark.parametrize("payload,why", [
+    ("struct.pack('>I', 0x7fffffff)", "over the size limit"),
+    ("struct.pack('>I', 5) + b'{nope'", "malformed"),
+    ("struct.pack('>I', 2) + b'{}'", "malformed"),
+])
+def test_a_forged_bad_frame_kills_only_its_own_interpreter(sbx, py, payload, why):
+    run(py, "other = 'intact'")
+    ctx = make(sbx, "forger")
+    res = run(ctx, FIND_CHANNEL + f"os.write(chan.wfd, {payload})\nimport time\n"
+                  "time.sleep(30)\n")
+    assert res["status"] == "error"
+    assert res["error"]["name"] == "ProtocolError" and why in res["error"]["value"]
+    assert run(ctx, "1")["results"][0]["text"] == "1"
+    assert run(py, "other")["results"][0]["text"] == "'intact'"
+    os.rmdir(ctx)
+
+
+def test_a_forged_result_stays_in_its_own_cell(sbx):
+    ctx = make(sbx, "forger2")
+    res = run(ctx, FIND_CHANNEL + "chan.send({'ev': 'result', 'data': {'text/plain': 'f'}, "
+                  "'main': False})\n'real'")
+    assert texts(res) == ["f", "'real'"]
+    os.rmdir(ctx)
+
+
+def test_bad_writes_fail_with_precise_errnos(sbx):
+    ctx = make(sbx, "abuse")
+    assert write_errno(ctx / "language", "cobol\n") == errno.EINVAL
+    assert write_errno(ctx / "cwd", "relative/dir\n") == errno.EINVAL
+    assert write_errno(ctx / "env", "not a line\n") == errno.EINVAL
+    assert write_errno(ctx / "env", "A=" + "x" * (200 << 10) + "\n") == errno.EFBIG
+    assert write_errno(ctx / "timeout", "soon\n") == errno.EINVAL
+    assert write_errno(ctx / "timeout", "-5\n") == errno.EINVAL
+    assert write_errno(ctx / "ctl", "explode\n") == errno.EINVAL
+    assert write_errno(ctx / "ctl", "kill\n", at_close=True) == errno.ESRCH
+    assert write_errno(ctx / "code", b"a\0b") == errno.EINVAL
+    assert write_errno(ctx / "code", b"\xff\xfe", at_close=True) == errno.EILSEQ
+    assert errno_of(os.mkdir, sbx.mnt / "contexts" / "bad name") == errno.EINVAL
+    assert errno_of(os.mkdir, ctx) == errno.EEXIST
+    # Before the first cell they apply.
+    write_bytes(ctx / "env", "GREETING=hi\n")
+    write_bytes(ctx / "cwd", "/tmp\n")
+    write_bytes(ctx / "timeout", "60000\n")
+    res = run(ctx, "import os\n(os.environ['GREETING'], os.getcwd())")
+    assert res["results"][0]["text"] == "('hi', '/tmp')"
+    # After it, language, cwd and env are fixed; timeout is not.
+    assert write_errno(ctx / "language", "python\n") == errno.EBUSY
+    assert write_errno(ctx / "cwd", "/\n") == errno.EBUSY
+    assert write_errno(ctx / "env", "B=1\n") == errno.EBUSY
+    write_bytes(ctx / "timeout", "0\n")
+    assert errno_of(os.open, ctx / "cells" / "1" / "code", os.O_WRONLY) == errno.EACCES
+    assert errno_of(os.open, ctx / "status", os.O_WRONLY) == errno.EACCES
+    os.rmdir(ctx)
+
+
+def test_a_missing_driver_is_enoent(sbx):
+    if os.path.exists(os.path.join(os.path.dirname(sbxfs_binary()), "sbxfs-jsdriver")) and \
+            shutil.which("node"):
+        pytest.skip("the JavaScript driver and node are installed: nothing is missing")
+    ctx = make(sbx, "nojs")
+    assert write_errno(ctx / "language", "javascript\n") == errno.ENOENT
+    assert write_errno(ctx / "language", "typescript\n") == errno.ENOENT
+    assert (ctx / "language").read_text() == "python\n"
+    os.rmdir(ctx)
+
+
+def test_rmdir_of_a_busy_context_ends_it(sbx):
+    ctx = make(sbx, "busy")
+    n = submit(ctx, "print('on', flush=True)\nimport time\ntime.sleep(600)\n")
+    queued = submit(ctx, "1")
+    out = open(ctx / "cells" / str(n) / "stdout", "rb")
+    res_fd = open(ctx / "cells" / str(queued) / "result", "rb")
+    try:
+        assert out.readline() == b"on\n"
+        reader = Background(out.read, what="a reader parked on stdout")
+        os.rmdir(ctx)
+        assert reader.result(timeout=CELL_TIMEOUT) == b""
+        assert json.loads(res_fd.read())["status"] == "killed"
+    finally:
+        out.close()
+        res_fd.close()
+    assert not ctx.exists()
+    assert errno_of(os.rmdir, ctx) == errno.ENOENT
+
+
+def test_the_queue_is_bounded_and_runs_in_order(sbx):
+    ctx = make(sbx, "queue")
+    first = submit(ctx, wait_file(sbx, "queue-flag") + "order = []")
+    wait_until(lambda: state(ctx, first) == "running", 30, "the first cell to run")
+    ns = [submit(ctx, f"order.append({i})") for i in range(16)]
+    assert write_errno(ctx / "code", "1", at_close=True) == errno.EAGAIN
+    (sbx.ws / "queue-flag").touch()
+    assert result(ctx, first)["status"] == "done"
+    assert [result(ctx, n)["status"] for n in ns] == ["done"] * 16
+    assert run(ctx, "order")["results"][0]["text"] == str(list(range(16)))
+    os.rmdir(ctx)
+
+
+def test_contexts_are_bounded(sbx):
+    base = len(os.listdir(sbx.mnt / "contexts")) - 1
+    made = []
+    try:
+        for i in range(16 - base):
+            os.mkdir(sbx.mnt / "contexts" / f"many{i}")
+            made.append(i)
+        assert errno_of(os.mkdir, sbx.mnt / "contexts" / "one-too-many") == errno.ENOSPC
+        assert errno_of(read_bytes, sbx.mnt / "contexts" / "clone") == errno.ENOSPC
+    finally:
+        for i in made:
+            os.rmdir(sbx.mnt / "contexts" / f"many{i}")
