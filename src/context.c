@@ -404,18 +404,21 @@ static const char *driver_state(const struct context *c)
 
 char *context_status(struct context *c, size_t *len)
 {
+	struct cell *cell, *latest;
 	unsigned queued = 0;
-	struct cell *cell;
 	char *text;
 
 	core_lock();
 	TAILQ_FOREACH(cell, &c->cells, link)
 		queued += cell->st == CELL_QUEUED;
+	latest = TAILQ_LAST(&c->cells, cellq);
 	text = xasprintf("name %s\nlanguage %s\ndriver %s\npid %d\nstarts %u\ncells %u\n"
-			 "queued %u\ncurrent %u\ntimeout %llu\noom_kills %llu\n",
+			 "queued %u\ncurrent %u\nlatest %u\nlatest_state %s\ntimeout %llu\n"
+			 "oom_kills %llu\n",
 			 c->name, lang_names[c->lang], driver_state(c),
 			 c->drv.running ? (int)c->drv.proc.pid : 0, c->starts, c->next_n, queued,
-			 c->current ? c->current->n : 0, (unsigned long long)c->timeout_ms,
+			 c->current ? c->current->n : 0, latest ? latest->n : 0,
+			 latest ? cell_state_name(latest->st) : "-", (unsigned long long)c->timeout_ms,
 			 (unsigned long long)cgmem_oom_kills(c->cg, true));
 	core_unlock();
 	*len = strlen(text);
