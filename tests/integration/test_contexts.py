@@ -7,12 +7,13 @@ import json
 import os
 import shutil
 import struct
+import tempfile
 import time
 
 import pytest
 
-from sbxutil import (Background, errno_of, read_bytes, sbxfs_binary, wait_until, write_bytes,
-                     write_errno)
+from sbxutil import (Background, ConfMount, errno_of, isolation_none, read_bytes, sbxfs_binary,
+                     wait_until, write_bytes, write_errno)
 
 pytest.importorskip("IPython", reason="python3-ipython is not installed (scripts/bootstrap)")
 
@@ -381,3 +382,45 @@ def test_contexts_are_bounded(sbx):
     finally:
         for i in made:
             os.rmdir(sbx.mnt / "contexts" / f"many{i}")
+
+
+def test_the_interpreter_runs_sandboxed_in_a_group_of_its_own(sbx, py):
+    if isolation_none():
+        pytest.skip("--isolation none: the driver runs as the daemon's user, unsandboxed")
+    res = run(py, "import os, json\nprint(json.dumps([os.getuid(), os.getcwd(), "
+                  "open('/proc/self/cgroup').read()]))")
+    uid, cwd, cgroup = json.loads(res["logs"]["stdout"][0])
+    assert uid != 0 and cwd == "/workspace"
+    s = sbx.new_session()
+    out, _, code = sbx.run(s, "cat /proc/self/cgroup")
+    assert code == 0
+    # Not a session's group: killing a session's tree never reaches a context, nor back.
+    assert cgroup != out.decode()
+
+
+OOM_CONFIG = """[sandbox]
+memory_max = 512M
+memory_reserve = 256M
+tmp_size = 64M
+shm_size = 32M
+"""
+
+
+def test_a_cell_that_runs_out_of_memory_gets_a_fresh_interpreter():
+    m = ConfMount(tempfile.mkdtemp(prefix="sbxfs-it-ctxoom-"), OOM_CONFIG)
+    try:
+        m.start(timeout=10)
+        if "memory_max" not in (m.mnt / "limits").read_text():
+            pytest.skip("no memory cgroup for the sandbox: nothing to limit")
+        ctx = make(m, "hog")
+        res = run(ctx, "b = []\nwhile True:\n    b.append(bytearray(16 << 20))\n")
+        assert res["status"] == "error"
+        assert res["error"]["name"] == "InterpreterDied"
+        assert "out of memory" in res["error"]["value"]
+        assert run(ctx, "'b' in dir()")["results"][0]["text"] == "False"
+        assert "oom_kills 0\n" not in (ctx / "status").read_text()
+    finally:
+        if m.alive():
+            m.stop()
+        m.abort()
+        m.cleanup_tmp()
