@@ -67,7 +67,10 @@ static bool is_writable(enum ctx_kind k)
 
 static enum context_attr attr_of(enum ctx_kind k)
 {
-	return k == X_LANGUAGE ? CA_LANGUAGE : k == X_CWD ? CA_CWD : k == X_ENV ? CA_ENV : CA_TIMEOUT;
+	return k == X_LANGUAGE ? CA_LANGUAGE
+	       : k == X_CWD    ? CA_CWD
+	       : k == X_ENV    ? CA_ENV
+			       : CA_TIMEOUT;
 }
 
 static void xfh_free(struct xfh *fh)
@@ -186,7 +189,8 @@ static void reply_slice(fuse_req_t req, const char *text, size_t len, size_t siz
 	if (!text || (size_t)off >= len)
 		fuse_reply_buf(req, NULL, 0);
 	else
-		fuse_reply_buf(req, text + off, len - (size_t)off < size ? len - (size_t)off : size);
+		fuse_reply_buf(req, text + off,
+			       len - (size_t)off < size ? len - (size_t)off : size);
 }
 
 /* Rendered once, by the first read after the cell ended: every read sees one document. */

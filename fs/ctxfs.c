@@ -270,7 +270,8 @@ void ctxfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 		   struct fuse_file_info *fi)
 {
 	const int harmless = FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |
-			     FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME;
+			     FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW |
+			     FUSE_SET_ATTR_CTIME;
 	mode_t mode = ctx_ino_kind(ino) < X_MAX ? mode_of(ino) : 0;
 
 	/* `echo x > code` truncates: a no-op on the files one writes to. */

@@ -136,8 +136,9 @@ char *cell_error_text(struct cell *c, size_t *len)
 	if (!c->err_name)
 		text = xstrdup("");
 	else
-		text = xasprintf("%s\n%s\n%s%s", c->err_name, c->err_value, c->err_tb,
-				 *c->err_tb && c->err_tb[strlen(c->err_tb) - 1] != '\n' ? "\n" : "");
+		text =
+		    xasprintf("%s\n%s\n%s%s", c->err_name, c->err_value, c->err_tb,
+			      *c->err_tb && c->err_tb[strlen(c->err_tb) - 1] != '\n' ? "\n" : "");
 	core_unlock();
 	*len = strlen(text);
 	return text;

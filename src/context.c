@@ -418,7 +418,8 @@ char *context_status(struct context *c, size_t *len)
 			 c->name, lang_names[c->lang], driver_state(c),
 			 c->drv.running ? (int)c->drv.proc.pid : 0, c->starts, c->next_n, queued,
 			 c->current ? c->current->n : 0, latest ? latest->n : 0,
-			 latest ? cell_state_name(latest->st) : "-", (unsigned long long)c->timeout_ms,
+			 latest ? cell_state_name(latest->st) : "-",
+			 (unsigned long long)c->timeout_ms,
 			 (unsigned long long)cgmem_oom_kills(c->cg, true));
 	core_unlock();
 	*len = strlen(text);

@@ -20,7 +20,7 @@
 
 /* The driver is executed through this descriptor, so it needs no path inside the sandbox: the
  * kernel runs its #! interpreter on /proc/self/fd/5, which the interpreter opens. */
-#define DRIVER_FD 5
+#define DRIVER_FD   5
 #define DRIVER_EXEC "/proc/self/fd/5"
 /* Frames handled per wakeup, so that a flooding driver cannot hold the loop. */
 #define FRAMES_PER_WAKE 64

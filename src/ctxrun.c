@@ -223,8 +223,7 @@ void context_driver_gone(struct context *c, int wstatus)
 								    : "InterpreterDied"),
 			       why, xstrdup(""));
 		end_current(c, st);
-	} else if (c->drv.st == DRV_STARTING && c->drv.kill == DK_NONE &&
-		   (head = next_queued(c))) {
+	} else if (c->drv.st == DRV_STARTING && c->drv.kill == DK_NONE && (head = next_queued(c))) {
 		/* It never came up: the cell waiting for it says why; the next tries again. */
 		why = death_text(c, wstatus, false);
 		fail_cell(head, CELL_ERROR, "DriverError", why);
