@@ -307,6 +307,26 @@ int parse_timeout(const char *text, uint64_t *ms)
 	return 0;
 }
 
+/* Only the last edit of each name counts: the list stays as small as the env it makes. */
+static void compact_edits(struct envedits *ed)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < ed->n; i++) {
+		bool later = false;
+
+		for (size_t j = i + 1; j < ed->n && !later; j++)
+			later = !strcmp(ed->e[i].name, ed->e[j].name);
+		if (later) {
+			free(ed->e[i].name);
+			free(ed->e[i].value);
+		} else {
+			ed->e[kept++] = ed->e[i];
+		}
+	}
+	ed->n = kept;
+}
+
 /* Core lock held (c given): the env edits checked against the env they would make. */
 static int set_env(struct context *c, const char *buf, size_t len, bool apply)
 {
@@ -319,8 +339,10 @@ static int set_env(struct context *c, const char *buf, size_t len, bool apply)
 	context_env(c, &env);
 	rc = envlist_check_edits(&env, &ed, ctx_cfg->env_value_max, ctx_cfg->env_max);
 	envlist_free(&env);
-	if (rc == 0 && apply)
+	if (rc == 0 && apply) {
 		envedits_append(&c->env, &ed);
+		compact_edits(&c->env);
+	}
 out:
 	envedits_free(&ed);
 	return rc;

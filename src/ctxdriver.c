@@ -274,8 +274,7 @@ static void on_exit_drv(struct proc *p, int wstatus)
 	close_all(&c->drv);
 	c->drv.exiting = false;
 	c->drv.running = false;
-	c->drv.st = DRV_NONE;
-	context_driver_gone(c, wstatus);
+	context_driver_gone(c, wstatus); /* sets st to DRV_NONE once it looked at it */
 	c->drv.kill = DK_NONE;
 	free(c->drv.kill_why);
 	c->drv.kill_why = NULL;

@@ -187,8 +187,9 @@ void context_event(struct context *c, struct ctx_event *ev)
 	context_pump(c);
 }
 
-/* Why the interpreter went away, for the cell it was running. */
-static char *death_text(struct context *c, int wstatus, uint64_t oom)
+/* Why the interpreter went away; with its note (what it wrote before it was ready) when it
+ * never came up. */
+static char *death_text(struct context *c, int wstatus, uint64_t oom, bool with_note)
 {
 	struct ctxdriver *d = &c->drv;
 
@@ -200,7 +201,7 @@ static char *death_text(struct context *c, int wstatus, uint64_t oom)
 		return xasprintf("the interpreter was killed by signal %d (%s)", WTERMSIG(wstatus),
 				 strsignal(WTERMSIG(wstatus)));
 	return xasprintf("the interpreter exited with status %d%s%s", WEXITSTATUS(wstatus),
-			 d->notelen ? ": " : "", d->note);
+			 with_note && d->notelen ? ": " : "", with_note ? d->note : "");
 }
 
 void context_driver_gone(struct context *c, int wstatus)
@@ -215,7 +216,7 @@ void context_driver_gone(struct context *c, int wstatus)
 				     : c->drv.kill == DK_TIMEOUT ? CELL_TIMEOUT
 								 : CELL_ERROR;
 
-		why = death_text(c, wstatus, oom > c->oom_seen);
+		why = death_text(c, wstatus, oom > c->oom_seen, false);
 		cell_set_error(cell,
 			       xstrdup(st == CELL_KILLED    ? "Killed"
 				       : st == CELL_TIMEOUT ? "TimeoutError"
@@ -225,7 +226,7 @@ void context_driver_gone(struct context *c, int wstatus)
 		end_current(c, st);
 	} else if (c->drv.st == DRV_STARTING && c->drv.kill == DK_NONE && (head = next_queued(c))) {
 		/* It never came up: the cell waiting for it says why; the next tries again. */
-		why = death_text(c, wstatus, false);
+		why = death_text(c, wstatus, false, true);
 		fail_cell(head, CELL_ERROR, "DriverError", why);
 		free(why);
 	}

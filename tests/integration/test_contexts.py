@@ -424,3 +424,16 @@ def test_a_cell_that_runs_out_of_memory_gets_a_fresh_interpreter():
             m.stop()
         m.abort()
         m.cleanup_tmp()
+
+
+def test_an_interpreter_that_cannot_start_says_why(sbx):
+    ctx = make(sbx, "nostart")
+    write_bytes(ctx / "env", "PYTHONHOME=/nowhere\nPYTHONHOME=/nonexistent\n")
+    assert "PYTHONHOME=/nonexistent\n" in (ctx / "env").read_text()
+    for code in ("1", "2"):  # each cell tries a fresh interpreter, and says why it failed
+        res = run(ctx, code)
+        assert res["status"] == "error" and res["error"]["name"] == "DriverError"
+        assert "exited with status 1" in res["error"]["value"]
+        assert "Python" in res["error"]["value"]  # what it wrote before dying
+    assert "starts 2\n" in (ctx / "status").read_text()
+    os.rmdir(ctx)
