@@ -18,6 +18,7 @@
 #include "xmalloc.h"
 
 const struct config *ctx_cfg;
+const struct identity *ctx_owner;
 char *ctx_spool_dir;
 static char *ctx_workspace;
 static TAILQ_HEAD(, context) contexts = TAILQ_HEAD_INITIALIZER(contexts);
@@ -31,9 +32,11 @@ void contexts_set_exe(const char *self_exe)
 	ctxdriver_set_dir(self_exe);
 }
 
-void contexts_init(const struct config *cfg, const char *spool_dir, const char *workspace)
+void contexts_init(const struct config *cfg, const char *spool_dir, const char *workspace,
+		   const struct identity *id)
 {
 	ctx_cfg = cfg;
+	ctx_owner = id;
 	ctx_spool_dir = xstrdup(spool_dir);
 	ctx_workspace = xstrdup(workspace);
 }

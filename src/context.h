@@ -32,8 +32,12 @@ enum context_attr { CA_LANGUAGE, CA_CWD, CA_ENV, CA_TIMEOUT };
 
 /* Drivers are looked for next to self_exe, then in libexec. */
 void contexts_set_exe(const char *self_exe);
-/* workspace: the workspace as the sandbox sees it (the default cwd and HOME). */
-void contexts_init(const struct config *cfg, const char *spool_dir, const char *workspace);
+struct identity;
+
+/* workspace: the workspace as the sandbox sees it (the default cwd and HOME); id: the sandbox's
+ * user, who owns the driver's pipes (it reopens them through /proc), NULL for the daemon's. */
+void contexts_init(const struct config *cfg, const char *spool_dir, const char *workspace,
+		   const struct identity *id);
 void contexts_shutdown(void);
 
 /* -EINVAL for a bad name, -EEXIST, -ENOSPC past CONTEXT_MAX. */

@@ -67,6 +67,7 @@ struct context {
 };
 
 extern const struct config *ctx_cfg;
+extern const struct identity *ctx_owner;
 extern char *ctx_spool_dir;
 
 /* context.c */
@@ -95,6 +96,8 @@ void ctxdriver_send_run(struct context *c, const char *code, size_t len);
 void ctxdriver_signal(struct context *c, int sig);
 /* Kills its whole tree (why: what the running cell says); its exit comes later. */
 void ctxdriver_kill(struct context *c, enum drv_kill why);
+/* Keeps an error it sent before it was ready, to say why it did not come up. */
+void ctxdriver_note(struct context *c, const char *name, const char *value);
 /* Moves what its pipes hold into the current cell's spools (or the note). */
 void ctxdriver_drain(struct context *c);
 void ctxdriver_set_dir(const char *self_exe);

@@ -15,11 +15,12 @@
 #include "cgroup.h"
 #include "context_priv.h"
 #include "fdres.h"
+#include "feed.h"
 #include "log.h"
 #include "xmalloc.h"
 
-/* The driver is executed through this descriptor, so it needs no path inside the sandbox: the
- * kernel runs its #! interpreter on /proc/self/fd/5, which the interpreter opens. */
+/* The driver is run through this descriptor, so it needs no path inside the sandbox: its #!
+ * interpreter is executed on /proc/self/fd/5, which the interpreter opens. */
 #define DRIVER_FD   5
 #define DRIVER_EXEC "/proc/self/fd/5"
 /* Frames handled per wakeup, so that a flooding driver cannot hold the loop. */
@@ -27,12 +28,21 @@
 
 static char *driver_dir;
 
+/* flag: for the interpreter, before the script. Node would resolve /proc/self/fd/5 to the
+ * driver's host path, which the sandbox does not have. */
 static const struct {
-	const char *file, *arg;
+	const char *file, *flag, *arg;
 } drivers[] = {
-	[LANG_PYTHON] = {"sbxfs-pydriver", NULL},
-	[LANG_JAVASCRIPT] = {"sbxfs-jsdriver", "javascript"},
-	[LANG_TYPESCRIPT] = {"sbxfs-jsdriver", "typescript"},
+	[LANG_PYTHON] = {"sbxfs-pydriver", NULL, NULL},
+	[LANG_JAVASCRIPT] = {"sbxfs-jsdriver", "--preserve-symlinks-main", "javascript"},
+	[LANG_TYPESCRIPT] = {"sbxfs-jsdriver", "--preserve-symlinks-main", "typescript"},
+};
+
+/* A driver's "#!" line: the interpreter's host path ("/usr/bin/env NAME" looked up in the
+ * directories a sandbox's PATH has) and its one argument, as the kernel splits it. */
+struct shebang {
+	char interp[256];
+	char arg[256];
 };
 
 void ctxdriver_set_dir(const char *self_exe)
@@ -44,35 +54,53 @@ void ctxdriver_set_dir(const char *self_exe)
 	free(copy);
 }
 
-/* Whether the program of a "#!" line exists: "/usr/bin/env NAME" is looked up in the
- * directories a sandbox's PATH has. */
-static bool interpreter_present(const char *path)
+static char *trim(char *s)
+{
+	char *end;
+
+	s += strspn(s, " \t");
+	end = s + strlen(s);
+	while (end > s && strchr(" \t\n", end[-1]))
+		*--end = '\0';
+	return s;
+}
+
+/* "/usr/bin/env NAME [ARG]": NAME's path, and ARG. */
+static int env_program(struct shebang *sb)
 {
 	static const char *const dirs[] = {"/usr/local/bin", "/usr/bin", "/bin"};
-	char line[256] = "", *prog, *arg, *save;
+	char name[200], *rest = sb->arg + strcspn(sb->arg, " \t");
+
+	snprintf(name, sizeof(name), "%.*s", (int)(rest - sb->arg), sb->arg);
+	memmove(sb->arg, trim(rest), strlen(trim(rest)) + 1);
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]) && name[0]; i++) {
+		snprintf(sb->interp, sizeof(sb->interp), "%s/%s", dirs[i], name);
+		if (access(sb->interp, X_OK) == 0)
+			return 0;
+	}
+	return -ENOENT;
+}
+
+/* -ENOENT unless the file starts with "#!" and its interpreter is there. */
+static int read_shebang(const char *path, struct shebang *sb)
+{
+	char line[512] = "", *p, *sp;
 	FILE *f = fopen(path, "re");
-	bool ok = false;
 
 	if (!f)
-		return false;
-	if (!fgets(line, sizeof(line), f) || strncmp(line, "#!", 2)) {
-		fclose(f);
-		return false;
-	}
+		return -ENOENT;
+	p = fgets(line, sizeof(line), f);
 	fclose(f);
-	prog = strtok_r(line + 2, " \t\n", &save);
-	arg = prog ? strtok_r(NULL, " \t\n", &save) : NULL;
-	if (!prog)
-		return false;
-	if (strcmp(prog, "/usr/bin/env") || !arg)
-		return access(prog, X_OK) == 0;
-	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]) && !ok; i++) {
-		char *p = xasprintf("%s/%s", dirs[i], arg);
-
-		ok = access(p, X_OK) == 0;
-		free(p);
-	}
-	return ok;
+	if (!p || strncmp(line, "#!", 2))
+		return -ENOENT;
+	p = trim(line + 2);
+	sp = p + strcspn(p, " \t");
+	snprintf(sb->arg, sizeof(sb->arg), "%s", trim(sp));
+	*sp = '\0';
+	snprintf(sb->interp, sizeof(sb->interp), "%s", p);
+	if (!strcmp(sb->interp, "/usr/bin/env"))
+		return env_program(sb);
+	return sb->interp[0] == '/' && access(sb->interp, X_OK) == 0 ? 0 : -ENOENT;
 }
 
 int ctxdriver_resolve(enum ctx_lang lang, char **path)
@@ -83,8 +111,10 @@ int ctxdriver_resolve(enum ctx_lang lang, char **path)
 		if (!dirs[i])
 			continue;
 		*path = xasprintf("%s/%s", dirs[i], drivers[lang].file);
+		struct shebang sb;
+
 		if (access(*path, R_OK | X_OK) == 0)
-			return interpreter_present(*path) ? 0 : -ENOENT;
+			return read_shebang(*path, &sb);
 		free(*path);
 	}
 	*path = NULL;
@@ -122,6 +152,14 @@ static void note(struct ctxdriver *d, const char *buf, size_t len)
 	memcpy(d->note + d->notelen, buf, len < room ? len : room);
 	d->notelen += len < room ? len : room;
 	d->note[d->notelen] = '\0';
+}
+
+void ctxdriver_note(struct context *c, const char *name, const char *value)
+{
+	note(&c->drv, name, strlen(name));
+	note(&c->drv, ": ", 2);
+	note(&c->drv, value, strlen(value));
+	note(&c->drv, "\n", 1);
 }
 
 static void drain_one(struct context *c, int i, bool all)
@@ -281,7 +319,8 @@ static void on_exit_drv(struct proc *p, int wstatus)
 	context_unref(c); /* the running driver's reference */
 }
 
-/* The descriptors of a start: fds[] for the driver (0-5), ours in d. -errno, nothing open. */
+/* The descriptors of a start: fds[] for the driver (0-5), ours in d. -errno, nothing open.
+ * The pipes are the sandbox user's: a driver or a cell may reopen them through /proc. */
 static int open_fds(struct ctxdriver *d, const char *path, int fds[6])
 {
 	int p[2], rc;
@@ -291,19 +330,19 @@ static int open_fds(struct ctxdriver *d, const char *path, int fds[6])
 	if ((fds[0] = rc = fdres_open("/dev/null", O_RDONLY, 0)) < 0)
 		goto fail;
 	for (int i = 0; i < 2; i++) {
-		if ((rc = fdres_pipe(p)) < 0)
+		if ((rc = feed_pipe(p, ctx_owner)) < 0)
 			goto fail;
 		fcntl(p[0], F_SETFL, O_NONBLOCK);
 		fcntl(p[0], F_SETPIPE_SZ, 1 << 20);
 		d->out_r[i] = p[0];
 		fds[i + 1] = p[1];
 	}
-	if ((rc = fdres_pipe(p)) < 0)
+	if ((rc = feed_pipe(p, ctx_owner)) < 0)
 		goto fail;
 	fds[3] = p[0];
 	d->req_w = p[1];
 	fcntl(d->req_w, F_SETFL, O_NONBLOCK);
-	if ((rc = fdres_pipe(p)) < 0)
+	if ((rc = feed_pipe(p, ctx_owner)) < 0)
 		goto fail;
 	d->ev_r = p[0];
 	fds[4] = p[1];
@@ -320,14 +359,36 @@ fail:
 	return rc;
 }
 
+/* interpreter [its #! argument] [the language's flag] /proc/self/fd/5 [the language] */
+static void make_argv(enum ctx_lang lang, struct shebang *sb, char *argv[6])
+{
+	int n = 0;
+
+	argv[n++] = sb->interp;
+	if (sb->arg[0])
+		argv[n++] = sb->arg;
+	if (drivers[lang].flag)
+		argv[n++] = (char *)drivers[lang].flag;
+	argv[n++] = DRIVER_EXEC;
+	if (drivers[lang].arg)
+		argv[n++] = (char *)drivers[lang].arg;
+	argv[n] = NULL;
+}
+
 int ctxdriver_start(struct context *c, struct envlist *env)
 {
 	struct ctxdriver *d = &c->drv;
-	char *path, *argv[3] = {DRIVER_EXEC, NULL, NULL};
 	int fds[6], cgfds[4], ncg, rc;
+	struct shebang sb;
+	char *path, *argv[6];
 
 	if ((rc = ctxdriver_resolve(c->lang, &path)) < 0)
 		return rc;
+	if ((rc = read_shebang(path, &sb)) < 0) {
+		free(path);
+		return rc;
+	}
+	make_argv(c->lang, &sb, argv);
 	d->req_w = d->ev_r = d->out_r[0] = d->out_r[1] = -1;
 	rc = open_fds(d, path, fds);
 	free(path);
@@ -339,7 +400,6 @@ int ctxdriver_start(struct context *c, struct envlist *env)
 		close_all(d);
 		return ncg;
 	}
-	argv[1] = (char *)drivers[c->lang].arg;
 	d->notelen = 0;
 	d->note[0] = '\0';
 	d->kill = DK_NONE;

@@ -173,6 +173,11 @@ void context_event(struct context *c, struct ctx_event *ev)
 			cell_add_result(c->current, ev);
 		return;
 	case EV_ERROR:
+		/* A driver that cannot come up may say why before it exits. */
+		if (c->drv.st == DRV_STARTING) {
+			ctxdriver_note(c, ev->name, ev->value);
+			return;
+		}
 		if (!c->current)
 			return violation(c, "an error outside a cell");
 		cell_set_error(c->current, ev->name, ev->value, ev->traceback);
@@ -224,7 +229,8 @@ void context_driver_gone(struct context *c, int wstatus)
 								    : "InterpreterDied"),
 			       why, xstrdup(""));
 		end_current(c, st);
-	} else if (c->drv.st == DRV_STARTING && c->drv.kill == DK_NONE && (head = next_queued(c))) {
+	} else if (c->drv.st == DRV_STARTING && c->drv.kill != DK_KILLED &&
+		   (head = next_queued(c))) {
 		/* It never came up: the cell waiting for it says why; the next tries again. */
 		why = death_text(c, wstatus, false, true);
 		fail_cell(head, CELL_ERROR, "DriverError", why);

@@ -449,7 +449,8 @@ int sandbox_start(const char *mnt, char *err, size_t errlen)
 	/* As the sandbox's user, it reaches the workspace where bwrap does (the staged bind). */
 	gitrun_init(git_helper, staged_ws ? staged_ws : cfg->workspace, inside_workspace(),
 		    cfg->isolate && getuid() == 0 ? &identity : NULL);
-	contexts_init(cfg, spool_dir, inside_workspace());
+	contexts_init(cfg, spool_dir, inside_workspace(),
+		      cfg->isolate && getuid() == 0 ? &identity : NULL);
 	if ((rc = session_create(SESSION_DEFAULT, NULL, NULL)) < 0) {
 		snprintf(err, errlen, "default session: %s", strerror(-rc));
 		return rc;
