@@ -437,3 +437,33 @@ def test_an_interpreter_that_cannot_start_says_why(sbx):
         assert "Python" in res["error"]["value"]  # what it wrote before dying
     assert "starts 2\n" in (ctx / "status").read_text()
     os.rmdir(ctx)
+
+
+def js_available():
+    driver = os.path.join(os.path.dirname(sbxfs_binary()), "sbxfs-jsdriver")
+    return os.path.exists(driver) and shutil.which("node")
+
+
+@pytest.mark.parametrize("lang", ["javascript", "typescript"])
+def test_javascript_and_typescript_keep_state(sbx, lang):
+    if not js_available():
+        pytest.skip("sbxfs-jsdriver is not next to the binary, or node is not installed")
+    if lang == "typescript" and not os.path.isdir("/usr/share/nodejs/typescript"):
+        pytest.skip("node-typescript is not installed (scripts/bootstrap)")
+    ctx = make(sbx, lang)
+    write_bytes(ctx / "language", lang + "\n")
+    typed = ": number" if lang == "typescript" else ""
+    res = run(ctx, f"let x{typed} = 40;\nfunction f(y{typed}){typed} {{ return y + 2; }}\n"
+                   "console.log('hi');\nf(x)")
+    assert res["results"] == [{"text": "42", "isMainResult": True}], res
+    assert res["logs"]["stdout"] == ["hi\n"]
+    assert run(ctx, "x * 2")["results"][0]["text"] == "80"
+    res = run(ctx, "\nthrow new Error('boom')")
+    assert res["status"] == "error" and res["error"]["value"] == "boom"
+    if lang == "typescript":
+        # Types are not checked; a syntax error is an error and nothing runs.
+        assert run(ctx, "const s: number = 'text'; s")["results"][0]["text"] == "'text'"
+        res = run(ctx, "let = = 1;")
+        assert res["error"]["name"] == "SyntaxError"
+    assert (ctx / "language").read_text() == lang + "\n"
+    os.rmdir(ctx)
