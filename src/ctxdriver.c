@@ -167,7 +167,7 @@ static void drain_one(struct context *c, int i, bool all)
 	struct ctxdriver *d = &c->drv;
 	char buf[4096];
 	int avail = 0;
-	ssize_t n;
+	ssize_t n = -1;
 
 	if (d->out_r[i] < 0)
 		return;
@@ -178,13 +178,17 @@ static void drain_one(struct context *c, int i, bool all)
 				close_fd(&d->out_r[i], &d->out_lf[i]);
 			return;
 		}
-		/* What was written before the event we act on is in the pipe: take exactly that. */
-		while (ioctl(d->out_r[i], FIONREAD, &avail) == 0 && avail > 0)
-			if (spool_fill(&c->current->run->out[i], d->out_r[i], (size_t)avail) <= 0)
+		/* What was written before the event we act on is in the pipe: take exactly that,
+		 * not what a thread of the cell keeps writing meanwhile. */
+		if (ioctl(d->out_r[i], FIONREAD, &avail) < 0)
+			return;
+		for (ssize_t left = avail; left > 0; left -= n)
+			if ((n = spool_fill(&c->current->run->out[i], d->out_r[i], (size_t)left)) <= 0)
 				break;
 		return;
 	}
-	while ((n = read(d->out_r[i], buf, sizeof(buf))) > 0)
+	/* Bounded, so that a driver writing without end between cells cannot hold the loop. */
+	for (int k = 0; k < 16 && (n = read(d->out_r[i], buf, sizeof(buf))) > 0; k++)
 		note(d, buf, (size_t)n);
 	if (n == 0)
 		close_fd(&d->out_r[i], &d->out_lf[i]);

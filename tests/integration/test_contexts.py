@@ -467,3 +467,20 @@ def test_javascript_and_typescript_keep_state(sbx, lang):
         assert res["error"]["name"] == "SyntaxError"
     assert (ctx / "language").read_text() == lang + "\n"
     os.rmdir(ctx)
+
+
+def test_output_between_cells_cannot_hold_the_daemon(sbx):
+    """A thread a cell left behind writes without end: between cells nobody reads it, the
+    daemon drops it a bounded amount at a time and goes on answering."""
+    ctx = make(sbx, "chatty")
+    res = run(ctx, "import os, threading\ndef spam():\n    while True:\n"
+                   "        os.write(1, b'x' * 65536)\n"
+                   "threading.Thread(target=spam, daemon=True).start()\n")
+    assert res["status"] == "done"
+    s = sbx.new_session()
+    for _ in range(3):
+        out, _, code = sbx.run(s, "echo alive", timeout=30)
+        assert (out, code) == (b"alive\n", 0)
+    assert "driver idle" in (ctx / "status").read_text()
+    write_bytes(ctx / "ctl", "kill\n")
+    os.rmdir(ctx)
