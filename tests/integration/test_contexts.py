@@ -5,6 +5,7 @@ import base64
 import errno
 import json
 import os
+import select
 import shutil
 import struct
 import tempfile
@@ -149,6 +150,21 @@ def test_stdout_streams_while_the_cell_runs(sbx, py):
         assert state(py, n) == "running"
         (sbx.ws / flag).touch()
         assert f.read() == b"second\n"  # then EOF at the cell's end
+    assert result(py, n)["status"] == "done"
+
+
+def test_poll_on_stdout_wakes_when_output_arrives(sbx, py):
+    n = submit(py, "print('a', flush=True)\n" + wait_file(sbx, "poll-flag") + "print('b')\n")
+    fd = os.open(py / "cells" / str(n) / "stdout", os.O_RDONLY)
+    try:
+        wait_until(lambda: select.select([fd], [], [], 0)[0], 30, "the first line")
+        assert os.read(fd, 100) == b"a\n"
+        assert select.select([fd], [], [], 0.2)[0] == []  # at the end while the cell runs
+        (sbx.ws / "poll-flag").touch()
+        assert select.select([fd], [], [], 30)[0] == [fd]
+        assert os.read(fd, 100) == b"b\n"
+    finally:
+        os.close(fd)
     assert result(py, n)["status"] == "done"
 
 
