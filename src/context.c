@@ -219,11 +219,6 @@ size_t context_list(struct context_info **v)
 	return n;
 }
 
-const char *context_name(const struct context *c)
-{
-	return c->name;
-}
-
 uint32_t context_serial(const struct context *c)
 {
 	return c->serial;

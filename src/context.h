@@ -51,7 +51,6 @@ struct context *context_find_serial(uint32_t serial);
 void context_unref(struct context *c);
 /* Sorted by creation; caller frees *v. */
 size_t context_list(struct context_info **v);
-const char *context_name(const struct context *c);
 uint32_t context_serial(const struct context *c);
 struct timespec context_ctime(const struct context *c);
 

@@ -28,11 +28,6 @@ static const struct {
 	{"application/javascript", "js", "javascript", false},
 };
 
-const char *ctx_format_mime(unsigned i)
-{
-	return formats[i].mime;
-}
-
 const char *ctx_format_ext(unsigned i)
 {
 	return formats[i].ext;

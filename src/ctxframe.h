@@ -32,8 +32,7 @@ struct ctx_reader {
 	char *body;
 };
 
-/* The MIME type and the file suffix of format i. */
-const char *ctx_format_mime(unsigned i);
+/* The file suffix of format i (its MIME type is the driver's key). */
 const char *ctx_format_ext(unsigned i);
 /* The SDK's field name for format i (text, html, png, ...). */
 const char *ctx_format_field(unsigned i);
