@@ -234,21 +234,28 @@ static void add_error(struct jbuf *b, const struct cell *c)
 int cell_result_json(struct cell *c, char **text, size_t *len)
 {
 	struct jbuf b = {0};
-	int rc = 0;
+	int fd[2], rc = 0;
+	off_t size[2];
 
+	/* The spools' ends under the lock; the rest is read outside it: an ended cell's values
+	 * and error no longer change, and the spools stay open while the run is referenced. */
 	core_lock();
+	for (int i = 0; i < 2; i++) {
+		fd[i] = c->run->out[i].fd;
+		size[i] = fd[i] < 0 ? 0 : c->run->out[i].size;
+	}
+	core_unlock();
 	jbuf_add(&b, "{", 1);
 	add_results(&b, c);
 	jbuf_add(&b, ",\"logs\":{\"stdout\":", 18);
-	rc = add_log(&b, c->run->out[0].fd, c->run->out[0].size);
+	rc = add_log(&b, fd[0], size[0]);
 	jbuf_add(&b, ",\"stderr\":", 10);
 	if (rc == 0)
-		rc = add_log(&b, c->run->out[1].fd, c->run->out[1].size);
+		rc = add_log(&b, fd[1], size[1]);
 	jbuf_add(&b, "},\"error\":", 10);
 	add_error(&b, c);
 	jbuf_printf(&b, ",\"executionCount\":%u,\"status\":\"%s\",\"resultsDropped\":%s}\n", c->n,
 		    cell_state_name(c->st), c->res_dropped ? "true" : "false");
-	core_unlock();
 	if (rc < 0) {
 		free(b.p);
 		return rc;
@@ -293,21 +300,21 @@ static size_t b64_decode(const char *in, size_t len, char *out)
 
 int cell_result_file(struct cell *c, unsigned k, unsigned f, char **data, size_t *len)
 {
-	const struct cell_result *cr;
-	int rc = -ENOENT;
+	char *copy = NULL;
+	size_t n = 0;
 
+	/* Copied under the lock (a running cell's list may move), decoded outside it. */
 	core_lock();
-	if (k < c->nres && f < CTX_FORMATS && c->res[k].data[f]) {
-		cr = &c->res[k];
-		*data = xmalloc(cr->len[f] + 1);
-		if (ctx_format_binary(f))
-			*len = b64_decode(cr->data[f], cr->len[f], *data);
-		else
-			memcpy(*data, cr->data[f], *len = cr->len[f]);
-		rc = 0;
-	}
+	if (k < c->nres && f < CTX_FORMATS && c->res[k].data[f])
+		copy = xmemdup(c->res[k].data[f], (n = c->res[k].len[f]) + 1);
 	core_unlock();
-	return rc;
+	if (!copy)
+		return -ENOENT;
+	if (ctx_format_binary(f)) /* in place: the bytes are behind the text they come from */
+		n = b64_decode(copy, n, copy);
+	*len = n;
+	*data = copy;
+	return 0;
 }
 
 bool cell_result_has(struct cell *c, unsigned k, unsigned f)
