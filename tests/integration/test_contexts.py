@@ -106,6 +106,8 @@ def test_state_is_kept_and_the_last_expression_is_the_result(py):
     assert (py / "results" / "0.txt").read_text() == "42"
     assert state(py, n) == "done"
     assert (py / "error").read_text() == ""
+    res = run(py, "import asyncio\nawait asyncio.sleep(0)\n'awaited'")
+    assert res["results"][0]["text"] == "'awaited'"
 
 
 def test_several_displays_in_one_cell(py):
@@ -195,6 +197,21 @@ def test_timeout_interrupts_and_the_context_survives(sbx, py):
     assert res["error"]["name"] == "KeyboardInterrupt"
     assert run(py, "kept")["results"][0]["text"] == "'yes'"
     assert (py / "timeout").read_text() == "0\n"
+
+
+def test_a_cell_that_ignores_its_timeout_loses_its_interpreter(sbx):
+    ctx = make(sbx, "stubborn")
+    run(ctx, "lost = 1")
+    write_bytes(ctx / "timeout", "200\n")
+    t0 = time.monotonic()
+    res = run(ctx, "import time\nwhile True:\n    try:\n        time.sleep(0.01)\n"
+                   "    except KeyboardInterrupt:\n        pass\n")
+    # SIGINT at 200 ms, the interpreter killed a kill grace (2 s) later.
+    assert 2 < time.monotonic() - t0 < 30
+    assert res["status"] == "timeout" and res["error"]["name"] == "TimeoutError"
+    write_bytes(ctx / "timeout", "0\n")
+    assert run(ctx, "'lost' in dir()")["results"][0]["text"] == "False"
+    os.rmdir(ctx)
 
 
 def test_interrupt_keeps_the_context(sbx, py):
