@@ -94,6 +94,8 @@ int ctxdriver_start(struct context *c, struct envlist *env);
 /* Sends a run request for code. */
 void ctxdriver_send_run(struct context *c, const char *code, size_t len);
 void ctxdriver_signal(struct context *c, int sig);
+/* It broke the protocol (why: what it sent): killed, and its cell says so. */
+void ctxdriver_violation(struct context *c, const char *why);
 /* Kills its whole tree (why: what the running cell says); its exit comes later. */
 void ctxdriver_kill(struct context *c, enum drv_kill why);
 /* Keeps an error it sent before it was ready, to say why it did not come up. */

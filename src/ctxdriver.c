@@ -208,7 +208,7 @@ static void on_output(struct loop_fd *lf, uint32_t events, void *arg)
 	drain_one(c, lf == c->drv.out_lf[0] ? 0 : 1, false);
 }
 
-static void protocol_error(struct context *c, const char *why)
+void ctxdriver_violation(struct context *c, const char *why)
 {
 	struct ctxdriver *d = &c->drv;
 
@@ -234,9 +234,9 @@ static void on_events(struct loop_fd *lf, uint32_t events, void *arg)
 		ctx_event_free(&ev);
 	}
 	if (rc == -EMSGSIZE)
-		protocol_error(c, "a frame over the size limit");
+		ctxdriver_violation(c, "a frame over the size limit");
 	else if (rc == -EPROTO)
-		protocol_error(c, "a malformed frame");
+		ctxdriver_violation(c, "a malformed frame");
 	else if (rc < 0) /* EOF: its exit will tell the rest */
 		close_fd(&c->drv.ev_r, &c->drv.ev_lf);
 }

@@ -149,22 +149,30 @@ static enum cell_state done_state(struct context *c)
 	return CELL_ERROR;
 }
 
-static void violation(struct context *c, const char *why)
+/* What is wrong with an event where it came, or NULL. */
+static const char *misplaced(const struct context *c, enum ctx_ev ev)
 {
-	log_warnx("context %s: driver killed: %s", c->name, why);
-	if (!c->drv.kill_why)
-		c->drv.kill_why = xstrdup(why);
-	ctxdriver_kill(c, DK_PROTOCOL);
+	if (ev == EV_READY && c->drv.st != DRV_STARTING)
+		return "a second ready";
+	if (ev == EV_ERROR && c->drv.st != DRV_STARTING && !c->current)
+		return "an error outside a cell";
+	if (ev == EV_DONE && !c->current)
+		return "a done outside a cell";
+	return NULL;
 }
 
 void context_event(struct context *c, struct ctx_event *ev)
 {
+	const char *bad = misplaced(c, ev->ev);
+
 	if (c->drv.kill != DK_NONE)
 		return;
+	if (bad) {
+		ctxdriver_violation(c, bad);
+		return;
+	}
 	switch (ev->ev) {
 	case EV_READY:
-		if (c->drv.st != DRV_STARTING)
-			return violation(c, "a second ready");
 		c->drv.st = DRV_READY;
 		break;
 	case EV_RESULT:
@@ -178,14 +186,10 @@ void context_event(struct context *c, struct ctx_event *ev)
 			ctxdriver_note(c, ev->name, ev->value);
 			return;
 		}
-		if (!c->current)
-			return violation(c, "an error outside a cell");
 		cell_set_error(c->current, ev->name, ev->value, ev->traceback);
 		ev->name = ev->value = ev->traceback = NULL;
 		return;
 	case EV_DONE:
-		if (!c->current)
-			return violation(c, "a done outside a cell");
 		end_current(c, done_state(c));
 		break;
 	}

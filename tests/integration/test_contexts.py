@@ -309,6 +309,7 @@ FIND_CHANNEL = ("import gc\nchan = [o for o in gc.get_objects() "
     ("struct.pack('>I', 0x7fffffff)", "over the size limit"),
     ("struct.pack('>I', 5) + b'{nope'", "malformed"),
     ("struct.pack('>I', 2) + b'{}'", "malformed"),
+    ("struct.pack('>I', 14) + b'{\"ev\":\"ready\"}'", "a second ready"),
 ])
 def test_a_forged_bad_frame_kills_only_its_own_interpreter(sbx, py, payload, why):
     run(py, "other = 'intact'")
