@@ -135,16 +135,18 @@ static void end_current(struct context *c, enum cell_state st)
 	trim_history(c);
 }
 
-/* What a done cell's state is: an error, unless it was our SIGINT that raised it. */
+/* What a done cell's state is: an error, unless it was our SIGINT that raised it (Python's
+ * KeyboardInterrupt, the JavaScript driver's Interrupted). */
 static enum cell_state done_state(struct context *c)
 {
 	const char *err = c->current->err_name;
+	bool sigint = err && (!strcmp(err, "KeyboardInterrupt") || !strcmp(err, "Interrupted"));
 
 	if (!err)
 		return CELL_DONE;
-	if (!strcmp(err, "KeyboardInterrupt") && c->timed_out)
+	if (sigint && c->timed_out)
 		return CELL_TIMEOUT;
-	if (!strcmp(err, "KeyboardInterrupt") && c->interrupted)
+	if (sigint && c->interrupted)
 		return CELL_INTERRUPTED;
 	return CELL_ERROR;
 }

@@ -499,6 +499,13 @@ def test_javascript_and_typescript_keep_state(sbx, lang):
         assert run(ctx, "const s: number = 'text'; s")["results"][0]["text"] == "'text'"
         res = run(ctx, "let = = 1;")
         assert res["error"]["name"] == "SyntaxError"
+    n = submit(ctx, "console.log('in');\nwhile (true) {}")
+    with open(ctx / "cells" / str(n) / "stdout", "rb") as f:
+        assert f.readline() == b"in\n"
+    write_bytes(ctx / "ctl", "interrupt\n")
+    res = result(ctx, n)
+    assert res["status"] == "interrupted" and res["error"]["name"] == "Interrupted"
+    assert run(ctx, "x")["results"][0]["text"] == "40"
     assert (ctx / "language").read_text() == lang + "\n"
     os.rmdir(ctx)
 
