@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from sbxutil import (Background, ConfMount, errno_of, isolation_none, read_bytes, sbxfs_binary,
-                     wait_until, write_bytes, write_errno)
+from sbxutil import (Background, ConfMount, SbxMount, errno_of, isolation_none, read_bytes,
+                     sbxfs_binary, wait_until, write_bytes, write_errno)
 
 pytest.importorskip("IPython", reason="python3-ipython is not installed (scripts/bootstrap)")
 
@@ -361,15 +361,38 @@ def test_bad_writes_fail_with_precise_errnos(sbx):
     os.rmdir(ctx)
 
 
-def test_a_missing_driver_is_enoent(sbx):
-    if os.path.exists(os.path.join(os.path.dirname(sbxfs_binary()), "sbxfs-jsdriver")) and \
-            shutil.which("node"):
-        pytest.skip("the JavaScript driver and node are installed: nothing is missing")
-    ctx = make(sbx, "nojs")
-    assert write_errno(ctx / "language", "javascript\n") == errno.ENOENT
-    assert write_errno(ctx / "language", "typescript\n") == errno.ENOENT
-    assert (ctx / "language").read_text() == "python\n"
-    os.rmdir(ctx)
+class DriverlessMount(SbxMount):
+    """A mount from a copy of the binary and its launcher with only the Python driver beside."""
+
+    def __init__(self, tmp):
+        super().__init__(tmp)
+        self.bin_dir = self.tmp / "bin"
+        self.bin_dir.mkdir()
+        here = os.path.dirname(sbxfs_binary())
+        for name in ("sbxfs", "sbxfs-launcher", "sbxfs-pydriver"):
+            shutil.copy2(os.path.join(here, name), self.bin_dir / name)
+
+    def command_line(self):
+        return [str(self.bin_dir / "sbxfs"), *super().command_line()[1:]]
+
+
+def test_a_missing_driver_is_enoent():
+    if any(os.path.exists(os.path.join(d, "sbxfs-jsdriver"))
+           for d in ("/usr/local/libexec", "/usr/libexec")):
+        pytest.skip("sbxfs-jsdriver is installed in libexec: nothing is missing")
+    m = DriverlessMount(tempfile.mkdtemp(prefix="sbxfs-it-nojs-"))
+    try:
+        m.start(timeout=10)
+        ctx = make(m, "nojs")
+        assert write_errno(ctx / "language", "javascript\n") == errno.ENOENT
+        assert write_errno(ctx / "language", "typescript\n") == errno.ENOENT
+        assert (ctx / "language").read_text() == "python\n"
+        assert run(ctx, "1 + 1")["results"][0]["text"] == "2"
+    finally:
+        if m.alive():
+            m.stop()
+        m.abort()
+        m.cleanup_tmp()
 
 
 def test_rmdir_of_a_busy_context_ends_it(sbx):
