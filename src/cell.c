@@ -207,7 +207,8 @@ static void add_results(struct jbuf *b, const struct cell *c)
 	jbuf_add(b, "]", 1);
 }
 
-/* The traceback as the SDK has it: a list of lines. */
+/* The traceback as the SDK has it: a list of lines. The texts are lossy: a driver that did
+ * not start is explained with what it wrote, whatever its bytes. */
 static void add_error(struct jbuf *b, const struct cell *c)
 {
 	const char *tb = c->err_tb, *nl;
@@ -217,15 +218,15 @@ static void add_error(struct jbuf *b, const struct cell *c)
 		return;
 	}
 	jbuf_add(b, "{\"name\":", 8);
-	json_string(b, c->err_name, strlen(c->err_name));
+	add_lossy(b, c->err_name, strlen(c->err_name));
 	jbuf_add(b, ",\"value\":", 9);
-	json_string(b, c->err_value, strlen(c->err_value));
+	add_lossy(b, c->err_value, strlen(c->err_value));
 	jbuf_add(b, ",\"traceback\":[", 14);
 	for (bool first = true; *tb; first = false) {
 		nl = strchr(tb, '\n');
 		if (!first)
 			jbuf_add(b, ",", 1);
-		json_string(b, tb, nl ? (size_t)(nl - tb) : strlen(tb));
+		add_lossy(b, tb, nl ? (size_t)(nl - tb) : strlen(tb));
 		tb = nl ? nl + 1 : tb + strlen(tb);
 	}
 	jbuf_add(b, "]}", 2);
