@@ -15,7 +15,7 @@
 
 /* Bytes of displayed values a cell keeps (all formats); past it further values are dropped and
  * its status says results_dropped. */
-#define CELL_RESULTS_MAX (64u << 20)
+#define CELL_RESULTS_MAX (32u << 20)
 /* Displayed values a cell keeps. */
 #define CELL_RESULTS_COUNT 1000
 

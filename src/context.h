@@ -18,6 +18,9 @@
 #define CONTEXT_MAX 16
 /* Cells waiting behind the running one: a write of code past it is EAGAIN. */
 #define CONTEXT_QUEUE_MAX 16
+/* Bytes of displayed values a context's history keeps in memory: past it the oldest cells
+ * leave the history early. */
+#define CONTEXT_RESULTS_MAX (64u << 20)
 /* Bytes of one cell's code. */
 #define CONTEXT_CODE_MAX (1u << 20)
 

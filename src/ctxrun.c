@@ -45,17 +45,23 @@ static void timer_fired(struct loop_timer *t)
 	}
 }
 
-/* Core lock held: the oldest ended cells leave the history past [session] history. */
+/* Core lock held: the oldest ended cells leave the history past [session] history cells, or
+ * CONTEXT_RESULTS_MAX bytes of displayed values. */
 static void trim_history(struct context *c)
 {
 	struct cell *cell, *next;
+	size_t bytes = 0;
 
-	for (cell = TAILQ_FIRST(&c->cells); cell && c->ncells > ctx_cfg->history; cell = next) {
+	TAILQ_FOREACH(cell, &c->cells, link)
+		bytes += cell->res_bytes;
+	for (cell = TAILQ_FIRST(&c->cells);
+	     cell && (c->ncells > ctx_cfg->history || bytes > CONTEXT_RESULTS_MAX); cell = next) {
 		next = TAILQ_NEXT(cell, link);
 		if (cell->st == CELL_QUEUED || cell == c->current)
 			continue;
 		TAILQ_REMOVE(&c->cells, cell, link);
 		c->ncells--;
+		bytes -= cell->res_bytes;
 		cell_unref(cell);
 	}
 }

@@ -548,3 +548,19 @@ def test_output_between_cells_cannot_hold_the_daemon(sbx):
     assert "driver idle" in (ctx / "status").read_text()
     write_bytes(ctx / "ctl", "kill\n")
     os.rmdir(ctx)
+
+
+def test_displayed_values_are_bounded_per_cell_and_per_history(sbx):
+    ctx = make(sbx, "bigvalues")
+    code = ("from IPython.display import display\nbig = 'a' * (1 << 20)\n"
+            "for i in range(34):\n    display(big)\n")
+    ns = []
+    for _ in range(3):
+        res = run(ctx, code)
+        assert res["status"] == "done" and res["resultsDropped"] is True
+        assert 25 <= len(res["results"]) < 34  # 32 MiB of them
+        ns.append(res["executionCount"])
+        assert "results_dropped yes\n" in (ctx / "cells" / str(ns[-1]) / "status").read_text()
+    # Three cells of 32 MiB pass the history's 64 MiB: the oldest left it.
+    assert sorted(os.listdir(ctx / "cells")) == sorted(str(n) for n in ns[1:])
+    os.rmdir(ctx)
