@@ -1,0 +1,125 @@
+// Code interpreter contexts: contexts/NAME/ at the mount's root (issue 14), cells by run handle.
+import { mkdir, readdir, rmdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { StringDecoder } from 'node:string_decoder';
+import { CodeInterpreterUnavailableError, ValidationError, mapError } from './errors.js';
+import { ENV_NAME, envValue, follow, readText, submit, writeControl } from './fsio.js';
+import { sseStream } from './sse.js';
+
+const LANGUAGES = ['python', 'javascript', 'typescript'];
+
+async function contextsDir(sandbox) {
+	const dir = join(sandbox.mountpoint, 'contexts');
+	const st = await stat(dir).catch(() => null);
+	if (!st?.isDirectory())
+		throw new CodeInterpreterUnavailableError(`${sandbox.mountpoint} has no contexts/: this sbxfs has no code interpreter contexts`);
+	return dir;
+}
+
+function fail(err, id) {
+	return mapError(err, 'context', `code context ${id}`);
+}
+
+export async function createCodeContext(sandbox, opts = {}) {
+	const language = opts.language ?? 'python';
+	if (!LANGUAGES.includes(language)) throw new ValidationError(`unknown language: ${language}`);
+	const root = await contextsDir(sandbox);
+	let id = opts.id;
+	try {
+		if (id === undefined) id = (await readText(join(root, 'clone'))).trim();
+		else await mkdir(join(root, id));
+		const dir = join(root, id);
+		await writeControl(join(dir, 'language'), `${language}\n`);
+		if (opts.cwd) await writeControl(join(dir, 'cwd'), `${opts.cwd}\n`);
+		const env = Object.entries(opts.envVars ?? {});
+		for (const [name] of env) if (!ENV_NAME.test(name)) throw new ValidationError(`invalid environment variable name: ${name}`);
+		if (env.length) await writeControl(join(dir, 'env'), env.map(([k, v]) => `${k}=${envValue(v)}\n`).join(''));
+		if (opts.timeout) await writeControl(join(dir, 'timeout'), `${opts.timeout}\n`);
+		const cwd = (await readText(join(dir, 'cwd')).catch(() => `${opts.cwd ?? ''}\n`)).replace(/\n$/, '');
+		const now = new Date();
+		return { id, language, cwd, createdAt: now, lastUsed: now };
+	} catch (err) {
+		throw fail(err, id);
+	}
+}
+
+export async function listCodeContexts(sandbox) {
+	const root = await contextsDir(sandbox);
+	const out = [];
+	for (const id of await readdir(root)) {
+		if (id === 'clone') continue;
+		const dir = join(root, id);
+		const read = (f) => readText(join(dir, f)).then((t) => t.replace(/\n$/, ''), () => undefined);
+		out.push({ id, language: await read('language'), cwd: await read('cwd') });
+	}
+	return out;
+}
+
+export async function deleteCodeContext(sandbox, id) {
+	const root = await contextsDir(sandbox);
+	try {
+		await rmdir(join(root, id));
+	} catch (err) {
+		throw fail(err, id);
+	}
+}
+
+/* The context for runCode: the one given, else one per language kept by the sandbox. */
+async function contextId(sandbox, opts) {
+	if (opts.context) return typeof opts.context === 'string' ? opts.context : opts.context.id;
+	const language = opts.language ?? 'python';
+	sandbox._defaultContexts ??= new Map();
+	if (!sandbox._defaultContexts.has(language))
+		sandbox._defaultContexts.set(language, createCodeContext(sandbox, { language }));
+	return (await sandbox._defaultContexts.get(language)).id;
+}
+
+async function submitCell(sandbox, code, opts) {
+	const root = await contextsDir(sandbox);
+	const id = await contextId(sandbox, opts);
+	const dir = join(root, id);
+	try {
+		if (opts.timeout) await writeControl(join(dir, 'ctl'), `timeout ${opts.timeout}\n`);
+		const n = await submit(join(dir, 'code'), code);
+		return { id, cellDir: join(dir, 'cells', String(n)), n };
+	} catch (err) {
+		throw fail(err, id);
+	}
+}
+
+function followCell(cellDir, emit) {
+	return Promise.all(
+		['stdout', 'stderr'].map((stream) => {
+			const decoder = new StringDecoder('utf8');
+			return follow(join(cellDir, stream), (bytes) => {
+				const text = decoder.write(bytes);
+				if (text) emit(stream, { text, timestamp: Date.now() });
+			});
+		}),
+	);
+}
+
+/* The SDK's Execution: results[], logs {stdout[], stderr[]}, error, executionCount. */
+export async function runCode(sandbox, code, opts = {}) {
+	const { cellDir, n } = await submitCell(sandbox, code, opts);
+	const streaming =
+		opts.onStdout || opts.onStderr
+			? followCell(cellDir, (stream, msg) => (stream === 'stdout' ? opts.onStdout : opts.onStderr)?.(msg))
+			: null;
+	const result = JSON.parse(await readText(join(cellDir, 'result')));
+	if (streaming) await streaming;
+	for (const r of result.results ?? []) await opts.onResult?.(r);
+	if (result.error) await opts.onError?.(result.error);
+	return { results: result.results ?? [], logs: result.logs ?? { stdout: [], stderr: [] }, error: result.error ?? undefined, executionCount: result.executionCount ?? n };
+}
+
+export function runCodeStream(sandbox, code, opts = {}) {
+	return sseStream(async (emit) => {
+		const { cellDir, n } = await submitCell(sandbox, code, opts);
+		await followCell(cellDir, (type, msg) => emit({ type, ...msg }));
+		const result = JSON.parse(await readText(join(cellDir, 'result')));
+		for (const r of result.results ?? []) emit({ type: 'result', ...r });
+		if (result.error) emit({ type: 'error', ...result.error });
+		emit({ type: 'execution_complete', executionCount: result.executionCount ?? n });
+	});
+}

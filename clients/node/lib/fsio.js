@@ -1,0 +1,125 @@
+// File operations on control files: whole writes, reads to EOF, run handles, snapshots.
+import { open, writeFile } from 'node:fs/promises';
+
+const CHUNK = 1 << 16;
+
+/* One write of `data` (string or bytes) to a control file; its errors come from write or close. */
+export async function writeControl(path, data) {
+	await writeFile(path, data);
+}
+
+/* Reads a file to EOF: for stdout, exit or result this blocks until the command ends. */
+export async function readToEnd(path) {
+	const fh = await open(path, 'r');
+	try {
+		return await drain(fh);
+	} finally {
+		await fh.close();
+	}
+}
+
+async function drain(fh) {
+	const chunks = [];
+	for (;;) {
+		const buf = Buffer.allocUnsafe(CHUNK);
+		const { bytesRead } = await fh.read(buf, 0, CHUNK, null);
+		if (bytesRead === 0) return Buffer.concat(chunks);
+		chunks.push(buf.subarray(0, bytesRead));
+	}
+}
+
+export async function readText(path) {
+	return (await readToEnd(path)).toString('utf8');
+}
+
+/* What a growing file holds now (its size is what was written so far), without waiting. */
+export async function readSnapshot(path) {
+	const fh = await open(path, 'r');
+	try {
+		const { size } = await fh.stat();
+		const buf = Buffer.alloc(size);
+		let got = 0;
+		while (got < size) {
+			const { bytesRead } = await fh.read(buf, got, size - got, got);
+			if (bytesRead === 0) break;
+			got += bytesRead;
+		}
+		return buf.subarray(0, got);
+	} finally {
+		await fh.close();
+	}
+}
+
+/* A run handle: `cmd` (or procs/NAME/cmd, checkout, code) opened read-write; the read after
+ * the write submits and returns the number of this very submission, whoever else writes. */
+export async function submit(path, text) {
+	const fh = await open(path, 'r+');
+	try {
+		await fh.write(text);
+		const buf = Buffer.alloc(32);
+		let got = 0;
+		for (;;) {
+			const { bytesRead } = await fh.read(buf, got, buf.length - got, null);
+			if (bytesRead === 0) break;
+			got += bytesRead;
+		}
+		const n = Number.parseInt(buf.subarray(0, got).toString(), 10);
+		if (!Number.isInteger(n)) throw new Error(`${path}: no run number in the handle's reply`);
+		return n;
+	} finally {
+		await fh.close();
+	}
+}
+
+/* Calls onChunk(bytes) for everything written to a stream file until it ends (EOF). */
+export async function follow(path, onChunk, signal) {
+	const fh = await open(path, 'r');
+	try {
+		for (;;) {
+			if (signal?.aborted) return;
+			const buf = Buffer.allocUnsafe(CHUNK);
+			const { bytesRead } = await fh.read(buf, 0, CHUNK, null);
+			if (bytesRead === 0) return;
+			await onChunk(buf.subarray(0, bytesRead));
+		}
+	} finally {
+		await fh.close();
+	}
+}
+
+/* `key value` lines (status files) as an object. */
+export function parseStatus(text) {
+	const out = {};
+	for (const line of text.split('\n')) {
+		const sp = line.indexOf(' ');
+		if (sp > 0) out[line.slice(0, sp)] = line.slice(sp + 1);
+	}
+	return out;
+}
+
+/* A value in the one-line form env and cwd files take: bash's $'...' when it holds a
+ * control byte or starts with $' (README, "One line per value"). */
+export function envValue(value) {
+	const s = String(value);
+	if (!/[\x00-\x1f\x7f]/.test(s) && !s.startsWith("$'")) return s;
+	if (s.includes('\0')) throw new TypeError('a value cannot hold a NUL byte');
+	let q = "$'";
+	for (const ch of s) {
+		const c = ch.codePointAt(0);
+		if (ch === '\\') q += '\\\\';
+		else if (ch === "'") q += "\\'";
+		else if (ch === '\n') q += '\\n';
+		else if (ch === '\t') q += '\\t';
+		else if (ch === '\r') q += '\\r';
+		else if (c < 0x20 || c === 0x7f) q += '\\x' + c.toString(16).padStart(2, '0');
+		else q += ch;
+	}
+	return q + "'";
+}
+
+/* A string as one bash word. */
+export function shellQuote(s) {
+	return `'${String(s).replace(/'/g, `'\\''`)}'`;
+}
+
+export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;

@@ -1,0 +1,254 @@
+// ExecutionSession (a directory sessions/ID/) and Sandbox (the mount, acting as session default).
+import { mkdir, readFile as fsReadFile, rmdir, stat } from 'node:fs/promises';
+import { join, posix } from 'node:path';
+import * as code from './contexts.js';
+import * as commands from './commands.js';
+import { SessionNotFoundError, ValidationError, mapError } from './errors.js';
+import * as files from './files.js';
+import { ENV_NAME, envValue, writeControl } from './fsio.js';
+import { gitCheckout } from './git.js';
+import * as procs from './processes.js';
+import { createTerminal } from './terminals.js';
+
+/* NAME=VALUE lines for an env file; an undefined or null value unsets (-NAME). */
+export function envLines(vars) {
+	let text = '';
+	for (const [name, value] of Object.entries(vars ?? {})) {
+		if (!ENV_NAME.test(name)) throw new ValidationError(`invalid environment variable name: ${name}`);
+		text += value === undefined || value === null ? `-${name}\n` : `${name}=${envValue(value)}\n`;
+	}
+	return text;
+}
+
+export class ExecutionSession {
+	constructor(sandbox, id) {
+		this.sandbox = sandbox;
+		this.id = id;
+		this.dir = join(sandbox.mountpoint, 'sessions', id);
+		this._lock = Promise.resolve();
+		this._inflight = new Set();
+	}
+
+	/* Runs fn once every earlier fn of this session has settled. */
+	_serialize(fn) {
+		const run = this._lock.then(fn);
+		this._lock = run.catch(() => {});
+		return run;
+	}
+
+	/* Keeps a running command's result promise until it settles. */
+	_track(promise) {
+		this._inflight.add(promise);
+		const forget = () => this._inflight.delete(promise);
+		promise.then(forget, forget);
+		return promise;
+	}
+
+	/* Resolves once every command this client submitted to the session has ended. */
+	async _drain() {
+		while (this._inflight.size) await Promise.allSettled([...this._inflight]);
+	}
+
+	exec(command, opts) {
+		return commands.exec(this, command, opts);
+	}
+	execStream(command, opts) {
+		return commands.execStream(this, command, opts);
+	}
+
+	startProcess(command, opts) {
+		return procs.startProcess(this, command, opts);
+	}
+	listProcesses() {
+		return procs.listProcesses(this);
+	}
+	getProcess(id) {
+		return procs.getProcess(this, id);
+	}
+	killProcess(id, signal) {
+		return procs.killProcess(this, id, signal);
+	}
+	killAllProcesses() {
+		return procs.killAllProcesses(this);
+	}
+	cleanupCompletedProcesses() {
+		return procs.cleanupCompletedProcesses(this);
+	}
+	getProcessLogs(id) {
+		return procs.getProcessLogs(this, id);
+	}
+	streamProcessLogs(id) {
+		return procs.streamProcessLogs(this, id);
+	}
+
+	writeFile(path, content, opts) {
+		return files.writeFile(this, path, content, opts);
+	}
+	readFile(path, opts) {
+		return files.readFile(this, path, opts);
+	}
+	readFileStream(path) {
+		return files.readFileStream(this, path);
+	}
+	mkdir(path, opts) {
+		return files.mkdir(this, path, opts);
+	}
+	deleteFile(path) {
+		return files.deleteFile(this, path);
+	}
+	renameFile(oldPath, newPath) {
+		return files.renameFile(this, oldPath, newPath);
+	}
+	moveFile(sourcePath, destinationPath) {
+		return files.moveFile(this, sourcePath, destinationPath);
+	}
+	listFiles(path, opts) {
+		return files.listFiles(this, path, opts);
+	}
+	exists(path) {
+		return files.exists(this, path);
+	}
+	watch(path, opts) {
+		return files.watch(this, path, opts);
+	}
+	gitCheckout(url, opts) {
+		return gitCheckout(this, url, opts);
+	}
+
+	/* The session's own env: in force for the commands submitted after it. */
+	async setEnvVars(vars) {
+		try {
+			await writeControl(join(this.dir, 'env'), envLines(vars));
+		} catch (err) {
+			throw mapError(err, 'session', `session ${this.id}`);
+		}
+	}
+
+	createTerminal(opts) {
+		return createTerminal(this, opts);
+	}
+	terminal(opts) {
+		return createTerminal(this, opts);
+	}
+
+	createCodeContext(opts) {
+		return code.createCodeContext(this.sandbox, opts);
+	}
+	runCode(source, opts) {
+		return code.runCode(this.sandbox, source, opts);
+	}
+	runCodeStream(source, opts) {
+		return code.runCodeStream(this.sandbox, source, opts);
+	}
+	listCodeContexts() {
+		return code.listCodeContexts(this.sandbox);
+	}
+	deleteCodeContext(id) {
+		return code.deleteCodeContext(this.sandbox, id);
+	}
+}
+
+const SESSION_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+export class Sandbox extends ExecutionSession {
+	constructor(mountpoint, opts = {}) {
+		super({ mountpoint }, 'default');
+		this.sandbox = this;
+		this.mountpoint = mountpoint;
+		this.dir = join(mountpoint, 'sessions', 'default');
+		this.workspace = join(mountpoint, 'workspace');
+		this._workspacePath = opts.workspacePath;
+		this._sessions = new Map();
+	}
+
+	/* The workspace as commands see it: /workspace, and HOME of a fresh session's env when it
+	 * differs (the host path under --isolation none). */
+	async workspaceRoots() {
+		if (!this._roots) {
+			const roots = ['/workspace'];
+			if (this._workspacePath) roots.unshift(posix.normalize(this._workspacePath));
+			else {
+				const env = await fsReadFile(join(this.mountpoint, 'sessions', 'default', 'env'), 'utf8').catch(() => '');
+				const home = /^HOME=(\/.*)$/m.exec(env)?.[1];
+				if (home && home !== '/workspace') roots.unshift(posix.normalize(home));
+			}
+			this._roots = roots;
+		}
+		return this._roots;
+	}
+
+	_session(id) {
+		let s = this._sessions.get(id);
+		if (!s) {
+			s = id === 'default' ? this : new ExecutionSession(this, id);
+			this._sessions.set(id, s);
+		}
+		return s;
+	}
+
+	/* A session with its env, cwd (made in the workspace if missing) and command timeout; on
+	 * any failure it is removed again. */
+	async createSession(opts = {}) {
+		const { id, env, cwd, commandTimeoutMs } = opts;
+		if (id !== undefined && !SESSION_ID.test(id))
+			throw new ValidationError(`invalid session id ${JSON.stringify(id)}: 1 to 64 of A-Z a-z 0-9 . _ -`);
+		let sid = id;
+		try {
+			if (sid === undefined) sid = (await fsReadFile(join(this.mountpoint, 'sessions', 'clone'), 'utf8')).trim();
+			else await mkdir(join(this.mountpoint, 'sessions', sid));
+		} catch (err) {
+			throw mapError(err, 'session', `session ${id}`);
+		}
+		const session = new ExecutionSession(this, sid);
+		try {
+			if (env) await session.setEnvVars(env);
+			if (cwd !== undefined) await this._setCwd(session, cwd);
+			if (commandTimeoutMs !== undefined) await writeControl(join(session.dir, 'timeout'), `${commandTimeoutMs}\n`);
+		} catch (err) {
+			await rmdir(session.dir).catch(() => {});
+			throw mapError(err, 'session', `session ${sid}`);
+		}
+		this._sessions.set(sid, session);
+		return session;
+	}
+
+	async _setCwd(session, cwd) {
+		const file = join(session.dir, 'cwd');
+		try {
+			await writeControl(file, `${envValue(cwd)}\n`);
+		} catch (err) {
+			if (err.code !== 'ENOENT') throw err;
+			await files.mkdir(session, cwd, { recursive: true });
+			await writeControl(file, `${envValue(cwd)}\n`);
+		}
+	}
+
+	/* An existing session, resumed with its env and cwd. */
+	async getSession(id) {
+		const st = await stat(join(this.mountpoint, 'sessions', id)).catch((err) => {
+			throw mapError(err, 'session', `session ${id}`);
+		});
+		if (!st.isDirectory() || id === 'clone') throw new SessionNotFoundError(`session ${id}: not found`);
+		return this._session(id);
+	}
+
+	/* Ends the session's shell and every process it started. */
+	async deleteSession(id) {
+		try {
+			await rmdir(join(this.mountpoint, 'sessions', id));
+		} catch (err) {
+			throw mapError(err, 'session', `session ${id}`);
+		}
+		this._sessions.delete(id);
+		return { success: true, sessionId: id, timestamp: new Date().toISOString() };
+	}
+
+	/* The sandbox-wide env (the mount's env): every session, except names a session set itself. */
+	async setEnvVars(vars) {
+		try {
+			await writeControl(join(this.mountpoint, 'env'), envLines(vars));
+		} catch (err) {
+			throw mapError(err, 'session', 'sandbox env');
+		}
+	}
+}
