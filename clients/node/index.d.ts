@@ -1,0 +1,315 @@
+// Types of sbxfs-client: the hosted Sandbox SDK's session API over a local sbxfs mount.
+
+export interface ExecResult {
+	success: boolean;
+	exitCode: number;
+	stdout: string;
+	stderr: string;
+	command: string;
+	/** Milliseconds. */
+	duration: number;
+	/** ISO 8601 start. */
+	timestamp: string;
+	sessionId: string;
+	/** The command's number in the session (runs/N). */
+	run: number;
+	signal: string | null;
+	timedOut: boolean;
+	truncated: boolean;
+	error: string | null;
+}
+
+export interface ExecOptions {
+	/** Milliseconds; overrides the session's commandTimeoutMs for this command. */
+	timeout?: number;
+	/** For this command only (it runs in a subshell then). */
+	env?: Record<string, string | undefined>;
+	cwd?: string;
+	stream?: boolean;
+	onOutput?: (stream: 'stdout' | 'stderr', data: string) => void;
+}
+
+export type ExecEvent =
+	| { type: 'start'; timestamp: string; command: string; run: number; sessionId: string }
+	| { type: 'stdout' | 'stderr'; timestamp: string; data: string }
+	| { type: 'complete'; timestamp: string; exitCode: number; result: ExecResult }
+	| { type: 'error'; timestamp: string; error: string };
+
+export type ProcessStatus = 'starting' | 'running' | 'completed' | 'failed' | 'killed' | 'error';
+
+export interface ProcessOptions {
+	processId?: string;
+	env?: Record<string, string | undefined>;
+	cwd?: string;
+	encoding?: string;
+	/** Remove the process once it has ended (its logs go with it). */
+	autoCleanup?: boolean;
+	/** Milliseconds it may run. */
+	timeout?: number;
+}
+
+export interface ProcessLogs {
+	stdout: string;
+	stderr: string;
+	processId: string;
+}
+
+export declare class Process {
+	readonly id: string;
+	readonly sessionId: string;
+	pid: number;
+	command: string;
+	status: ProcessStatus;
+	startTime: Date | undefined;
+	endTime: Date | undefined;
+	exitCode: number | undefined;
+	refresh(): Promise<this>;
+	getStatus(): Promise<ProcessStatus>;
+	kill(signal?: string | number): Promise<void>;
+	getLogs(): Promise<ProcessLogs>;
+	waitForLog(pattern: string | RegExp, timeout?: number): Promise<{ line: string; match?: RegExpMatchArray }>;
+	waitForPort(port: number, opts?: { timeout?: number }): Promise<void>;
+	waitForExit(timeout?: number): Promise<{ exitCode: number }>;
+}
+
+export type ProcessLogEvent =
+	| { type: 'stdout' | 'stderr'; timestamp: string; data: string; processId: string }
+	| { type: 'exit'; timestamp: string; exitCode: number; processId: string }
+	| { type: 'error'; timestamp: string; error: string };
+
+export interface FileOpResult {
+	success: boolean;
+	path: string;
+	timestamp: string;
+	exitCode?: number;
+}
+
+export interface ReadFileResult extends FileOpResult {
+	content: string;
+	encoding: 'utf-8' | 'base64';
+	isBinary: boolean;
+	size: number;
+}
+
+export interface FileInfo {
+	name: string;
+	absolutePath: string;
+	relativePath: string;
+	type: 'file' | 'directory' | 'symlink' | 'other';
+	size: number;
+	modifiedAt: string;
+	mode: string;
+	permissions: { readable: boolean; writable: boolean; executable: boolean };
+}
+
+export interface ListFilesResult extends FileOpResult {
+	files: FileInfo[];
+	count: number;
+}
+
+export type FileStreamEvent =
+	| { type: 'metadata'; mimeType: string; size: number; isBinary: boolean; encoding: 'utf-8' | 'base64' }
+	| { type: 'chunk'; data: string }
+	| { type: 'complete'; bytesRead: number }
+	| { type: 'error'; timestamp: string; error: string };
+
+export interface WatchEvent {
+	type: 'create' | 'modify' | 'delete';
+	path: string;
+}
+
+export interface WatchOptions {
+	recursive?: boolean;
+	onEvent?: (event: WatchEvent) => void;
+	onError?: (error: Error) => void;
+	signal?: AbortSignal;
+}
+
+export interface GitCheckoutResult {
+	success: boolean;
+	repoUrl: string;
+	branch: string;
+	targetDir: string;
+	commit: string;
+	timestamp: string;
+}
+
+export interface TerminalOptions {
+	id?: string;
+	/** An argv, or a shell line; none: the session's interactive shell. */
+	command?: string[] | string;
+	cwd?: string;
+	env?: Record<string, string | undefined>;
+	cols?: number;
+	rows?: number;
+}
+
+export declare class Terminal {
+	readonly id: string;
+	write(data: string | Uint8Array): Promise<void>;
+	resize(cols: number, rows: number): Promise<void>;
+	interrupt(): Promise<void>;
+	terminate(signal?: string): Promise<void>;
+	output(): Promise<string>;
+	screen(): Promise<string>;
+	waitFor(pattern: string): Promise<string>;
+	getStatus(): Promise<Record<string, string>>;
+	waitForExit(): Promise<{ exitCode: number }>;
+	close(): Promise<void>;
+}
+
+export type CodeLanguage = 'python' | 'javascript' | 'typescript';
+
+export interface CodeContext {
+	id: string;
+	language: CodeLanguage;
+	cwd: string;
+	createdAt: Date;
+	lastUsed: Date;
+}
+
+export interface CreateContextOptions {
+	id?: string;
+	language?: CodeLanguage;
+	cwd?: string;
+	envVars?: Record<string, string>;
+	timeout?: number;
+}
+
+export interface OutputMessage {
+	text: string;
+	timestamp: number;
+}
+
+export interface Result {
+	text?: string;
+	html?: string;
+	png?: string;
+	jpeg?: string;
+	svg?: string;
+	latex?: string;
+	markdown?: string;
+	javascript?: string;
+	json?: unknown;
+	chart?: unknown;
+	data?: unknown;
+}
+
+export interface ExecutionError {
+	name: string;
+	value: string;
+	traceback: string[];
+}
+
+export interface Execution {
+	results: Result[];
+	logs: { stdout: string[]; stderr: string[] };
+	error?: ExecutionError;
+	executionCount: number;
+}
+
+export interface RunCodeOptions {
+	context?: CodeContext | string;
+	language?: CodeLanguage;
+	timeout?: number;
+	onStdout?: (output: OutputMessage) => void;
+	onStderr?: (output: OutputMessage) => void;
+	onResult?: (result: Result) => void | Promise<void>;
+	onError?: (error: ExecutionError) => void | Promise<void>;
+}
+
+export declare class ExecutionSession {
+	readonly id: string;
+	exec(command: string, opts?: ExecOptions): Promise<ExecResult>;
+	execStream(command: string, opts?: ExecOptions): ReadableStream<Uint8Array>;
+
+	startProcess(command: string, opts?: ProcessOptions): Promise<Process>;
+	listProcesses(): Promise<Process[]>;
+	getProcess(id: string): Promise<Process>;
+	killProcess(id: string, signal?: string | number): Promise<void>;
+	killAllProcesses(): Promise<number>;
+	cleanupCompletedProcesses(): Promise<number>;
+	getProcessLogs(id: string): Promise<ProcessLogs>;
+	streamProcessLogs(id: string): ReadableStream<Uint8Array>;
+
+	writeFile(path: string, content: string, opts?: { encoding?: 'utf-8' | 'base64' }): Promise<FileOpResult>;
+	readFile(path: string, opts?: { encoding?: 'utf-8' | 'base64' }): Promise<ReadFileResult>;
+	readFileStream(path: string): ReadableStream<Uint8Array>;
+	mkdir(path: string, opts?: { recursive?: boolean }): Promise<FileOpResult & { recursive: boolean }>;
+	deleteFile(path: string): Promise<FileOpResult>;
+	renameFile(oldPath: string, newPath: string): Promise<FileOpResult & { newPath: string }>;
+	moveFile(sourcePath: string, destinationPath: string): Promise<FileOpResult & { newPath: string }>;
+	listFiles(path: string, opts?: { recursive?: boolean; includeHidden?: boolean }): Promise<ListFilesResult>;
+	exists(path: string): Promise<FileOpResult & { exists: boolean }>;
+	watch(path: string, opts?: WatchOptions): Promise<{ path: string; stop(): void }>;
+	gitCheckout(
+		url: string,
+		opts?: { branch?: string; targetDir?: string; depth?: number; cloneTimeoutMs?: number },
+	): Promise<GitCheckoutResult>;
+
+	/** An undefined (or null) value unsets the variable. */
+	setEnvVars(vars: Record<string, string | undefined | null>): Promise<void>;
+
+	createTerminal(opts?: TerminalOptions): Promise<Terminal>;
+	terminal(opts?: TerminalOptions): Promise<Terminal>;
+
+	createCodeContext(opts?: CreateContextOptions): Promise<CodeContext>;
+	runCode(code: string, opts?: RunCodeOptions): Promise<Execution>;
+	runCodeStream(code: string, opts?: RunCodeOptions): ReadableStream<Uint8Array>;
+	listCodeContexts(): Promise<Array<Pick<CodeContext, 'id'> & Partial<CodeContext>>>;
+	deleteCodeContext(id: string): Promise<void>;
+}
+
+export interface SessionOptions {
+	id?: string;
+	env?: Record<string, string | undefined>;
+	/** Made in the workspace when missing. */
+	cwd?: string;
+	commandTimeoutMs?: number;
+}
+
+export declare class Sandbox extends ExecutionSession {
+	readonly mountpoint: string;
+	createSession(opts?: SessionOptions): Promise<ExecutionSession>;
+	getSession(id: string): Promise<ExecutionSession>;
+	deleteSession(id: string): Promise<{ success: boolean; sessionId: string; timestamp: string }>;
+}
+
+export declare function getSandbox(mountpoint: string, opts?: { workspacePath?: string }): Sandbox;
+
+export declare function parseSSEStream<T = ExecEvent>(stream: ReadableStream<Uint8Array>, signal?: AbortSignal): AsyncGenerator<T>;
+export declare function streamEvents<T = ExecEvent>(stream: ReadableStream<Uint8Array>, signal?: AbortSignal): AsyncGenerator<T>;
+
+export declare class SandboxError extends Error {
+	code: string;
+	/** The errno's name of the file operation that failed (ENOENT, EEXIST, ...). */
+	errno?: string;
+	details?: unknown;
+}
+export declare class SessionNotFoundError extends SandboxError {}
+export declare class SessionAlreadyExistsError extends SandboxError {}
+export declare class ProcessNotFoundError extends SandboxError {}
+export declare class ProcessExistsError extends SandboxError {}
+export declare class ProcessReadyTimeoutError extends SandboxError {}
+export declare class ProcessExitedBeforeReadyError extends SandboxError {}
+export declare class FileNotFoundError extends SandboxError {}
+export declare class FileExistsError extends SandboxError {}
+export declare class IsDirectoryError extends SandboxError {}
+export declare class NotDirectoryError extends SandboxError {}
+export declare class PermissionDeniedError extends SandboxError {}
+export declare class ValidationError extends SandboxError {}
+export declare class ResourceBusyError extends SandboxError {}
+export declare class CommandTimeoutError extends SandboxError {
+	result?: ExecResult;
+}
+export declare class CommandError extends SandboxError {}
+export declare class GitCheckoutError extends SandboxError {}
+export declare class GitRepositoryNotFoundError extends SandboxError {}
+export declare class GitBranchNotFoundError extends SandboxError {}
+export declare class GitAuthenticationError extends SandboxError {}
+export declare class InvalidGitUrlError extends SandboxError {}
+export declare class GitNetworkError extends SandboxError {}
+export declare class GitTimeoutError extends SandboxError {}
+export declare class ContextNotFoundError extends SandboxError {}
+export declare class CodeInterpreterUnavailableError extends SandboxError {}
+export declare class TerminalError extends SandboxError {}

@@ -1,0 +1,67 @@
+// Starts an sbxfs daemon on a temporary mountpoint for the tests, as tests/integration does.
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+export function sbxfsBinary() {
+	if (process.env.SBXFS_BIN) return resolve(process.env.SBXFS_BIN);
+	return resolve(here, '../../../build/sbxfs');
+}
+
+export function isolationNone() {
+	return /--isolation(=|\s+)none/.test(process.env.SBXFS_EXTRA_ARGS ?? '');
+}
+
+function mounted(path) {
+	return readFileSync('/proc/self/mountinfo', 'utf8')
+		.split('\n')
+		.some((line) => line.split(' ')[4] === path);
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function waitFor(cond, what, ms = 10000) {
+	const deadline = Date.now() + ms;
+	while (!cond()) {
+		if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
+		await sleep(20);
+	}
+}
+
+/* { mnt, ws, stop() }: the daemon runs until stop(), which unmounts and removes the files. */
+export async function startMount() {
+	const tmp = mkdtempSync(join(tmpdir(), 'sbxfs-node-'));
+	const [mnt, ws, state] = ['mnt', 'ws', 'state'].map((d) => join(tmp, d));
+	for (const d of [mnt, ws, state]) mkdirSync(d);
+	const extra = (process.env.SBXFS_EXTRA_ARGS ?? '').split(/\s+/).filter(Boolean);
+	const bin = sbxfsBinary();
+	if (!existsSync(bin)) throw new Error(`sbxfs binary not found: ${bin} (set SBXFS_BIN)`);
+	const daemon = spawn(bin, ['-f', '--workspace', ws, '--state-dir', state, ...extra, mnt], {
+		stdio: ['ignore', 'ignore', 'inherit'],
+		detached: true,
+	});
+	let exited = false;
+	daemon.on('exit', () => (exited = true));
+	await waitFor(() => exited || mounted(mnt), 'sbxfs mounted');
+	if (exited) throw new Error('sbxfs exited before mounting');
+	if (process.getuid() === 0 && !isolationNone())
+		await waitFor(() => mounted(join(mnt, 'workspace')), 'workspace/ mounted');
+	return {
+		mnt,
+		ws,
+		async stop() {
+			for (let i = 0; i < 20 && mounted(mnt); i++) {
+				if (spawnSync(bin, ['-u', mnt]).status === 0) break;
+				await sleep(250);
+			}
+			const deadline = Date.now() + 10000;
+			while (!exited && Date.now() < deadline) await sleep(20);
+			if (!exited) daemon.kill('SIGKILL');
+			rmSync(tmp, { recursive: true, force: true });
+		},
+	};
+}

@@ -1,0 +1,43 @@
+// Written against index.d.ts only: `tsc --noEmit -p test/tsconfig.json` checks both.
+import {
+	CommandTimeoutError,
+	ExecEvent,
+	ExecResult,
+	ExecutionSession,
+	SessionNotFoundError,
+	getSandbox,
+	parseSSEStream,
+} from '../index.js';
+
+export async function seed(mount: string): Promise<number> {
+	const sandbox = getSandbox(mount);
+	const s: ExecutionSession = await sandbox.createSession({
+		id: 'test',
+		env: { NODE_ENV: 'test' },
+		cwd: '/workspace/test',
+		commandTimeoutMs: 5000,
+	});
+	try {
+		const r: ExecResult = await s.exec('npm run build', { timeout: 3000 });
+		for await (const ev of parseSSEStream<ExecEvent>(s.execStream('ls'))) {
+			if (ev.type === 'stdout') console.log(ev.data.length);
+			if (ev.type === 'complete') console.log(ev.result.exitCode);
+		}
+		const p = await s.startProcess('python3 -m http.server 8000', { processId: 'web' });
+		await p.waitForPort(8000, { timeout: 10000 });
+		const { line } = await p.waitForLog(/Serving/);
+		await s.setEnvVars({ NODE_ENV: undefined });
+		const f = await s.readFile('/workspace/test/a.txt', { encoding: 'base64' });
+		const t = await s.createTerminal({ command: ['bash'], cols: 80, rows: 24 });
+		await t.write('ls\r');
+		const ctx = await s.createCodeContext({ language: 'python' });
+		const ex = await s.runCode('1+1', { context: ctx });
+		return r.exitCode + line.length + f.size + (ex.results[0]?.text?.length ?? 0);
+	} catch (err) {
+		if (err instanceof CommandTimeoutError) return err.result?.exitCode ?? 124;
+		if (err instanceof SessionNotFoundError) return -1;
+		throw err;
+	} finally {
+		await sandbox.deleteSession('test');
+	}
+}

@@ -1,0 +1,36 @@
+"""The Node client (clients/node): its own `node --test` suite against a mount it starts, and
+`tsc --noEmit` on its declarations and on a file written against them."""
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from sbxutil import REPO_ROOT, sbxfs_binary
+
+NODE_DIR = REPO_ROOT / "clients" / "node"
+
+
+def _run(argv, timeout):
+    env = dict(os.environ, SBXFS_BIN=str(sbxfs_binary()))
+    res = subprocess.run(argv, cwd=NODE_DIR, env=env, capture_output=True, text=True,
+                         timeout=timeout)
+    assert res.returncode == 0, f"{' '.join(argv)}: exit {res.returncode}\n{res.stdout[-8000:]}\n{res.stderr[-4000:]}"
+    return res.stdout
+
+
+@pytest.mark.sbx_timeout(240)
+def test_node_suite():
+    if not shutil.which("node"):
+        pytest.skip("node is not installed (scripts/bootstrap installs nodejs)")
+    out = _run(["node", "--test", "test/client.test.mjs"], timeout=220)
+    assert "# fail 0" in out and "# pass " in out, out[-4000:]
+
+
+@pytest.mark.no_daemon
+@pytest.mark.sbx_timeout(120)
+def test_declarations_typecheck():
+    if not shutil.which("tsc"):
+        pytest.skip("tsc is not installed (scripts/bootstrap installs node-typescript)")
+    _run(["tsc", "--noEmit", "-p", "test/tsconfig.json"], timeout=110)
