@@ -1,0 +1,119 @@
+"""Code interpreter contexts: contexts/NAME/ at the mount's root (issue 14), cells by run
+handle."""
+
+import json
+import os
+import threading
+from datetime import datetime, timezone
+
+from .errors import CodeInterpreterUnavailableError, ValidationError, map_error
+from .fsio import ENV_NAME, env_value, follow, read_text, submit, write_control
+
+LANGUAGES = ("python", "javascript", "typescript")
+
+
+def _root(sandbox):
+    d = os.path.join(sandbox.mountpoint, "contexts")
+    if not os.path.isdir(d):
+        raise CodeInterpreterUnavailableError(
+            f"{sandbox.mountpoint} has no contexts/: this sbxfs has no code interpreter contexts")
+    return d
+
+
+def _fail(exc, id):
+    return map_error(exc, "context", f"code context {id}")
+
+
+def create_code_context(sandbox, language="python", cwd=None, env_vars=None, timeout=None,
+                        id=None):
+    if language not in LANGUAGES:
+        raise ValidationError(f"unknown language: {language}")
+    for name in env_vars or {}:
+        if not ENV_NAME.match(name):
+            raise ValidationError(f"invalid environment variable name: {name}")
+    root = _root(sandbox)
+    try:
+        if id is None:
+            id = read_text(os.path.join(root, "clone")).strip()
+        else:
+            os.mkdir(os.path.join(root, id))
+        d = os.path.join(root, id)
+        write_control(os.path.join(d, "language"), f"{language}\n")
+        if cwd:
+            write_control(os.path.join(d, "cwd"), f"{cwd}\n")
+        if env_vars:
+            write_control(os.path.join(d, "env"),
+                          "".join(f"{k}={env_value(v)}\n" for k, v in env_vars.items()))
+        if timeout:
+            write_control(os.path.join(d, "timeout"), f"{timeout}\n")
+    except OSError as exc:
+        raise _fail(exc, id) from None
+    now = datetime.now(timezone.utc)
+    return {"id": id, "language": language, "cwd": cwd, "created_at": now, "last_used": now}
+
+
+def list_code_contexts(sandbox):
+    root = _root(sandbox)
+    out = []
+    for id in sorted(os.listdir(root)):
+        if id == "clone":
+            continue
+
+        def read(name):
+            try:
+                return read_text(os.path.join(root, id, name)).removesuffix("\n")
+            except OSError:
+                return None
+        out.append({"id": id, "language": read("language"), "cwd": read("cwd")})
+    return out
+
+
+def delete_code_context(sandbox, id):
+    try:
+        os.rmdir(os.path.join(_root(sandbox), id))
+    except OSError as exc:
+        raise _fail(exc, id) from None
+
+
+def _context_id(sandbox, context, language):
+    """The context given, else one per language kept by the sandbox."""
+    if context is not None:
+        return context if isinstance(context, str) else context["id"]
+    with sandbox._lock:
+        if language not in sandbox._default_contexts:
+            sandbox._default_contexts[language] = create_code_context(sandbox, language)["id"]
+        return sandbox._default_contexts[language]
+
+
+def run_code(sandbox, code, context=None, language="python", timeout=None, on_stdout=None,
+             on_stderr=None, on_result=None, on_error=None):
+    """The SDK's Execution: results, logs {stdout, stderr}, error, execution_count."""
+    root = _root(sandbox)
+    id = _context_id(sandbox, context, language)
+    d = os.path.join(root, id)
+    try:
+        if timeout:
+            write_control(os.path.join(d, "ctl"), f"timeout {timeout}\n")
+        n = submit(os.path.join(d, "code"), code)
+    except OSError as exc:
+        raise _fail(exc, id) from None
+    cell = os.path.join(d, "cells", str(n))
+    threads = []
+    for stream, cb in (("stdout", on_stdout), ("stderr", on_stderr)):
+        if cb:
+            t = threading.Thread(target=follow, daemon=True, args=(
+                os.path.join(cell, stream), lambda b, cb=cb: cb({"text": b.decode(
+                    "utf-8", "replace")})))
+            t.start()
+            threads.append(t)
+    result = json.loads(read_text(os.path.join(cell, "result")))
+    for t in threads:
+        t.join()
+    for r in result.get("results") or []:
+        if on_result:
+            on_result(r)
+    if result.get("error") and on_error:
+        on_error(result["error"])
+    return {"results": result.get("results") or [],
+            "logs": result.get("logs") or {"stdout": [], "stderr": []},
+            "error": result.get("error"), "execution_count": result.get("executionCount", n)}

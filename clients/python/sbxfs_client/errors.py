@@ -1,0 +1,96 @@
+"""The SDK's error classes, raised with the errno of the file operation that failed."""
+
+import builtins
+import errno as _errno
+
+
+class SandboxError(Exception):
+    code = "INTERNAL_ERROR"
+
+    def __init__(self, message, *, errno=None, details=None):
+        super().__init__(message)
+        self.errno = errno
+        self.details = details
+
+
+def _kind(name, code):
+    return type(name, (SandboxError,), {"code": code})
+
+
+SessionNotFoundError = _kind("SessionNotFoundError", "SESSION_NOT_FOUND")
+SessionAlreadyExistsError = _kind("SessionAlreadyExistsError", "SESSION_ALREADY_EXISTS")
+ProcessNotFoundError = _kind("ProcessNotFoundError", "PROCESS_NOT_FOUND")
+ProcessExistsError = _kind("ProcessExistsError", "PROCESS_EXISTS")
+ProcessReadyTimeoutError = _kind("ProcessReadyTimeoutError", "PROCESS_READY_TIMEOUT")
+ProcessExitedBeforeReadyError = _kind("ProcessExitedBeforeReadyError",
+                                      "PROCESS_EXITED_BEFORE_READY")
+# The file errors are also Python's own, so `except FileNotFoundError` catches either.
+FileNotFoundError_ = type("FileNotFoundError", (SandboxError, builtins.FileNotFoundError),
+                          {"code": "FILE_NOT_FOUND"})
+FileExistsError_ = type("FileExistsError", (SandboxError, builtins.FileExistsError),
+                        {"code": "FILE_EXISTS"})
+IsDirectoryError_ = type("IsDirectoryError", (SandboxError, builtins.IsADirectoryError),
+                         {"code": "IS_DIRECTORY"})
+NotDirectoryError_ = type("NotDirectoryError", (SandboxError, builtins.NotADirectoryError),
+                          {"code": "NOT_DIRECTORY"})
+PermissionDeniedError = _kind("PermissionDeniedError", "PERMISSION_DENIED")
+ValidationError = _kind("ValidationError", "VALIDATION_FAILED")
+ResourceBusyError = _kind("ResourceBusyError", "RESOURCE_BUSY")
+CommandTimeoutError = _kind("CommandTimeoutError", "COMMAND_TIMEOUT")
+GitCheckoutError = _kind("GitCheckoutError", "GIT_CHECKOUT_FAILED")
+GitRepositoryNotFoundError = _kind("GitRepositoryNotFoundError", "GIT_REPOSITORY_NOT_FOUND")
+GitBranchNotFoundError = _kind("GitBranchNotFoundError", "GIT_BRANCH_NOT_FOUND")
+GitAuthenticationError = _kind("GitAuthenticationError", "GIT_AUTH_FAILED")
+InvalidGitUrlError = _kind("InvalidGitUrlError", "INVALID_GIT_URL")
+GitNetworkError = _kind("GitNetworkError", "GIT_NETWORK_ERROR")
+GitTimeoutError = _kind("GitTimeoutError", "GIT_TIMEOUT")
+ContextNotFoundError = _kind("ContextNotFoundError", "CONTEXT_NOT_FOUND")
+CodeInterpreterUnavailableError = _kind("CodeInterpreterUnavailableError",
+                                        "INTERPRETER_NOT_READY")
+TerminalError = _kind("TerminalError", "TERMINAL_ERROR")
+
+_BY_ERRNO = {
+    "session": {_errno.ENOENT: SessionNotFoundError, _errno.EEXIST: SessionAlreadyExistsError},
+    "process": {_errno.ENOENT: ProcessNotFoundError, _errno.EEXIST: ProcessExistsError},
+    "context": {_errno.ENOENT: ContextNotFoundError},
+    "terminal": {_errno.ENOENT: TerminalError, _errno.EEXIST: TerminalError},
+    "file": {
+        _errno.ENOENT: FileNotFoundError_,
+        _errno.EEXIST: FileExistsError_,
+        _errno.ENOTEMPTY: FileExistsError_,
+        _errno.EISDIR: IsDirectoryError_,
+        _errno.ENOTDIR: NotDirectoryError_,
+    },
+}
+_COMMON = {
+    _errno.EACCES: PermissionDeniedError,
+    _errno.EPERM: PermissionDeniedError,
+    _errno.EINVAL: ValidationError,
+    _errno.EBUSY: ResourceBusyError,
+}
+
+
+def map_error(exc, kind, what):
+    """An OSError as the SDK's error for `kind` (session, process, file, ...)."""
+    if not isinstance(exc, OSError) or exc.errno is None:
+        return exc
+    cls = _BY_ERRNO.get(kind, {}).get(exc.errno) or _COMMON.get(exc.errno, SandboxError)
+    err = cls(f"{what}: {exc.strerror}", errno=_errno.errorcode.get(exc.errno, str(exc.errno)))
+    err.__cause__ = exc
+    return err
+
+
+_GIT = {
+    "not-found": GitRepositoryNotFoundError,
+    "branch-not-found": GitBranchNotFoundError,
+    "auth": GitAuthenticationError,
+    "invalid-url": InvalidGitUrlError,
+    "network": GitNetworkError,
+    "timeout": GitTimeoutError,
+}
+
+
+def git_error(code, message):
+    """`error CODE: MESSAGE`, the final line of a failed checkout."""
+    cls = _GIT.get(code, GitCheckoutError)
+    return cls(f"git checkout failed ({code}): {message}", details={"code": code})
