@@ -2,7 +2,7 @@
 import { join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { CommandTimeoutError, ValidationError, mapError } from './errors.js';
-import { ENV_NAME, follow, readText, readToEnd, shellQuote, submit, writeControl } from './fsio.js';
+import { ENV_NAME, follow, readJSON, readToEnd, shellQuote, submit, writeControl } from './fsio.js';
 import { sseStream } from './sse.js';
 
 /* The command with a per-call env and cwd: in a subshell, so they hold for it alone. */
@@ -44,7 +44,7 @@ export async function submitCommand(session, text, timeout) {
 			throw mapError(err, 'session', `session ${session.id}`);
 		}
 		const runDir = join(session.dir, 'runs', String(n));
-		const raw = session._track(readText(join(runDir, 'result')).then(JSON.parse));
+		const raw = session._track(readJSON(join(runDir, 'result')));
 		return { n, runDir, raw };
 	});
 }

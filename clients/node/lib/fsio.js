@@ -32,6 +32,25 @@ export async function readText(path) {
 	return (await readToEnd(path)).toString('utf8');
 }
 
+/* A result file: one JSON object and a newline, the only raw newline in it (JSON strings escape
+ * theirs), so the newline ends the read with no read for the EOF after it. */
+export async function readJSON(path) {
+	const fh = await open(path, 'r');
+	try {
+		const chunks = [];
+		for (;;) {
+			const buf = Buffer.allocUnsafe(CHUNK);
+			const { bytesRead } = await fh.read(buf, 0, CHUNK, null);
+			if (bytesRead === 0) break;
+			chunks.push(buf.subarray(0, bytesRead));
+			if (buf[bytesRead - 1] === 0x0a) break;
+		}
+		return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+	} finally {
+		await fh.close();
+	}
+}
+
 /* What a growing file holds now (its size is what was written so far), without waiting. */
 export async function readSnapshot(path) {
 	const fh = await open(path, 'r');
@@ -58,7 +77,8 @@ export async function submit(path, text) {
 		await fh.write(text);
 		const buf = Buffer.alloc(32);
 		let got = 0;
-		for (;;) {
+		// The reply is `N\n`: its newline ends it, with no read for the EOF after it.
+		while (got === 0 || buf[got - 1] !== 0x0a) {
 			const { bytesRead } = await fh.read(buf, got, buf.length - got, null);
 			if (bytesRead === 0) break;
 			got += bytesRead;

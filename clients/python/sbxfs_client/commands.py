@@ -3,7 +3,6 @@ runs/N/result."""
 
 import base64
 import codecs
-import json
 import os
 import queue
 import threading
@@ -12,7 +11,7 @@ from datetime import datetime, timezone
 from typing import Optional
 
 from .errors import CommandTimeoutError, ValidationError, map_error
-from .fsio import ENV_NAME, follow, read_bytes, read_text, shell_quote, submit, write_control
+from .fsio import ENV_NAME, follow, read_bytes, read_json, shell_quote, submit, write_control
 
 
 @dataclass
@@ -98,7 +97,7 @@ def submit_command(session, text, timeout):
 
 def _result(session, n, run_dir, command):
     try:
-        raw = json.loads(read_text(os.path.join(run_dir, "result")))
+        raw = read_json(os.path.join(run_dir, "result"))
     finally:
         session._end(n)
     result = to_exec_result(raw, run_dir, command)

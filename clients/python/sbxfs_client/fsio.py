@@ -1,5 +1,6 @@
 """File operations on control files: whole writes, reads to EOF, run handles, snapshots."""
 
+import json
 import os
 import re
 import shlex
@@ -35,6 +36,21 @@ def read_bytes(path):
         os.close(fd)
 
 
+def read_json(path):
+    """A result file: one JSON object and a newline, the only raw newline in it (JSON strings
+    escape theirs), so the newline ends the read with no read for the EOF after it."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        data = b""
+        while chunk := os.read(fd, CHUNK):
+            data += chunk
+            if data.endswith(b"\n"):
+                break
+        return json.loads(data)
+    finally:
+        os.close(fd)
+
+
 def read_text(path):
     return read_bytes(path).decode("utf-8", "replace")
 
@@ -65,7 +81,7 @@ def submit(path, text):
         while view:
             view = view[os.write(fd, view):]
         reply = b""
-        while True:
+        while not reply.endswith(b"\n"):  # `N\n`: its newline ends it, no read for the EOF
             chunk = os.read(fd, 64)
             if not chunk:
                 break
