@@ -166,7 +166,7 @@ def test_exec_streaming(sandbox):
     assert sorted(seen) == [("stderr", "two\n"), ("stdout", "one\n")]
     events = list(sandbox.exec_stream("echo a; echo b >&2; exit 4"))
     assert events[0]["type"] == "start" and events[-1]["type"] == "complete"
-    assert events[-1]["exitCode"] == 4
+    assert events[-1]["exit_code"] == 4
     assert "".join(e["data"] for e in events if e["type"] == "stdout") == "a\n"
     assert "".join(e["data"] for e in events if e["type"] == "stderr") == "b\n"
 
@@ -200,7 +200,7 @@ def test_processes(sandbox):
         s.kill_process("web", "SIGKILL")
         reader.join(30)
         assert any(e["type"] == "stdout" and e["data"].startswith("port") for e in events)
-        assert events[-1]["type"] == "exit" and events[-1]["exitCode"] == 137
+        assert events[-1]["type"] == "exit" and events[-1]["exit_code"] == 137
         assert s.get_process("web").status == "killed"
 
         sleeper = s.start_process("sleep 60", process_id="sleeper")

@@ -150,12 +150,12 @@ def exec_stream(session, command, timeout=None, env=None, cwd=None):
         try:
             n, run_dir = submit_command(session, wrap_command(command, env, cwd), timeout)
             events.put({"type": "start", "timestamp": _now(), "command": command, "run": n,
-                        "sessionId": session.id})
+                        "session_id": session.id})
             for t in _follow_output(run_dir, lambda s, d: events.put(
                     {"type": s, "timestamp": _now(), "data": d})):
                 t.join()
             result = _result(session, n, run_dir, command)
-            events.put({"type": "complete", "timestamp": _now(), "exitCode": result.exit_code,
+            events.put({"type": "complete", "timestamp": _now(), "exit_code": result.exit_code,
                         "result": result})
         except Exception as exc:  # the stream's consumer gets it as an event
             events.put({"type": "error", "timestamp": _now(), "error": str(exc)})

@@ -267,7 +267,7 @@ def stream_process_logs(session, id):
 
         def run(stream=stream, decoder=decoder):
             follow(os.path.join(proc.dir, stream), lambda b: (lambda d: d and events.put(
-                {"type": stream, "timestamp": _now(), "data": d, "processId": id}))(
+                {"type": stream, "timestamp": _now(), "data": d, "process_id": id}))(
                     decoder.decode(b)))
         t = threading.Thread(target=run, daemon=True)
         t.start()
@@ -281,4 +281,4 @@ def stream_process_logs(session, id):
     while (ev := events.get()) is not None:
         yield ev
     code = proc.wait_for_exit()["exit_code"]
-    yield {"type": "exit", "timestamp": _now(), "exitCode": code, "processId": id}
+    yield {"type": "exit", "timestamp": _now(), "exit_code": code, "process_id": id}
