@@ -16,7 +16,8 @@ def _run(argv, timeout):
     env = dict(os.environ, SBXFS_BIN=str(sbxfs_binary()))
     res = subprocess.run(argv, cwd=NODE_DIR, env=env, capture_output=True, text=True,
                          timeout=timeout)
-    assert res.returncode == 0, f"{' '.join(argv)}: exit {res.returncode}\n{res.stdout[-8000:]}\n{res.stderr[-4000:]}"
+    assert res.returncode == 0, (f"{' '.join(argv)}: exit {res.returncode}\n"
+                                 f"{res.stdout[-8000:]}\n{res.stderr[-4000:]}")
     return res.stdout
 
 

@@ -6,7 +6,6 @@ import os
 import re
 import sys
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -49,7 +48,8 @@ def test_seed_prod_and_test_sessions_build_in_parallel(sbx, sandbox):
             p, t = pool.map(lambda s: s.exec("npm run build"), (prod, test))
         assert (p.exit_code, t.exit_code) == (0, 0), p.stderr + t.stderr
         assert p.success and p.session_id == "prod" and p.command == "npm run build"
-        assert (sbx.workspace / "prod/out.txt").read_text() == "production https://api.example.com\n"
+        assert (sbx.workspace / "prod/out.txt").read_text() == \
+            "production https://api.example.com\n"
         assert (sbx.workspace / "test/out.txt").read_text() == "test http://localhost:3000\n"
     finally:
         sandbox.delete_session("prod")

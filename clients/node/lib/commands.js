@@ -103,7 +103,13 @@ function followOutput(runDir, onOutput) {
 export async function exec(session, command, opts = {}) {
 	const { runDir, raw } = await submitCommand(session, wrapCommand(command, opts), opts.timeout);
 	const streaming = opts.onOutput ? followOutput(runDir, opts.onOutput) : null;
-	const result = await toExecResult(await raw, runDir, command);
+	let result;
+	try {
+		result = await toExecResult(await raw, runDir, command);
+	} catch (err) {
+		streaming?.catch(() => {}); // its failure is this one's, already thrown
+		throw err;
+	}
 	if (streaming) await streaming;
 	if (result.timedOut) throw timeoutError(result);
 	return result;

@@ -115,8 +115,11 @@ def _follow_output(run_dir, on_output):
         decoder = codecs.getincrementaldecoder("utf-8")("replace")
 
         def run(stream=stream, decoder=decoder):
-            follow(os.path.join(run_dir, stream),
-                   lambda b: (lambda t: t and on_output(stream, t))(decoder.decode(b)))
+            def on_chunk(data):
+                text = decoder.decode(data)
+                if text:
+                    on_output(stream, text)
+            follow(os.path.join(run_dir, stream), on_chunk)
             rest = decoder.decode(b"", final=True)
             if rest:
                 on_output(stream, rest)

@@ -4,6 +4,7 @@ handle."""
 import json
 import os
 import threading
+import time
 from datetime import datetime, timezone
 
 from .errors import CodeInterpreterUnavailableError, ValidationError, map_error
@@ -99,11 +100,12 @@ def run_code(sandbox, code, context=None, language="python", timeout=None, on_st
         raise _fail(exc, id) from None
     cell = os.path.join(d, "cells", str(n))
     threads = []
-    for stream, cb in (("stdout", on_stdout), ("stderr", on_stderr)):
-        if cb:
-            t = threading.Thread(target=follow, daemon=True, args=(
-                os.path.join(cell, stream), lambda b, cb=cb: cb({"text": b.decode(
-                    "utf-8", "replace")})))
+    for stream, callback in (("stdout", on_stdout), ("stderr", on_stderr)):
+        if callback:
+            def on_chunk(data, callback=callback):
+                callback({"text": data.decode("utf-8", "replace"), "timestamp": time.time()})
+            t = threading.Thread(target=follow, daemon=True,
+                                 args=(os.path.join(cell, stream), on_chunk))
             t.start()
             threads.append(t)
     result = json.loads(read_text(os.path.join(cell, "result")))

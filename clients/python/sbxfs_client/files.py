@@ -3,11 +3,15 @@ workspace/."""
 
 import base64
 import codecs
+import ctypes
+import ctypes.util
 import os
 import posixpath
 import random
+import select
 import stat as st_
 import string
+import struct
 import threading
 from datetime import datetime, timezone
 
@@ -218,8 +222,6 @@ class Watch:
               0x040: "delete"}
 
     def __init__(self, path, target, on_event):
-        import ctypes
-        import ctypes.util
         self.path = path
         self._libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
         self._fd = self._libc.inotify_init1(os.O_CLOEXEC)
@@ -236,8 +238,6 @@ class Watch:
         self._thread.start()
 
     def _run(self):
-        import select
-        import struct
         while True:
             ready, _, _ = select.select([self._fd, self._stop_r], [], [])
             if self._stop_r in ready:
@@ -254,11 +254,13 @@ class Watch:
                         break
 
     def stop(self):
-        if self._thread.is_alive():
-            os.write(self._stop_w, b"x")
-            self._thread.join()
+        if self._fd < 0:
+            return
+        os.write(self._stop_w, b"x")
+        self._thread.join()
         for fd in (self._fd, self._stop_r, self._stop_w):
             os.close(fd)
+        self._fd = -1
 
 
 def watch(session, path, on_event):

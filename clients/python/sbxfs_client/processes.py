@@ -4,7 +4,6 @@ import codecs
 import os
 import queue
 import random
-import re
 import string
 import threading
 import time
@@ -266,9 +265,12 @@ def stream_process_logs(session, id):
         decoder = codecs.getincrementaldecoder("utf-8")("replace")
 
         def run(stream=stream, decoder=decoder):
-            follow(os.path.join(proc.dir, stream), lambda b: (lambda d: d and events.put(
-                {"type": stream, "timestamp": _now(), "data": d, "process_id": id}))(
-                    decoder.decode(b)))
+            def on_chunk(data):
+                text = decoder.decode(data)
+                if text:
+                    events.put({"type": stream, "timestamp": _now(), "data": text,
+                                "process_id": id})
+            follow(os.path.join(proc.dir, stream), on_chunk)
         t = threading.Thread(target=run, daemon=True)
         t.start()
         threads.append(t)
