@@ -316,3 +316,11 @@ def test_code_contexts(sbx, sandbox):
         assert any(x["id"] == c["id"] for x in sandbox.list_code_contexts())
     finally:
         sandbox.delete_code_context(c["id"])
+
+
+def test_create_session_that_fails_leaves_no_session(sbx, sandbox):
+    with pytest.raises(sdk.ValidationError):
+        sandbox.create_session(id="broken", cwd="/nonexistent/dir")
+    assert not (sbx.sessions / "broken").exists()
+    sandbox.create_session(id="broken").exec("true")
+    sandbox.delete_session("broken")

@@ -145,6 +145,13 @@ describe('sessions and exec', () => {
 		await sandbox.deleteSession(s.id);
 	});
 
+	it('removes a session whose creation failed', async () => {
+		await assert.rejects(sandbox.createSession({ id: 'broken', cwd: '/nonexistent/dir' }), ValidationError);
+		assert.equal(existsSync(join(m.mnt, 'sessions/broken')), false);
+		await (await sandbox.createSession({ id: 'broken' })).exec('true');
+		await sandbox.deleteSession('broken');
+	});
+
 	it('runs per-call env and cwd without changing the session', async () => {
 		const r = await sandbox.exec('echo "$X" $PWD; cd /', { env: { X: "it's" }, cwd: '/tmp' });
 		assert.equal(r.stdout, "it's /tmp\n");

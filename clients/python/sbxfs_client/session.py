@@ -8,7 +8,7 @@ import threading
 from datetime import datetime, timezone
 
 from . import commands, contexts, files, processes, terminals
-from .errors import SessionNotFoundError, ValidationError, map_error
+from .errors import SandboxError, SessionNotFoundError, ValidationError, map_error
 from .fsio import ENV_NAME, env_value, read_text, write_control
 from .git import git_checkout
 
@@ -168,6 +168,8 @@ class Sandbox(ExecutionSession):
         self._roots = None
         self._lock = threading.Lock()
         self._default_contexts = {}
+        # One object per session, so a per-call timeout waits for every caller's commands.
+        self._sessions = {"default": self}
 
     def workspace_roots(self):
         """The workspace as commands see it: /workspace, and HOME of the sessions' env when it
@@ -200,7 +202,7 @@ class Sandbox(ExecutionSession):
                 os.mkdir(os.path.join(sessions, id))
         except OSError as exc:
             raise map_error(exc, "session", f"session {id}") from None
-        session = ExecutionSession(self, id)
+        session = self._session(id)
         try:
             if env:
                 session.set_env_vars(env)
@@ -213,10 +215,16 @@ class Sandbox(ExecutionSession):
                 os.rmdir(session.dir)
             except OSError:
                 pass
-            if isinstance(exc, OSError) and not hasattr(exc, "code"):
+            with self._lock:
+                self._sessions.pop(id, None)
+            if isinstance(exc, OSError) and not isinstance(exc, SandboxError):
                 raise map_error(exc, "session", f"session {id}") from None
             raise
         return session
+
+    def _session(self, id):
+        with self._lock:
+            return self._sessions.setdefault(id, ExecutionSession(self, id))
 
     def _set_cwd(self, session, cwd):
         path = os.path.join(session.dir, "cwd")
@@ -228,11 +236,9 @@ class Sandbox(ExecutionSession):
 
     def get_session(self, id):
         """An existing session, resumed with its env and cwd."""
-        if id == "default":
-            return self
         if id == "clone" or not os.path.isdir(os.path.join(self.mountpoint, "sessions", id)):
             raise SessionNotFoundError(f"session {id}: not found", errno="ENOENT")
-        return ExecutionSession(self, id)
+        return self._session(id)
 
     def delete_session(self, id):
         """Ends the session's shell and every process it started."""
@@ -240,6 +246,8 @@ class Sandbox(ExecutionSession):
             os.rmdir(os.path.join(self.mountpoint, "sessions", id))
         except OSError as exc:
             raise map_error(exc, "session", f"session {id}") from None
+        with self._lock:
+            self._sessions.pop(id, None)
         return {"success": True, "session_id": id,
                 "timestamp": datetime.now(timezone.utc).isoformat()}
 
