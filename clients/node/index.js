@@ -1,8 +1,5 @@
 // sbxfs-client: the hosted Sandbox SDK's session API over a local sbxfs mount; the files are the
-// protocol. Blocking reads (a command's result, a process's output) each hold a libuv pool
-// thread while they wait, so the pool is made larger unless the program chose its size.
-process.env.UV_THREADPOOL_SIZE ??= '64';
-
+// protocol.
 import { Sandbox } from './lib/session.js';
 
 export { ExecutionSession, Sandbox } from './lib/session.js';

@@ -1,54 +1,26 @@
 // File operations on control files: whole writes, reads to EOF, run handles, snapshots.
 import { open, writeFile } from 'node:fs/promises';
-
-const CHUNK = 1 << 16;
+import { waitRead } from './waiter.js';
 
 /* One write of `data` (string or bytes) to a control file; its errors come from write or close. */
 export async function writeControl(path, data) {
 	await writeFile(path, data);
 }
 
-/* Reads a file to EOF: for stdout, exit or result this blocks until the command ends. */
-export async function readToEnd(path) {
-	const fh = await open(path, 'r');
-	try {
-		return await drain(fh);
-	} finally {
-		await fh.close();
-	}
+/* Reads a file to EOF: for stdout, exit or result this waits until the command ends (or the
+ * signal aborts the wait). */
+export function readToEnd(path, signal) {
+	return waitRead('all', path, { signal });
 }
 
-async function drain(fh) {
-	const chunks = [];
-	for (;;) {
-		const buf = Buffer.allocUnsafe(CHUNK);
-		const { bytesRead } = await fh.read(buf, 0, CHUNK, null);
-		if (bytesRead === 0) return Buffer.concat(chunks);
-		chunks.push(buf.subarray(0, bytesRead));
-	}
-}
-
-export async function readText(path) {
-	return (await readToEnd(path)).toString('utf8');
+export async function readText(path, signal) {
+	return (await readToEnd(path, signal)).toString('utf8');
 }
 
 /* A result file: one JSON object and a newline, the only raw newline in it (JSON strings escape
  * theirs), so the newline ends the read with no read for the EOF after it. */
 export async function readJSON(path) {
-	const fh = await open(path, 'r');
-	try {
-		const chunks = [];
-		for (;;) {
-			const buf = Buffer.allocUnsafe(CHUNK);
-			const { bytesRead } = await fh.read(buf, 0, CHUNK, null);
-			if (bytesRead === 0) break;
-			chunks.push(buf.subarray(0, bytesRead));
-			if (buf[bytesRead - 1] === 0x0a) break;
-		}
-		return JSON.parse(Buffer.concat(chunks).toString('utf8'));
-	} finally {
-		await fh.close();
-	}
+	return JSON.parse((await waitRead('line', path)).toString('utf8'));
 }
 
 /* What a growing file holds now (its size is what was written so far), without waiting. */
@@ -91,20 +63,10 @@ export async function submit(path, text) {
 	}
 }
 
-/* Calls onChunk(bytes) for everything written to a stream file until it ends (EOF). */
+/* Calls onChunk(bytes) for everything written to a stream file until it ends (EOF), or until
+ * signal aborts (checked as each chunk arrives). */
 export async function follow(path, onChunk, signal) {
-	const fh = await open(path, 'r');
-	try {
-		for (;;) {
-			if (signal?.aborted) return;
-			const buf = Buffer.allocUnsafe(CHUNK);
-			const { bytesRead } = await fh.read(buf, 0, CHUNK, null);
-			if (bytesRead === 0) return;
-			await onChunk(buf.subarray(0, bytesRead));
-		}
-	} finally {
-		await fh.close();
-	}
+	await waitRead('follow', path, { onChunk, signal });
 }
 
 /* `key value` lines (status files) as an object. */

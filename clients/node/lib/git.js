@@ -24,15 +24,13 @@ export async function gitCheckout(session, url, opts = {}) {
 	let text;
 	try {
 		await submit(path, line);
-		const read = readText(path);
-		if (opts.cloneTimeoutMs) {
-			let timer;
-			const expiry = new Promise((_, reject) => {
-				timer = setTimeout(() => reject(new GitTimeoutError(`git checkout of ${url}: no result within ${opts.cloneTimeoutMs} ms`)), opts.cloneTimeoutMs);
-			});
-			text = await Promise.race([read, expiry]).finally(() => clearTimeout(timer));
-		} else {
-			text = await read;
+		const abort = new AbortController();
+		const ms = opts.cloneTimeoutMs;
+		const timer = ms ? setTimeout(() => abort.abort(new GitTimeoutError(`git checkout of ${url}: no result within ${ms} ms`)), ms) : undefined;
+		try {
+			text = await readText(path, abort.signal);
+		} finally {
+			clearTimeout(timer);
 		}
 	} catch (err) {
 		throw mapError(err, 'session', `git checkout of ${url}`);

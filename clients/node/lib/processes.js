@@ -21,14 +21,16 @@ function signalName(signal) {
 	return String(signal ?? 'TERM').replace(/^SIG/, '');
 }
 
-/* Resolves fn(), or rejects with onTimeout() after `ms` (none when ms is not set). */
-function withTimeout(promise, ms, onTimeout) {
-	if (!ms) return promise;
-	let timer;
-	const expiry = new Promise((_, reject) => {
-		timer = setTimeout(() => reject(onTimeout()), ms);
-	});
-	return Promise.race([promise, expiry]).finally(() => clearTimeout(timer));
+/* read(signal), aborted with onTimeout() after `ms` (none when ms is not set). */
+async function withTimeout(read, ms, onTimeout) {
+	if (!ms) return read(undefined);
+	const abort = new AbortController();
+	const timer = setTimeout(() => abort.abort(onTimeout()), ms);
+	try {
+		return await read(abort.signal);
+	} finally {
+		clearTimeout(timer);
+	}
 }
 
 export class Process {
@@ -112,16 +114,17 @@ export class Process {
 				if (found) abort.abort();
 			});
 		};
-		const both = Promise.race([
-			Promise.all([watch('stdout'), watch('stderr')]),
-			new Promise((resolve) => abort.signal.addEventListener('abort', resolve)),
-		]);
+		const timer = timeout ? setTimeout(() => abort.abort(), timeout) : undefined;
 		try {
-			await withTimeout(both, timeout, () => new ProcessReadyTimeoutError(`process ${this.id}: no log line matching ${pattern} within ${timeout} ms`));
+			await Promise.all([watch('stdout'), watch('stderr')]);
 		} catch (err) {
 			abort.abort();
 			throw this._fail(err);
+		} finally {
+			clearTimeout(timer);
 		}
+		if (found === undefined && abort.signal.aborted)
+			throw new ProcessReadyTimeoutError(`process ${this.id}: no log line matching ${pattern} within ${timeout} ms`);
 		if (found === undefined)
 			throw new ProcessExitedBeforeReadyError(`process ${this.id} ended without a log line matching ${pattern}`);
 		const match = typeof pattern === 'string' ? undefined : found.match(pattern);
@@ -149,10 +152,13 @@ export class Process {
 	}
 
 	async waitForExit(timeout) {
-		const exit = readText(join(this.dir, 'exit')).catch((err) => {
+		const text = await withTimeout(
+			(signal) => readText(join(this.dir, 'exit'), signal),
+			timeout,
+			() => new ProcessReadyTimeoutError(`process ${this.id} still running after ${timeout} ms`),
+		).catch((err) => {
 			throw this._fail(err);
 		});
-		const text = await withTimeout(exit, timeout, () => new ProcessReadyTimeoutError(`process ${this.id} still running after ${timeout} ms`));
 		await this.refresh();
 		return { exitCode: Number(text) };
 	}
@@ -246,6 +252,7 @@ export function streamProcessLogs(session, id) {
 				}, signal);
 			}),
 		);
+		if (signal.aborted) return;
 		const { exitCode } = await proc.waitForExit();
 		emit({ type: 'exit', timestamp: now(), exitCode, processId: id });
 	});

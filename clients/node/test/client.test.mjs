@@ -1,5 +1,6 @@
 // The client against a real mount: the seed's examples verbatim, concurrency, every method.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -219,6 +220,45 @@ describe('processes', () => {
 		} finally {
 			await sandbox.deleteSession('procs');
 		}
+	});
+
+	it('keeps exec going while many reads wait (more than libuv\'s default 4 threads)', async () => {
+		const s = await sandbox.createSession({ id: 'waits' });
+		try {
+			const procs = await Promise.all([...Array(8).keys()].map((i) => s.startProcess('sleep 60', { processId: `w${i}` })));
+			const exits = procs.map((p) => p.waitForExit());
+			const t0 = Date.now();
+			assert.equal((await s.exec('echo through')).stdout, 'through\n');
+			assert.ok(Date.now() - t0 < 10000);
+			assert.equal(await s.killAllProcesses(), 8);
+			for (const { exitCode } of await Promise.all(exits)) assert.equal(exitCode, 143);
+		} finally {
+			await sandbox.deleteSession('waits');
+		}
+	});
+});
+
+describe('waits left behind', () => {
+	it('let the program exit while what it waited on runs on', async () => {
+		const script = `
+			import { getSandbox } from ${JSON.stringify(new URL('../index.js', import.meta.url).href)};
+			const p = await getSandbox(process.argv[1]).startProcess('echo ready; sleep 60', { processId: 'left' });
+			await p.waitForLog('ready', 10000);
+			await p.waitForExit(100).catch((e) => console.log(e.name));
+			const stream = (await getSandbox(process.argv[1])).streamProcessLogs('left');
+			const reader = stream.getReader();
+			await reader.read();
+			await reader.cancel();
+			console.log('done');
+		`;
+		const t0 = Date.now();
+		const r = spawnSync(process.execPath, ['--input-type=module', '-e', script, m.mnt], { encoding: 'utf8', timeout: 30000 });
+		assert.equal(r.stdout, 'ProcessReadyTimeoutError\ndone\n', r.stderr);
+		assert.equal(r.status, 0);
+		assert.ok(Date.now() - t0 < 20000);
+		await sandbox.killProcess('left', 'KILL');
+		assert.equal((await (await sandbox.getProcess('left')).waitForExit()).exitCode, 137);
+		await sandbox.cleanupCompletedProcesses();
 	});
 });
 
