@@ -13,12 +13,25 @@ NODE_DIR = REPO_ROOT / "clients" / "node"
 
 
 def _run(argv, timeout):
+    """argv in clients/node; past `timeout` it gets SIGTERM (on which the node tests unmount
+    their sbxfs), then SIGKILL."""
     env = dict(os.environ, SBXFS_BIN=str(sbxfs_binary()))
-    res = subprocess.run(argv, cwd=NODE_DIR, env=env, capture_output=True, text=True,
-                         timeout=timeout)
-    assert res.returncode == 0, (f"{' '.join(argv)}: exit {res.returncode}\n"
-                                 f"{res.stdout[-8000:]}\n{res.stderr[-4000:]}")
-    return res.stdout
+    with subprocess.Popen(argv, cwd=NODE_DIR, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.terminate()
+            try:
+                out, err = proc.communicate(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                out, err = proc.communicate()
+            pytest.fail(f"{' '.join(argv)}: still running after {timeout}s\n{out[-8000:]}\n"
+                        f"{err[-4000:]}")
+    assert proc.returncode == 0, (f"{' '.join(argv)}: exit {proc.returncode}\n"
+                                  f"{out[-8000:]}\n{err[-4000:]}")
+    return out
 
 
 @pytest.mark.sbx_timeout(240)

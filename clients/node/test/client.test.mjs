@@ -50,7 +50,7 @@ function npmProject(dir, name) {
 	);
 }
 
-describe('the seed examples', () => {
+describe('the seed examples', { timeout: 120000 }, () => {
 	it('runs prod and test sessions with env and cwd in parallel', async () => {
 		npmProject('prod', 'app-prod');
 		npmProject('test', 'app-test');
@@ -119,7 +119,7 @@ describe('the seed examples', () => {
 	});
 });
 
-describe('sessions and exec', () => {
+describe('sessions and exec', { timeout: 120000 }, () => {
 	it('gives every caller its own result: 8 callers x 200 execs on one session', async () => {
 		const s = await sandbox.createSession({ id: 'many' });
 		try {
@@ -134,6 +134,18 @@ describe('sessions and exec', () => {
 			await Promise.all([...Array(8).keys()].map(caller));
 		} finally {
 			await sandbox.deleteSession('many');
+		}
+	});
+
+	it('sets the sandbox-wide env from the sandbox itself', async () => {
+		const s = await sandbox.createSession();
+		try {
+			await sandbox.setEnvVars({ SHARED: 'yes' });
+			assert.equal((await s.exec('echo $SHARED')).stdout, 'yes\n');
+			await sandbox.setEnvVars({ SHARED: undefined });
+			assert.equal((await s.exec('echo ${SHARED-unset}')).stdout, 'unset\n');
+		} finally {
+			await sandbox.deleteSession(s.id);
 		}
 	});
 
@@ -179,7 +191,7 @@ describe('sessions and exec', () => {
 	});
 });
 
-describe('processes', () => {
+describe('processes', { timeout: 120000 }, () => {
 	it('starts, waits for, lists, streams and kills background processes', async () => {
 		const s = await sandbox.createSession({ id: 'procs' });
 		try {
@@ -238,7 +250,7 @@ describe('processes', () => {
 	});
 });
 
-describe('waits left behind', () => {
+describe('waits left behind', { timeout: 120000 }, () => {
 	it('let the program exit while what it waited on runs on', async () => {
 		const script = `
 			import { getSandbox } from ${JSON.stringify(new URL('../index.js', import.meta.url).href)};
@@ -262,7 +274,7 @@ describe('waits left behind', () => {
 	});
 });
 
-describe('files', () => {
+describe('files', { timeout: 120000 }, () => {
 	it('writes, reads, lists, moves and deletes workspace files', async () => {
 		const dir = `${wsPath}/files`;
 		await sandbox.mkdir(`${dir}/a/b`, { recursive: true });
@@ -340,7 +352,7 @@ describe('files', () => {
 	});
 });
 
-describe('terminals and code contexts', () => {
+describe('terminals and code contexts', { timeout: 120000 }, () => {
 	it('round-trips a terminal', async () => {
 		const t = await sandbox.createTerminal({ command: ['bash', '--norc', '--noprofile', '-i'], cols: 100, rows: 30 });
 		try {
@@ -355,6 +367,23 @@ describe('terminals and code contexts', () => {
 		} finally {
 			await t.close();
 		}
+	});
+
+	it('interrupts and terminates a terminal', async () => {
+		const t = await sandbox.terminal({ command: 'echo started$X; sleep 1000; echo after', env: { X: '1' } });
+		try {
+			await t.waitFor('^started1');
+			await t.interrupt();
+			assert.deepEqual(await t.waitForExit(), { exitCode: 130 });
+		} finally {
+			await t.close();
+		}
+		const u = await sandbox.createTerminal({ command: ['sh', '-c', 'echo up; exec sleep 1000'] });
+		await u.waitFor('^up');
+		await u.terminate('KILL');
+		assert.deepEqual(await u.waitForExit(), { exitCode: 137 });
+		await u.terminate();
+		await u.close();
 	});
 
 	it('runs code in contexts, or says the mount has none', async (ctx) => {

@@ -50,10 +50,17 @@ export async function startMount() {
 	if (exited) throw new Error('sbxfs exited before mounting');
 	if (process.getuid() === 0 && !isolationNone())
 		await waitFor(() => mounted(join(mnt, 'workspace')), 'workspace/ mounted');
+	// A test run killed by a signal (a timeout of its runner) unmounts before it goes.
+	const onSignal = (sig) => {
+		spawnSync(bin, ['-u', mnt]);
+		process.kill(process.pid, sig);
+	};
+	for (const sig of ['SIGTERM', 'SIGINT']) process.once(sig, onSignal);
 	return {
 		mnt,
 		ws,
 		async stop() {
+			for (const sig of ['SIGTERM', 'SIGINT']) process.off(sig, onSignal);
 			for (let i = 0; i < 20 && mounted(mnt); i++) {
 				if (spawnSync(bin, ['-u', mnt]).status === 0) break;
 				await sleep(250);
@@ -61,7 +68,12 @@ export async function startMount() {
 			const deadline = Date.now() + 10000;
 			while (!exited && Date.now() < deadline) await sleep(20);
 			if (!exited) daemon.kill('SIGKILL');
-			rmSync(tmp, { recursive: true, force: true });
+			if (mounted(mnt)) spawnSync('fusermount3', ['-u', '-z', mnt]);
+			try {
+				rmSync(tmp, { recursive: true, force: true });
+			} catch (err) {
+				console.error(`sbxfs test mount: ${tmp} left behind: ${err.message}`);
+			}
 		},
 	};
 }
