@@ -25,16 +25,21 @@ export function sseStream(produce) {
 	});
 }
 
-/* The events of an SSE byte stream, parsed, as an async iterator (the SDK's helper). */
+/* The events of an SSE byte stream, parsed, as an async iterator (the SDK's helper). Leaving
+ * the loop early cancels the stream, which stops what feeds it. */
 export async function* parseSSEStream(stream, signal) {
 	const reader = stream.getReader();
 	const decoder = new TextDecoder();
 	let buffer = '';
+	let ended = false;
 	try {
 		for (;;) {
 			if (signal?.aborted) return;
 			const { value, done } = await reader.read();
-			if (done) break;
+			if (done) {
+				ended = true;
+				break;
+			}
 			buffer += decoder.decode(value, { stream: true });
 			let end;
 			while ((end = buffer.indexOf('\n\n')) >= 0) {
@@ -49,6 +54,7 @@ export async function* parseSSEStream(stream, signal) {
 			}
 		}
 	} finally {
+		if (!ended) await reader.cancel();
 		reader.releaseLock();
 	}
 }

@@ -188,6 +188,12 @@ describe('sessions and exec', { timeout: 120000 }, () => {
 		assert.equal(events.at(-1).exitCode, 4);
 		assert.equal(events.filter((e) => e.type === 'stdout').map((e) => e.data).join(''), 'a\n');
 		assert.equal(events.filter((e) => e.type === 'stderr').map((e) => e.data).join(''), 'b\n');
+		const stream = sandbox.streamProcessLogs((await sandbox.startProcess('echo first; exec sleep 60', { processId: 'early' })).id);
+		for await (const ev of parseSSEStream(stream)) if (ev.type === 'stdout') break;
+		assert.equal(stream.locked, false);
+		await sandbox.killProcess('early', 'KILL');
+		await (await sandbox.getProcess('early')).waitForExit();
+		assert.equal(await sandbox.cleanupCompletedProcesses(), 1);
 	});
 });
 
