@@ -30,6 +30,7 @@
 #include "log.h"
 #include "loop.h"
 #include "session.h"
+#include "spool.h"
 #include "spoolbudget.h"
 #include "uidpool.h"
 #include "watchdog.h"
@@ -472,6 +473,7 @@ void sandbox_stop(void)
 	loop_stop();
 	launch_shutdown();
 	gitrun_shutdown();
+	spool_pool_clear();
 	fdres_shutdown();
 	cgroup_shutdown();
 	bwrap_argv_free(bwrap);

@@ -41,7 +41,9 @@ void spool_finish(struct spool *sp);
 /* Core lock held: empties the file for the spool budget, which drops what comes from then on
  * too (readers see the output end where they are). Returns the bytes it held. */
 off_t spool_drop(struct spool *sp);
-/* Closes and removes the file. */
+/* Closes and removes the file, or empties it and keeps it for a later spool_open. */
 void spool_close(struct spool *sp);
+/* Removes the kept files; spools closed from then on remove theirs. */
+void spool_pool_clear(void);
 
 #endif
