@@ -62,6 +62,8 @@ const struct kind_info kinds[K_MAX] = {
 	[K_TTY] = {"tty", S_IFREG | 0644, IN_JOB},
 };
 
+#define STREAM_BLKSIZE (1 << 20)
+
 /* The root level has no session behind it. */
 static bool root_level(enum ctl_kind k)
 {
@@ -207,7 +209,9 @@ int ctl_stat(fuse_ino_t ino, struct stat *st, struct fuse_file_info *fi, bool he
 	st->st_nlink = S_ISDIR(st->st_mode) ? 2 : 1;
 	st->st_uid = getuid();
 	st->st_gid = getgid();
-	st->st_blksize = 4096;
+	/* Output streams: copiers (cat, cp) size their reads by it, and one large read is one
+	 * FUSE request instead of eight. */
+	st->st_blksize = k == K_STDOUT || k == K_STDERR || k == K_OUTPUT ? STREAM_BLKSIZE : 4096;
 	st->st_mtim = st->st_ctim = st->st_atim = mount_time;
 	if (!root_level(k)) {
 		s = ctl_session(ino);
