@@ -62,7 +62,8 @@ const struct kind_info kinds[K_MAX] = {
 	[K_TTY] = {"tty", S_IFREG | 0644, IN_JOB},
 };
 
-#define STREAM_BLKSIZE (1 << 20)
+#define STREAM_BLKSIZE	   (1 << 20)
+#define FIXED_ATTR_TIMEOUT 3600.0
 
 /* The root level has no session behind it. */
 static bool root_level(enum ctl_kind k)
@@ -240,6 +241,19 @@ int ctl_stat(fuse_ino_t ino, struct stat *st, struct fuse_file_info *fi, bool he
 	return 0;
 }
 
+/* Directories other than a terminal's have attributes fixed for their life (mode, owner, size 0,
+ * the mount's or their session's time): the kernel may keep them, and a path walk then asks
+ * for them once instead of at every component. Files keep 0: their sizes are true ones. */
+static double attr_timeout(fuse_ino_t ino)
+{
+	enum ctl_kind k = ino_kind(ino);
+
+	return k == K_ROOT || k == K_SESSIONS || k == K_SDIR || k == K_RUNS || k == K_RUNDIR ||
+		       k == K_JOBS || k == K_JOBDIR || k == K_ALLJOBS
+		   ? FIXED_ATTR_TIMEOUT
+		   : 0;
+}
+
 void reply_entry(fuse_req_t req, fuse_ino_t ino, double timeout)
 {
 	struct fuse_entry_param e = {0};
@@ -251,7 +265,7 @@ void reply_entry(fuse_req_t req, fuse_ino_t ino, double timeout)
 	}
 	e.ino = ino;
 	e.entry_timeout = timeout;
-	e.attr_timeout = 0;
+	e.attr_timeout = attr_timeout(ino);
 	fuse_reply_entry(req, &e);
 }
 
@@ -277,7 +291,7 @@ void ctl_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
 	else
-		fuse_reply_attr(req, &st, 0);
+		fuse_reply_attr(req, &st, attr_timeout(ino));
 }
 
 void ctl_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
