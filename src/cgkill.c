@@ -40,9 +40,16 @@ static void set_frozen(const struct cgroup *cg, bool on)
 		log_warn("cgroup %s: %s", cg->dir[0], on ? "freeze" : "thaw");
 		return;
 	}
-	/* Freezing takes a moment; bounded so a stuck group can't hang the daemon. */
-	for (int i = 0; on && i < 200 && !is_frozen(cg); i++)
-		cg_sleep_ms(1);
+	/* Freezing takes a moment, mostly some microseconds: look again soon, then less often
+	 * (a kill waited a whole millisecond here); bounded near 200 ms so a stuck group can't
+	 * hang the daemon. */
+	for (long us = 20, waited = 0; on && waited < 200000 && !is_frozen(cg); waited += us) {
+		struct timespec ts = {0, us * 1000};
+
+		nanosleep(&ts, NULL);
+		if (us < 1000)
+			us *= 2;
+	}
 }
 
 /* The pid a process has in the innermost pid namespace (what the launcher reports). */
