@@ -46,6 +46,7 @@ static uint64_t name_hash(const char *s, size_t n)
 struct env_table {
 	struct envlist *env;
 	size_t cap, *slot; /* index + 1 into env->v, 0 for none */
+	char *scratch;	   /* a declared entry being decoded: as long as the field, at most */
 };
 
 /* Adds NAME=VALUE (taking entry) as envlist_put would: a later one of a name replaces the
@@ -149,7 +150,6 @@ static void put_declared(struct env_table *t, const char *p, const char *end, bo
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p)), *eol = nl ? nl : end;
 		const char *flags = p + sizeof(head) - 1, *name, *eq, *past;
-		char *entry;
 
 		if ((size_t)(eol - p) < sizeof(head) || memcmp(p, head, sizeof(head) - 1) ||
 		    !(name = memchr(flags, ' ', (size_t)(eol - flags)))) {
@@ -164,15 +164,13 @@ static void put_declared(struct env_table *t, const char *p, const char *end, bo
 			p = eol + 1;
 			continue;
 		}
-		entry = xmalloc((size_t)(end - name) + 1);
-		memcpy(entry, name, (size_t)(eq - name) + 1);
-		past = decode_value(eq + 1, end, entry + (eq - name) + 1);
+		memcpy(t->scratch, name, (size_t)(eq - name) + 1);
+		past = decode_value(eq + 1, end, t->scratch + (eq - name) + 1);
 		if (!past || (past < end && *past != '\n')) {
-			free(entry);
 			p = eol + 1;
 			continue;
 		}
-		put_one(t, entry);
+		put_one(t, xstrdup(t->scratch));
 		p = past + 1;
 	}
 }
@@ -180,7 +178,7 @@ static void put_declared(struct env_table *t, const char *p, const char *end, bo
 /* Adds the env fields from f to end (NAME=VALUE, or declare lines after a newline). */
 static void put_all(struct envlist *env, const char *f, const char *end, size_t max)
 {
-	struct env_table t = {env, 16, NULL};
+	struct env_table t = {env, 16, NULL, NULL};
 
 	for (const char *c = f; c < end; c++)
 		max += *c == '\n'; /* a declare line is an entry */
@@ -190,6 +188,7 @@ static void put_all(struct envlist *env, const char *f, const char *end, size_t 
 	env->v = xrealloc(env->v, (max + 1) * sizeof(char *));
 	for (; f < end; f += strlen(f) + 1) {
 		if (*f == '\n') {
+			t.scratch = xrealloc(t.scratch, strlen(f));
 			put_declared(&t, f + 1, f + strlen(f), false);
 			put_declared(&t, f + 1, f + strlen(f), true);
 		} else {
@@ -198,6 +197,7 @@ static void put_all(struct envlist *env, const char *f, const char *end, size_t 
 	}
 	env->v[env->n] = NULL;
 	free(t.slot);
+	free(t.scratch);
 }
 
 size_t shell_report_parse(const char *buf, size_t len, struct shell_report *rep)
