@@ -20,6 +20,8 @@
 #include "session.h"
 #include "xmalloc.h"
 
+#define STREAM_REPLY_MAX (512u << 10)
+
 static void reply_slice(fuse_req_t req, const char *text, size_t len, size_t size, off_t off)
 {
 	if ((size_t)off >= len) {
@@ -89,6 +91,10 @@ static int try_read(fuse_req_t req, struct ctlfh *fh, size_t size, off_t off, st
 		reply_result(req, fh, size, off);
 		return 0;
 	}
+	/* A reply libfuse can splice whole: its pipe holds 1 MiB at most, and a larger reply went
+	 * through a malloc'd copy (a reader's next read takes the rest). */
+	if (size > STREAM_REPLY_MAX)
+		size = STREAM_REPLY_MAX;
 	if (run_read_extent(fh->run, stream_of(fh->kind), off, size, &fd, &n, w) < 0)
 		return -EAGAIN;
 	/* Before the reply: the reader's next poll may be served at once, on another thread. */

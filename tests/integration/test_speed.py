@@ -1,0 +1,136 @@
+"""What the speed work (issue 16) changed under the hood, checked from outside: the env a
+session reports comes from `declare -px` and keeps every value byte for byte across a restart;
+spool files are reused yet named per run and gone with their runs; directories keep fixed
+attributes while files keep true sizes; output streams advertise large reads; a kill lands
+quickly. Figures themselves are in tests/bench/bench_speed.py.
+"""
+
+import os
+import re
+import time
+from pathlib import Path
+
+from sbxutil import read_bytes, wait_until, write_bytes
+
+# Values that need each kind of quoting in `declare -px`: "..." escapes, $'...' escapes
+# (controls, DEL, a byte that is not UTF-8), UTF-8 text, and the empty string.
+TRICKY = {
+    "SPD_NL": "a\nb",
+    "SPD_QUOTES": "q\"$`\\x'y",
+    "SPD_CTRL": "\x01\t\x1b\x7f",
+    "SPD_UTF8": "é€",
+    "SPD_EMPTY": "",
+    "SPD_BACKSLASH_N": "\\n\\t\\001",
+    "_SPD_UNDER": "u",
+}
+
+
+def bash_quote(value):
+    """value as one bash $'...' word, byte by byte."""
+    return "$'" + "".join(f"\\x{b:02x}" for b in value.encode("utf-8", "surrogateescape")) + "'"
+
+
+def show(sbx, s, names):
+    """The values of names as the session's shell has them, NUL-separated, read back."""
+    script = "printf '%s\\0' " + " ".join(f'"${{{n}-UNSET}}"' for n in names)
+    out, err, code = sbx.run(s, script)
+    assert code == 0, err
+    return out.split(b"\0")[:-1]
+
+
+def test_exported_values_survive_a_restart_byte_for_byte(sbx):
+    s = sbx.new_session()
+    names = sorted(TRICKY)
+    script = "; ".join(f"export {n}={bash_quote(v)}" for n, v in TRICKY.items())
+    script += "; export SPD_NOVALUE; declare -ax SPD_ARR=(1 2); declare -ix SPD_INT=7"
+    script += "; SPD_TARGET=t; declare -n SPD_REF=SPD_TARGET; export SPD_REF"
+    assert sbx.run(s, script)[2] == 0
+    want = [TRICKY[n].encode() for n in names]
+    assert show(sbx, s, names) == want
+    env = read_bytes(s / "env").decode()
+    assert "SPD_INT=7\n" in env
+    # bash gives children neither arrays nor a nameref itself (export of a nameref exports its
+    # target), nor a name without a value: neither does the env file
+    for absent in ("SPD_ARR=", "SPD_REF=", "SPD_NOVALUE="):
+        assert not re.search(rf"^{absent}", env, re.M), env
+    assert re.search(r"^SPD_TARGET=t$", env, re.M), env
+    # the names starting with _ come after the others, as before
+    lines = [line.split("=", 1)[0] for line in env.splitlines()]
+    assert lines.index("_SPD_UNDER") > lines.index("SPD_UTF8")
+    # a new shell starts from the reported env: every byte came through
+    write_bytes(s / "ctl", "restart\n")
+    assert show(sbx, s, names + ["SPD_INT"]) == want + [b"7"]
+
+
+def spool_names(sbx):
+    return os.listdir(sbx.state / "spool")
+
+
+def test_spool_files_are_reused_but_named_per_run(sbx):
+    s = sbx.new_session()
+    for i in range(120):  # past the history of 100: runs leave, their files are reused
+        sbx.submit(s, f"echo r{i}; echo e{i} >&2")
+    assert sbx.exit_status(s, timeout=60) == 0
+    assert sbx.read(s, "stdout") == b"r119\n"
+    assert sbx.read(s, "stderr") == b"e119\n"
+    assert read_bytes(s / "runs" / "120" / "stdout") == b"r119\n"
+    assert read_bytes(s / "runs" / "21" / "output") == b"r20\ne20\n"
+    names = spool_names(sbx)
+    pooled = [n for n in names if n.startswith("pool.")]
+    assert 1 <= len(pooled) <= 12, pooled  # the files of runs that left, kept for new ones
+    for n in pooled:  # kept empty
+        assert os.stat(sbx.state / "spool" / n).st_size == 0
+    serial = next(n.split("-", 1)[0] for n in names if n.endswith("-120.out"))
+    mine = sorted(n for n in names if n.startswith(f"{serial}-"))
+    assert mine == sorted(f"{serial}-{n}.{ext}" for n in range(21, 121)
+                          for ext in ("out", "err", "all"))
+    os.rmdir(s)
+    wait_until(lambda: not any(n.startswith(f"{serial}-") for n in spool_names(sbx)), 10,
+               "the session's spool files to go")
+
+
+def test_directories_cache_fixed_attributes_and_files_keep_true_sizes(sbx):
+    s = sbx.new_session()
+    st1 = os.stat(s)
+    assert sbx.run(s, "echo one")[2] == 0
+    st2 = os.stat(s)
+    assert (st1.st_mode, st1.st_ino, st1.st_mtime_ns) == (st2.st_mode, st2.st_ino, st2.st_mtime_ns)
+    assert os.stat(s / "exit").st_size == 2
+    assert os.stat(s / "stdout").st_size == 4
+    sbx.submit(s, "echo three; sleep 0.3; echo more")
+    assert sbx.exit_status(s) == 0
+    assert os.stat(s / "stdout").st_size == 11
+    assert os.stat(s / "cmd").st_size == len("echo three; sleep 0.3; echo more")
+    # a removed session is gone for a path walk at once, cached directory attributes or not
+    os.rmdir(s)
+    assert not os.path.exists(s)
+    assert not os.path.exists(s / "cmd")
+
+
+def test_output_streams_advertise_large_reads(sbx):
+    s = sbx.new_session()
+    assert sbx.run(s, "head -c 3000000 /dev/zero")[2] == 0
+    assert os.stat(s / "stdout").st_blksize == 512 << 10
+    assert os.stat(s / "stderr").st_blksize == 512 << 10
+    assert os.stat(s / "exit").st_blksize == 4096
+    fd = os.open(s / "stdout", os.O_RDONLY)
+    try:
+        sizes = []
+        while chunk := os.read(fd, 1 << 20):
+            sizes.append(len(chunk))
+    finally:
+        os.close(fd)
+    assert sum(sizes) == 3000000
+    # one read returns up to a whole request's worth (max_pages), not 128 KiB
+    assert max(sizes) >= 512 << 10, sizes
+
+
+def test_a_kill_lands_quickly(sbx):
+    s = sbx.new_session()
+    sbx.submit(s, "sleep 1000")
+    wait_until(lambda: b"run_state running" in read_bytes(s / "status"), 10, "sleep to run")
+    t0 = time.monotonic()
+    write_bytes(Path(s) / "ctl", "kill\n")
+    assert sbx.exit_status(s) == 143
+    # loosely: the freeze is polled in microseconds now, the whole kill took ~2 ms here
+    assert time.monotonic() - t0 < 1.0
