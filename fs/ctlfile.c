@@ -323,6 +323,8 @@ void ctl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fi->fh = (uint64_t)(uintptr_t)fh;
 	fi->direct_io = 1;
 	fi->keep_cache = 0;
+	/* A reader's close has nothing to apply: no FLUSH request for it (one per `cat exit`). */
+	fi->noflush = !writing;
 	/* A writer (a checkout's, or its handle) does not wait for the last checkout's output. */
 	if (fh->ready || (is_stream(k) && fh->run && !writing && !(fi->flags & O_NONBLOCK) &&
 			  !stream_started(fh, NULL))) {
