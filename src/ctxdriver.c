@@ -450,8 +450,5 @@ void ctxdriver_kill(struct context *c, enum drv_kill why)
 		d->kill = why;
 	/* Nothing more it sends counts. */
 	close_fd(&d->ev_r, &d->ev_lf);
-	if (c->cg)
-		cgroup_signal(c->cg, 0, SIGKILL);
-	else
-		launch_signal(&d->proc, SIGKILL, true);
+	launch_signal_tree(&d->proc, c->cg, SIGKILL);
 }

@@ -246,6 +246,20 @@ def test_kill_gives_a_fresh_interpreter(sbx):
     os.rmdir(ctx)
 
 
+def test_a_kill_while_the_interpreter_starts_is_never_lost(sbx):
+    """The kill comes while the driver is being started, before it is in its cgroup: it
+    must land (a lost one left the context waiting for ever on a driver it had given up),
+    and the cell, still queued, runs on a fresh interpreter."""
+    for i in range(3):
+        ctx = make(sbx, f"killearly{i}")
+        n = submit(ctx, "6 * 7")
+        write_bytes(ctx / "ctl", "kill\n")
+        res = json.loads(read_bytes(ctx / "cells" / str(n) / "result", timeout=20))
+        assert res["status"] in ("done", "killed"), res
+        assert run(ctx, "6 * 7")["results"][0]["text"] == "42"
+        os.rmdir(ctx)
+
+
 def test_a_cell_that_kills_its_interpreter_errs_and_the_next_is_fresh(sbx):
     ctx = make(sbx, "exits")
     run(ctx, "gone = 1")
