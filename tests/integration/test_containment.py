@@ -282,13 +282,14 @@ def test_the_next_command_waits_out_the_grace_and_is_not_killed_by_it(small):
     try:
         m.submit(s, f"bash -c 'trap \"\" TERM; sleep {tag}' & sleep {tag}")
         wait_until(lambda: len(procs_matching(f"sleep {tag}")) == 2, 10, "both sleeps")
+        # timed from the kill, where the grace begins (reading exit may take long under load)
+        t0 = time.monotonic()
         assert ctl(s, "kill") == 0
         assert m.exit_status(s, timeout=10) == 128 + signal.SIGTERM
-        t0 = time.monotonic()
         # queued at once: it runs after the grace's KILL of the TERM-proof leftover, not into it
         assert sh(m, s, "sleep 0.8; echo survived") == ("survived\n", "", 0)
         took = time.monotonic() - t0
-        assert took >= 0.8 + 0.4, f"the next command did not wait for the grace ({took:.2f} s)"
+        assert took >= 0.5 + 0.8, f"the next command did not wait for the grace ({took:.2f} s)"
         assert procs_matching(f"sleep {tag}") == []
         wait_only_shells(top, 5, "nothing but the shell")
     finally:
