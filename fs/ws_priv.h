@@ -1,9 +1,9 @@
 /* What the workspace's files share among themselves (not for the rest of fs/): the inode and
- * open file structures and each file's entry points. workspace.c has the handlers of names and
- * attributes, the shared helpers and the setup, wsfile.c those of open files, wsdir.c those of
- * open directories, wsinode.c the inode table and the descriptor budget, wsinval.c the
- * coherence with the sandbox's changes, wscred.c the caller's credentials, wsdev.c what is done
- * below libfuse. */
+ * open file structures and each file's entry points. workspace.c has the shared helpers, the
+ * operation table and the setup, wsname.c the handlers of names, wsattr.c those of attributes,
+ * wsfile.c those of open files, wsdir.c those of open directories, wsinode.c the inode table
+ * and the descriptor budget, wsinval.c the coherence with the sandbox's changes, wscred.c the
+ * caller's credentials, wsdev.c what is done below libfuse. */
 #ifndef SBX_WS_PRIV_H
 #define SBX_WS_PRIV_H
 
@@ -105,11 +105,40 @@ int ws_stat_fd(int fd, struct stat *st);
 /* Whether the kernel may keep what it learns of in, and for how long. */
 bool ws_cacheable(struct ws_inode *in);
 double ws_attr_timeout(struct ws_inode *in);
+/* Whether the kernel may keep what it learns at all (absences included). */
+bool ws_caching(void);
 void ws_warn_nofile(int err);
 /* Looks name up in parent (whose fd, in use, is pfd), counting one kernel lookup. */
 int ws_lookup_in(fuse_ino_t parent, int pfd, const char *name, struct fuse_entry_param *e);
 int ws_reopen_flags(int flags);
+
+/* ---- wsname.c, wsattr.c: handlers of names and attributes (fuse_lowlevel_ops) ---- */
+
+void wsname_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+void wsname_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
+void wsname_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets);
+void wsname_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev);
+void wsname_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
+void wsname_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name);
+void wsname_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
+void wsname_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+void wsname_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+		   const char *newname, unsigned int flags);
+void wsname_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname);
+void wsattr_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void wsattr_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
+		    struct fuse_file_info *fi);
+void wsattr_readlink(fuse_req_t req, fuse_ino_t ino);
+void wsattr_statfs(fuse_req_t req, fuse_ino_t ino);
+void wsattr_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+		     size_t size, int flags);
+void wsattr_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);
+void wsattr_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
+void wsattr_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
+void wsattr_access(fuse_req_t req, fuse_ino_t ino, int mask);
+/* The suid/sgid bits a write by someone without CAP_FSETID clears from mode. */
 mode_t ws_sxid_to_kill(mode_t mode);
+/* Clears them on fd if the request asked to (killpriv v2); 0 or -errno. */
 int ws_kill_suidgid(int fd);
 
 /* ---- wsfile.c, wsdir.c: handlers of open files and directories (fuse_lowlevel_ops) ---- */
