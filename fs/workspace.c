@@ -1,7 +1,7 @@
 /* The workspace passthrough, everything under MOUNT/workspace/: the helpers all handlers share,
  * the operation table, and the setup. Names are wsname.c's, attributes, extended attributes and
- * statfs wsattr.c's, open files wsfile.c's, open directories wsdir.c's, the inode table and
- * the descriptor budget wsinode.c's, the coherence with the sandbox's own changes
+ * statfs wsattr.c's, open files wsfile.c's, open directories wsdir.c's, the inode table
+ * wsinode.c's and the descriptor budget wsbudget.c's, the coherence with the sandbox's own changes
  * wsinval.c's, the caller's credentials wscred.c's, and what libfuse 3.14 does not know
  * (passthrough, killpriv v2, O_TMPFILE) wsdev.c's.
  *

@@ -1,9 +1,9 @@
 /* What the workspace's files share among themselves (not for the rest of fs/): the inode and
  * open file structures and each file's entry points. workspace.c has the shared helpers, the
  * operation table and the setup, wsname.c the handlers of names, wsattr.c those of attributes,
- * wsfile.c those of open files, wsdir.c those of open directories, wsinode.c the inode table
- * and the descriptor budget, wsinval.c the coherence with the sandbox's changes, wscred.c the
- * caller's credentials, wsdev.c what is done below libfuse. */
+ * wsfile.c those of open files, wsdir.c those of open directories, wsinode.c the inode table,
+ * wsbudget.c the descriptor budget, wsinval.c the coherence with the sandbox's changes, wscred.c
+ * the caller's credentials, wsdev.c what is done below libfuse. */
 #ifndef SBX_WS_PRIV_H
 #define SBX_WS_PRIV_H
 
@@ -23,7 +23,7 @@ struct ws_inode {
 	ino_t ino;
 	bool isdir;
 	bool pinned; /* the root: never freed, its fd never closed */
-	/* Under the table lock (wsinode.c). */
+	/* Under the table lock (wsinode.c, wsbudget.c). */
 	int fd;		  /* O_PATH|O_NOFOLLOW of the backing file; -1 while closed (fd budget) */
 	int uses;	  /* operations using fd right now: it is not closed under them */
 	uint64_t nlookup; /* lookups the kernel holds */
@@ -170,7 +170,7 @@ void wsdir_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 void wsdir_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void wsdir_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
 
-/* ---- wsinode.c: the inode table and the descriptor budget ---- */
+/* ---- wsinode.c, wsbudget.c: the inode table and the descriptor budget ---- */
 
 /* Makes the table and the root inode of the backing directory fd (taken); 0 or -errno. */
 int wsn_open(int fd, const struct stat *st);
