@@ -662,6 +662,25 @@ def status(path):
     return parse_status(read_bytes(Path(path) / "status", timeout=5))
 
 
+def sh(m, s, cmd, timeout=30):
+    """Runs cmd in session s of mount m; (stdout str, stderr str, exit status)."""
+    out, err, code = m.run(s, cmd, timeout=timeout)
+    return out.decode(errors="replace"), err.decode(errors="replace"), code
+
+
+def put_script(m, text):
+    """Writes a script into the workspace (host side); returns its path inside the sandbox."""
+    name = uniq("script") + ".py"
+    (m.ws / name).write_text(text)
+    return f"{m.cmd_ws}/{name}"
+
+
+def limits(m):
+    """The mount's root `limits` file as {key: value}."""
+    text = read_bytes(m.mnt / "limits", timeout=5).decode()
+    return dict(line.partition(" ")[::2] for line in text.splitlines())
+
+
 def started(m, timeout=10):
     """m.start(); if that fails, m is aborted and its temp dir removed before the error goes on."""
     try:

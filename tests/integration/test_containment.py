@@ -18,7 +18,7 @@ import pytest
 
 from sbxutil import (ConfMount, bounded, errname, kill_quietly, pid_alive, procs_matching,
                     read_bytes, sleep_tag, status, uniq, wait_until, write_bytes, write_errno,
-                    started, stopped_cleanly)
+                    started, stopped_cleanly, sh)
 
 CG_ROOT = "/sys/fs/cgroup"
 PIDS_MAX = 512
@@ -69,11 +69,6 @@ def own_mount():
         else:
             m.abort()
         m.cleanup_tmp()
-
-
-def sh(m, s, cmd, timeout=30):
-    out, err, code = m.run(s, cmd, timeout=timeout)
-    return out.decode(errors="replace"), err.decode(errors="replace"), code
 
 
 def ctl(s, line):

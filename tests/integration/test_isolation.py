@@ -32,7 +32,7 @@ import pytest
 from sbxutil import (status, ConfMount, bounded, descendants, errname, errno_of, is_mounted,
                     isolation_none, kill_quietly, pid_alive, proc_comm, proc_parent,
                     procs_matching, read_bytes, sleep_tag, uniq, wait_until, write_errno, started,
-                    stopped_cleanly)
+                    stopped_cleanly, sh, put_script, limits)
 
 if isolation_none():
     pytest.skip("these tests attack the bwrap sandbox; SBXFS_EXTRA_ARGS says --isolation none",
@@ -97,28 +97,6 @@ def tight(tight_mount):
     tight_mount.check_alive("before this test; it died during an earlier test")
     yield tight_mount
     tight_mount.check_alive("during this test")
-
-
-def sh(m, s, cmd, timeout=30):
-    """Runs cmd in session s; (stdout str, stderr str, exit status)."""
-    out, err, code = m.run(s, cmd, timeout=timeout)
-    return out.decode(errors="replace"), err.decode(errors="replace"), code
-
-
-def put_script(m, text):
-    """Writes a script into the workspace (host side); returns its path inside the sandbox."""
-    name = uniq("script") + ".py"
-    (m.ws / name).write_text(text)
-    return f"{m.cmd_ws}/{name}"
-
-
-def limits(m):
-    text = read_bytes(m.mnt / "limits", timeout=5).decode()
-    out = {}
-    for line in text.splitlines():
-        key, _, value = line.partition(" ")
-        out[key] = value
-    return out
 
 
 def ctl_ok(s, line):

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from sbxutil import (bounded, descendants, isolation_none, proc_comm, proc_parent, pid_alive,
-                     read_bytes, uniq, wait_until, write_bytes)
+                     read_bytes, wait_until, write_bytes, sh, put_script)
 
 needs_sandbox = pytest.mark.skipif(
     isolation_none(), reason="--isolation none: no seccomp filter, no pid namespace, and "
@@ -21,17 +21,6 @@ needs_sandbox = pytest.mark.skipif(
 needs_bwrap = pytest.mark.skipif(
     isolation_none(), reason="--isolation none: without bwrap, the workspace root's mode does "
     "not keep the launcher from starting")
-
-
-def sh(m, s, cmd, timeout=30):
-    out, err, code = m.run(s, cmd, timeout=timeout)
-    return out.decode(errors="replace"), err.decode(errors="replace"), code
-
-
-def put_script(m, text):
-    name = uniq("script") + ".py"
-    (m.ws / name).write_text(text)
-    return f"{m.cmd_ws}/{name}"
 
 
 def host_launcher(m):
