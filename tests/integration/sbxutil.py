@@ -16,6 +16,7 @@ import select
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -351,6 +352,28 @@ def kill_quietly(pids):
             pass
 
 
+def has_open(pid, path):
+    """Whether process `pid` holds `path` open (a reader of it is then parked or about to be)."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") == str(path):
+                return True
+        except OSError:
+            pass
+    return False
+
+
+def free_port():
+    """A TCP port nothing listens on now (bound to 0 on the host, then closed)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 def run_proc(args, timeout=60, **kwargs):
     """subprocess.run in its own process group, the whole group killed on timeout."""
     p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -679,6 +702,25 @@ def limits(m):
     """The mount's root `limits` file as {key: value}."""
     text = read_bytes(m.mnt / "limits", timeout=5).decode()
     return dict(line.partition(" ")[::2] for line in text.splitlines())
+
+
+def ctl(d, line, at_close=False):
+    """One write() of `line` to d/ctl (a session, run, process or terminal directory); returns
+    its errno (0 on success). With at_close, the close's errno after a write that succeeded
+    (lines apply at close: a kill's ESRCH)."""
+    return write_errno(Path(d) / "ctl", line, flags=os.O_WRONLY, at_close=at_close)
+
+
+def ctl_ok(d, line):
+    err = ctl(d, line)
+    assert err == 0, f"ctl {line!r}: {errname(err)}"
+
+
+def exit_of(d, timeout=30):
+    """Blocks (bounded) until the process or terminal of directory d ends; its exit status."""
+    data = read_bytes(Path(d) / "exit", timeout=timeout)
+    assert re.fullmatch(rb"[0-9]+\n", data), f"malformed exit file content {data!r}"
+    return int(data)
 
 
 def started(m, timeout=10):

@@ -28,7 +28,7 @@ import pytest
 
 from sbxutil import (ConfMount, Background, bounded, errname, isolation_none, procs_matching,
                     read_bytes, run_proc, uniq, wait_file_sh, wait_until, write_errno, started,
-                    stopped_cleanly)
+                    stopped_cleanly, free_port)
 
 GIT = shutil.which("git", path="/usr/bin:/bin") or "/usr/bin/git"
 HTTP_BACKEND = "/usr/lib/git-core/git-http-backend"
@@ -119,12 +119,6 @@ class SourceRepo:
 
 
 # --- servers -----------------------------------------------------------------------------------
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def port_accepts(port):

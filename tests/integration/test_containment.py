@@ -18,7 +18,7 @@ import pytest
 
 from sbxutil import (ConfMount, bounded, errname, kill_quietly, pid_alive, procs_matching,
                     read_bytes, sleep_tag, status, uniq, wait_until, write_bytes, write_errno,
-                    started, stopped_cleanly, sh)
+                    started, stopped_cleanly, sh, ctl)
 
 CG_ROOT = "/sys/fs/cgroup"
 PIDS_MAX = 512
@@ -69,10 +69,6 @@ def own_mount():
         else:
             m.abort()
         m.cleanup_tmp()
-
-
-def ctl(s, line):
-    return write_errno(Path(s) / "ctl", line, flags=os.O_WRONLY, at_close=True)
 
 
 def sandbox_groups(m):
@@ -212,14 +208,15 @@ def test_background_bomb_neighbour_answers_and_kill_empties_it(small, verb):
         bounded(os.rmdir, fresh)
         # the bomb runs in the background: no command, yet kill and killall both reach it
         t0 = time.monotonic()
-        err = ctl(bomb, verb)
+        err = ctl(bomb, verb, at_close=True)
         assert err == 0, f"ctl {verb} of a background bomb: {errname(err)}"
         wait_only_shells(top, 10, f"ctl {verb} to leave nothing but the session's shell")
         print(f"ctl {verb} emptied the bomb's group in {time.monotonic() - t0:.2f} s")
-        assert ctl(bomb, "kill") == errno.ESRCH, "nothing left: kill should say ESRCH"
+        assert ctl(bomb, "kill", at_close=True) == errno.ESRCH, \
+            "nothing left: kill should say ESRCH"
         assert sh(m, bomb, "/bin/echo next") == ("next\n", "", 0)
     finally:
-        ctl(bomb, "killall KILL")
+        ctl(bomb, "killall KILL", at_close=True)
         bounded(os.rmdir, bomb)
 
 
@@ -233,7 +230,7 @@ def test_bomb_as_the_running_command_killed_and_timed_out(small):
     try:
         m.submit(s, running_bomb)
         wait_until(lambda: pids_current(m) >= SESSION_PIDS * 0.9, 20, "the bomb to fill up")
-        assert ctl(s, "kill KILL") == 0
+        assert ctl(s, "kill KILL", at_close=True) == 0
         assert m.exit_status(s, timeout=20) == 128 + signal.SIGKILL
         wait_only_shells(top, 10, "the killed bomb to be gone")
         # and a timeout of one
@@ -245,7 +242,7 @@ def test_bomb_as_the_running_command_killed_and_timed_out(small):
         assert procs_matching(f"sleep {tag}") == []
     finally:
         kill_quietly(procs_matching(f"sleep {tag}"))
-        ctl(s, "killall KILL")
+        ctl(s, "killall KILL", at_close=True)
         bounded(os.rmdir, s)
 
 
@@ -260,12 +257,12 @@ def test_term_kill_of_a_command_stuck_behind_a_bomb_reaches_the_bomb_too(small):
         start_bomb(m, s)
         m.submit(s, "while :; do /bin/true; done")  # its forks wait on the bomb
         time.sleep(1)
-        assert ctl(s, "kill") == 0
+        assert ctl(s, "kill", at_close=True) == 0
         assert m.exit_status(s, timeout=20) == 128 + signal.SIGTERM
         wait_only_shells(top, 10, "the bomb to be gone after the kill's grace")
         assert sh(m, s, "/bin/echo next")[0] == "next\n"
     finally:
-        ctl(s, "killall KILL")
+        ctl(s, "killall KILL", at_close=True)
         bounded(os.rmdir, s)
 
 
@@ -279,7 +276,7 @@ def test_the_next_command_waits_out_the_grace_and_is_not_killed_by_it(small):
         wait_until(lambda: len(procs_matching(f"sleep {tag}")) == 2, 10, "both sleeps")
         # timed from the kill, where the grace begins (reading exit may take long under load)
         t0 = time.monotonic()
-        assert ctl(s, "kill") == 0
+        assert ctl(s, "kill", at_close=True) == 0
         assert m.exit_status(s, timeout=10) == 128 + signal.SIGTERM
         # queued at once: it runs after the grace's KILL of the TERM-proof leftover, not into it
         assert sh(m, s, "sleep 0.8; echo survived") == ("survived\n", "", 0)
@@ -307,14 +304,14 @@ def test_rmdir_and_restart_of_a_bombed_session_leave_nothing(small, how):
             wait_until(lambda: set(os.listdir(top)) < before, 5,
                        "the session's group to be removed")
         else:
-            assert ctl(s, "restart") == 0
+            assert ctl(s, "restart", at_close=True) == 0
             assert sh(m, s, "/bin/echo fresh", timeout=20) == ("fresh\n", "", 0)
             wait_only_shells(top, 5, "nothing but the new shell")
         print(f"\n{how} of a bombed session: done in {time.monotonic() - t0:.2f} s")
         wait_until(lambda: pids_current(m) < 16, 5, "the sandbox's processes to drop")
     finally:
         if os.path.isdir(s):
-            ctl(s, "killall KILL")
+            ctl(s, "killall KILL", at_close=True)
             bounded(os.rmdir, s)
 
 
@@ -332,7 +329,7 @@ def test_a_cpu_hog_does_not_starve_a_neighbour(small):
         assert max(times) < 1.0, f"another session's echo took {max(times):.2f} s"
         assert sh(m, other, "/bin/echo forked") == ("forked\n", "", 0)
     finally:
-        ctl(hog, "killall KILL")
+        ctl(hog, "killall KILL", at_close=True)
         bounded(os.rmdir, hog)
 
 
@@ -345,7 +342,7 @@ def test_kill_and_timeout_of_a_forking_loop_leave_nothing(small):
     try:
         m.submit(s, loop)
         wait_until(lambda: len(procs_matching(f"sleep {tag}")) >= 5, 10, "the loop's sleeps")
-        assert ctl(s, "kill") == 0
+        assert ctl(s, "kill", at_close=True) == 0
         assert m.exit_status(s, timeout=20) == 128 + signal.SIGTERM
         wait_only_shells(top, 5, "the loop and its sleeps to be gone after kill")
         assert procs_matching(f"sleep {tag}") == []

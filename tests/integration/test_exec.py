@@ -19,7 +19,8 @@ import pytest
 
 from sbxutil import (status, ConfMount, Background, bounded, errname, kill_quietly, pid_alive,
                     procs_matching, read_bytes, read_pipe_until, run_proc, sleep_tag, uniq,
-                    wait_file_sh, wait_until, write_bytes, write_errno, stopped_cleanly)
+                    wait_file_sh, wait_until, write_bytes, write_errno, stopped_cleanly, ctl,
+                    ctl_ok)
 
 # [session] kill_grace_ms default
 DEFAULT_GRACE = 2.0
@@ -30,18 +31,6 @@ SESSION_KEYS = ["state", "queued", "shell_pid", "restarts", "timeout", "oom_kill
 
 
 # --- helpers -----------------------------------------------------------------------------------
-
-
-
-def ctl(s, line, at_close=False):
-    """One write() of `line` to ctl; returns its errno (0 on success). With at_close, the
-    close's errno after a write that succeeded (lines apply at close: a kill's ESRCH)."""
-    return write_errno(Path(s) / "ctl", line, flags=os.O_WRONLY, at_close=at_close)
-
-
-def ctl_ok(s, line):
-    err = ctl(s, line)
-    assert err == 0, f"ctl {line!r}: {errname(err)}"
 
 
 def set_timeout(s, ms):
@@ -847,21 +836,6 @@ def _stop_tail(p):
         os.killpg(p.pid, signal.SIGKILL)
     p.wait(timeout=10)
     p.stdout.close()
-
-
-def _has_open(pid, path):
-    """True when process `pid` has `path` open."""
-    try:
-        fds = os.listdir(f"/proc/{pid}/fd")
-    except OSError:
-        return False
-    for fd in fds:
-        try:
-            if os.readlink(f"/proc/{pid}/fd/{fd}") == str(path):
-                return True
-        except OSError:
-            pass
-    return False
 
 
 SYS_OPENAT = 257  # x86_64

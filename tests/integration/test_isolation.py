@@ -32,7 +32,7 @@ import pytest
 from sbxutil import (status, ConfMount, bounded, descendants, errname, errno_of, is_mounted,
                     isolation_none, kill_quietly, pid_alive, proc_comm, proc_parent,
                     procs_matching, read_bytes, sleep_tag, uniq, wait_until, write_errno, started,
-                    stopped_cleanly, sh, put_script, limits)
+                    stopped_cleanly, sh, put_script, limits, ctl_ok)
 
 if isolation_none():
     pytest.skip("these tests attack the bwrap sandbox; SBXFS_EXTRA_ARGS says --isolation none",
@@ -97,11 +97,6 @@ def tight(tight_mount):
     tight_mount.check_alive("before this test; it died during an earlier test")
     yield tight_mount
     tight_mount.check_alive("during this test")
-
-
-def ctl_ok(s, line):
-    err = write_errno(Path(s) / "ctl", line, flags=os.O_WRONLY)
-    assert err == 0, f"ctl {line!r}: {errname(err)}"
 
 
 def sandbox_cgroups(daemon_pid):

@@ -11,16 +11,15 @@ import os
 import re
 import shlex
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from sbxutil import (status, Background, bounded, errname, errno_of, kill_quietly, procs_matching,
+from sbxutil import (status, Background, bounded, errno_of, kill_quietly, procs_matching,
                      read_bytes, run_proc, sleep_tag, uniq, wait_file_sh, wait_until,
-                     write_bytes, write_errno)
+                     write_bytes, write_errno, ctl, ctl_ok, exit_of, has_open, free_port)
 
 # [session] kill_grace_ms default
 DEFAULT_GRACE = 2.0
@@ -42,24 +41,6 @@ def new_proc(s, name=None):
 def start(p, cmd):
     """Starts (or restarts) the process: `echo CMD > cmd`."""
     write_bytes(Path(p) / "cmd", cmd)
-
-
-
-def exit_of(p, timeout=30):
-    """Blocks (bounded) until the process ends; its exit status."""
-    data = read_bytes(Path(p) / "exit", timeout=timeout)
-    assert re.fullmatch(rb"[0-9]+\n", data), f"malformed exit file content {data!r}"
-    return int(data)
-
-
-def ctl(p, line, at_close=False):
-    """With at_close, the close's errno after a write that succeeded (a kill's ESRCH)."""
-    return write_errno(Path(p) / "ctl", line, flags=os.O_WRONLY, at_close=at_close)
-
-
-def ctl_ok(p, line):
-    err = ctl(p, line)
-    assert err == 0, f"ctl {line!r}: {errname(err)}"
 
 
 def send(p, sig):
@@ -90,28 +71,6 @@ def assert_procs_gone(tags, timeout=5, why="the kill"):
 def kill_tags(tags):
     for t in tags:
         kill_quietly(procs_matching(t))
-
-
-def _has_open(pid, path):
-    """Whether process `pid` holds `path` open (it is then parked or about to be)."""
-    try:
-        fds = os.listdir(f"/proc/{pid}/fd")
-    except OSError:
-        return False
-    for fd in fds:
-        try:
-            if os.readlink(f"/proc/{pid}/fd/{fd}") == str(path):
-                return True
-        except OSError:
-            pass
-    return False
-
-
-def free_port():
-    """A TCP port nothing listens on now (bound to 0 on the host, then closed)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def ws_path(sbx, name):
@@ -308,7 +267,7 @@ def test_grep_m1_waits_for_a_log_line(sbx):
         assert wait_line(p / "stdout", "starting") == b"starting\n"
         grep = subprocess.Popen(["grep", "-m1", marker, str(p / "stdout")],
                                 stdout=subprocess.PIPE, start_new_session=True)
-        wait_until(lambda: _has_open(grep.pid, p / "stdout") or grep.poll() is not None, 10,
+        wait_until(lambda: has_open(grep.pid, p / "stdout") or grep.poll() is not None, 10,
                    "grep to open stdout")
         with pytest.raises(subprocess.TimeoutExpired):
             grep.wait(0.3)  # it reads, and waits for more
@@ -989,7 +948,7 @@ def test_ready_of_a_never_started_process_ends_with_rmdir(sbx):
     cat = subprocess.Popen(["cat", str(p / "ready")], stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, start_new_session=True)
     try:
-        wait_until(lambda: _has_open(cat.pid, p / "ready"), 10, "cat to open ready")
+        wait_until(lambda: has_open(cat.pid, p / "ready"), 10, "cat to open ready")
         bounded(os.rmdir, p)
         try:
             cat.communicate(timeout=5)

@@ -7,7 +7,6 @@ TIOCSTI stays refused; a flood keeps to output_cap without blocking.
 """
 import errno
 import os
-import re
 import tempfile
 import time
 from pathlib import Path
@@ -16,7 +15,7 @@ import pytest
 
 from sbxutil import (ConfMount, bounded, errname, isolation_none, procs_matching, read_bytes,
                      run_proc, started, status, stopped_cleanly, uniq, wait_until, write_bytes,
-                     write_errno)
+                     write_errno, exit_of)
 
 READY_PY = "python3 -c 'import time; print(\"ready\"); time.sleep(30)'"
 
@@ -27,12 +26,6 @@ def new_proc(s, tty=None):
     if tty is not None:
         write_bytes(p / "tty", tty + "\n")
     return p
-
-
-def exit_of(p, timeout=30):
-    data = read_bytes(p / "exit", timeout=timeout)
-    assert re.fullmatch(rb"[0-9]+\n", data), f"malformed exit {data!r}"
-    return int(data)
 
 
 def text_of(p, name="stdout"):

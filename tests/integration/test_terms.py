@@ -18,7 +18,7 @@ import pytest
 
 from sbxutil import (Background, ConfMount, bounded, errname, isolation_none, parse_status,
                      procs_matching, read_bytes, sleep_tag, started, stopped_cleanly, uniq,
-                     wait_until, write_bytes, write_errno)
+                     wait_until, write_bytes, write_errno, exit_of)
 
 # The module's mount keeps this much of a terminal's output (term_ring).
 RING = 64 * 1024
@@ -69,12 +69,6 @@ def wait_screen(t, pattern, timeout=20):
     rx = re.compile(pattern, re.M)
     return wait_until(lambda: (lambda s: s if rx.search(s) else None)(screen(t)), timeout,
                       f"{pattern!r} on the screen of {t.name}", show=lambda: screen(t))
-
-
-def exit_of(t, timeout=20):
-    data = read_bytes(t / "exit", timeout=timeout)
-    assert re.fullmatch(rb"[0-9]+\n", data), f"malformed exit {data!r}"
-    return int(data)
 
 
 def shell_term(sbx):
