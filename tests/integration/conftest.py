@@ -161,7 +161,4 @@ def fresh_mount():
 
     yield make
     for m in mounts:
-        if m.alive():
-            m.stop()
-        m.abort()
-        m.cleanup_tmp()
+        m.discard()

@@ -367,6 +367,19 @@ def has_open(pid, path):
     return False
 
 
+def cgroup_tree_pids(top):
+    """Pids in cgroup.procs of the cgroup directory top and of every group below it."""
+    pids = set()
+    for dirpath, _, files in os.walk(top):
+        if "cgroup.procs" in files:
+            try:
+                with open(os.path.join(dirpath, "cgroup.procs")) as f:
+                    pids.update(int(x) for x in f.read().split())
+            except OSError:
+                pass
+    return pids
+
+
 def free_port():
     """A TCP port nothing listens on now (bound to 0 on the host, then closed)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -584,6 +597,14 @@ class SbxMount:
         if os.environ.get("SBXFS_KEEP_TMP"):
             return
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def discard(self):
+        """Teardown that checks nothing: stops the daemon if it still runs, kills it if need be,
+        and removes the temp dir."""
+        if self.alive():
+            self.stop()
+        self.abort()
+        self.cleanup_tmp()
 
     # -- sessions -------------------------------------------------------------------------
 

@@ -1097,7 +1097,4 @@ def test_workspace_below_a_private_directory(src):
         _, final = checkout(s, f"{src.work} dir=x")
         assert ok_fields(final) == (src.sha("main"), inside(m, "x"), "main")
     finally:
-        if m.alive():
-            m.stop()
-        m.abort()
-        m.cleanup_tmp()
+        m.discard()

@@ -18,7 +18,7 @@ import pytest
 
 from sbxutil import (ConfMount, bounded, errname, kill_quietly, pid_alive, procs_matching,
                     read_bytes, sleep_tag, status, uniq, wait_until, write_bytes, write_errno,
-                    started, stopped_cleanly, sh, ctl)
+                    started, stopped_cleanly, sh, ctl, cgroup_tree_pids)
 
 CG_ROOT = "/sys/fs/cgroup"
 PIDS_MAX = 512
@@ -64,11 +64,7 @@ def own_mount():
 
     yield make
     for m in made:
-        if m.alive():
-            m.stop()
-        else:
-            m.abort()
-        m.cleanup_tmp()
+        m.discard()
 
 
 def sandbox_groups(m):
@@ -103,22 +99,9 @@ def holder(m):
     pytest.skip("no usable cgroup on this machine: nothing to contain a fork bomb")
 
 
-def tree_pids(top):
-    """Pids in cgroup.procs of top and every group below it."""
-    pids = set()
-    for dirpath, _, files in os.walk(top):
-        if "cgroup.procs" in files:
-            try:
-                with open(os.path.join(dirpath, "cgroup.procs")) as f:
-                    pids.update(int(x) for x in f.read().split())
-            except OSError:
-                pass
-    return pids
-
-
 def session_counts(top):
     """{session group name: processes in it and below it}."""
-    return {name: len(tree_pids(os.path.join(top, name)))
+    return {name: len(cgroup_tree_pids(os.path.join(top, name)))
             for name in os.listdir(top) if name.startswith("s")
             and os.path.isdir(os.path.join(top, name))}
 
@@ -416,7 +399,7 @@ def test_nothing_survives_a_sigkilled_daemon_with_a_bomb(own_mount, term_first):
     try:
         m.submit(s, f"sleep {tag} & {BOMB}; wait")
         wait_until(lambda: pids_current(m) >= SESSION_PIDS * 0.9, 20, "the bomb to fill up")
-        seen = tree_pids(top)
+        seen = cgroup_tree_pids(top)
         assert len(seen) > SESSION_PIDS // 2
         t0 = time.monotonic()
         if term_first:  # killed again while it stops: its watchdog is still armed
@@ -427,7 +410,7 @@ def test_nothing_survives_a_sigkilled_daemon_with_a_bomb(own_mount, term_first):
 
         def gone():
             nonlocal seen
-            seen |= tree_pids(top) if os.path.isdir(top) else set()
+            seen |= cgroup_tree_pids(top) if os.path.isdir(top) else set()
             return not any(pid_alive(p) for p in seen)
         wait_until(gone, 10, "every process of the sandbox's cgroups to be gone",
                    interval=0.05, show=lambda: f"{sum(pid_alive(p) for p in seen)} alive")
@@ -461,7 +444,7 @@ def test_a_group_left_frozen_by_the_dead_daemon_is_emptied_too(own_mount):
         groups = [g for g, n in session_counts(top).items() if n > 1]
         assert len(groups) == 1, session_counts(top)
         freeze_group(os.path.join(top, groups[0]))
-        seen = tree_pids(top)
+        seen = cgroup_tree_pids(top)
         t0 = time.monotonic()
         os.kill(m.proc.pid, signal.SIGKILL)
         m.proc.wait(timeout=10)

@@ -32,7 +32,7 @@ import pytest
 from sbxutil import (status, ConfMount, bounded, descendants, errname, errno_of, is_mounted,
                     isolation_none, kill_quietly, pid_alive, proc_comm, proc_parent,
                     procs_matching, read_bytes, sleep_tag, uniq, wait_until, write_errno, started,
-                    stopped_cleanly, sh, put_script, limits, ctl_ok)
+                    stopped_cleanly, sh, put_script, limits, ctl_ok, cgroup_tree_pids)
 
 if isolation_none():
     pytest.skip("these tests attack the bwrap sandbox; SBXFS_EXTRA_ARGS says --isolation none",
@@ -77,10 +77,7 @@ def conf_mount():
 
     yield make
     for m in mounts:
-        if m.alive():
-            m.stop()
-        m.abort()
-        m.cleanup_tmp()
+        m.discard()
 
 
 @pytest.fixture(scope="module")
@@ -113,17 +110,7 @@ def sandbox_cgroups(daemon_pid):
 
 def cgroup_pids(dirs):
     """Pids in cgroup.procs of the given cgroups and all groups below them."""
-    pids = set()
-    for d in dirs:
-        for dirpath, _, files in os.walk(d):
-            if "cgroup.procs" not in files:
-                continue
-            try:
-                with open(os.path.join(dirpath, "cgroup.procs")) as f:
-                    pids.update(int(x) for x in f.read().split())
-            except OSError:
-                pass
-    return pids
+    return set().union(*(cgroup_tree_pids(d) for d in dirs))
 
 
 def sandbox_uid_gid(m, s):

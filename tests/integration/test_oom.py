@@ -40,10 +40,7 @@ def oom():
             pytest.skip(f"no memory cgroup for the sandbox (limits: {lim}): nothing to limit")
         yield m
     finally:
-        if m.alive():
-            m.stop()
-        m.abort()
-        m.cleanup_tmp()
+        m.discard()
 
 
 class Prober:

@@ -55,10 +55,7 @@ def own_mount():
 
     yield make
     for m in made:
-        if m.alive():
-            m.stop()
-        m.abort()
-        m.cleanup_tmp()
+        m.discard()
 
 
 def test_workspace_is_the_kernels_mount_of_the_backing_directory(sbx):
