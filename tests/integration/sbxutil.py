@@ -7,6 +7,7 @@ be cancelled; the per-test watchdog in conftest.py kills the daemon when a test 
 aborts the connection and releases every stuck syscall.)
 """
 
+import contextlib
 import errno
 import hashlib
 import os
@@ -385,6 +386,31 @@ def free_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def cat_pipe(path, release):
+    """A host `cat path`, its stdout a pipe. On the way out release() ends what cat may still be
+    waiting for, then cat is killed if it still runs, and reaped."""
+    cat = subprocess.Popen(["cat", str(path)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        yield cat
+    finally:
+        release()
+        if cat.poll() is None:
+            cat.kill()
+        cat.wait(timeout=10)
+        cat.stdout.close()
+
+
+def assert_sigint_ends(proc, what, timeout=2):
+    """Ctrl-C to proc, blocked on the mount, ends it within timeout s, by that signal."""
+    os.kill(proc.pid, signal.SIGINT)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{what} still blocked {timeout} s after SIGINT")
+    assert proc.returncode == -signal.SIGINT
 
 
 def run_proc(args, timeout=60, **kwargs):

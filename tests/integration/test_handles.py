@@ -16,10 +16,8 @@ import subprocess
 import threading
 from pathlib import Path
 
-import pytest
-
 from sbxutil import (Background, bounded, proc_state, read_bytes, read_pipe_until, uniq,
-                     wait_file_sh, wait_until, write_bytes)
+                     wait_file_sh, wait_until, write_bytes, cat_pipe, assert_sigint_ends)
 
 
 def handle_run(s, cmd):
@@ -405,23 +403,10 @@ def test_output_follows_and_a_parked_reader_takes_ctrl_c(sbx):
     s = sbx.new_session()
     go = uniq("go")
     sbx.submit(s, f"echo first; echo warn >&2; {wait_file_sh(go)}; echo last")
-    cat = subprocess.Popen(["cat", str(s / "output")], stdout=subprocess.PIPE,
-                           stderr=subprocess.DEVNULL)
-    try:
+    with cat_pipe(s / "output", lambda: sbx.touch(go)) as cat:
         assert read_pipe_until(cat.stdout, b"warn\n", 10) == b"first\nwarn\n"
         wait_until(lambda: proc_state(cat.pid) in ("S", "D"), 10, "cat to block")
-        os.kill(cat.pid, signal.SIGINT)
-        try:
-            cat.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            pytest.fail("cat still blocked on output 2 s after SIGINT")
-        assert cat.returncode == -signal.SIGINT
-    finally:
-        sbx.touch(go)
-        if cat.poll() is None:
-            cat.kill()
-        cat.wait(timeout=10)
-        cat.stdout.close()
+        assert_sigint_ends(cat, "cat on output")
     assert sbx.exit_status(s) == 0
     assert read_bytes(s / "output") == b"first\nwarn\nlast\n"
 
@@ -514,20 +499,7 @@ def test_result_reader_takes_ctrl_c(sbx):
     s = sbx.new_session()
     go = uniq("go")
     n = bounded(handle_run, s, f"echo first; {wait_file_sh(go)}; echo last")
-    cat = subprocess.Popen(["cat", str(s / "runs" / str(n) / "result")], stdout=subprocess.PIPE,
-                           stderr=subprocess.DEVNULL)
-    try:
+    with cat_pipe(s / "runs" / str(n) / "result", lambda: sbx.touch(go)) as cat:
         wait_until(lambda: proc_state(cat.pid) in ("S", "D"), 10, "cat to block")
-        os.kill(cat.pid, signal.SIGINT)
-        try:
-            cat.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            pytest.fail("cat still blocked on result 2 s after SIGINT")
-        assert cat.returncode == -signal.SIGINT
-    finally:
-        sbx.touch(go)
-        if cat.poll() is None:
-            cat.kill()
-        cat.wait(timeout=10)
-        cat.stdout.close()
+        assert_sigint_ends(cat, "cat on result")
     assert result_of(s, n)["stdout"] == "first\nlast\n"

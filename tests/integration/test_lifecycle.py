@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from sbxutil import (descendants, is_mounted, kill_quietly, pid_alive, procs_matching,
-                     read_pipe_until, sleep_tag, uniq, wait_file_sh, wait_until)
+                     read_pipe_until, sleep_tag, uniq, wait_file_sh, wait_until, cat_pipe)
 
 
 def _busy_sessions(m):
@@ -63,9 +63,7 @@ def test_parked_reader_does_not_prevent_sigterm_shutdown(fresh_mount):
     s = m.new_session()
     go = uniq("never")
     m.submit(s, f"echo parked; {wait_file_sh(go, 120)}")
-    cat = subprocess.Popen(["cat", str(s / "stdout")], stdout=subprocess.PIPE,
-                           stderr=subprocess.DEVNULL)
-    try:
+    with cat_pipe(s / "stdout", lambda: m.touch(go)) as cat:
         read_pipe_until(cat.stdout, b"parked\n", 10)
         m.proc.send_signal(signal.SIGTERM)
         rc = m.wait_exit(10)
@@ -75,12 +73,6 @@ def test_parked_reader_does_not_prevent_sigterm_shutdown(fresh_mount):
             cat.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pytest.fail("the parked reader is still blocked after the daemon exited")
-    finally:
-        m.touch(go)
-        if cat.poll() is None:
-            cat.kill()
-        cat.wait(timeout=10)
-        cat.stdout.close()
 
 
 def test_remount_after_unmount(fresh_mount):

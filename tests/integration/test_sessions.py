@@ -12,7 +12,8 @@ import pytest
 from sbxutil import (Background, bounded, errname, errno_of, kill_quietly, pid_alive,
                      proc_comm, proc_parent, proc_state, procs_matching, read_bytes,
                      read_fd_to_eof, read_pipe_until, run_proc, sha256, sha256_file, sleep_tag,
-                     uniq, wait_file_sh, wait_until, write_bytes, write_errno)
+                     uniq, wait_file_sh, wait_until, write_bytes, write_errno, cat_pipe,
+                     assert_sigint_ends)
 
 
 # --- output and exit status --------------------------------------------------------------------
@@ -694,23 +695,10 @@ def test_sigint_interrupts_a_reader_parked_on_a_running_command(sbx):
     s = sbx.new_session()
     go = uniq("go")
     sbx.submit(s, f"echo first; {wait_file_sh(go)}; echo last")
-    cat = subprocess.Popen(["cat", str(s / "stdout")], stdout=subprocess.PIPE,
-                           stderr=subprocess.DEVNULL)
-    try:
+    with cat_pipe(s / "stdout", lambda: sbx.touch(go)) as cat:
         assert read_pipe_until(cat.stdout, b"first\n", 10) == b"first\n"
         _wait_blocked(cat.pid, "cat")  # it wrote "first" and is back in read() on stdout
-        os.kill(cat.pid, signal.SIGINT)
-        try:
-            cat.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            pytest.fail("cat still blocked on stdout 2 s after SIGINT")
-        assert cat.returncode == -signal.SIGINT
-    finally:
-        sbx.touch(go)
-        if cat.poll() is None:
-            cat.kill()
-        cat.wait(timeout=10)
-        cat.stdout.close()
+        assert_sigint_ends(cat, "cat on stdout")
     # the command itself was not disturbed
     assert sbx.exit_status(s) == 0
     assert sbx.read(s, "stdout") == b"first\nlast\n"
@@ -732,22 +720,9 @@ def test_open_of_empty_running_output_waits_for_first_byte_and_is_interruptible(
     # Ctrl-C on a process waiting in that open ends it at once.
     go2 = uniq("go")
     sbx.submit(s, f"{wait_file_sh(go2)}; echo second")
-    cat = subprocess.Popen(["cat", str(s / "stdout")], stdout=subprocess.PIPE,
-                           stderr=subprocess.DEVNULL)
-    try:
+    with cat_pipe(s / "stdout", lambda: sbx.touch(go2)) as cat:
         _wait_blocked(cat.pid, "cat")
-        os.kill(cat.pid, signal.SIGINT)
-        try:
-            cat.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            pytest.fail("cat still blocked opening stdout 2 s after SIGINT")
-        assert cat.returncode == -signal.SIGINT
-    finally:
-        sbx.touch(go2)
-        if cat.poll() is None:
-            cat.kill()
-        cat.wait(timeout=10)
-        cat.stdout.close()
+        assert_sigint_ends(cat, "cat opening stdout")
     assert sbx.exit_status(s) == 0
 
 
