@@ -199,50 +199,39 @@ void wsattr_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const cha
 	put(ino);
 }
 
-/* Replies the outcome of a getxattr/listxattr-style call that filled buf (size 0: asked
- * for the size only). */
-static void reply_xattr_res(fuse_req_t req, ssize_t n, const char *buf, size_t size)
+/* Reads the value of xattr name, or the list of names when name is NULL, into a buffer of
+ * size (0: asks for the size only), and replies it. */
+static void read_xattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
+	char p[PROC_FD_LEN], *buf;
+	int fd = use(ino);
+	ssize_t n;
+
+	if (fd < 0) {
+		reply_res(req, fd);
+		return;
+	}
+	buf = size ? xmalloc(size) : NULL;
+	proc_path(p, fd);
+	n = name ? getxattr(p, name, buf, size) : listxattr(p, buf, size);
 	if (n == -1)
 		fuse_reply_err(req, errno);
 	else if (size == 0)
 		fuse_reply_xattr(req, (size_t)n);
 	else
 		fuse_reply_buf(req, buf, (size_t)n);
+	put(ino);
+	free(buf);
 }
 
 void wsattr_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
-	char p[PROC_FD_LEN], *buf;
-	int fd = use(ino);
-	ssize_t n;
-
-	if (fd < 0) {
-		reply_res(req, fd);
-		return;
-	}
-	buf = size ? xmalloc(size) : NULL;
-	n = getxattr(proc_path(p, fd), name, buf, size);
-	reply_xattr_res(req, n, buf, size);
-	put(ino);
-	free(buf);
+	read_xattr(req, ino, name, size);
 }
 
 void wsattr_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
-	char p[PROC_FD_LEN], *buf;
-	int fd = use(ino);
-	ssize_t n;
-
-	if (fd < 0) {
-		reply_res(req, fd);
-		return;
-	}
-	buf = size ? xmalloc(size) : NULL;
-	n = listxattr(proc_path(p, fd), buf, size);
-	reply_xattr_res(req, n, buf, size);
-	put(ino);
-	free(buf);
+	read_xattr(req, ino, NULL, size);
 }
 
 void wsattr_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
