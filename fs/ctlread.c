@@ -15,21 +15,13 @@
 #include "ctlfile_priv.h"
 #include "job.h"
 #include "park.h"
+#include "reply.h"
 #include "result.h"
 #include "run.h"
 #include "session.h"
 #include "xmalloc.h"
 
 #define STREAM_REPLY_MAX (512u << 10)
-
-static void reply_slice(fuse_req_t req, const char *text, size_t len, size_t size, off_t off)
-{
-	if ((size_t)off >= len) {
-		fuse_reply_buf(req, NULL, 0);
-		return;
-	}
-	fuse_reply_buf(req, text + off, len - (size_t)off < size ? len - (size_t)off : size);
-}
 
 struct read_req {
 	struct ctlfh *fh;

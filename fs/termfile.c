@@ -17,6 +17,7 @@
 #include "ctl.h"
 #include "loop.h"
 #include "park.h"
+#include "reply.h"
 #include "session.h"
 #include "term.h"
 #include "xmalloc.h"
@@ -211,15 +212,6 @@ void termfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fi->direct_io = 1;
 	fi->keep_cache = 0;
 	fuse_reply_open(req, fi);
-}
-
-static void reply_slice(fuse_req_t req, const char *text, size_t len, size_t size, off_t off)
-{
-	if ((size_t)off >= len) {
-		fuse_reply_buf(req, NULL, 0);
-		return;
-	}
-	fuse_reply_buf(req, text + off, len - (size_t)off < size ? len - (size_t)off : size);
 }
 
 struct read_req {
