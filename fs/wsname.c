@@ -140,16 +140,28 @@ void wsname_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	remove_entry(req, parent, name, AT_REMOVEDIR);
 }
 
+/* The fds of a and b, both in use until put; or -errno, and neither is. */
+static int use_both(fuse_ino_t a, int *afd, fuse_ino_t b, int *bfd)
+{
+	*afd = use(a);
+	if (*afd < 0)
+		return *afd;
+	*bfd = use(b);
+	if (*bfd < 0) {
+		put(a);
+		return *bfd;
+	}
+	return 0;
+}
+
 /* The moved inodes' names are recorded: the budget may have to reopen them by name. */
 void wsname_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
 		   const char *newname, unsigned int flags)
 {
-	int pfd = use(parent), nfd = pfd < 0 ? pfd : use(newparent), res;
+	int pfd, nfd, res = use_both(parent, &pfd, newparent, &nfd);
 
-	if (pfd < 0 || nfd < 0) {
-		if (pfd >= 0)
-			put(parent);
-		reply_res(req, pfd < 0 ? pfd : nfd);
+	if (res) {
+		reply_res(req, res);
 		return;
 	}
 	res = neg_errno(renameat2(pfd, name, nfd, newname, flags));
@@ -181,12 +193,10 @@ void wsname_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const cha
 {
 	struct fuse_entry_param e;
 	struct ws_cred c;
-	int fd = use(ino), nfd = fd < 0 ? fd : use(newparent), res;
+	int fd, nfd, res = use_both(ino, &fd, newparent, &nfd);
 
-	if (fd < 0 || nfd < 0) {
-		if (fd >= 0)
-			put(ino);
-		reply_res(req, fd < 0 ? fd : nfd);
+	if (res) {
+		reply_res(req, res);
 		return;
 	}
 	wsc_as_caller(req, &c);
