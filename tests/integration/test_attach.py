@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from sbxutil import (bounded, kill_quietly, read_bytes, run_proc, sbxfs_binary, status, uniq,
+from sbxutil import (bounded, read_bytes, run_proc, sbxfs_binary, status, uniq,
                      wait_until, write_bytes)
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None,

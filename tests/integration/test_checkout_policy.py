@@ -199,7 +199,7 @@ def refusal_re(host, addr):
 def test_loopback_listener_is_refused_and_never_reached(strict, listener, scheme):
     s = strict.new_session()
     final = checkout(s, f"{scheme}://127.0.0.1:{listener.port}/x.git dir={uniq('lo')}")
-    assert final == f"error network: 127.0.0.1 (127.0.0.1) refused by policy", final
+    assert final == "error network: 127.0.0.1 (127.0.0.1) refused by policy", final
     assert listener.connections == 0
 
 

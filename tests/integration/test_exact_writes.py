@@ -9,9 +9,6 @@ import shutil
 import signal
 import subprocess
 import time
-from pathlib import Path
-
-import pytest
 
 from sbxutil import bounded, errname, status, uniq, write_errno
 

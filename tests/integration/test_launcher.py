@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from sbxutil import (bounded, descendants, isolation_none, proc_comm, proc_parent, pid_alive,
+from sbxutil import (bounded, descendants, isolation_none, proc_parent, pid_alive,
                      read_bytes, wait_until, write_bytes, sh, put_script)
 
 needs_sandbox = pytest.mark.skipif(
