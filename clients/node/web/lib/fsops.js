@@ -1,0 +1,451 @@
+// Every file operation sbxfs-web does on the mount, and the checks that keep it inside it.
+// Names from requests are checked against sbxfs's own name rule before they become a path
+// component, so no request can name a path outside the mount; the workspace, the one tree
+// with names and symlinks of the sandbox's choosing, is resolved and checked by descriptor.
+import { constants as C } from 'node:fs';
+import { open, readdir, mkdir, rmdir, readFile, writeFile, realpath, readlink, lstat } from 'node:fs/promises';
+import { join, sep } from 'node:path';
+
+const NAME = /^[A-Za-z0-9._-]{1,64}$/;
+const NUMBER = /^[1-9][0-9]{0,9}$/;
+const CHUNK = 1 << 16;
+const LOG_TAIL = 256 * 1024;
+const FILE_MAX = 1 << 20;
+
+/* An error a handler turns into an HTTP status. */
+export class WebError extends Error {
+	constructor(status, message) {
+		super(message);
+		this.status = status;
+	}
+}
+
+export function checkName(name, what = 'name') {
+	if (typeof name !== 'string' || !NAME.test(name) || name === '.' || name === '..')
+		throw new WebError(400, `bad ${what}`);
+	return name;
+}
+
+export function checkNumber(n) {
+	if (typeof n !== 'string' || !NUMBER.test(n)) throw new WebError(400, 'bad number');
+	return n;
+}
+
+/* `key value` lines as an object. */
+export function parseStatus(text) {
+	const out = {};
+	for (const line of text.split('\n')) {
+		const sp = line.indexOf(' ');
+		if (sp > 0) out[line.slice(0, sp)] = line.slice(sp + 1);
+	}
+	return out;
+}
+
+/* A file of the mount, its parts checked names: never anything but a child path. */
+export class Mount {
+	constructor(root) {
+		this.root = root;
+	}
+
+	path(...parts) {
+		return join(this.root, ...parts);
+	}
+
+	session(id, ...rest) {
+		return this.path('sessions', checkName(id, 'session'), ...rest);
+	}
+
+	async text(...parts) {
+		return (await readFile(this.path(...parts))).toString('utf8');
+	}
+
+	/* Everything the file holds now, without waiting at its end (O_NONBLOCK): for output
+	 * files of something running; the last `tail` bytes. */
+	async snapshot(file, tail = LOG_TAIL) {
+		const fh = await open(file, C.O_RDONLY | C.O_NONBLOCK);
+		const chunks = [];
+		let total = 0;
+		try {
+			for (;;) {
+				const buf = Buffer.allocUnsafe(CHUNK);
+				let n;
+				try {
+					({ bytesRead: n } = await fh.read(buf, 0, CHUNK, null));
+				} catch (e) {
+					if (e.code === 'EAGAIN') break;
+					throw e;
+				}
+				if (n === 0) break;
+				chunks.push(buf.subarray(0, n));
+				total += n;
+				while (total - chunks[0].length >= tail) total -= chunks.shift().length;
+			}
+		} finally {
+			await fh.close();
+		}
+		const all = Buffer.concat(chunks);
+		return all.subarray(Math.max(0, all.length - tail));
+	}
+
+	async names(dir) {
+		const list = await readdir(dir);
+		return list.filter((n) => NAME.test(n) && n !== 'ctl' && n !== 'clone');
+	}
+
+	/* sessions */
+	async sessions() {
+		const ids = await this.names(this.path('sessions'));
+		const out = [];
+		for (const id of ids.sort()) {
+			try {
+				const status = parseStatus(await this.text('sessions', id, 'status'));
+				out.push({
+					id,
+					state: status.state,
+					run: status.command ? Number(status.command) : 0,
+					cwd: (await this.text('sessions', id, 'cwd')).replace(/\n$/, ''),
+					command: await this.text('sessions', id, 'cmd'),
+				});
+			} catch (e) {
+				if (e.code !== 'ENOENT') throw e; /* removed meanwhile */
+			}
+		}
+		return out;
+	}
+
+	async createSession(id) {
+		if (id === undefined || id === '') return (await this.text('sessions', 'clone')).trim();
+		await mkdir(this.session(id));
+		return id;
+	}
+
+	async deleteSession(id) {
+		if (id === 'default') throw new WebError(409, 'the default session cannot be removed');
+		await rmdir(this.session(id));
+	}
+
+	/* A run handle on cmd: the number of this very command, whoever else writes. */
+	async exec(id, command) {
+		if (typeof command !== 'string' || command === '' || command.includes('\0'))
+			throw new WebError(400, 'bad command');
+		return submit(this.session(id, 'cmd'), command);
+	}
+
+	async killCommand(id) {
+		await writeFile(this.session(id, 'ctl'), 'kill\n');
+	}
+
+	async runs(id, limit = 50) {
+		const nums = (await this.names(this.session(id, 'runs'))).map(Number).filter(Number.isInteger);
+		nums.sort((a, b) => b - a);
+		const out = [];
+		for (const n of nums.slice(0, limit)) {
+			try {
+				out.push(await this.run(id, String(n)));
+			} catch (e) {
+				if (e.code !== 'ENOENT') throw e; /* left the history meanwhile */
+			}
+		}
+		return out;
+	}
+
+	async run(id, n) {
+		const dir = this.session(id, 'runs', checkNumber(n));
+		const status = parseStatus((await readFile(join(dir, 'status'))).toString());
+		return {
+			n: Number(n),
+			command: (await readFile(join(dir, 'cmd'))).toString(),
+			state: status.run_state,
+			exit: status.exit === '-' ? null : Number(status.exit),
+			duration: Number(status.duration),
+			started: Number(status.started),
+			timedOut: status.timed_out === 'yes',
+			signal: Number(status.signal) || 0,
+			error: status.error ?? null,
+		};
+	}
+
+	runFile(id, n, file) {
+		return this.session(id, 'runs', checkNumber(n), file);
+	}
+
+	/* background processes */
+	async procs(id) {
+		const names = await this.names(this.session(id, 'procs'));
+		const out = [];
+		for (const name of names.sort()) {
+			try {
+				const dir = this.session(id, 'procs', name);
+				const status = parseStatus((await readFile(join(dir, 'status'))).toString());
+				const ports = (await readFile(join(dir, 'ports'))).toString().split('\n').filter(Boolean);
+				const command = (await readFile(join(dir, 'cmd'))).toString();
+				out.push({ name, command, ports: ports.map(Number), ...status });
+			} catch (e) {
+				if (e.code !== 'ENOENT') throw e;
+			}
+		}
+		return out;
+	}
+
+	async startProc(id, name, command) {
+		if (typeof command !== 'string' || command === '' || command.includes('\0'))
+			throw new WebError(400, 'bad command');
+		const dir = this.session(id, 'procs', checkName(name));
+		try {
+			await mkdir(dir);
+		} catch (e) {
+			if (e.code !== 'EEXIST') throw e; /* a start again of one that ended */
+		}
+		await writeFile(join(dir, 'cmd'), command);
+	}
+
+	async procLogs(id, name) {
+		const dir = this.session(id, 'procs', checkName(name));
+		return {
+			stdout: (await this.snapshot(join(dir, 'stdout'))).toString('utf8'),
+			stderr: (await this.snapshot(join(dir, 'stderr'))).toString('utf8'),
+		};
+	}
+
+	async killProc(id, name) {
+		await writeFile(this.session(id, 'procs', checkName(name), 'ctl'), 'kill\n');
+	}
+
+	async removeProc(id, name) {
+		await rmdir(this.session(id, 'procs', checkName(name)));
+	}
+
+	/* terminals */
+	async terms(id) {
+		const names = await this.names(this.session(id, 'terms'));
+		const out = [];
+		for (const name of names.sort()) {
+			try {
+				out.push(parseStatus(await this.text('sessions', id, 'terms', name, 'status')));
+			} catch (e) {
+				if (e.code !== 'ENOENT') throw e;
+			}
+		}
+		return out;
+	}
+
+	async createTerm(id, name) {
+		await mkdir(this.session(id, 'terms', checkName(name)));
+	}
+
+	async removeTerm(id, name) {
+		await rmdir(this.session(id, 'terms', checkName(name)));
+	}
+
+	term(id, name, file) {
+		return this.session(id, 'terms', checkName(name), file);
+	}
+
+	async resizeTerm(id, name, rows, cols) {
+		if (!Number.isInteger(rows) || !Number.isInteger(cols) || rows < 1 || cols < 1 ||
+		    rows > 1000 || cols > 1000)
+			throw new WebError(400, 'bad size');
+		await writeFile(this.term(id, name, 'size'), `${rows} ${cols}\n`);
+	}
+
+	/* interpreter contexts (issue 14): only where the mount has contexts/ */
+	async hasContexts() {
+		try {
+			return (await lstat(this.path('contexts'))).isDirectory();
+		} catch {
+			return false;
+		}
+	}
+
+	context(name, ...rest) {
+		return this.path('contexts', checkName(name, 'context'), ...rest);
+	}
+
+	async contexts() {
+		const names = await this.names(this.path('contexts'));
+		const out = [];
+		for (const name of names.sort()) {
+			let language = '';
+			try {
+				language = (await readFile(this.context(name, 'language'))).toString().trim();
+			} catch (e) {
+				if (e.code !== 'ENOENT') throw e;
+			}
+			out.push({ name, language });
+		}
+		return out;
+	}
+
+	async createContext(name, language) {
+		if (language !== undefined && !/^(python|javascript|typescript)$/.test(language))
+			throw new WebError(400, 'bad language');
+		let id = name;
+		if (id === undefined || id === '') id = (await this.text('contexts', 'clone')).trim();
+		else await mkdir(this.context(id));
+		if (language) await writeFile(this.context(id, 'language'), language);
+		return id;
+	}
+
+	async removeContext(name) {
+		await rmdir(this.context(name));
+	}
+
+	async runCell(name, code) {
+		if (typeof code !== 'string' || code.includes('\0')) throw new WebError(400, 'bad code');
+		return submit(this.context(name, 'code'), code);
+	}
+
+	cellFile(name, n, file) {
+		return this.context(name, 'cells', checkNumber(n), file);
+	}
+
+	/* The workspace, read-only: a directory's entries or a file's first MiB. The path is
+	 * resolved, then opened, then the descriptor's own path is checked, so a symlink (or a
+	 * rename racing the check) cannot lead out of workspace/. */
+	async workspace(rel) {
+		if (typeof rel !== 'string' || rel.includes('\0')) throw new WebError(400, 'bad path');
+		const base = await realpath(this.path('workspace'));
+		const parts = rel.split('/').filter((p) => p !== '' && p !== '.');
+		if (parts.includes('..')) throw new WebError(400, 'bad path');
+		let real;
+		try {
+			real = await realpath(join(base, ...parts));
+		} catch (e) {
+			throw e.code === 'ENOENT' ? new WebError(404, 'no such file') : e;
+		}
+		if (!inside(base, real)) throw new WebError(403, 'outside the workspace');
+		const fh = await open(real, C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK | C.O_NOCTTY);
+		try {
+			if (!inside(base, await readlink(`/proc/self/fd/${fh.fd}`)))
+				throw new WebError(403, 'outside the workspace');
+			const st = await fh.stat();
+			if (st.isDirectory()) {
+				const entries = await readdir(`/proc/self/fd/${fh.fd}`, { withFileTypes: true });
+				return {
+					type: 'dir',
+					entries: entries.map((d) => ({ name: d.name, dir: d.isDirectory() })).sort(
+						(a, b) => (a.name < b.name ? -1 : 1)),
+				};
+			}
+			if (!st.isFile()) throw new WebError(403, 'not a regular file');
+			const len = Math.min(st.size, FILE_MAX);
+			const buf = Buffer.alloc(len);
+			const { bytesRead } = await fh.read(buf, 0, len, 0);
+			return { type: 'file', size: st.size, data: buf.subarray(0, bytesRead) };
+		} finally {
+			await fh.close();
+		}
+	}
+}
+
+function inside(base, p) {
+	return p === base || p.startsWith(base + sep);
+}
+
+/* Opens cmd (or code) read-write, writes, reads back the number of this submission. */
+async function submit(file, text) {
+	const fh = await open(file, 'r+');
+	try {
+		await fh.write(text);
+		const buf = Buffer.alloc(32);
+		let got = 0;
+		for (;;) {
+			const { bytesRead } = await fh.read(buf, got, buf.length - got, null);
+			if (bytesRead === 0) break;
+			got += bytesRead;
+		}
+		const n = Number.parseInt(buf.subarray(0, got).toString(), 10);
+		if (!Number.isInteger(n)) throw new Error(`${file}: no number in the handle's reply`);
+		return n;
+	} finally {
+		await fh.close();
+	}
+}
+
+/* Follows a stream file (stdout, stderr, terms/out) to its EOF with O_NONBLOCK reads and a
+ * short sleep when there is nothing new, so no thread of the pool is ever parked in a read a
+ * closing browser could not release. onChunk(bytes) for each piece; stops at abort. */
+export async function follow(file, onChunk, signal) {
+	const fh = await open(file, C.O_RDONLY | C.O_NONBLOCK);
+	let idle = 10;
+	try {
+		while (!signal?.aborted) {
+			const buf = Buffer.allocUnsafe(CHUNK);
+			let n;
+			try {
+				({ bytesRead: n } = await fh.read(buf, 0, CHUNK, null));
+			} catch (e) {
+				if (e.code !== 'EAGAIN') throw e;
+				await sleep(idle, signal);
+				idle = Math.min(idle * 2, 80);
+				continue;
+			}
+			if (n === 0) return true;
+			idle = 10;
+			await onChunk(buf.subarray(0, n));
+		}
+		return false;
+	} finally {
+		await fh.close();
+	}
+}
+
+/* A writer that never waits in a thread: O_NONBLOCK writes, EAGAIN retried after a pause,
+ * at most `cap` bytes pending (then it fails with EAGAIN). */
+export class Writer {
+	static async open(file, cap = 1 << 20) {
+		const w = new Writer();
+		w.fh = await open(file, C.O_WRONLY | C.O_NONBLOCK);
+		w.cap = cap;
+		w.queue = [];
+		w.pending = 0;
+		w.busy = null;
+		return w;
+	}
+
+	write(bytes) {
+		if (this.pending + bytes.length > this.cap) throw Object.assign(new Error('input queue full'), { code: 'EAGAIN' });
+		this.queue.push(bytes);
+		this.pending += bytes.length;
+		if (!this.busy) this.busy = this.drain().finally(() => (this.busy = null));
+		return this.busy;
+	}
+
+	async drain() {
+		while (this.queue.length) {
+			const b = this.queue[0];
+			let n;
+			try {
+				({ bytesWritten: n } = await this.fh.write(b, 0, b.length));
+			} catch (e) {
+				if (e.code !== 'EAGAIN') {
+					this.queue = [];
+					this.pending = 0;
+					throw e;
+				}
+				await sleep(20);
+				continue;
+			}
+			this.pending -= n;
+			if (n === b.length) this.queue.shift();
+			else this.queue[0] = b.subarray(n);
+		}
+	}
+
+	async close() {
+		await this.busy?.catch(() => {});
+		await this.fh.close();
+	}
+}
+
+function sleep(ms, signal) {
+	return new Promise((resolve) => {
+		const t = setTimeout(done, ms);
+		function done() {
+			clearTimeout(t);
+			signal?.removeEventListener('abort', done);
+			resolve();
+		}
+		signal?.addEventListener('abort', done, { once: true });
+	});
+}
