@@ -60,9 +60,20 @@ function refuse(res, status, message) {
 	res.end(message + '\n');
 }
 
+/* Whether the path as sent has a '.' or '..' part, plain or encoded (URL() would resolve it
+ * away, and a name is never one), or an escape that does not decode. */
+function dotted(rawUrl) {
+	try {
+		return rawUrl.split('?')[0].split('/').some((p) => /^\.\.?$/.test(decodeURIComponent(p)));
+	} catch {
+		return true;
+	}
+}
+
 async function serve(auth, m, req, res) {
 	const url = new URL(req.url, 'http://x');
 	if (!auth.hostAllowed(req)) return refuse(res, 421, 'this server answers only to a loopback host name');
+	if (dotted(req.url)) return refuse(res, 400, 'bad path');
 	if (req.method === 'GET' && url.pathname.startsWith('/login/')) return login(auth, req, res, url.pathname.slice(7));
 	if (!auth.authorized(req)) {
 		res.setHeader('WWW-Authenticate', 'Bearer');
@@ -104,6 +115,7 @@ function upgrade(auth, m, req, socket, head) {
 	const url = new URL(req.url, 'http://x');
 	let parts;
 	try {
+		if (dotted(req.url)) throw new Error('bad path');
 		parts = pathParts(url.pathname.replace(/^\//, ''));
 		if (parts.length !== 5 || parts[0] !== 'ws' || parts[1] !== 'sessions' || parts[3] !== 'terms')
 			throw new Error('no such endpoint');

@@ -1,0 +1,303 @@
+// sbxfs-web's HTTP API, terminal WebSocket and gates against a real mount.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFileSync, symlinkSync, mkdtempSync, rmSync, readFileSync, existsSync } from 'node:fs';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { startMount, startWeb, runWeb, RawWs, waitFor } from './helpers.js';
+
+let mount, web;
+const S = `web-${randomBytes(4).toString('hex')}`;
+
+before(async () => {
+	mount = await startMount();
+	web = await startWeb(mount.mnt);
+});
+
+after(async () => {
+	await web?.stop();
+	await mount?.stop();
+});
+
+/* A raw request (fetch would normalise the path and refuse some headers). */
+function req(base, method, path, { headers = {}, body } = {}) {
+	const u = new URL(base);
+	return new Promise((resolve, reject) => {
+		const r = request({ host: u.hostname, port: u.port, method, path, headers, agent: false }, (res) => {
+			const chunks = [];
+			res.on('error', () => {}); /* a reset after a refusal (413) is the server's right */
+			res.on('data', (c) => chunks.push(c));
+			res.on('end', () => {
+				const text = Buffer.concat(chunks).toString();
+				let json;
+				try {
+					json = JSON.parse(text);
+				} catch {}
+				resolve({ status: res.statusCode, headers: res.headers, text, json });
+			});
+		});
+		r.on('error', reject); /* after the response (a 413's reset of the rest): no effect */
+		r.end(body === undefined ? undefined : JSON.stringify(body));
+	});
+}
+
+const JSONH = { 'Content-Type': 'application/json' };
+const post = (path, body, headers = {}) => req(web.base, 'POST', path, { headers: { ...JSONH, ...headers }, body });
+const get = (path, headers) => req(web.base, 'GET', path, { headers });
+
+/* The SSE events of a stream URL until it ends: [{event, data}]. */
+async function events(path) {
+	const res = await fetch(web.base + path);
+	assert.equal(res.status, 200);
+	const text = await res.text();
+	return text.split('\n\n').filter(Boolean).map((block) => {
+		const [e, d] = block.split('\n');
+		return { event: e.slice(7), data: JSON.parse(d.slice(6)) };
+	});
+}
+
+test('the page has a CSP and the vendored xterm.js is served', async () => {
+	const page = await get('/');
+	assert.equal(page.status, 200);
+	assert.match(page.headers['content-security-policy'], /script-src 'self';/);
+	assert.match(page.headers['content-security-policy'], /frame-ancestors 'none'/);
+	assert.equal(page.headers['x-content-type-options'], 'nosniff');
+	const xterm = await get('/vendor/xterm.js');
+	assert.equal(xterm.status, 200);
+	assert.match(xterm.text, /Terminal/);
+	assert.equal((await get('/vendor/../package.json')).status, 400);
+	assert.equal((await get('/node_modules/@xterm/xterm/package.json')).status, 404);
+});
+
+test('sessions: create, list with state/cwd/command, exec streamed, history, delete', async () => {
+	assert.deepEqual((await post('/api/sessions', { id: S })).json, { id: S });
+	assert.equal((await post('/api/sessions', { id: S })).status, 409);
+	const clone = (await post('/api/sessions', {})).json.id;
+	assert.match(clone, /^s\d+$/);
+	const run = (await post(`/api/sessions/${S}/exec`, { command: 'printf "\\e[32mgreen\\e[0m\\n"; echo oops >&2; exit 3' })).json.run;
+	assert.equal(run, 1);
+	const ev = await events(`/api/sessions/${S}/runs/${run}/stream`);
+	const out = ev.filter((e) => e.event === 'out');
+	assert.equal(out.filter((e) => e.data.s === 'stdout').map((e) => e.data.d).join(''), '\x1b[32mgreen\x1b[0m\n');
+	assert.equal(out.filter((e) => e.data.s === 'stderr').map((e) => e.data.d).join(''), 'oops\n');
+	const end = ev.at(-1);
+	assert.equal(end.event, 'end');
+	assert.equal(end.data.exit, 3);
+	assert.ok(end.data.duration >= 0 && end.data.duration < 10);
+	const list = (await get('/api/sessions')).json;
+	const mine = list.find((s) => s.id === S);
+	assert.equal(mine.state, 'idle');
+	assert.match(mine.command, /green/);
+	assert.ok(mine.cwd.length > 0);
+	const runs = (await get(`/api/sessions/${S}/runs`)).json;
+	assert.deepEqual(runs.map((r) => [r.n, r.exit]), [[1, 3]]);
+	assert.equal((await req(web.base, 'DELETE', `/api/sessions/${clone}`)).status, 204);
+	assert.ok(!existsSync(join(mount.mnt, 'sessions', clone)));
+	assert.equal((await req(web.base, 'DELETE', '/api/sessions/default')).status, 409);
+});
+
+test('a command printing for 2 s streams its lines as they come', async () => {
+	const run = (await post(`/api/sessions/${S}/exec`, { command: 'for i in 1 2 3 4 5; do echo line$i; sleep 0.4; done' })).json.run;
+	const res = await fetch(`${web.base}/api/sessions/${S}/runs/${run}/stream`);
+	const reader = res.body.getReader();
+	const seen = [];
+	const t0 = Date.now();
+	let text = '';
+	while (!text.includes('event: end')) {
+		const { value, done } = await reader.read();
+		if (done) break;
+		text += Buffer.from(value).toString();
+		for (const m of text.matchAll(/line(\d)/g)) if (!seen.some((s) => s.n === m[1])) seen.push({ n: m[1], t: Date.now() - t0 });
+	}
+	assert.deepEqual(seen.map((s) => s.n), ['1', '2', '3', '4', '5']);
+	assert.ok(seen[4].t - seen[0].t > 800, `lines came over ${seen[4].t - seen[0].t} ms, not at once`);
+});
+
+test('kill ends the running command', async () => {
+	const run = (await post(`/api/sessions/${S}/exec`, { command: 'sleep 1000' })).json.run;
+	await waitFor(async () => (await get(`/api/sessions/${S}/runs/${run}`)).json.state === 'running', 'the command to run');
+	assert.equal((await post(`/api/sessions/${S}/kill`, {})).status, 204);
+	const end = (await events(`/api/sessions/${S}/runs/${run}/stream`)).at(-1);
+	assert.equal(end.data.exit, 143);
+});
+
+test('background processes: start, status, logs, kill, remove', async () => {
+	assert.equal((await post(`/api/sessions/${S}/procs`, { name: 'p', command: 'echo started; echo warn >&2; exec sleep 1000' })).status, 204);
+	await waitFor(async () => (await get(`/api/sessions/${S}/procs/p/logs`)).json.stdout === 'started\n', 'the log');
+	assert.equal((await get(`/api/sessions/${S}/procs/p/logs`)).json.stderr, 'warn\n');
+	const [p] = (await get(`/api/sessions/${S}/procs`)).json;
+	assert.equal(p.name, 'p');
+	assert.equal(p.state, 'running');
+	assert.deepEqual(p.ports, []);
+	assert.equal((await post(`/api/sessions/${S}/procs/p/kill`, {})).status, 204);
+	await waitFor(async () => (await get(`/api/sessions/${S}/procs`)).json[0].state === 'killed', 'state killed');
+	assert.equal((await req(web.base, 'DELETE', `/api/sessions/${S}/procs/p`)).status, 204);
+	assert.deepEqual((await get(`/api/sessions/${S}/procs`)).json, []);
+});
+
+test('terminal: keys in, output out, replay on reconnect, resize, end', async () => {
+	assert.equal((await post(`/api/sessions/${S}/terms`, { name: 't1' })).status, 204);
+	let ws = await RawWs.open(web.base, `/ws/sessions/${S}/terms/t1?rows=30&cols=100`);
+	assert.equal(ws.status, 101);
+	ws.binary(Buffer.from('echo web-$((6*7))\r'));
+	await ws.readUntil(/web-42/);
+	ws.destroy();
+	assert.equal(readFileSync(join(mount.mnt, 'sessions', S, 'terms/t1/size'), 'utf8'), '30 100\n');
+	ws = await RawWs.open(web.base, `/ws/sessions/${S}/terms/t1`);
+	await ws.readUntil(/echo web-\$\(\(6\*7\)\)[\s\S]*web-42/);
+	ws.text(JSON.stringify({ type: 'resize', rows: 20, cols: 60 }));
+	await waitFor(() => readFileSync(join(mount.mnt, 'sessions', S, 'terms/t1/size'), 'utf8') === '20 60\n', 'the new size');
+	ws.binary(Buffer.from('stty size\r'));
+	await ws.readUntil(/20 60/);
+	ws.binary(Buffer.from('exit 5\r'));
+	await ws.readUntil(/"type":"exit","exit":5/);
+	assert.equal(await ws.closeCode(), 1000);
+	ws.destroy();
+});
+
+test('a terminal WebSocket with a bad message is closed, one to a missing terminal too', async () => {
+	await post(`/api/sessions/${S}/terms`, { name: 't2' });
+	let ws = await RawWs.open(web.base, `/ws/sessions/${S}/terms/t2`);
+	ws.text('{"type":"resize","rows":0,"cols":5}');
+	assert.match((await ws.frame()).payload.toString(), /bad size/);
+	ws.text('not json');
+	assert.equal(await ws.closeCode(), 1007);
+	ws = await RawWs.open(web.base, `/ws/sessions/${S}/terms/nope`);
+	assert.equal(await ws.closeCode(), 1008);
+	ws = await RawWs.open(web.base, `/ws/sessions/..%2F..%2Fetc/terms/x`);
+	assert.equal(ws.status, 404);
+});
+
+test('the WebSocket checks Origin (missing or another site: 403)', async () => {
+	for (const origin of ['http://evil.example', null, `http://localhost:1`]) {
+		const ws = await RawWs.open(web.base, `/ws/sessions/${S}/terms/t2`, { Origin: origin });
+		assert.equal(ws.status, 403, `Origin ${origin}`);
+		ws.destroy();
+	}
+});
+
+test('a loopback listener answers only to a loopback Host (DNS rebinding)', async () => {
+	const r = await get('/api/sessions', { Host: 'evil.example:80' });
+	assert.equal(r.status, 421);
+	const ws = await RawWs.open(web.base, `/ws/sessions/${S}/terms/t2`, { Host: 'evil.example', Origin: 'http://evil.example' });
+	assert.equal(ws.status, 421);
+	ws.destroy();
+});
+
+test('changes need JSON and a same-origin Origin (no cross-site form posts)', async () => {
+	const form = await req(web.base, 'POST', `/api/sessions/${S}/exec`, { headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: 'x' });
+	assert.equal(form.status, 415);
+	const cross = await post(`/api/sessions/${S}/exec`, { command: 'touch /workspace/csrf' }, { Origin: 'http://evil.example' });
+	assert.equal(cross.status, 403);
+	const del = await req(web.base, 'DELETE', `/api/sessions/${S}/terms/t2`, { headers: { Origin: 'http://evil.example' } });
+	assert.equal(del.status, 403);
+	assert.equal((await post(`/api/sessions/${S}/exec`, 'not an object')).status, 400);
+	const big = await req(web.base, 'POST', `/api/sessions/${S}/exec`, { headers: JSONH, body: { command: 'x'.repeat(2 << 20) } });
+	assert.equal(big.status, 413);
+});
+
+test('no path leads out of the mount: .., encoded slashes, NUL, symlinks in the workspace', async () => {
+	const ws = join(mount.mnt, 'workspace');
+	const secret = mkdtempSync(join(tmpdir(), 'web-secret-'));
+	writeFileSync(join(secret, 'key'), 'SECRET');
+	const d = `t-${randomBytes(3).toString('hex')}`;
+	const dir = join(ws, d);
+	await waitFor(() => {
+		try {
+			writeFileSync(join(ws, `${d}.txt`), 'inside');
+			return true;
+		} catch {
+			return false;
+		}
+	}, 'the workspace');
+	(await import('node:fs')).mkdirSync(dir);
+	symlinkSync(join(secret, 'key'), join(dir, 'out-file'));
+	symlinkSync(secret, join(dir, 'out-dir'));
+	symlinkSync('/etc', join(dir, 'etc'));
+	symlinkSync(`../${d}.txt`, join(dir, 'in-link'));
+	try {
+		assert.equal((await get(`/api/workspace/${d}.txt`)).text, 'inside');
+		assert.equal((await get(`/api/workspace/${d}/in-link`)).text, 'inside');
+		const listing = (await get(`/api/workspace/${d}`)).json;
+		assert.deepEqual(listing.entries.map((e) => e.name), ['etc', 'in-link', 'out-dir', 'out-file']);
+		for (const p of [`${d}/out-file`, `${d}/out-dir/key`, `${d}/out-dir`, `${d}/etc/passwd`])
+			assert.equal((await get(`/api/workspace/${p}`)).status, 403, p);
+		const bad = [
+			['/api/workspace/..%2F..%2Fetc%2Fpasswd', 400],
+			['/api/workspace/%2e%2e/%2e%2e/etc/passwd', 400],
+			['/api/workspace/../../etc/passwd', 400],
+			[`/api/workspace/${d}.txt%00.png`, 400],
+			['/api/workspace/%E0%A4%A', 400],
+			['/api/sessions/..%2F..%2F..%2Fetc/runs', 400],
+			['/api/sessions/../../etc/runs', 400],
+			['/api/sessions/%2e%2e/runs', 400],
+			[`/api/sessions/${S}%00/runs`, 400],
+			[`/api/sessions/${S}/runs/1%2F..%2F..%2Fstatus`, 400],
+			[`/api/sessions/${S}/runs/..`, 400],
+			[`/api/sessions/${S}/procs/..%2F..%2F..%2Fcmd/logs`, 400],
+		];
+		for (const [path, status] of bad) {
+			const r = await get(path).catch((e) => assert.fail(`${path}: ${e.message}`));
+			assert.ok(r.status === status || r.status === 404, `${path}: ${r.status}`);
+			assert.doesNotMatch(r.text, /SECRET|root:x:0/, path);
+		}
+		/* the raw path reaches the server as sent (no client normalisation) */
+		assert.equal((await get('/api/workspace/../../etc/passwd')).status, 400);
+	} finally {
+		rmSync(secret, { recursive: true, force: true });
+	}
+});
+
+test('no token needed on loopback; a non-loopback listener needs --token-file', () => {
+	const r = runWeb([mount.mnt, '--listen', '0.0.0.0:0']);
+	assert.equal(r.status, 2);
+	assert.match(r.stderr, /not a loopback address: --token-file is required/);
+	const h = runWeb(['-h']);
+	assert.equal(h.status, 0);
+	assert.match(h.stdout, /usage: sbxfs-web MOUNTPOINT/);
+	const dir = mkdtempSync(join(tmpdir(), 'web-tok-'));
+	writeFileSync(join(dir, 'short'), 'abc\n');
+	assert.match(runWeb([mount.mnt, '--token-file', join(dir, 'short')]).stderr, /at least 16/);
+	assert.match(runWeb([join(dir)]).stderr, /not an sbxfs mount/);
+	rmSync(dir, { recursive: true });
+});
+
+test('token: refused without it, bearer header, one-time login URL sets a cookie', async () => {
+	const dir = mkdtempSync(join(tmpdir(), 'web-tok-'));
+	const token = randomBytes(24).toString('hex');
+	writeFileSync(join(dir, 'token'), token + '\n', { mode: 0o600 });
+	const w = await startWeb(mount.mnt, ['--listen', '0.0.0.0:0', '--token-file', join(dir, 'token')]);
+	try {
+		const base = `http://127.0.0.1:${new URL(w.base).port}`;
+		assert.equal((await req(base, 'GET', '/api/sessions')).status, 401);
+		assert.equal((await req(base, 'GET', '/')).status, 401);
+		assert.equal((await req(base, 'GET', '/api/sessions', { headers: { Authorization: 'Bearer wrong' } })).status, 401);
+		assert.equal((await req(base, 'GET', '/api/sessions', { headers: { Authorization: `Bearer ${token}` } })).status, 200);
+		const ws = await RawWs.open(base, `/ws/sessions/${S}/terms/t2`);
+		assert.equal(ws.status, 401);
+		ws.destroy();
+		const login = new URL(w.url).pathname;
+		assert.match(login, /^\/login\//);
+		const first = await req(base, 'GET', login);
+		assert.equal(first.status, 303);
+		const cookie = first.headers['set-cookie'][0].split(';')[0];
+		assert.match(first.headers['set-cookie'][0], /HttpOnly; SameSite=Strict/);
+		assert.equal((await req(base, 'GET', '/api/sessions', { headers: { Cookie: cookie } })).status, 200);
+		assert.equal((await req(base, 'GET', login)).status, 403, 'a login URL works once');
+		assert.equal((await req(base, 'GET', '/api/sessions', { headers: { Cookie: 'sbxfs_web=forged' } })).status, 401);
+		const more = await req(base, 'POST', '/api/login-url', { headers: { Authorization: `Bearer ${token}` } });
+		assert.match(more.json.path, /^\/login\//);
+		assert.equal((await req(base, 'GET', more.json.path)).status, 303);
+	} finally {
+		await w.stop();
+		rmSync(dir, { recursive: true });
+	}
+});
+
+test('the server never runs a program: it has no child process', async () => {
+	const pid = web.proc.pid;
+	const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim();
+	assert.equal(children, '');
+});
