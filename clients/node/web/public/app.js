@@ -19,6 +19,7 @@ function el(tag, props = {}, ...children) {
 }
 
 async function api(method, path, body) {
+	if (method === 'POST') body ??= {};
 	const res = await fetch(`/api/${path}`, {
 		method,
 		headers: body === undefined ? {} : { 'Content-Type': 'application/json' },
@@ -40,10 +41,22 @@ function report(e) {
 
 const enc = encodeURIComponent;
 
+/* Re-renders a list only when its data changed, so a click never lands on a row that was
+ * replaced under the pointer. */
+const rendered = new Map();
+function changed(key, data) {
+	const text = JSON.stringify(data);
+	if (rendered.get(key) === text) return false;
+	rendered.set(key, text);
+	return true;
+}
+
 /* ---- sessions ---- */
 
 async function refreshSessions() {
 	const list = await api('GET', 'sessions');
+	if (state.session && !list.some((s) => s.id === state.session)) selectSession(null);
+	if (!changed('sessions', [list, state.session])) return;
 	const ul = $('#sessions');
 	ul.replaceChildren(...list.map((s) => el('li', {
 		class: s.id === state.session ? 'selected' : '',
@@ -52,7 +65,6 @@ async function refreshSessions() {
 	}, el('b', { textContent: s.id }), ' ', el('span', { class: `badge ${s.state.split(' ')[0]}`, textContent: s.state }),
 	el('div', { class: 'meta', textContent: s.cwd }),
 	el('div', { class: 'meta' }, el('code', { textContent: s.command.split('\n')[0] })))));
-	if (state.session && !list.some((s) => s.id === state.session)) selectSession(null);
 }
 
 function selectSession(id) {
@@ -99,6 +111,7 @@ function watchRun(id, n) {
 	const exitLine = $('#exit-line');
 	exitLine.textContent = 'running…';
 	exitLine.className = '';
+	delete exitLine.dataset.exit;
 	$('#run-head').textContent = `#${n}`;
 	const conv = { stdout: new AnsiToHtml(), stderr: new AnsiToHtml() };
 	const es = new EventSource(`/api/sessions/${enc(id)}/runs/${n}/stream`);
@@ -134,6 +147,7 @@ function formatDuration(s) {
 
 async function refreshRuns() {
 	const runs = await api('GET', `sessions/${enc(state.session)}/runs`);
+	if (!changed('runs', [state.session, runs])) return;
 	$('#runs tbody').replaceChildren(...runs.map((r) => el('tr', { onclick: () => watchRun(state.session, r.n) },
 		el('td', { textContent: r.n }), el('td', {}, el('code', { textContent: r.command })),
 		el('td', { textContent: r.exit ?? r.state }), el('td', { textContent: r.exit === null ? '' : formatDuration(r.duration) }))));
@@ -214,6 +228,7 @@ async function refreshTerms() {
 async function refreshProcs() {
 	const id = state.session;
 	const procs = await api('GET', `sessions/${enc(id)}/procs`);
+	if (!changed('procs', [id, procs])) return;
 	$('#procs tbody').replaceChildren(...procs.map((p) => el('tr', { dataset: { proc: p.name } },
 		el('td', { textContent: p.name }), el('td', {}, el('span', { class: `badge ${p.state}`, textContent: p.state })),
 		el('td', { textContent: p.pid }), el('td', { textContent: p.ports.join(' ') }), el('td', { textContent: p.exit }),
@@ -253,6 +268,7 @@ async function refreshContexts() {
 	$('#contexts-nav').hidden = !info.contexts;
 	if (!info.contexts) return;
 	const list = await api('GET', 'contexts');
+	if (!changed('contexts', [list, state.context])) return;
 	$('#contexts').replaceChildren(...list.map((c) => el('li', {
 		class: c.name === state.context ? 'selected' : '', dataset: { context: c.name }, onclick: () => selectContext(c.name),
 	}, el('b', { textContent: c.name }), ' ', el('span', { class: 'badge', textContent: c.language }))));

@@ -17,6 +17,7 @@ before(async () => {
 });
 
 after(async () => {
+	if (web) await req(web.base, 'DELETE', `/api/sessions/${S}`);
 	await web?.stop();
 	await mount?.stop();
 });

@@ -1,0 +1,150 @@
+// The page in Debian's chromium, driven by playwright-core: a session, a command and its
+// streamed output, a terminal with replay and resize, the token. A screenshot of each state
+// goes to the artifacts directory printed at the end (SBXFS_WEB_ARTIFACTS, else a temp dir).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { startMount, startWeb, waitFor } from './helpers.js';
+
+const CHROMIUM = process.env.SBXFS_CHROMIUM || '/usr/bin/chromium';
+const skip = existsSync(CHROMIUM) ? false : `no ${CHROMIUM} (scripts/bootstrap installs Debian's chromium for these tests)`;
+const S = `br-${randomBytes(3).toString('hex')}`;
+let mount, web, browser, page, artifacts;
+
+async function shot(name) {
+	await page.screenshot({ path: join(artifacts, `${name}.png`) });
+}
+
+before(async () => {
+	if (skip) return;
+	const { chromium } = await import('playwright-core');
+	artifacts = process.env.SBXFS_WEB_ARTIFACTS || mkdtempSync(join(tmpdir(), 'sbxfs-web-artifacts-'));
+	mkdirSync(artifacts, { recursive: true });
+	mount = await startMount();
+	web = await startWeb(mount.mnt);
+	browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+	page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+	page.on('pageerror', (e) => console.error('page error:', e.message));
+});
+
+after(async () => {
+	await browser?.close();
+	await web?.stop();
+	await mount?.stop();
+	if (artifacts) console.log(`# screenshots in ${artifacts}`);
+});
+
+const screenText = () => page.evaluate(() => {
+	const rows = document.querySelector('.term:not([hidden]) .xterm-rows');
+	return rows ? [...rows.children].map((r) => r.textContent).join('\n') : '';
+});
+
+test('create a session, run echo hi, see hi and exit 0', { skip }, async () => {
+	await page.goto(web.url);
+	await page.fill('#new-session-id', S);
+	await page.click('#new-session button');
+	await page.waitForSelector(`#sessions li[data-session="${S}"].selected`);
+	await page.fill('#command', 'echo hi');
+	await page.press('#command', 'Enter');
+	await page.waitForSelector('#exit-line[data-exit="0"]');
+	assert.equal(await page.textContent('#output'), 'hi\n');
+	assert.match(await page.textContent('#exit-line'), /^exit 0 · \d+ ms$/);
+	await page.waitForSelector(`#sessions li[data-session="${S}"] code:text("echo hi")`);
+	await shot('1-echo-hi');
+});
+
+test('a command printing for 2 s shows its lines as they arrive, colours rendered', { skip }, async () => {
+	await page.fill('#command', 'for i in 1 2 3 4 5; do printf "\\e[31mline $i\\e[0m\\n"; sleep 0.4; done');
+	await page.press('#command', 'Enter');
+	await page.waitForFunction(() => document.querySelector('#output').textContent.includes('line 2'));
+	assert.doesNotMatch(await page.textContent('#output'), /line 5/, 'line 5 is not there yet');
+	assert.equal(await page.textContent('#exit-line'), 'running…');
+	await shot('2-streaming');
+	await page.waitForSelector('#exit-line[data-exit="0"]');
+	assert.equal(await page.textContent('#output'), 'line 1\nline 2\nline 3\nline 4\nline 5\n');
+	assert.equal(await page.locator('#output span.fg-a-red').count(), 5);
+	assert.equal(await page.locator('#runs tbody tr').count(), 2);
+	await shot('3-done-with-history');
+});
+
+test('output that looks like HTML stays text', { skip }, async () => {
+	await page.fill('#command', `echo '<img src=x onerror=alert(1)><b>bold</b>'`);
+	await page.press('#command', 'Enter');
+	await page.waitForSelector('#exit-line[data-exit="0"]');
+	assert.equal(await page.textContent('#output'), '<img src=x onerror=alert(1)><b>bold</b>\n');
+	assert.equal(await page.locator('#output img, #output b').count(), 0);
+});
+
+test('a terminal: type echo web-ok, see it on the xterm screen; reload replays; resize', { skip }, async () => {
+	await page.click('button[data-tab="terminals"]');
+	await page.fill('#new-term-name', 'main');
+	await page.click('#new-term button');
+	await page.waitForSelector('.term[data-term="main"] .xterm-rows');
+	await page.waitForFunction(() => document.querySelector('.xterm-rows').textContent.includes('$'));
+	await page.click('.term[data-term="main"]');
+	await page.keyboard.type('echo web-ok\n');
+	await waitFor(async () => /^web-ok$/m.test(await screenText()), 'web-ok on the screen');
+	await shot('4-terminal');
+
+	await page.reload();
+	await page.waitForSelector('.term[data-term="main"] .xterm-rows');
+	await waitFor(async () => /^web-ok$/m.test(await screenText()), 'web-ok replayed after the reload');
+	await shot('5-terminal-replayed');
+
+	const size = () => readFileSync(join(mount.mnt, 'sessions', S, 'terms/main/size'), 'utf8').trim();
+	const before = size();
+	await page.setViewportSize({ width: 900, height: 560 });
+	await waitFor(() => size() !== before, `the size to change from ${before}`);
+	const [rows, cols] = size().split(' ').map(Number);
+	await page.click('.term[data-term="main"]');
+	await page.keyboard.type('stty size\n');
+	await waitFor(async () => (await screenText()).includes(`${rows} ${cols}`), `stty size ${rows} ${cols}`);
+	await shot('6-terminal-resized');
+});
+
+test('several terminal tabs, and processes with a kill button', { skip }, async () => {
+	await page.setViewportSize({ width: 1280, height: 800 });
+	await page.fill('#new-term-name', 'second');
+	await page.click('#new-term button');
+	await page.waitForSelector('.term[data-term="second"] .xterm-rows');
+	assert.equal(await page.locator('#term-tabs button[data-term]').count(), 2);
+	await page.click('button[data-tab="procs"]');
+	await page.fill('#new-proc-name', 'srv');
+	await page.fill('#new-proc-cmd', 'echo serving; exec sleep 1000');
+	await page.click('#new-proc button');
+	await page.waitForSelector('#procs tr[data-proc="srv"] .badge.running');
+	await page.click('#procs tr[data-proc="srv"] button:text("logs")');
+	await page.waitForFunction(() => document.querySelector('#proc-logs').textContent.includes('serving'));
+	await shot('7-processes');
+	await page.click('#procs tr[data-proc="srv"] button:text("kill")');
+	await page.waitForSelector('#procs tr[data-proc="srv"] .badge.killed');
+});
+
+test('delete the session from the page: its directory is gone', { skip }, async () => {
+	await page.click('#delete-session');
+	await page.waitForSelector(`#sessions li[data-session="${S}"]`, { state: 'detached' });
+	assert.ok(!existsSync(join(mount.mnt, 'sessions', S)));
+	assert.ok(await page.isVisible('#nothing'));
+});
+
+test('on a non-loopback listener, the page without the token is refused; the login URL lets in', { skip }, async () => {
+	const dir = mkdtempSync(join(tmpdir(), 'web-tok-'));
+	writeFileSync(join(dir, 'token'), randomBytes(20).toString('hex'));
+	const w = await startWeb(mount.mnt, ['--listen', '0.0.0.0:0', '--token-file', join(dir, 'token')]);
+	try {
+		const port = new URL(w.base).port;
+		const res = await page.goto(`http://127.0.0.1:${port}/`);
+		assert.equal(res.status(), 401);
+		await shot('8-refused-without-token');
+		const login = new URL(w.url).pathname;
+		await page.goto(`http://127.0.0.1:${port}${login}`);
+		await page.waitForSelector('#sessions li[data-session="default"]');
+		assert.equal((await page.goto(`http://127.0.0.1:${port}${login}`)).status(), 403);
+	} finally {
+		await w.stop();
+		rmSync(dir, { recursive: true });
+	}
+});
