@@ -104,14 +104,21 @@ function showTab(tab) {
 
 /* ---- commands ---- */
 
-function watchRun(id, n) {
+function clearRun() {
 	state.runStream?.close();
-	const out = $('#output');
-	out.replaceChildren();
+	state.runStream = null;
+	$('#output').replaceChildren();
 	const exitLine = $('#exit-line');
 	exitLine.textContent = 'running…';
 	exitLine.className = '';
 	delete exitLine.dataset.exit;
+	$('#run-head').textContent = '';
+}
+
+function watchRun(id, n) {
+	clearRun();
+	const out = $('#output');
+	const exitLine = $('#exit-line');
 	$('#run-head').textContent = `#${n}`;
 	const conv = { stdout: new AnsiToHtml(), stderr: new AnsiToHtml() };
 	const es = new EventSource(`/api/sessions/${enc(id)}/runs/${n}/stream`);
@@ -371,6 +378,7 @@ function wire() {
 		ev.preventDefault();
 		const command = $('#command').value;
 		if (!command.trim()) return;
+		clearRun(); /* at once: nothing of the previous run may pass for this one's */
 		try {
 			const { run } = await api('POST', `sessions/${enc(state.session)}/exec`, { command });
 			watchRun(state.session, run);
