@@ -362,10 +362,20 @@ async function submit(file, text) {
 	}
 }
 
+/* Wakes a follow() from its pause at once, and has it look again soon after: output is
+ * due (a key was typed into the terminal it follows). */
+export class Nudge {
+	wake() {
+		this.poked = true;
+		this.done?.();
+	}
+}
+
 /* Follows a stream file (stdout, stderr, terms/out) to its EOF with O_NONBLOCK reads and a
- * short sleep when there is nothing new, so no thread of the pool is ever parked in a read a
- * closing browser could not release. onChunk(bytes) for each piece; stops at abort. */
-export async function follow(file, onChunk, signal) {
+ * short pause (10 to 80 ms) when there is nothing new, so no thread of the pool is ever
+ * parked in a read a closing browser could not release. onChunk(bytes) for each piece;
+ * stops at abort. */
+export async function follow(file, onChunk, signal, nudge = new Nudge()) {
 	const fh = await open(file, C.O_RDONLY | C.O_NONBLOCK);
 	let idle = 10;
 	try {
@@ -376,8 +386,9 @@ export async function follow(file, onChunk, signal) {
 				({ bytesRead: n } = await fh.read(buf, 0, CHUNK, null));
 			} catch (e) {
 				if (e.code !== 'EAGAIN') throw e;
-				await sleep(idle, signal);
-				idle = Math.min(idle * 2, 80);
+				await sleep(idle, signal, nudge);
+				idle = nudge.poked ? 1 : Math.min(idle * 2, 80);
+				nudge.poked = false;
 				continue;
 			}
 			if (n === 0) return true;
@@ -438,14 +449,17 @@ export class Writer {
 	}
 }
 
-function sleep(ms, signal) {
+function sleep(ms, signal, nudge) {
 	return new Promise((resolve) => {
+		if (nudge?.poked) return resolve(); /* woken while it was reading */
 		const t = setTimeout(done, ms);
 		function done() {
 			clearTimeout(t);
 			signal?.removeEventListener('abort', done);
+			if (nudge) nudge.done = null;
 			resolve();
 		}
 		signal?.addEventListener('abort', done, { once: true });
+		if (nudge) nudge.done = done;
 	});
 }

@@ -1,7 +1,7 @@
 // A terminal over a WebSocket: terms/NAME/out to the browser from the oldest byte the ring
 // holds (so a reload replays the screen), binary messages to `in`, resize messages to `size`.
 import { readFile } from 'node:fs/promises';
-import { follow, parseStatus, Writer } from './fsops.js';
+import { follow, parseStatus, Writer, Nudge } from './fsops.js';
 import { CLOSE } from './ws.js';
 
 const BACKLOG_MAX = 1 << 20;
@@ -9,12 +9,13 @@ const BACKLOG_MAX = 1 << 20;
 /* Bridges ws to terminal `name` of session `id` (names checked by the caller's m.term). */
 export async function bridgeTerminal(m, ws, id, name, { rows, cols }) {
 	const ac = new AbortController();
+	const nudge = new Nudge();
 	let input = null, ready;
 	const inputReady = new Promise((r) => (ready = r));
 	/* Messages that come before `in` is open wait for it, in order. */
 	ws.on('message', async (data, binary) => {
 		const w = await inputReady;
-		if (w) onMessage(m, ws, id, name, w, data, binary);
+		if (w) onMessage(m, ws, id, name, w, data, binary, nudge);
 	});
 	ws.on('close', () => {
 		ac.abort();
@@ -35,7 +36,7 @@ export async function bridgeTerminal(m, ws, id, name, { rows, cols }) {
 		const ended = await follow(m.term(id, name, 'out'), async (bytes) => {
 			ws.send(bytes);
 			while (ws.backlog > BACKLOG_MAX && !ac.signal.aborted) await new Promise((r) => setTimeout(r, 20));
-		}, ac.signal);
+		}, ac.signal, nudge);
 		if (ended) {
 			const exit = (await readFile(m.term(id, name, 'exit'))).toString().trim();
 			ws.send(JSON.stringify({ type: 'exit', exit: exit === '' ? null : Number(exit) }));
@@ -47,10 +48,11 @@ export async function bridgeTerminal(m, ws, id, name, { rows, cols }) {
 	}
 }
 
-function onMessage(m, ws, id, name, input, data, binary) {
+function onMessage(m, ws, id, name, input, data, binary, nudge) {
 	const feed = async (bytes) => {
 		try {
 			await input.write(bytes);
+			nudge.wake(); /* its echo is due */
 		} catch (e) {
 			ws.close(1011, e.code ?? 'input failed');
 		}
