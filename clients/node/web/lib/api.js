@@ -138,8 +138,9 @@ async function serveWorkspace(m, res, rest) {
 /* Server-sent events on res until the request's connection closes. */
 function sse(req, res) {
 	res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-store' });
+	res.flushHeaders(); /* at once, not with the first output, which may be far off */
 	const ac = new AbortController();
-	req.on('close', () => ac.abort());
+	res.on('close', () => ac.abort()); /* the browser went away (or the stream ended) */
 	return {
 		signal: ac.signal,
 		send(event, data) {

@@ -11,6 +11,7 @@ const NUMBER = /^[1-9][0-9]{0,9}$/;
 const CHUNK = 1 << 16;
 const LOG_TAIL = 256 * 1024;
 const FILE_MAX = 1 << 20;
+const COMMAND_SHOWN = 1000; /* of a session's latest command in the list */
 
 /* An error a handler turns into an HTTP status. */
 export class WebError extends Error {
@@ -104,7 +105,7 @@ export class Mount {
 					state: status.state,
 					run: status.command ? Number(status.command) : 0,
 					cwd: (await this.text('sessions', id, 'cwd')).replace(/\n$/, ''),
-					command: await this.text('sessions', id, 'cmd'),
+					command: (await this.text('sessions', id, 'cmd')).slice(0, COMMAND_SHOWN),
 				});
 			} catch (e) {
 				if (e.code !== 'ENOENT') throw e; /* removed meanwhile */

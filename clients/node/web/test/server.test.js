@@ -1,7 +1,7 @@
 // sbxfs-web's HTTP API, terminal WebSocket and gates against a real mount.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFileSync, symlinkSync, mkdtempSync, rmSync, readFileSync, existsSync } from 'node:fs';
+import { writeFileSync, symlinkSync, mkdtempSync, rmSync, readFileSync, existsSync, readdirSync, readlinkSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -122,6 +122,31 @@ test('kill ends the running command', async () => {
 	assert.equal((await post(`/api/sessions/${S}/kill`, {})).status, 204);
 	const end = (await events(`/api/sessions/${S}/runs/${run}/stream`)).at(-1);
 	assert.equal(end.data.exit, 143);
+});
+
+/* The server's descriptors open on files under dir. */
+function openUnder(dir) {
+	const fds = `/proc/${web.proc.pid}/fd`;
+	return readdirSync(fds).filter((fd) => {
+		try {
+			return readlinkSync(`${fds}/${fd}`).startsWith(dir);
+		} catch {
+			return false;
+		}
+	}).length;
+}
+
+test('a stream whose browser goes away releases its files; the command runs on', async () => {
+	const run = (await post(`/api/sessions/${S}/exec`, { command: 'sleep 1000' })).json.run;
+	const dir = join(mount.mnt, 'sessions', S, 'runs', String(run));
+	const r = request({ host: '127.0.0.1', port: new URL(web.base).port, path: `/api/sessions/${S}/runs/${run}/stream`, agent: false });
+	const res = await new Promise((resolve) => r.on('response', resolve).end());
+	assert.equal(res.statusCode, 200);
+	await waitFor(() => openUnder(dir) === 2, 'stdout and stderr open');
+	r.destroy();
+	await waitFor(() => openUnder(dir) === 0, 'the files closed');
+	assert.equal((await get(`/api/sessions/${S}/runs/${run}`)).json.state, 'running');
+	await post(`/api/sessions/${S}/kill`, {});
 });
 
 test('background processes: start, status, logs, kill, remove', async () => {
