@@ -407,6 +407,7 @@ function wire() {
 		ev.preventDefault();
 		try {
 			const { name } = await api('POST', 'contexts', { name: $('#new-context-id').value.trim(), language: $('#new-context-lang').value });
+			$('#new-context-id').value = '';
 			await tick();
 			selectContext(name);
 		} catch (e) {

@@ -123,6 +123,38 @@ test('several terminal tabs, and processes with a kill button', { skip }, async 
 	await page.waitForSelector('#procs tr[data-proc="srv"] .badge.killed');
 });
 
+test('a context: a cell\'s output, text, PNG and HTML results (HTML sandboxed)', { skip }, async (t) => {
+	if (!existsSync(join(mount.mnt, 'contexts'))) return t.skip('the mount has no contexts/ (a build without issue 14)');
+	const name = `cx-${randomBytes(3).toString('hex')}`;
+	await page.waitForSelector('#contexts-nav:not([hidden])');
+	await page.fill('#new-context-id', name);
+	await page.click('#new-context button');
+	await page.waitForSelector('#context:not([hidden])');
+	const run = async (code) => {
+		const before = await page.locator('#cells .cell').count();
+		await page.fill('#cell-code', code);
+		await page.click('#cell-form button');
+		await page.waitForFunction((n) => document.querySelectorAll('#cells .cell').length > n, before);
+		return page.locator('#cells .cell').first();
+	};
+	let cell = await run('print("from stdout")\n6 * 7');
+	await cell.locator('pre:text("42")').waitFor({ timeout: 30000 });
+	assert.match(await cell.locator('pre.output').textContent(), /from stdout/);
+	cell = await run('import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])');
+	await cell.locator('img').waitFor({ timeout: 30000 });
+	assert.match(await cell.locator('img').getAttribute('src'), /^data:image\/png;base64,iVBOR/);
+	cell = await run(`from IPython.display import HTML\nHTML("<b>bold</b><script>parent.document.title='pwned'</script>")`);
+	await cell.locator('iframe').waitFor({ timeout: 30000 });
+	assert.equal(await cell.locator('iframe').getAttribute('sandbox'), '');
+	assert.equal(await page.locator('#cells b').count(), 0, 'no HTML result in the page itself');
+	assert.equal(await page.frameLocator('#cells iframe').locator('b').textContent(), 'bold');
+	assert.equal(await page.title(), 'sbxfs');
+	await shot('8-context');
+	await page.click('#delete-context');
+	await page.waitForSelector(`#contexts li[data-context="${name}"]`, { state: 'detached' });
+	await page.click(`#sessions li[data-session="${S}"]`);
+});
+
 test('delete the session from the page: its directory is gone', { skip }, async () => {
 	await page.click('#delete-session');
 	await page.waitForSelector(`#sessions li[data-session="${S}"]`, { state: 'detached' });
@@ -138,7 +170,7 @@ test('on a non-loopback listener, the page without the token is refused; the log
 		const port = new URL(w.base).port;
 		const res = await page.goto(`http://127.0.0.1:${port}/`);
 		assert.equal(res.status(), 401);
-		await shot('8-refused-without-token');
+		await shot('9-refused-without-token');
 		const login = new URL(w.url).pathname;
 		await page.goto(`http://127.0.0.1:${port}${login}`);
 		await page.waitForSelector('#sessions li[data-session="default"]');
