@@ -143,8 +143,19 @@ function sse(req, res) {
 	res.on('close', () => ac.abort()); /* the browser went away (or the stream ended) */
 	return {
 		signal: ac.signal,
-		send(event, data) {
-			if (!ac.signal.aborted) res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+		/* Resolves once the client has taken it (a slow browser holds the follower back
+		 * instead of the server buffering a fast command's output). */
+		async send(event, data) {
+			if (ac.signal.aborted || res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`)) return;
+			await new Promise((resolve) => {
+				const done = () => {
+					res.off('drain', done);
+					res.off('close', done);
+					resolve();
+				};
+				res.on('drain', done);
+				res.on('close', done);
+			});
 		},
 		end() {
 			res.end();

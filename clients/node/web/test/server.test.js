@@ -149,6 +149,21 @@ test('a stream whose browser goes away releases its files; the command runs on',
 	await post(`/api/sessions/${S}/kill`, {});
 });
 
+const rssKiB = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${web.proc.pid}/status`, 'utf8'))[1]);
+
+test('a browser that does not read holds the output back: the server does not buffer it', async () => {
+	const run = (await post(`/api/sessions/${S}/exec`, { command: 'head -c 150000000 /dev/zero | tr "\\0" a' })).json.run;
+	await waitFor(async () => (await get(`/api/sessions/${S}/runs/${run}`)).json.state === 'done', 'the command', 60000);
+	const before = rssKiB();
+	const r = request({ host: '127.0.0.1', port: new URL(web.base).port, path: `/api/sessions/${S}/runs/${run}/stream`, agent: false });
+	const res = await new Promise((resolve) => r.on('response', resolve).end());
+	res.pause();
+	await new Promise((resolve) => setTimeout(resolve, 1500));
+	const grown = rssKiB() - before;
+	r.destroy();
+	assert.ok(grown < 64 * 1024, `the server grew by ${grown} KiB for 150 MB of output not read`);
+});
+
 test('background processes: start, status, logs, kill, remove', async () => {
 	assert.equal((await post(`/api/sessions/${S}/procs`, { name: 'p', command: 'echo started; echo warn >&2; exec sleep 1000' })).status, 204);
 	await waitFor(async () => (await get(`/api/sessions/${S}/procs/p/logs`)).json.stdout === 'started\n', 'the log');
