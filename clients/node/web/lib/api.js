@@ -86,12 +86,23 @@ export async function handleApi(m, req, res, rest) {
 	}
 }
 
+/* The Node client's errors by their SDK code, when no errno says more. */
+const CODE_STATUS = { VALIDATION_FAILED: 400, RESOURCE_BUSY: 409, PERMISSION_DENIED: 403 };
+
+/* Answers with the error's status and a message that names no host path (the client's
+ * messages and Node's hold the mount's). */
 export function fail(res, e) {
-	const status = e instanceof WebError ? e.status : ERRNO_STATUS[e.code] ?? 500;
-	const message = e instanceof WebError ? e.message : e.code ? `${e.code}: ${e.syscall ?? 'error'}` : 'internal error';
+	const errno = typeof e.errno === 'string' ? e.errno : e.code; /* the client's, or Node's */
+	let status = e instanceof WebError ? e.status : ERRNO_STATUS[errno] ?? CODE_STATUS[e.code];
+	if (!status && typeof e.code === 'string') status = /NOT_FOUND$/.test(e.code) ? 404 : /EXISTS$/.test(e.code) ? 409 : undefined;
+	status ??= 500;
+	let message;
+	if (e instanceof WebError) message = e.message;
+	else if (e.name && e.name.endsWith('Error') && e.name !== 'Error') message = `${e.name}${typeof errno === 'string' ? ` (${errno})` : ''}`;
+	else message = typeof e.code === 'string' ? `${e.code}: ${e.syscall ?? 'error'}` : 'internal error';
 	if (status === 500 && !e.code) console.error(e);
 	if (res.headersSent) return res.destroy();
-	json(res, status, { error: message, code: e.code ?? null });
+	json(res, status, { error: message, code: typeof errno === 'string' ? errno : null });
 }
 
 function json(res, status, value) {

@@ -99,6 +99,18 @@ test('sessions: create, list with state/cwd/command, exec streamed, history, del
 	assert.equal((await req(web.base, 'DELETE', '/api/sessions/default')).status, 409);
 });
 
+test('errors: the errno\'s status, and no host path in the message', async () => {
+	for (const [method, path, status] of [['GET', '/api/sessions/nope/runs', 404], ['DELETE', '/api/sessions/nope', 404],
+		['GET', `/api/sessions/${S}/runs/99`, 404], ['POST', `/api/sessions/${S}/procs/nope/kill`, 404],
+		['POST', '/api/sessions', 409], ['POST', `/api/sessions/${S}/terms`, 400]]) {
+		const body = method === 'POST' ? (path === '/api/sessions' ? { id: S } : { name: 'a/b' }) : undefined;
+		const r = await req(web.base, method, path, { headers: body ? JSONH : {}, body });
+		assert.equal(r.status, status, `${method} ${path}: ${r.text}`);
+		assert.ok(!r.text.includes(mount.mnt), `${method} ${path} names the mount: ${r.text}`);
+		assert.equal(typeof r.json.error, 'string');
+	}
+});
+
 test('a command printing for 2 s streams its lines as they come', async () => {
 	const run = (await post(`/api/sessions/${S}/exec`, { command: 'for i in 1 2 3 4 5; do echo line$i; sleep 0.4; done' })).json.run;
 	const res = await fetch(`${web.base}/api/sessions/${S}/runs/${run}/stream`);
