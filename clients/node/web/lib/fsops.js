@@ -1,10 +1,15 @@
-// Every file operation sbxfs-web does on the mount, and the checks that keep it inside it.
-// Names from requests are checked against sbxfs's own name rule before they become a path
-// component, so no request can name a path outside the mount; the workspace, the one tree
-// with names and symlinks of the sandbox's choosing, is resolved and checked by descriptor.
+// What sbxfs-web does on the mount, and the checks that keep it inside it. Through the Node
+// client (../../index.js) where it has the call: creating and deleting sessions, terminals
+// and contexts, starting, listing and killing processes. Directly, as file operations, what
+// it has not: the session list with state, cwd and latest command, a command's submission
+// that returns its run number at once, runs/ and their output followed without holding a
+// thread, a terminal's raw output from the ring and its input, process logs' tails, and the
+// workspace read by descriptor. Names from requests are checked against sbxfs's own name
+// rule before they become a path component, so no request can name a path outside the mount.
 import { constants as C } from 'node:fs';
-import { open, readdir, mkdir, rmdir, readFile, writeFile, realpath, readlink, lstat } from 'node:fs/promises';
+import { open, readdir, rmdir, readFile, writeFile, realpath, readlink, lstat } from 'node:fs/promises';
 import { join, sep } from 'node:path';
+import { getSandbox, Terminal } from '../../index.js';
 
 const NAME = /^[A-Za-z0-9._-]{1,64}$/;
 const NUMBER = /^[1-9][0-9]{0,9}$/;
@@ -46,6 +51,12 @@ export function parseStatus(text) {
 export class Mount {
 	constructor(root) {
 		this.root = root;
+		this.sandbox = getSandbox(root);
+	}
+
+	/* The client's session object (its files are checked names' paths). */
+	client(id) {
+		return this.sandbox.getSession(checkName(id, 'session'));
 	}
 
 	path(...parts) {
@@ -115,14 +126,13 @@ export class Mount {
 	}
 
 	async createSession(id) {
-		if (id === undefined || id === '') return (await this.text('sessions', 'clone')).trim();
-		await mkdir(this.session(id));
-		return id;
+		const opts = id === undefined || id === '' ? {} : { id: checkName(id, 'session') };
+		return (await this.sandbox.createSession(opts)).id;
 	}
 
 	async deleteSession(id) {
-		if (id === 'default') throw new WebError(409, 'the default session cannot be removed');
-		await rmdir(this.session(id));
+		if (checkName(id, 'session') === 'default') throw new WebError(409, 'the default session cannot be removed');
+		await this.sandbox.deleteSession(id);
 	}
 
 	/* A run handle on cmd: the number of this very command, whoever else writes. */
@@ -171,19 +181,18 @@ export class Mount {
 	}
 
 	/* background processes */
+	/* The client's processes, with their ports (which it does not read). */
 	async procs(id) {
-		const names = await this.names(this.session(id, 'procs'));
+		const list = await (await this.client(id)).listProcesses();
 		const out = [];
-		for (const name of names.sort()) {
+		for (const p of list.filter((p) => NAME.test(p.id)).sort((a, b) => (a.id < b.id ? -1 : 1))) {
+			let ports = [];
 			try {
-				const dir = this.session(id, 'procs', name);
-				const status = parseStatus((await readFile(join(dir, 'status'))).toString());
-				const ports = (await readFile(join(dir, 'ports'))).toString().split('\n').filter(Boolean);
-				const command = (await readFile(join(dir, 'cmd'))).toString();
-				out.push({ name, command, ports: ports.map(Number), ...status });
+				ports = (await readFile(this.session(id, 'procs', p.id, 'ports'))).toString().split('\n').filter(Boolean).map(Number);
 			} catch (e) {
 				if (e.code !== 'ENOENT') throw e;
 			}
+			out.push({ name: p.id, command: p.command, state: p.status, pid: p.pid, exit: p.exitCode ?? null, ports });
 		}
 		return out;
 	}
@@ -191,15 +200,10 @@ export class Mount {
 	async startProc(id, name, command) {
 		if (typeof command !== 'string' || command === '' || command.includes('\0'))
 			throw new WebError(400, 'bad command');
-		const dir = this.session(id, 'procs', checkName(name));
-		try {
-			await mkdir(dir);
-		} catch (e) {
-			if (e.code !== 'EEXIST') throw e; /* a start again of one that ended */
-		}
-		await writeFile(join(dir, 'cmd'), command);
+		await (await this.client(id)).startProcess(command, { processId: checkName(name) });
 	}
 
+	/* Not the client's getLogs: that reads whole logs (up to output_cap), the page shows a tail. */
 	async procLogs(id, name) {
 		const dir = this.session(id, 'procs', checkName(name));
 		return {
@@ -209,7 +213,7 @@ export class Mount {
 	}
 
 	async killProc(id, name) {
-		await writeFile(this.session(id, 'procs', checkName(name), 'ctl'), 'kill\n');
+		await (await this.client(id)).killProcess(checkName(name));
 	}
 
 	async removeProc(id, name) {
@@ -231,11 +235,11 @@ export class Mount {
 	}
 
 	async createTerm(id, name) {
-		await mkdir(this.session(id, 'terms', checkName(name)));
+		await (await this.client(id)).createTerminal({ id: checkName(name) });
 	}
 
 	async removeTerm(id, name) {
-		await rmdir(this.session(id, 'terms', checkName(name)));
+		await new Terminal(await this.client(id), checkName(name)).close();
 	}
 
 	term(id, name, file) {
@@ -246,7 +250,7 @@ export class Mount {
 		if (!Number.isInteger(rows) || !Number.isInteger(cols) || rows < 1 || cols < 1 ||
 		    rows > 1000 || cols > 1000)
 			throw new WebError(400, 'bad size');
-		await writeFile(this.term(id, name, 'size'), `${rows} ${cols}\n`);
+		await new Terminal(await this.client(id), checkName(name)).resize(cols, rows);
 	}
 
 	/* interpreter contexts (issue 14): only where the mount has contexts/ */
@@ -263,32 +267,20 @@ export class Mount {
 	}
 
 	async contexts() {
-		const names = await this.names(this.path('contexts'));
-		const out = [];
-		for (const name of names.sort()) {
-			let language = '';
-			try {
-				language = (await readFile(this.context(name, 'language'))).toString().trim();
-			} catch (e) {
-				if (e.code !== 'ENOENT') throw e;
-			}
-			out.push({ name, language });
-		}
-		return out;
+		const list = (await this.sandbox.listCodeContexts()).filter((c) => NAME.test(c.id));
+		return list.map((c) => ({ name: c.id, language: c.language ?? '' })).sort((a, b) => (a.name < b.name ? -1 : 1));
 	}
 
 	async createContext(name, language) {
 		if (language !== undefined && !/^(python|javascript|typescript)$/.test(language))
 			throw new WebError(400, 'bad language');
-		let id = name;
-		if (id === undefined || id === '') id = (await this.text('contexts', 'clone')).trim();
-		else await mkdir(this.context(id));
-		if (language) await writeFile(this.context(id, 'language'), language);
-		return id;
+		const opts = { language };
+		if (name !== undefined && name !== '') opts.id = checkName(name, 'context');
+		return (await this.sandbox.createCodeContext(opts)).id;
 	}
 
 	async removeContext(name) {
-		await rmdir(this.context(name));
+		await this.sandbox.deleteCodeContext(checkName(name, 'context'));
 	}
 
 	async runCell(name, code) {
