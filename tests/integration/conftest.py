@@ -39,6 +39,10 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "no_daemon: tests that start no sbxfs (CI's extra passes, which are about "
         "the daemon, leave them out)")
+    config.addinivalue_line(
+        "markers", "client: tests of the Node and Python clients and the browser view over a "
+        "mount (CI's extra passes, which are about the daemon, leave them out; the daemon's "
+        "paths they use have tests of their own)")
 
 
 def _real_stderr(config):

@@ -9,6 +9,8 @@ import pytest
 
 from sbxutil import REPO_ROOT, sbxfs_binary
 
+pytestmark = pytest.mark.client
+
 NODE_DIR = REPO_ROOT / "clients" / "node"
 
 

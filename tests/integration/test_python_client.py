@@ -16,6 +16,8 @@ sys.path.insert(0, str(REPO_ROOT / "clients" / "python"))
 
 import sbxfs_client as sdk  # noqa: E402
 
+pytestmark = pytest.mark.client
+
 
 @pytest.fixture(scope="module")
 def sandbox(sbx):

@@ -28,7 +28,8 @@ def _missing():
     return None
 
 
-pytestmark = pytest.mark.skipif(_missing() is not None, reason=str(_missing()))
+pytestmark = [pytest.mark.client,
+              pytest.mark.skipif(_missing() is not None, reason=str(_missing()))]
 
 
 def run_suite(sbx, files, env=None, timeout=150):
