@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """sdk-python.py: the hosted Sandbox SDK's session example in Python naming, against a local
-sbxfs mount with clients/python (sbxfs_client, standard library only).
+sbxfs mount with clients/python (sbxfs, standard library only).
 
 usage: examples/sdk-python.py [MOUNTPOINT]     (default /mnt/sbx; sbxfs must be mounted)
 """
@@ -10,7 +10,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "clients",
                                 "python"))
-import sbxfs_client as sdk  # noqa: E402
+import sbxfs as sdk  # noqa: E402
 
 sandbox = sdk.get_sandbox(sys.argv[1] if len(sys.argv) > 1 else "/mnt/sbx")
 session = sandbox.create_session(id="example-py", env={"APP_ENV": "test"},

@@ -6,7 +6,7 @@ Mounts a fresh sbxfs (binary: $SBXFS_BIN, else build/sbxfs of this checkout) and
 
   raw     the files by hand: open cmd O_RDWR, write `true`, read N, read runs/N/result to EOF,
           json.loads (plain os calls from Python);
-  python  session.exec('true') of clients/python (sbxfs_client);
+  python  session.exec('true') of clients/python (sbxfs);
   node    session.exec('true') of clients/node, from one node process that runs its rounds
           when told and reports each exec's time.
 
@@ -29,7 +29,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(REPO / "clients" / "python"))
 from benchutil import Mount, med_p90, sbxfs_binary, start_watchdog  # noqa: E402
 
-import sbxfs_client  # noqa: E402
+import sbxfs  # noqa: E402
 
 WATCHDOG_SECONDS = 300
 
@@ -85,7 +85,7 @@ def main():
     timer = start_watchdog(WATCHDOG_SECONDS, m.proc)
     node = None
     try:
-        sandbox = sbxfs_client.get_sandbox(m.mnt)
+        sandbox = sbxfs.get_sandbox(m.mnt)
         session = sandbox.create_session(id="bench")
         sdir = m.mnt / "sessions" / "bench"
         index = json.dumps((REPO / "clients" / "node" / "index.js").as_uri())

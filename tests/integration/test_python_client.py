@@ -1,4 +1,4 @@
-"""The Python client (clients/python, sbxfs_client) against a real mount: the seed's examples,
+"""The Python client (clients/python, sbxfs) against a real mount: the seed's examples,
 concurrency on one session, and every method once."""
 
 import base64
@@ -14,7 +14,7 @@ from sbxutil import REPO_ROOT
 
 sys.path.insert(0, str(REPO_ROOT / "clients" / "python"))
 
-import sbxfs_client as sdk  # noqa: E402
+import sbxfs as sdk  # noqa: E402
 
 pytestmark = pytest.mark.client
 

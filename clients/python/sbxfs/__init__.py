@@ -1,4 +1,4 @@
-"""sbxfs_client: the hosted Sandbox SDK's session API, in Python naming (snake_case methods and
+"""sbxfs: the hosted Sandbox SDK's session API, in Python naming (snake_case methods and
 keywords, dicts and dataclasses for results), over a local sbxfs mount. Standard library only;
 the files are the protocol. Calls block; use threads to run several at once."""
 
