@@ -194,7 +194,7 @@ int run_read_extent(struct run *r, enum run_stream s, off_t off, size_t size, in
 	int rc = 0;
 
 	core_lock();
-	*fd = sp->fd;
+	*fd = spool_read_fd(sp);
 	if (off < sp->size) {
 		off_t avail = sp->size - off;
 

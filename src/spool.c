@@ -141,14 +141,52 @@ static void write_failed(struct spool *sp, int err)
 }
 
 static void spool_grew(struct spool *sp, size_t n);
-static void append_bytes(struct spool *sp, const void *buf, size_t len);
 
-/* Copies what the file got at off into its mirror, so the mirror has the bytes of every spool
- * that feeds it in the order they arrived; past the mirror's cap they are dropped. */
+/* Copies n bytes between two files: in the kernel where it can (both on one filesystem), else
+ * through a buffer. 0 or -errno. */
+static int copy_bytes(int in, off_t in_off, int out, off_t out_off, size_t n)
+{
+	char buf[65536];
+
+	while (n > 0) {
+		loff_t from = in_off, to = out_off;
+		ssize_t got = copy_file_range(in, &from, out, &to, n, 0), put;
+
+		if (got <= 0) {
+			got = pread(in, buf, n < sizeof(buf) ? n : sizeof(buf), in_off);
+			if (got <= 0)
+				return got < 0 ? -errno : -EIO;
+			if ((put = pwrite(out, buf, (size_t)got, out_off)) != got)
+				return put < 0 ? -errno : -ENOSPC;
+		}
+		in_off += got;
+		out_off += got;
+		n -= (size_t)got;
+	}
+	return 0;
+}
+
+/* The mirror stops reading its one feeder's file: it copies what it holds into its own. */
+static int unalias(struct spool *m)
+{
+	int rc = copy_bytes(m->alias->fd, 0, m->fd, 0, (size_t)m->size);
+
+	if (rc < 0) { /* what it holds stays readable from the feeder's file */
+		write_failed(m, -rc);
+		return rc;
+	}
+	m->alias = NULL;
+	return 0;
+}
+
+/* Gives the mirror what the file got at off, so it has the bytes of every spool that feeds it in
+ * the order they arrived; past the mirror's cap they are dropped. While one spool alone feeds it,
+ * the mirror is its file's first bytes and copies nothing (a copy of each byte costs a fifth of
+ * the stream's throughput); the other's first byte has it copy them into its own file. */
 static void copy_to_mirror(struct spool *sp, off_t off, size_t n)
 {
 	struct spool *m = sp->mirror;
-	char buf[65536];
+	int rc;
 
 	if (m->fd < 0 || m->err || m->dropped)
 		return;
@@ -159,24 +197,19 @@ static void copy_to_mirror(struct spool *sp, off_t off, size_t n)
 			waitq_wake(&m->waiters);
 		}
 	}
-	while (n > 0) {
-		loff_t in = off, out = m->size;
-		/* In the kernel where it can (both files on one filesystem), else through buf. */
-		ssize_t got = copy_file_range(sp->fd, &in, m->fd, &out, n, 0);
-
-		if (got > 0) {
-			spool_grew(m, (size_t)got);
-		} else {
-			got = pread(sp->fd, buf, n < sizeof(buf) ? n : sizeof(buf), off);
-			if (got <= 0) {
-				write_failed(m, got < 0 ? errno : EIO);
-				return;
-			}
-			append_bytes(m, buf, (size_t)got);
-		}
-		off += got;
-		n -= (size_t)got;
+	if (!m->alias && m->size == 0 && off == 0)
+		m->alias = sp;
+	if (m->alias == sp && off == m->size) {
+		if (n > 0)
+			spool_grew(m, n);
+		return;
 	}
+	if (m->alias && unalias(m) < 0)
+		return;
+	if ((rc = copy_bytes(sp->fd, off, m->fd, m->size, n)) < 0)
+		write_failed(m, -rc);
+	else if (n > 0)
+		spool_grew(m, n);
 }
 
 static void spool_grew(struct spool *sp, size_t n)
@@ -277,6 +310,11 @@ void spool_append(struct spool *sp, const void *buf, size_t len)
 	}
 	if (room)
 		append_bytes(sp, buf, room);
+}
+
+int spool_read_fd(const struct spool *sp)
+{
+	return sp->alias ? sp->alias->fd : sp->fd;
 }
 
 void spool_finish(struct spool *sp)

@@ -21,6 +21,7 @@ struct spool {
 	bool done;           /* no more data will come */
 	struct waitq waiters; /* woken when it grows or is done */
 	struct spool *mirror; /* gets a copy of every byte kept here, as it comes (or NULL) */
+	const struct spool *alias; /* a mirror's one feeder so far: its bytes are that file's */
 	struct spool_set *set; /* its run's, in the spool budget (or NULL) */
 	bool dropped;        /* emptied for newer runs' output (spool_max); what comes is dropped */
 };
@@ -37,6 +38,8 @@ ssize_t spool_fill(struct spool *sp, int pipefd, size_t max);
 /* Appends bytes (daemon messages such as a shell that cannot start; a mirror's copy, kept up to
  * its cap). Core lock held. */
 void spool_append(struct spool *sp, const void *buf, size_t len);
+/* Core lock held: the file its bytes are read from, at their own offsets. */
+int spool_read_fd(const struct spool *sp);
 void spool_finish(struct spool *sp);
 /* Core lock held: empties the file for the spool budget, which drops what comes from then on
  * too (readers see the output end where they are). Returns the bytes it held. */

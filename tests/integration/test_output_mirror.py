@@ -1,0 +1,75 @@
+"""`output` is stdout and stderr in the order they came. While only one of them has written,
+`output` reads that stream's spool file instead of copying each byte (issue 16); the first byte
+of the other has it copy what it holds into its own file. Checked from outside: the bytes of
+`output` are exact across that switch, in either order, under the output cap, and for a reader
+that waits at the end of `output` while a command writes."""
+
+import os
+import tempfile
+
+import pytest
+
+from sbxutil import Background, ConfMount, read_bytes, stopped_cleanly
+
+CAP = 100000
+
+
+def seq(first, last):
+    return b"".join(b"%d\n" % i for i in range(first, last + 1))
+
+
+def test_stdout_alone_is_output_byte_for_byte(sbx):
+    s = sbx.new_session()
+    out, err, code = sbx.run(s, "seq 1 300000")
+    assert (out, err, code) == (seq(1, 300000), b"", 0)
+    assert read_bytes(s / "output") == out
+    assert os.stat(s / "output").st_size == len(out)
+
+
+def test_stderr_after_stdout_keeps_the_order(sbx):
+    s = sbx.new_session()
+    out, err, code = sbx.run(s, "seq 1 50000; echo middle >&2; seq 50001 60000; echo end >&2")
+    assert code == 0 and err == b"middle\nend\n"
+    assert out == seq(1, 60000)
+    assert read_bytes(s / "output") == seq(1, 50000) + b"middle\n" + seq(50001, 60000) + b"end\n"
+    # the next command's output starts from nothing
+    assert sbx.run(s, "seq 3") == (b"1\n2\n3\n", b"", 0)
+    assert read_bytes(s / "output") == b"1\n2\n3\n"
+
+
+def test_stdout_after_stderr_keeps_the_order(sbx):
+    s = sbx.new_session()
+    out, err, code = sbx.run(s, "seq 1 40000 >&2; echo middle; seq 40001 45000 >&2")
+    assert code == 0 and out == b"middle\n" and err == seq(1, 45000)
+    assert read_bytes(s / "output") == seq(1, 40000) + b"middle\n" + seq(40001, 45000)
+
+
+def test_a_reader_waiting_on_output_gets_every_byte(sbx):
+    s = sbx.new_session()
+    sbx.submit(s, "read -r _ < /dev/null; sleep 0.2; seq 1 100000; sleep 0.2; seq 100001 200000")
+    reader = Background(read_bytes, s / "output", what="cat output")
+    assert reader.result() == seq(1, 200000)
+    assert sbx.exit_status(s) == 0
+
+
+@pytest.fixture(scope="module")
+def capped():
+    m = ConfMount(tempfile.mkdtemp(prefix="sbxfs-it-mirror-"), f"[session]\noutput_cap = {CAP}\n")
+    try:
+        m.start(timeout=10)
+    except BaseException:
+        m.abort()
+        m.cleanup_tmp()
+        raise
+    try:
+        yield m
+    finally:
+        stopped_cleanly(m, "output_cap sbxfs")
+
+
+def test_output_of_one_stream_stops_at_the_cap(capped):
+    s = capped.new_session()
+    out, err, code = capped.run(s, "seq 1 100000; echo late >&2")
+    assert code == 0 and out == seq(1, 100000)[:CAP] and err == b"late\n"
+    assert read_bytes(s / "output") == out
+    assert os.stat(s / "output").st_size == CAP
