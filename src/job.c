@@ -22,89 +22,59 @@
 /* How often a parked `ready` reader looks for a listening port. */
 #define READY_POLL_MS 50
 
-static void job_ref(struct job *j)
+static struct job *job_of(struct sesschild *c)
 {
-	__atomic_add_fetch(&j->refs, 1, __ATOMIC_RELAXED);
+	return c ? container_of(c, struct job, c) : NULL;
 }
 
 void job_unref(struct job *j)
 {
-	if (__atomic_sub_fetch(&j->refs, 1, __ATOMIC_ACQ_REL) > 0)
+	if (!sesschild_unref(&j->c))
 		return;
 	if (j->run)
 		run_unref(j->run);
 	feed_free(&j->in);
-	cgroup_destroy(j->cg);
-	session_unref(j->s);
+	sesschild_release(&j->c);
 	free(j);
 }
 
 const char *job_name(const struct job *j)
 {
-	return j->name;
+	return j->c.name;
 }
 
 unsigned job_id(const struct job *j)
 {
-	return j->id;
-}
-
-static struct job *find_locked(struct session *s, const char *name, unsigned id)
-{
-	struct job *j;
-
-	TAILQ_FOREACH(j, &s->jobs, link)
-		if (name ? !strcmp(j->name, name) : j->id == id)
-			return j;
-	return NULL;
-}
-
-static struct job *find(struct session *s, const char *name, unsigned id)
-{
-	struct job *j;
-
-	core_lock();
-	j = find_locked(s, name, id);
-	if (j)
-		job_ref(j);
-	core_unlock();
-	return j;
+	return j->c.id;
 }
 
 struct job *job_find(struct session *s, const char *name)
 {
-	return find(s, name, 0);
+	return job_of(sesschild_get(&s->jobs, name, 0));
 }
 
 struct job *job_find_id(struct session *s, unsigned id)
 {
-	return find(s, NULL, id);
+	return job_of(sesschild_get(&s->jobs, NULL, id));
 }
 
 int job_create(struct session *s, const char *name)
 {
-	char cgname[32];
 	struct job *j;
+	int rc;
 
 	if (!session_id_valid(name, strlen(name)))
 		return -EINVAL;
 	core_lock();
-	if (s->removed || find_locked(s, name, 0)) {
+	if ((rc = sesschild_free_name(s, &s->jobs, name)) < 0) {
 		core_unlock();
-		return s->removed ? -ENOENT : -EEXIST;
+		return rc;
 	}
 	j = xcalloc(1, sizeof(*j));
-	j->refs = 1; /* the session's list */
-	j->id = ++s->next_job_id;
-	snprintf(j->name, sizeof(j->name), "%s", name);
-	session_ref(s);
-	j->s = s;
 	j->out[0] = j->out[1] = -1;
 	feed_init(&j->in);
 	waitq_init(&j->readyq);
-	snprintf(cgname, sizeof(cgname), "p%u", j->id);
-	j->cg = cgroup_create(s->cg, cgname);
-	TAILQ_INSERT_TAIL(&s->jobs, j, link);
+	sesschild_add(&j->c, s, &s->jobs, ++s->next_job_id, name, 'p');
 	core_unlock();
 	return 0;
 }
@@ -119,16 +89,16 @@ size_t job_list(struct session *s, struct job_info **v)
 	*v = NULL;
 	for (size_t i = 0; i < ns; i++) {
 		struct session *cur = s ? s : session_find_serial(sv[i].serial);
-		struct job *j;
+		struct sesschild *c;
 
 		if (!cur)
 			continue;
 		core_lock();
-		TAILQ_FOREACH(j, &cur->jobs, link) {
+		TAILQ_FOREACH(c, &cur->jobs, link) {
 			*v = xrealloc(*v, (n + 1) * sizeof(**v));
-			snprintf((*v)[n].name, sizeof((*v)[n].name), "%s", j->name);
+			snprintf((*v)[n].name, sizeof((*v)[n].name), "%s", c->name);
 			snprintf((*v)[n].session, sizeof((*v)[n].session), "%s", cur->id);
-			(*v)[n].id = j->id;
+			(*v)[n].id = c->id;
 			(*v)[n++].serial = cur->serial;
 		}
 		core_unlock();
@@ -142,7 +112,7 @@ size_t job_list(struct session *s, struct job_info **v)
 /* Signals the whole tree; without a cgroup, the process group. */
 static void signal_tree(struct job *j, int sig)
 {
-	launch_signal_tree(&j->proc, j->cg, sig);
+	launch_signal_tree(&j->proc, j->c.cg, sig);
 }
 
 static void job_timer_fired(struct loop_timer *t);
@@ -194,15 +164,15 @@ static void on_exit_job(struct proc *p, int wstatus)
 		run_set_error(j->run, p->start_err, "the launcher could not start it");
 	/* Nothing of the tree outlives its top process, killed or not; gone before the drain,
 	 * so what they wrote is in the pipes. */
-	j->leftovers = cgroup_kill_tree(j->cg);
-	if (!j->cg && (j->run->killed || j->run->timed_out))
+	j->leftovers = cgroup_kill_tree(j->c.cg);
+	if (!j->c.cg && (j->run->killed || j->run->timed_out))
 		signal_tree(j, SIGKILL);
 	jobio_finish(j);
 	set_timer(j, JT_NONE, 0);
 	loop_timer_cancel(&j->ready_timer);
 	j->running = false;
 	j->term_sig = WIFSIGNALED(wstatus) ? WTERMSIG(wstatus) : 0;
-	j->run->oom_kills = cgmem_oom_kills(j->cg, true) - j->run->oom_mark;
+	j->run->oom_kills = cgmem_oom_kills(j->c.cg, true) - j->run->oom_mark;
 	run_end(j->run, run_status_from_wait(wstatus));
 	waitq_wake(&j->readyq);
 	job_unref(j); /* the running process's reference */
@@ -214,16 +184,16 @@ static void spawn(struct job *j, int fds[3], int cgfds[4], int ncg, int in_w)
 	char *argv[] = {session_cfg->shell, "-c", j->run->cmd, NULL};
 	struct envlist env;
 
-	session_next_env(j->s, &env);
+	session_next_env(j->c.s, &env);
 	envlist_unset(&env, "SHLVL");
 	j->proc.on_exit = on_exit_job;
 	/* Begun before it can run: the run hooks see its changes from its first one. */
 	run_begin(j->run);
-	j->run->oom_mark = cgmem_oom_kills(j->cg, true);
+	j->run->oom_mark = cgmem_oom_kills(j->c.cg, true);
 	jobio_launch(j, argv, &env, fds, cgfds, ncg, in_w);
 	envlist_free(&env);
 	j->running = true;
-	job_ref(j); /* held until the process is gone */
+	sesschild_ref(&j->c); /* held until the process is gone */
 	if (j->timeout_ms)
 		set_timer(j, JT_TIMEOUT, j->timeout_ms);
 }
@@ -233,7 +203,7 @@ int job_idle(struct job *j)
 	int rc;
 
 	core_lock();
-	rc = j->running ? -EBUSY : j->removed ? -ENOENT : 0;
+	rc = j->running ? -EBUSY : j->c.removed ? -ENOENT : 0;
 	core_unlock();
 	return rc;
 }
@@ -241,7 +211,7 @@ int job_idle(struct job *j)
 /* Core lock held: the start is refused (err, an errno); its status says why. */
 static void refuse(struct job *j, const char *cmd, size_t len, int err, const char *why)
 {
-	log_warnx("job %s: start refused: %s: %s", j->name, why, strerror(err));
+	log_warnx("job %s: start refused: %s: %s", j->c.name, why, strerror(err));
 	if (j->run)
 		run_unref(j->run);
 	j->run = run_refused(j->starts + 1, cmd, len, err, why);
@@ -252,7 +222,7 @@ int job_set_tty(struct job *j, bool on)
 	int rc;
 
 	core_lock();
-	rc = j->running ? -EBUSY : j->removed ? -ENOENT : 0;
+	rc = j->running ? -EBUSY : j->c.removed ? -ENOENT : 0;
 	if (rc == 0)
 		j->tty = on;
 	core_unlock();
@@ -279,12 +249,12 @@ int job_start(struct job *j, const char *cmd, size_t len, unsigned *n)
 	if (memchr(cmd, '\0', len))
 		return -EINVAL;
 	core_lock();
-	if (j->running || j->removed || j->s->removed) {
+	if (j->running || j->c.removed || j->c.s->removed) {
 		core_unlock();
 		return j->running ? -EBUSY : -ENOENT;
 	}
-	base = xasprintf("%s/%llu-p%u-%u", session_spool_dir, (unsigned long long)j->s->serial,
-			 j->id, j->starts + 1);
+	base = xasprintf("%s/%llu-p%u-%u", session_spool_dir, (unsigned long long)j->c.s->serial,
+			 j->c.id, j->starts + 1);
 	r = run_new(j->starts + 1, cmd, len, base, session_cfg->output_cap, &err);
 	free(base);
 	if (!r) {
@@ -392,10 +362,10 @@ int job_ctl(struct job *j, const char *line, size_t len)
 /* Core lock held: kill (sig, then KILL after the grace) every running process of s. */
 static void kill_running(struct session *s, int sig)
 {
-	struct job *j;
+	struct sesschild *c;
 
-	TAILQ_FOREACH(j, &s->jobs, link)
-		kill_job(j, sig);
+	TAILQ_FOREACH(c, &s->jobs, link)
+		kill_job(job_of(c), sig);
 }
 
 /* "kill [SIGNAL]" to its signal, or -EINVAL. */
@@ -486,15 +456,15 @@ char *job_status(struct job *j)
 			 j->run->ended.tv_nsec / 1000000);
 		snprintf(exit_text, sizeof(exit_text), "%d", j->run->status);
 	}
-	text = xasprintf("name %s\nstate %s\npid %d\nstarted %s\nended %s\nexit %s\nsignal %d\n"
-			 "timed_out %s\nstarts %u\ntimeout %llu\noom_killed %s\nleftovers %d\ntty %s\n%s",
-			 j->name, state, j->run ? (int)j->proc.pid : 0, started, ended, exit_text,
-			 sig, j->run && j->run->timed_out ? "yes" : "no", j->starts,
-			 (unsigned long long)j->timeout_ms,
-			 j->run && j->run->oom_kills ? "yes" : "no", j->leftovers,
-			 j->tty ? "yes" : "no",
-			 /* only when it was: the spool budget emptied its output */
-			 j->run && j->run->budget.dropped ? "output_dropped yes\n" : "");
+	text = xasprintf(
+	    "name %s\nstate %s\npid %d\nstarted %s\nended %s\nexit %s\nsignal %d\n"
+	    "timed_out %s\nstarts %u\ntimeout %llu\noom_killed %s\nleftovers %d\ntty %s\n%s",
+	    j->c.name, state, j->run ? (int)j->proc.pid : 0, started, ended, exit_text, sig,
+	    j->run && j->run->timed_out ? "yes" : "no", j->starts,
+	    (unsigned long long)j->timeout_ms, j->run && j->run->oom_kills ? "yes" : "no",
+	    j->leftovers, j->tty ? "yes" : "no",
+	    /* only when it was: the spool budget emptied its output */
+	    j->run && j->run->budget.dropped ? "output_dropped yes\n" : "");
 	core_unlock();
 	return esc_status_error(text, error); /* the line only when something went wrong */
 }
@@ -508,7 +478,7 @@ static size_t ports_locked(struct job *j, unsigned **ports)
 	*ports = NULL;
 	if (!j->running)
 		return 0;
-	np = cgroup_pids(j->cg, &pids);
+	np = cgroup_pids(j->c.cg, &pids);
 	n = ports_listening(pids, np, ports);
 	free(pids);
 	return n;
@@ -555,7 +525,7 @@ int job_ready(struct job *j, unsigned *port, struct waiter *w)
 	n = ports_locked(j, &ports);
 	if (n > 0) {
 		*port = ports[0];
-	} else if ((!j->running && j->run) || j->removed) {
+	} else if ((!j->running && j->run) || j->c.removed) {
 		*port = 0;
 	} else {
 		rc = -EAGAIN;
@@ -572,10 +542,12 @@ int job_ready(struct job *j, unsigned *port, struct waiter *w)
 }
 
 /* Core lock held: kill, detach from the session, drop the list's reference. */
-static void forget(struct job *j)
+static void forget(struct sesschild *c)
 {
-	j->removed = true;
-	TAILQ_REMOVE(&j->s->jobs, j, link);
+	struct job *j = job_of(c);
+
+	j->c.removed = true;
+	TAILQ_REMOVE(&j->c.s->jobs, &j->c, link);
 	kill_job(j, SIGKILL);
 	feed_wake(&j->in);
 	waitq_wake(&j->readyq);
@@ -584,20 +556,10 @@ static void forget(struct job *j)
 
 int job_remove(struct session *s, const char *name)
 {
-	struct job *j;
-
-	core_lock();
-	j = find_locked(s, name, 0);
-	if (j)
-		forget(j);
-	core_unlock();
-	return j ? 0 : -ENOENT;
+	return sesschild_remove(&s->jobs, name, forget);
 }
 
 void jobs_teardown(struct session *s)
 {
-	struct job *j;
-
-	while ((j = TAILQ_FIRST(&s->jobs)))
-		forget(j);
+	sesschild_teardown(&s->jobs, forget);
 }

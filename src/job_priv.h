@@ -15,12 +15,7 @@
 enum job_timer { JT_NONE, JT_TIMEOUT, JT_GRACE };
 
 struct job {
-	int refs;
-	unsigned id;
-	char name[SESSION_ID_MAX + 1];
-	struct session *s; /* referenced */
-	bool removed;
-	struct cgroup *cg;
+	struct sesschild c; /* in s->jobs */
 	struct run *run; /* the latest start */
 	unsigned starts;
 	bool running;
@@ -36,7 +31,6 @@ struct job {
 	enum job_timer phase;
 	struct waitq readyq;
 	struct loop_timer ready_timer;
-	TAILQ_ENTRY(job) link;
 };
 
 /* Opens the pipes and cgroup files of a start: fds[0..2] and cgfds for the child, out[] and

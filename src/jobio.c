@@ -98,7 +98,7 @@ static void on_pty_job(struct proc *p, int master)
 	j->out_lf[0] = loop_add_fd(master, EPOLLIN, on_output, j);
 	in_w = fcntl(master, F_DUPFD_CLOEXEC, 0);
 	if (in_w < 0)
-		log_warn("job %s: no stdin for its pty", j->name);
+		log_warn("job %s: no stdin for its pty", j->c.name);
 	else
 		feed_attach_tty(&j->in, in_w);
 }
@@ -110,7 +110,7 @@ int jobio_open(struct job *j, int fds[3], int cgfds[4], int *ncg, int *in_w)
 	*in_w = -1;
 	*ncg = 0;
 	if (j->tty) {
-		rc = *ncg = cgroup_join_fds(j->cg, cgfds, 4);
+		rc = *ncg = cgroup_join_fds(j->c.cg, cgfds, 4);
 		if (rc < 0)
 			*ncg = 0;
 		return rc < 0 ? rc : 0;
@@ -131,7 +131,7 @@ int jobio_open(struct job *j, int fds[3], int cgfds[4], int *ncg, int *in_w)
 		j->out[i] = p[0];
 		fds[i + 1] = p[1];
 	}
-	if ((rc = *ncg = cgroup_join_fds(j->cg, cgfds, 4)) >= 0)
+	if ((rc = *ncg = cgroup_join_fds(j->c.cg, cgfds, 4)) >= 0)
 		return 0;
 fail:
 	*ncg = 0;
@@ -150,11 +150,12 @@ void jobio_launch(struct job *j, char *argv[], struct envlist *env, int fds[3], 
 	if (j->tty) {
 		j->proc.on_pty = on_pty_job;
 		envlist_put(env, TTY_TERM_ENV);
-		launch_start_pty(&j->proc, j->s->cwd, argv, env->v, cgfds, ncg, TTY_ROWS, TTY_COLS);
+		launch_start_pty(&j->proc, j->c.s->cwd, argv, env->v, cgfds, ncg, TTY_ROWS,
+				 TTY_COLS);
 		return;
 	}
 	j->proc.on_pty = NULL;
-	launch_start(&j->proc, j->s->cwd, argv, env->v, fds, 3, cgfds, ncg);
+	launch_start(&j->proc, j->c.s->cwd, argv, env->v, fds, 3, cgfds, ncg);
 	for (int i = 0; i < 2; i++)
 		j->out_lf[i] = loop_add_fd(j->out[i], EPOLLIN, on_output, j);
 	if (in_w >= 0)
@@ -189,7 +190,7 @@ ssize_t job_stdin_write(struct job *j, const char *buf, size_t len, struct waite
 	ssize_t n;
 
 	core_lock();
-	n = j->removed ? -ENOENT : feed_write(&j->in, buf, len, w);
+	n = j->c.removed ? -ENOENT : feed_write(&j->in, buf, len, w);
 	core_unlock();
 	return n;
 }

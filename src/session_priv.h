@@ -15,6 +15,7 @@
 #include "launch.h"
 #include "loop.h"
 #include "run.h"
+#include "sesschild.h"
 #include "session.h"
 #include "shell.h"
 #include "ticket.h"
@@ -87,9 +88,9 @@ struct session {
 
 	struct session_stdin in;
 
-	TAILQ_HEAD(, job) jobs; /* background processes */
+	struct sesschild_list jobs; /* background processes */
 	unsigned next_job_id;
-	TAILQ_HEAD(, term) terms; /* terminals */
+	struct sesschild_list terms; /* terminals */
 	unsigned next_term_id;
 
 	struct envlist env;     /* as the shell last reported it */

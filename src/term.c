@@ -26,21 +26,20 @@
  * there is no cgroup: then bounded, so a survivor cannot hold the loop). */
 #define READS_AT_EXIT 64
 
-static void term_ref(struct term *t)
+static struct term *term_of(struct sesschild *c)
 {
-	__atomic_add_fetch(&t->refs, 1, __ATOMIC_RELAXED);
+	return c ? container_of(c, struct term, c) : NULL;
 }
 
 void term_unref(struct term *t)
 {
-	if (__atomic_sub_fetch(&t->refs, 1, __ATOMIC_ACQ_REL) > 0)
+	if (!sesschild_unref(&t->c))
 		return;
 	if (t->master >= 0)
 		close(t->master);
 	termring_free(&t->ring);
 	termscreen_free(t->screen);
-	cgroup_destroy(t->cg);
-	session_unref(t->s);
+	sesschild_release(&t->c);
 	free(t->cmd);
 	free(t->in);
 	free(t->pattern);
@@ -49,64 +48,37 @@ void term_unref(struct term *t)
 
 const char *term_name(const struct term *t)
 {
-	return t->name;
+	return t->c.name;
 }
 
 unsigned term_id(const struct term *t)
 {
-	return t->id;
-}
-
-static struct term *find_locked(struct session *s, const char *name, unsigned id)
-{
-	struct term *t;
-
-	TAILQ_FOREACH(t, &s->terms, link)
-	if (name ? !strcmp(t->name, name) : t->id == id)
-		return t;
-	return NULL;
-}
-
-static struct term *find(struct session *s, const char *name, unsigned id)
-{
-	struct term *t;
-
-	core_lock();
-	t = find_locked(s, name, id);
-	if (t)
-		term_ref(t);
-	core_unlock();
-	return t;
+	return t->c.id;
 }
 
 struct term *term_find(struct session *s, const char *name)
 {
-	return find(s, name, 0);
+	return term_of(sesschild_get(&s->terms, name, 0));
 }
 
 struct term *term_find_id(struct session *s, unsigned id)
 {
-	return find(s, NULL, id);
+	return term_of(sesschild_get(&s->terms, NULL, id));
 }
 
 int term_create(struct session *s, const char *name)
 {
-	char cgname[32];
 	struct term *t;
+	int rc;
 
 	if (!session_id_valid(name, strlen(name)))
 		return -EINVAL;
 	core_lock();
-	if (s->removed || find_locked(s, name, 0)) {
+	if ((rc = sesschild_free_name(s, &s->terms, name)) < 0) {
 		core_unlock();
-		return s->removed ? -ENOENT : -EEXIST;
+		return rc;
 	}
 	t = xcalloc(1, sizeof(*t));
-	t->refs = 1; /* the session's list */
-	t->id = ++s->next_term_id;
-	snprintf(t->name, sizeof(t->name), "%s", name);
-	session_ref(s);
-	t->s = s;
 	t->master = -1;
 	t->rows = 24;
 	t->cols = 80;
@@ -115,25 +87,23 @@ int term_create(struct session *s, const char *name)
 	t->in = xmalloc(TERM_IN_MAX);
 	waitq_init(&t->outq);
 	waitq_init(&t->inq);
-	snprintf(cgname, sizeof(cgname), "t%u", t->id);
-	t->cg = cgroup_create(s->cg, cgname);
-	TAILQ_INSERT_TAIL(&s->terms, t, link);
+	sesschild_add(&t->c, s, &s->terms, ++s->next_term_id, name, 't');
 	core_unlock();
 	return 0;
 }
 
 size_t term_list(struct session *s, struct term_info **v)
 {
-	struct term *t;
+	struct sesschild *c;
 	size_t n = 0;
 
 	*v = NULL;
 	core_lock();
-	TAILQ_FOREACH(t, &s->terms, link)
+	TAILQ_FOREACH(c, &s->terms, link)
 	{
 		*v = xrealloc(*v, (n + 1) * sizeof(**v));
-		snprintf((*v)[n].name, sizeof((*v)[n].name), "%s", t->name);
-		(*v)[n++].id = t->id;
+		snprintf((*v)[n].name, sizeof((*v)[n].name), "%s", c->name);
+		(*v)[n++].id = c->id;
 	}
 	core_unlock();
 	return n;
@@ -142,7 +112,7 @@ size_t term_list(struct session *s, struct term_info **v)
 /* Core lock held: the whole tree; without a cgroup, the program's session (its pgrp). */
 static void signal_tree(struct term *t, int sig)
 {
-	launch_signal_tree(&t->proc, t->cg, sig);
+	launch_signal_tree(&t->proc, t->c.cg, sig);
 }
 
 static void grace_fired(struct loop_timer *lt)
@@ -255,13 +225,13 @@ static void on_exit_term(struct proc *p, int wstatus)
 	struct term *t = container_of(p, struct term, proc);
 
 	if (p->start_err)
-		log_warnx("terminal %s: the launcher could not start it: %s", t->name,
+		log_warnx("terminal %s: the launcher could not start it: %s", t->c.name,
 			  strerror(p->start_err));
 	/* Nothing of its tree outlives it; once gone, all it wrote is in the master. A removed
 	 * terminal's tree was killed then (and its group may be gone with its session's). */
-	if (!t->removed)
-		t->leftovers = cgroup_kill_tree(t->cg);
-	if (!t->cg)
+	if (!t->c.removed)
+		t->leftovers = cgroup_kill_tree(t->c.cg);
+	if (!t->c.cg)
 		signal_tree(t, SIGKILL);
 	drain_master(t, true);
 	stop_watching(t);
@@ -282,11 +252,11 @@ static int start_locked(struct term *t, const char *cmd, size_t len)
 	struct envlist env;
 	int cgfds[4], ncg;
 
-	if (t->removed || t->s->removed)
+	if (t->c.removed || t->c.s->removed)
 		return -ENOENT;
 	if (t->state != TS_IDLE)
 		return -EBUSY;
-	if ((ncg = cgroup_join_fds(t->cg, cgfds, 4)) < 0)
+	if ((ncg = cgroup_join_fds(t->c.cg, cgfds, 4)) < 0)
 		return ncg;
 	if (cmd) {
 		t->cmd = xstrndup(cmd, len);
@@ -294,15 +264,15 @@ static int start_locked(struct term *t, const char *cmd, size_t len)
 		argv[1] = "-c";
 		argv[2] = t->cmd;
 	}
-	session_next_env(t->s, &env);
+	session_next_env(t->c.s, &env);
 	envlist_unset(&env, "SHLVL");
 	envlist_put(&env, TERM_ENV);
 	t->proc.on_exit = on_exit_term;
 	t->proc.on_pty = on_pty;
-	launch_start_pty(&t->proc, t->s->cwd, argv, env.v, cgfds, ncg, t->rows, t->cols);
+	launch_start_pty(&t->proc, t->c.s->cwd, argv, env.v, cgfds, ncg, t->rows, t->cols);
 	envlist_free(&env);
 	t->state = TS_STARTING;
-	term_ref(t); /* held until the program is gone */
+	sesschild_ref(&t->c); /* held until the program is gone */
 	return 0;
 }
 
@@ -323,7 +293,7 @@ int term_cmd_settable(struct term *t)
 	int rc;
 
 	core_lock();
-	rc = t->removed ? -ENOENT : t->state != TS_IDLE ? -EBUSY : 0;
+	rc = t->c.removed ? -ENOENT : t->state != TS_IDLE ? -EBUSY : 0;
 	core_unlock();
 	return rc;
 }
@@ -347,7 +317,7 @@ ssize_t term_input(struct term *t, const char *buf, size_t len, struct waiter *w
 	core_lock();
 	if (t->state == TS_IDLE && (rc = start_locked(t, NULL, 0)) < 0)
 		goto out;
-	if (t->removed) {
+	if (t->c.removed) {
 		rc = -ENOENT;
 	} else if (t->state == TS_ENDED) {
 		rc = -EIO;
@@ -370,7 +340,7 @@ out:
 /* Core lock held: whether it can still write output. */
 bool term_live(const struct term *t)
 {
-	return t->state != TS_ENDED && !(t->removed && t->state == TS_IDLE);
+	return t->state != TS_ENDED && !(t->c.removed && t->state == TS_IDLE);
 }
 
 int term_out_read(struct term *t, uint64_t *off, char *buf, size_t size, size_t *n,
@@ -424,15 +394,17 @@ char *term_screen(struct term *t, size_t *len)
 }
 
 /* Core lock held: kill, detach from the session, drop the list's reference. */
-static void forget(struct term *t)
+static void forget(struct sesschild *c)
 {
-	t->removed = true;
-	TAILQ_REMOVE(&t->s->terms, t, link);
+	struct term *t = term_of(c);
+
+	t->c.removed = true;
+	TAILQ_REMOVE(&t->c.s->terms, &t->c, link);
 	if (t->state == TS_RUNNING || t->state == TS_STARTING) {
 		t->killed = true;
 		/* gone when rmdir returns; its exit report comes later */
-		if (t->cg)
-			cgroup_kill_tree(t->cg);
+		if (t->c.cg)
+			cgroup_kill_tree(t->c.cg);
 		/* the launcher may not have started it yet: this reaches it once it has */
 		launch_signal(&t->proc, SIGKILL, true);
 	}
@@ -444,20 +416,10 @@ static void forget(struct term *t)
 
 int term_remove(struct session *s, const char *name)
 {
-	struct term *t;
-
-	core_lock();
-	t = find_locked(s, name, 0);
-	if (t)
-		forget(t);
-	core_unlock();
-	return t ? 0 : -ENOENT;
+	return sesschild_remove(&s->terms, name, forget);
 }
 
 void terms_teardown(struct session *s)
 {
-	struct term *t;
-
-	while ((t = TAILQ_FIRST(&s->terms)))
-		forget(t);
+	sesschild_teardown(&s->terms, forget);
 }

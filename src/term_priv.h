@@ -14,12 +14,7 @@
 enum term_state { TS_IDLE, TS_STARTING, TS_RUNNING, TS_ENDED };
 
 struct term {
-	int refs;
-	unsigned id;
-	char name[SESSION_ID_MAX + 1];
-	struct session *s; /* referenced */
-	bool removed;
-	struct cgroup *cg;
+	struct sesschild c; /* in s->terms */
 	struct proc proc;
 	enum term_state state;
 	char *cmd; /* NULL: the interactive shell */
@@ -39,7 +34,6 @@ struct term {
 	struct waitq inq;	      /* writers waiting for room */
 	char *pattern;		      /* wait's, NULL until written */
 	struct loop_timer wait_timer; /* wakes outq at the earliest deadline of a wait reader */
-	TAILQ_ENTRY(term) link;
 };
 
 /* sig now, KILL after the grace unless it was KILL. */

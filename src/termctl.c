@@ -46,7 +46,7 @@ int term_resize(struct term *t, unsigned rows, unsigned cols)
 	int rc = 0;
 
 	core_lock();
-	if (t->removed) {
+	if (t->c.removed) {
 		rc = -ENOENT;
 	} else {
 		t->rows = rows;
@@ -113,7 +113,7 @@ int term_wait_exit(struct term *t, int *status, struct waiter *w)
 	core_lock();
 	if (t->state == TS_ENDED) {
 		*status = run_status_from_wait(t->wstatus);
-	} else if (t->removed && t->state == TS_IDLE) {
+	} else if (t->c.removed && t->state == TS_IDLE) {
 		rc = -ENOENT;
 	} else {
 		rc = -EAGAIN;
@@ -158,11 +158,11 @@ char *term_status(struct term *t)
 	if (t->state == TS_ENDED)
 		snprintf(exit_text, sizeof(exit_text), "%d", run_status_from_wait(t->wstatus));
 	termscreen_cursor(t->screen, &row, &col);
-	text =
-	    xasprintf("name %s\nstate %s\npid %d\nrows %u\ncols %u\ncursor_row %u\n"
-		      "cursor_col %u\nbytes_out %llu\nexit %s\nsignal %d\nleftovers %d\n",
-		      t->name, state, t->state == TS_IDLE ? 0 : (int)t->proc.pid, t->rows, t->cols,
-		      row, col, (unsigned long long)t->ring.end, exit_text, sig, t->leftovers);
+	text = xasprintf("name %s\nstate %s\npid %d\nrows %u\ncols %u\ncursor_row %u\n"
+			 "cursor_col %u\nbytes_out %llu\nexit %s\nsignal %d\nleftovers %d\n",
+			 t->c.name, state, t->state == TS_IDLE ? 0 : (int)t->proc.pid, t->rows,
+			 t->cols, row, col, (unsigned long long)t->ring.end, exit_text, sig,
+			 t->leftovers);
 	core_unlock();
 	return text;
 }
@@ -203,7 +203,7 @@ int term_screen_wait(struct term *t, uint64_t deadline_ns, struct waiter *w)
 	int rc = -EAGAIN;
 
 	core_lock();
-	if (!term_live(t) || t->removed) {
+	if (!term_live(t) || t->c.removed) {
 		rc = 0;
 	} else if (now >= deadline_ns) {
 		rc = -ETIMEDOUT;
