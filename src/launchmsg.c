@@ -344,8 +344,8 @@ void launchmsg_fail_all(void)
 		held(TAILQ_FIRST(&holds)->id, -1, 0);
 }
 
-void launch_start(struct proc *p, const char *cwd, char *const argv[], char *const envp[],
-		  int *fds, int nfds, int *cgfds, int ncg)
+/* The message that starts p, which waits for its reports from then on, under a new id. */
+static struct outmsg *start_msg(struct proc *p)
 {
 	struct outmsg *om = xcalloc(1, sizeof(*om));
 
@@ -353,27 +353,30 @@ void launch_start(struct proc *p, const char *cwd, char *const argv[], char *con
 	p->pid = 0;
 	p->start_err = 0;
 	om->start_id = p->id;
+	TAILQ_INSERT_TAIL(&procs, p, link);
+	return om;
+}
+
+void launch_start(struct proc *p, const char *cwd, char *const argv[], char *const envp[],
+		  int *fds, int nfds, int *cgfds, int ncg)
+{
+	struct outmsg *om = start_msg(p);
+
 	memcpy(om->fds, fds, sizeof(int) * (size_t)nfds);
 	memcpy(om->fds + nfds, cgfds, sizeof(int) * (size_t)ncg);
 	om->nfds = nfds + ncg;
 	msg_start_encode(&om->buf, p->id, cwd, argv, envp, (uint32_t)nfds, (uint32_t)ncg);
-	TAILQ_INSERT_TAIL(&procs, p, link);
 	queue_msg(om);
 }
 
 void launch_start_pty(struct proc *p, const char *cwd, char *const argv[], char *const envp[],
 		      int *cgfds, int ncg, unsigned rows, unsigned cols)
 {
-	struct outmsg *om = xcalloc(1, sizeof(*om));
+	struct outmsg *om = start_msg(p);
 
-	p->id = next_id++;
-	p->pid = 0;
-	p->start_err = 0;
-	om->start_id = p->id;
 	memcpy(om->fds, cgfds, sizeof(int) * (size_t)ncg);
 	om->nfds = ncg;
 	msg_start_pty_encode(&om->buf, p->id, cwd, argv, envp, (uint32_t)ncg, rows, cols);
-	TAILQ_INSERT_TAIL(&procs, p, link);
 	queue_msg(om);
 }
 
