@@ -1,4 +1,5 @@
-/* What session.c, exec.c and stdin.c share about a session; nothing outside them includes it.
+/* What session.c, sessrun.c, sessenv.c, sessctl.c, exec.c, execkill.c and stdin.c share about a
+ * session; nothing outside them includes it.
  * All fields are guarded by the core lock. */
 #ifndef SBX_SESSION_PRIV_H
 #define SBX_SESSION_PRIV_H
@@ -108,12 +109,12 @@ extern char *session_spool_dir;
 /* Core lock held: the first shell died before it was up (err: -errno); the session leaves the
  * table and the mkdir waiting on s->ready fails with err. */
 void session_start_failed(struct session *s, int err);
-/* Core lock held: the environment the next command would start with. */
+/* sessenv.c, core lock held: the environment the next command would start with. */
 void session_next_env(struct session *s, struct envlist *next);
 
 struct gitrun;
 
-/* exec.c: running the queue on the shell. */
+/* exec.c: running the queue on the shell; execkill.c: ending a command early. */
 /* 0, or -errno when the shell cannot be started (nothing changed then). */
 int exec_start_shell(struct session *s);
 void exec_pump(struct session *s);
