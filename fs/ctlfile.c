@@ -24,12 +24,12 @@
 #include "session.h"
 #include "xmalloc.h"
 
-/* Handles the kernel still holds at unmount get no RELEASE: they are freed from this list. */
-static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
-static LIST_HEAD(, ctlfh) open_files = LIST_HEAD_INITIALIZER(open_files);
+static struct fhandle_list open_files = FHANDLE_LIST_INIT(open_files);
 
-static void fh_free(struct ctlfh *fh)
+static void fh_free(struct fhandle *h)
 {
+	struct ctlfh *fh = container_of(h, struct ctlfh, h);
+
 	if (fh->run)
 		run_unref(fh->run);
 	if (fh->stdin_writer && fh->job)
@@ -40,37 +40,17 @@ static void fh_free(struct ctlfh *fh)
 		job_unref(fh->job);
 	if (fh->s)
 		session_unref(fh->s);
-	if (fh->ph)
-		fuse_pollhandle_destroy(fh->ph);
 	if (fh->ready)
 		ticket_unref(fh->ready);
-	pthread_mutex_destroy(&fh->lock);
 	free(fh->snap);
 	free(fh->wbuf);
 	envedits_free(&fh->wedits);
 	free(fh);
 }
 
-void fh_unref(struct ctlfh *fh)
-{
-	if (__atomic_sub_fetch(&fh->refs, 1, __ATOMIC_ACQ_REL) > 0)
-		return;
-	pthread_mutex_lock(&open_lock);
-	LIST_REMOVE(fh, link);
-	pthread_mutex_unlock(&open_lock);
-	fh_free(fh);
-}
-
 void ctlfile_shutdown(void)
 {
-	struct ctlfh *fh;
-
-	pthread_mutex_lock(&open_lock);
-	while ((fh = LIST_FIRST(&open_files))) {
-		LIST_REMOVE(fh, link);
-		fh_free(fh);
-	}
-	pthread_mutex_unlock(&open_lock);
+	fhandle_shutdown(&open_files);
 	termfile_shutdown();
 }
 
@@ -243,7 +223,7 @@ static void open_req_free(void *arg)
 	struct open_req *orq = arg;
 
 	if (!orq->opened)
-		fh_unref(orq->fh);
+		fhandle_unref(&orq->fh->h);
 	free(orq);
 }
 
@@ -306,17 +286,13 @@ void ctl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fh->n = ino_run(ino);
 	fh->writable = is_writable(k, ino);
 	fh->handle = (fi->flags & O_ACCMODE) == O_RDWR && (k == K_CMD || k == K_CHECKOUT);
-	fh->refs = 1;
-	pthread_mutex_init(&fh->lock, NULL);
-	pthread_mutex_lock(&open_lock);
-	LIST_INSERT_HEAD(&open_files, fh, link);
-	pthread_mutex_unlock(&open_lock);
+	fhandle_init(&fh->h, &open_files, fh_free);
 	if (k > K_RUNDIR && k != K_ALLJOBSCTL && k != K_ROOTENV)
 		rc = bind_session(fh, ino, writing);
 	if (rc == 0)
 		rc = open_snapshot(fh);
 	if (rc < 0) {
-		fh_unref(fh);
+		fhandle_unref(&fh->h);
 		fuse_reply_err(req, -rc);
 		return;
 	}
@@ -343,10 +319,7 @@ void ctl_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	flush_pending(fh);
-	/* A poll waiter still queued holds a reference; drop it if we can take it back. */
-	if (fh->poll_armed && waiter_cancel(&fh->pollw))
-		fh_unref(fh);
-	fh_unref(fh);
+	fhandle_release(&fh->h);
 	fuse_reply_err(req, 0);
 }
 
@@ -372,9 +345,9 @@ int ctlfile_stat(struct fuse_file_info *fi, struct stat *st)
 		return 0;
 	}
 	if (fh->kind == K_RESULT) {
-		pthread_mutex_lock(&fh->lock);
+		pthread_mutex_lock(&fh->h.lock);
 		st->st_size = (off_t)fh->snaplen; /* 0 until the first read rendered it */
-		pthread_mutex_unlock(&fh->lock);
+		pthread_mutex_unlock(&fh->h.lock);
 		return 0;
 	}
 	return -ENOENT;

@@ -10,6 +10,7 @@
 
 #include "ctl.h"
 #include "envlist.h"
+#include "fhandle.h"
 #include "run.h"
 #include "waiter.h"
 
@@ -17,18 +18,17 @@ struct job;
 struct ticket;
 
 struct ctlfh {
+	struct fhandle h;      /* h.lock: wbuf and poll state */
 	enum ctl_kind kind;
 	unsigned n;            /* run number for a run's files, 0 for the session's */
 	bool writable;
 	struct job *job;       /* a background process's files */
 	bool stdin_writer;     /* counted as a writer of the session's (or job's) stdin */
-	int refs;
 	struct session *s;
 	struct run *run;       /* stdout, stderr, exit: the latest run when opened */
 	char *snap;            /* README, clone, env, cwd, cmd: the text read back */
 	struct ticket *ready;  /* clone: done once the new session's shell is up */
 	size_t snaplen;
-	pthread_mutex_t lock;  /* wbuf and poll state */
 	char *wbuf;            /* cmd, env, timeout, checkout, cwd, ctl: applied at close */
 	size_t wlen;
 	size_t wchecked;       /* wbuf's prefix of lines already checked */
@@ -36,13 +36,9 @@ struct ctlfh {
 	int werr;              /* the first failed write's -errno: nothing of the open applies */
 	bool wdone;            /* cwd: its one path was sent */
 	off_t pos;             /* end of the last read, for poll */
-	struct fuse_pollhandle *ph;
 	bool handle;           /* cmd or checkout opened read-write: a read answers the run number */
 	char answer[16];       /* handle: "N\n" of the last submit, read once whatever the offset */
 	size_t anslen, ansoff; /* anslen 0: nothing submitted through the handle since its last write */
-	bool poll_armed;       /* pollw is queued (or being woken) */
-	struct waiter pollw;
-	LIST_ENTRY(ctlfh) link;
 };
 
 static inline struct ctlfh *fh_of(struct fuse_file_info *fi)
@@ -66,9 +62,6 @@ static inline enum run_stream stream_of(enum ctl_kind k)
 {
 	return k == K_STDERR ? RUN_STDERR : k == K_OUTPUT ? RUN_OUTPUT : RUN_STDOUT;
 }
-
-/* ctlfile.c: drops a reference; the last one frees the handle. */
-void fh_unref(struct ctlfh *fh);
 
 /* ctlwrite.c */
 int submit_answer(struct ctlfh *fh);

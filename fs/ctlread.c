@@ -33,7 +33,7 @@ static void read_req_free(void *arg)
 {
 	struct read_req *rr = arg;
 
-	fh_unref(rr->fh);
+	fhandle_unref(&rr->fh->h);
 	free(rr);
 }
 
@@ -43,10 +43,10 @@ static void reply_result(fuse_req_t req, struct ctlfh *fh, size_t size, off_t of
 {
 	int rc = 0;
 
-	pthread_mutex_lock(&fh->lock);
+	pthread_mutex_lock(&fh->h.lock);
 	if (!fh->snap)
 		rc = result_render(fh->run, session_id(fh->s), &fh->snap, &fh->snaplen);
-	pthread_mutex_unlock(&fh->lock);
+	pthread_mutex_unlock(&fh->h.lock);
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
 	else
@@ -90,9 +90,9 @@ static int try_read(fuse_req_t req, struct ctlfh *fh, size_t size, off_t off, st
 	if (run_read_extent(fh->run, stream_of(fh->kind), off, size, &fd, &n, w) < 0)
 		return -EAGAIN;
 	/* Before the reply: the reader's next poll may be served at once, on another thread. */
-	pthread_mutex_lock(&fh->lock);
+	pthread_mutex_lock(&fh->h.lock);
 	fh->pos = off + (off_t)n;
-	pthread_mutex_unlock(&fh->lock);
+	pthread_mutex_unlock(&fh->h.lock);
 	if (n == 0) {
 		fuse_reply_buf(req, NULL, 0);
 	} else {
@@ -121,19 +121,19 @@ static int read_answer(fuse_req_t req, struct ctlfh *fh, size_t size)
 	size_t len;
 	int rc = 0;
 
-	pthread_mutex_lock(&fh->lock);
+	pthread_mutex_lock(&fh->h.lock);
 	if (fh->wlen)
 		rc = submit_answer(fh);
 	if (rc == 0 && !fh->anslen)
 		rc = -ENODATA;
 	if (rc < 0) {
-		pthread_mutex_unlock(&fh->lock);
+		pthread_mutex_unlock(&fh->h.lock);
 		return rc;
 	}
 	len = fh->anslen - fh->ansoff < size ? fh->anslen - fh->ansoff : size;
 	fuse_reply_buf(req, fh->answer + fh->ansoff, len);
 	fh->ansoff += len;
-	pthread_mutex_unlock(&fh->lock);
+	pthread_mutex_unlock(&fh->h.lock);
 	return 0;
 }
 
@@ -153,7 +153,7 @@ void ctl_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fus
 		return;
 	}
 	/* Once answered, the file may be released at once: hold fh until we are done with it. */
-	__atomic_add_fetch(&fh->refs, 1, __ATOMIC_RELAXED);
+	fhandle_ref(&fh->h);
 	if (!is_stream(fh->kind) && !is_awaited(fh->kind)) {
 		reply_slice(req, fh->snap, fh->snaplen, size, off);
 	} else if (!fh->run && fh->kind != K_READY) {
@@ -168,29 +168,12 @@ void ctl_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fus
 			return; /* the park owns the reference now */
 		}
 	}
-	fh_unref(fh);
+	fhandle_unref(&fh->h);
 }
 
-static void poll_woken(struct waiter *w)
+static bool poll_ready(struct fhandle *h, struct waiter *w)
 {
-	struct ctlfh *fh = container_of(w, struct ctlfh, pollw);
-	struct fuse_pollhandle *ph;
-
-	pthread_mutex_lock(&fh->lock);
-	ph = fh->ph;
-	fh->ph = NULL;
-	fh->poll_armed = false;
-	pthread_mutex_unlock(&fh->lock);
-	if (ph) {
-		fuse_lowlevel_notify_poll(ph);
-		fuse_pollhandle_destroy(ph);
-	}
-	fh_unref(fh);
-}
-
-/* True if a read would not block; else, with w, w is queued to learn when it would. */
-static bool poll_ready(struct ctlfh *fh, struct waiter *w)
-{
+	struct ctlfh *fh = container_of(h, struct ctlfh, h);
 	int status;
 
 	if (fh->kind == K_EXIT || fh->kind == K_RESULT)
@@ -203,8 +186,7 @@ void ctl_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 {
 	struct ctlfh *fh = fh_of(fi);
 	unsigned revents = POLLIN | POLLRDNORM;
-	struct waiter *w = NULL;
-	bool ready;
+	bool pollable;
 
 	if (ino_is_term(ino)) {
 		termfile_poll(req, fi, ph);
@@ -212,30 +194,6 @@ void ctl_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	}
 	if (fh->writable)
 		revents |= POLLOUT | POLLWRNORM;
-	if (!fh->run || (!is_stream(fh->kind) && fh->kind != K_EXIT && fh->kind != K_RESULT)) {
-		if (ph)
-			fuse_pollhandle_destroy(ph);
-		fuse_reply_poll(req, revents);
-		return;
-	}
-	pthread_mutex_lock(&fh->lock);
-	if (ph) {
-		if (fh->ph)
-			fuse_pollhandle_destroy(fh->ph);
-		fh->ph = ph;
-		if (!fh->poll_armed) {
-			/* The queued waiter holds a reference until it is woken or cancelled. */
-			fh->poll_armed = true;
-			fh->pollw.wake = poll_woken;
-			__atomic_add_fetch(&fh->refs, 1, __ATOMIC_RELAXED);
-			w = &fh->pollw;
-		}
-	}
-	ready = poll_ready(fh, w);
-	if (ready && w) {
-		fh->poll_armed = false;
-		__atomic_sub_fetch(&fh->refs, 1, __ATOMIC_RELAXED);
-	}
-	pthread_mutex_unlock(&fh->lock);
-	fuse_reply_poll(req, ready ? revents : 0);
+	pollable = fh->run && (is_stream(fh->kind) || fh->kind == K_EXIT || fh->kind == K_RESULT);
+	fhandle_poll(req, &fh->h, ph, revents, pollable ? poll_ready : NULL);
 }

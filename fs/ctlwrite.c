@@ -33,7 +33,7 @@ static int write_cmd(struct ctlfh *fh, const char *buf, size_t size)
 
 	if (memchr(buf, '\0', size))
 		return -EINVAL;
-	pthread_mutex_lock(&fh->lock);
+	pthread_mutex_lock(&fh->h.lock);
 	if (fh->ansoff < fh->anslen) {
 		rc = -EBUSY; /* the last run number is still unread */
 	} else if (fh->wlen + size > SESSION_CMD_MAX) {
@@ -44,7 +44,7 @@ static int write_cmd(struct ctlfh *fh, const char *buf, size_t size)
 		memcpy(fh->wbuf + fh->wlen, buf, size);
 		fh->wlen += size;
 	}
-	pthread_mutex_unlock(&fh->lock);
+	pthread_mutex_unlock(&fh->h.lock);
 	return rc;
 }
 
@@ -69,7 +69,7 @@ static int write_env(struct ctlfh *fh, const char *buf, size_t size)
 	char *nl = NULL;
 	int rc;
 
-	pthread_mutex_lock(&fh->lock);
+	pthread_mutex_lock(&fh->h.lock);
 	rc = pending_append(fh, buf, size, SESSION_CMD_MAX);
 	if (rc == 0 && fh->wlen > fh->wchecked)
 		nl = memrchr(fh->wbuf + fh->wchecked, '\n', fh->wlen - fh->wchecked);
@@ -86,7 +86,7 @@ static int write_env(struct ctlfh *fh, const char *buf, size_t size)
 	if (rc == 0 && envedit_partial_too_big(fh->wbuf + fh->wchecked, fh->wlen - fh->wchecked,
 					       session_env_value_max()))
 		rc = -EFBIG;
-	pthread_mutex_unlock(&fh->lock);
+	pthread_mutex_unlock(&fh->h.lock);
 	return rc;
 }
 
@@ -96,7 +96,7 @@ static int write_timeout(struct ctlfh *fh, const char *buf, size_t size)
 	size_t digits = 0, i;
 	int rc;
 
-	pthread_mutex_lock(&fh->lock);
+	pthread_mutex_lock(&fh->h.lock);
 	rc = pending_append(fh, buf, size, 32);
 	if (rc == -EFBIG)
 		rc = -EINVAL;
@@ -109,7 +109,7 @@ static int write_timeout(struct ctlfh *fh, const char *buf, size_t size)
 		rc = -EINVAL;
 	if (rc == 0 && digits > 0 && strtoull(fh->wbuf, NULL, 10) > UINT32_MAX)
 		rc = -EINVAL;
-	pthread_mutex_unlock(&fh->lock);
+	pthread_mutex_unlock(&fh->h.lock);
 	return rc;
 }
 
@@ -124,7 +124,7 @@ static void cd_req_free(void *arg)
 	struct cd_req *cr = arg;
 
 	ticket_unref(cr->t);
-	fh_unref(cr->fh);
+	fhandle_unref(&cr->fh->h);
 	free(cr);
 }
 
@@ -136,10 +136,10 @@ static int cd_attempt(struct park *p)
 	if (ticket_wait(cr->t, &result, park_waiter(p)) < 0)
 		return -EAGAIN;
 	if (result < 0) {
-		pthread_mutex_lock(&cr->fh->lock);
+		pthread_mutex_lock(&cr->fh->h.lock);
 		if (!cr->fh->werr)
 			cr->fh->werr = result;
-		pthread_mutex_unlock(&cr->fh->lock);
+		pthread_mutex_unlock(&cr->fh->h.lock);
 	}
 	if (result < 0 || !cr->size)
 		fuse_reply_err(park_req(p), -result);
@@ -175,7 +175,7 @@ static int write_cwd(struct ctlfh *fh, const char *buf, size_t size, struct tick
 	int rc;
 
 	*t = NULL;
-	pthread_mutex_lock(&fh->lock);
+	pthread_mutex_lock(&fh->h.lock);
 	rc = fh->wdone && size ? -EINVAL : pending_append(fh, buf, size, PATH_MAX);
 	if (rc == -EFBIG)
 		rc = -ENAMETOOLONG;
@@ -184,7 +184,7 @@ static int write_cwd(struct ctlfh *fh, const char *buf, size_t size, struct tick
 		rc = -EINVAL;
 	else if (nl)
 		rc = cwd_submit(fh, t);
-	pthread_mutex_unlock(&fh->lock);
+	pthread_mutex_unlock(&fh->h.lock);
 	return rc;
 }
 
@@ -192,7 +192,7 @@ static void park_cd(fuse_req_t req, struct ctlfh *fh, struct ticket *t, size_t s
 {
 	struct cd_req *cr = xmalloc(sizeof(*cr));
 
-	__atomic_add_fetch(&fh->refs, 1, __ATOMIC_RELAXED);
+	fhandle_ref(&fh->h);
 	*cr = (struct cd_req){fh, t, size};
 	park_request(req, cd_attempt, cr, cd_req_free);
 }
@@ -223,7 +223,7 @@ static int write_ctl(struct ctlfh *fh, const char *buf, size_t size)
 	size_t end;
 	int rc;
 
-	pthread_mutex_lock(&fh->lock);
+	pthread_mutex_lock(&fh->h.lock);
 	rc = pending_append(fh, buf, size, SIZE_MAX);
 	while (rc == 0 && (nl = memchr(fh->wbuf + fh->wchecked, '\n', fh->wlen - fh->wchecked))) {
 		end = (size_t)(nl - fh->wbuf);
@@ -235,7 +235,7 @@ static int write_ctl(struct ctlfh *fh, const char *buf, size_t size)
 		rc = -EINVAL;
 	if (rc == 0 && fh->wlen > SESSION_CMD_MAX)
 		rc = -EFBIG;
-	pthread_mutex_unlock(&fh->lock);
+	pthread_mutex_unlock(&fh->h.lock);
 	return rc;
 }
 
@@ -295,9 +295,9 @@ static int write_checkout(struct ctlfh *fh, const char *buf, size_t size)
 	const char *nl;
 	int rc;
 
-	pthread_mutex_lock(&fh->lock);
+	pthread_mutex_lock(&fh->h.lock);
 	if (fh->ansoff < fh->anslen) {
-		pthread_mutex_unlock(&fh->lock);
+		pthread_mutex_unlock(&fh->h.lock);
 		return -EBUSY;
 	}
 	fh->anslen = fh->ansoff = 0;
@@ -309,7 +309,7 @@ static int write_checkout(struct ctlfh *fh, const char *buf, size_t size)
 		rc = session_checkout_check(fh->s, fh->wbuf, fh->wlen);
 	if (rc == 0 && nl)
 		fh->wchecked = fh->wlen;
-	pthread_mutex_unlock(&fh->lock);
+	pthread_mutex_unlock(&fh->h.lock);
 	return rc;
 }
 
@@ -323,7 +323,7 @@ static void stdin_req_free(void *arg)
 {
 	struct stdin_req *sr = arg;
 
-	fh_unref(sr->fh);
+	fhandle_unref(&sr->fh->h);
 	free(sr->data);
 	free(sr);
 }
@@ -364,7 +364,7 @@ static void write_stdin(fuse_req_t req, struct ctlfh *fh, const char *buf, size_
 		return;
 	}
 	sr = xmalloc(sizeof(*sr));
-	__atomic_add_fetch(&fh->refs, 1, __ATOMIC_RELAXED);
+	fhandle_ref(&fh->h);
 	*sr = (struct stdin_req){fh, xmemdup(buf, size), size};
 	park_request(req, stdin_attempt, sr, stdin_req_free);
 }
@@ -385,9 +385,9 @@ void ctl_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off
 		write_stdin(req, fh, buf, size);
 		return;
 	}
-	pthread_mutex_lock(&fh->lock);
+	pthread_mutex_lock(&fh->h.lock);
 	rc = fh->werr;
-	pthread_mutex_unlock(&fh->lock);
+	pthread_mutex_unlock(&fh->h.lock);
 	if (rc < 0)
 		; /* an earlier write failed: the open applies nothing, so takes nothing more */
 	else if (fh->kind == K_CMD && fh->job && (rc = job_idle(fh->job)) < 0)
@@ -416,10 +416,10 @@ void ctl_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off
 	/* EBUSY refuses a write before it adds anything (a handle's number is unread, a process
 	 * runs): what was written before still stands. */
 	if (rc < 0 && rc != -EBUSY && fh->kind != K_SIGNAL) {
-		pthread_mutex_lock(&fh->lock);
+		pthread_mutex_lock(&fh->h.lock);
 		if (!fh->werr)
 			fh->werr = rc;
-		pthread_mutex_unlock(&fh->lock);
+		pthread_mutex_unlock(&fh->h.lock);
 	}
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
@@ -427,7 +427,7 @@ void ctl_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off
 		fuse_reply_write(req, size);
 }
 
-/* fh->lock held: submits what was written since the last flush or read, its run number to *n
+/* fh->h.lock held: submits what was written since the last flush or read, its run number to *n
  * (a command; 0 for an env edit). */
 static int submit_pending(struct ctlfh *fh, unsigned *n)
 {
@@ -466,7 +466,7 @@ static int submit_pending(struct ctlfh *fh, unsigned *n)
 	return rc;
 }
 
-/* fh->lock held: submits what is pending; a handle keeps the run number for its next read, so
+/* fh->h.lock held: submits what is pending; a handle keeps the run number for its next read, so
  * a flush (the close of a duplicate, as a shell's `printf ... >&3` does) loses nothing. */
 int submit_answer(struct ctlfh *fh)
 {
@@ -486,9 +486,9 @@ int flush_pending(struct ctlfh *fh)
 {
 	int rc;
 
-	pthread_mutex_lock(&fh->lock);
+	pthread_mutex_lock(&fh->h.lock);
 	rc = submit_answer(fh);
-	pthread_mutex_unlock(&fh->lock);
+	pthread_mutex_unlock(&fh->h.lock);
 	return rc;
 }
 
@@ -504,9 +504,9 @@ void ctl_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	if (fh->kind == K_CWD) {
 		/* a path without its newline goes at close, which answers when the shell did it */
-		pthread_mutex_lock(&fh->lock);
+		pthread_mutex_lock(&fh->h.lock);
 		rc = cwd_submit(fh, &t);
-		pthread_mutex_unlock(&fh->lock);
+		pthread_mutex_unlock(&fh->h.lock);
 		if (t) {
 			park_cd(req, fh, t, 0);
 			return;

@@ -13,6 +13,7 @@
 #include "cell.h"
 #include "context.h"
 #include "ctxfs.h"
+#include "fhandle.h"
 #include "park.h"
 #include "run.h"
 #include "xmalloc.h"
@@ -21,13 +22,12 @@
 #define SMALL_WRITE_MAX 4096
 
 struct xfh {
+	struct fhandle h; /* h.lock: snap once rendered, wbuf, pos and poll state */
 	enum ctx_kind kind;
-	int refs;
 	struct context *c;
 	struct cell *cell;   /* a cell's file: the cell when opened (the latest for n 0) */
 	char *snap;          /* what a snapshot reads back; result and error once rendered */
 	size_t snaplen;
-	pthread_mutex_t lock;
 	char *wbuf;
 	size_t wlen;
 	int werr;            /* the first failed write: nothing of this open applies */
@@ -35,14 +35,9 @@ struct xfh {
 	char answer[16];
 	size_t anslen, ansoff;
 	off_t pos;           /* end of the last stream read, for poll */
-	struct fuse_pollhandle *ph;
-	bool poll_armed;
-	struct waiter pollw;
-	LIST_ENTRY(xfh) link;
 };
 
-static LIST_HEAD(, xfh) open_files = LIST_HEAD_INITIALIZER(open_files);
-static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fhandle_list open_files = FHANDLE_LIST_INIT(open_files);
 
 static struct xfh *xfh_of(struct fuse_file_info *fi)
 {
@@ -73,28 +68,17 @@ static enum context_attr attr_of(enum ctx_kind k)
 			       : CA_TIMEOUT;
 }
 
-static void xfh_free(struct xfh *fh)
+static void xfh_free(struct fhandle *h)
 {
-	if (fh->ph)
-		fuse_pollhandle_destroy(fh->ph);
+	struct xfh *fh = container_of(h, struct xfh, h);
+
 	if (fh->cell)
 		cell_unref(fh->cell);
 	if (fh->c)
 		context_unref(fh->c);
-	pthread_mutex_destroy(&fh->lock);
 	free(fh->snap);
 	free(fh->wbuf);
 	free(fh);
-}
-
-static void xfh_unref(struct xfh *fh)
-{
-	if (__atomic_sub_fetch(&fh->refs, 1, __ATOMIC_ACQ_REL) > 0)
-		return;
-	pthread_mutex_lock(&open_lock);
-	LIST_REMOVE(fh, link);
-	pthread_mutex_unlock(&open_lock);
-	xfh_free(fh);
 }
 
 /* What a snapshot file reads back, rendered at open. */
@@ -157,17 +141,13 @@ void ctxfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	fh = xcalloc(1, sizeof(*fh));
 	fh->kind = k;
-	fh->refs = 1;
-	pthread_mutex_init(&fh->lock, NULL);
+	fhandle_init(&fh->h, &open_files, xfh_free);
 	fh->handle = k == X_CODE && acc == O_RDWR;
 	if ((rc = ctxfs_resolve(ino, &fh->c, &fh->cell)) < 0 || (rc = render(fh, ino)) < 0) {
-		xfh_free(fh);
+		fhandle_unref(&fh->h);
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	pthread_mutex_lock(&open_lock);
-	LIST_INSERT_HEAD(&open_files, fh, link);
-	pthread_mutex_unlock(&open_lock);
 	fi->fh = (uint64_t)(uintptr_t)fh;
 	fi->direct_io = 1;
 	fi->keep_cache = 0;
@@ -198,12 +178,12 @@ static int render_awaited(struct xfh *fh)
 {
 	int rc = 0;
 
-	pthread_mutex_lock(&fh->lock);
+	pthread_mutex_lock(&fh->h.lock);
 	if (!fh->snap && fh->kind == X_RESULT)
 		rc = cell_result_json(fh->cell, &fh->snap, &fh->snaplen);
 	else if (!fh->snap)
 		fh->snap = cell_error_text(fh->cell, &fh->snaplen);
-	pthread_mutex_unlock(&fh->lock);
+	pthread_mutex_unlock(&fh->h.lock);
 	return rc;
 }
 
@@ -225,9 +205,9 @@ static int try_read(fuse_req_t req, struct xfh *fh, size_t size, off_t off, stru
 			    size, &fd, &n, w) < 0)
 		return -EAGAIN;
 	/* Before the reply: the reader's next poll may be served at once, on another thread. */
-	pthread_mutex_lock(&fh->lock);
+	pthread_mutex_lock(&fh->h.lock);
 	fh->pos = off + (off_t)n;
-	pthread_mutex_unlock(&fh->lock);
+	pthread_mutex_unlock(&fh->h.lock);
 	if (n == 0) {
 		fuse_reply_buf(req, NULL, 0);
 	} else {
@@ -251,7 +231,7 @@ static void read_req_free(void *arg)
 {
 	struct read_req *rr = arg;
 
-	xfh_unref(rr->fh);
+	fhandle_unref(&rr->fh->h);
 	free(rr);
 }
 
@@ -270,19 +250,19 @@ static int read_answer(fuse_req_t req, struct xfh *fh, size_t size)
 	size_t len;
 	int rc = 0;
 
-	pthread_mutex_lock(&fh->lock);
+	pthread_mutex_lock(&fh->h.lock);
 	if (fh->wlen || fh->werr)
 		rc = submit_locked(fh);
 	if (rc == 0 && !fh->anslen)
 		rc = -ENODATA;
 	if (rc < 0) {
-		pthread_mutex_unlock(&fh->lock);
+		pthread_mutex_unlock(&fh->h.lock);
 		return rc;
 	}
 	len = fh->anslen - fh->ansoff < size ? fh->anslen - fh->ansoff : size;
 	fuse_reply_buf(req, fh->answer + fh->ansoff, len);
 	fh->ansoff += len;
-	pthread_mutex_unlock(&fh->lock);
+	pthread_mutex_unlock(&fh->h.lock);
 	return 0;
 }
 
@@ -297,7 +277,7 @@ void ctxfile_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info 
 			fuse_reply_err(req, -rc);
 		return;
 	}
-	__atomic_add_fetch(&fh->refs, 1, __ATOMIC_RELAXED);
+	fhandle_ref(&fh->h);
 	if (!is_stream(fh->kind) && !is_awaited(fh->kind)) {
 		reply_slice(req, fh->snap, fh->snaplen, size, off);
 	} else if (!fh->cell) {
@@ -312,7 +292,7 @@ void ctxfile_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info 
 			return; /* the park owns the reference now */
 		}
 	}
-	xfh_unref(fh);
+	fhandle_unref(&fh->h);
 }
 
 /* Checks what was written so far, as far as it can be judged before the close: whole lines of
@@ -354,7 +334,7 @@ void ctxfile_write(fuse_req_t req, const char *buf, size_t size, struct fuse_fil
 	struct xfh *fh = xfh_of(fi);
 	int rc;
 
-	pthread_mutex_lock(&fh->lock);
+	pthread_mutex_lock(&fh->h.lock);
 	if (fh->werr) {
 		rc = fh->werr;
 	} else {
@@ -364,7 +344,7 @@ void ctxfile_write(fuse_req_t req, const char *buf, size_t size, struct fuse_fil
 		fh->anslen = fh->ansoff = 0;
 		rc = fh->werr = check_written(fh);
 	}
-	pthread_mutex_unlock(&fh->lock);
+	pthread_mutex_unlock(&fh->h.lock);
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
 	else
@@ -386,7 +366,7 @@ static int apply_ctl(struct xfh *fh, const char *text, size_t len)
 	return 0;
 }
 
-/* fh->lock held: applies what was written; a code handle keeps its cell number. */
+/* fh->h.lock held: applies what was written; a code handle keeps its cell number. */
 static int submit_locked(struct xfh *fh)
 {
 	char *text = fh->wbuf;
@@ -417,9 +397,9 @@ static int flush_pending(struct xfh *fh)
 {
 	int rc;
 
-	pthread_mutex_lock(&fh->lock);
+	pthread_mutex_lock(&fh->h.lock);
 	rc = submit_locked(fh);
-	pthread_mutex_unlock(&fh->lock);
+	pthread_mutex_unlock(&fh->h.lock);
 	return rc;
 }
 
@@ -433,77 +413,31 @@ void ctxfile_release(fuse_req_t req, struct fuse_file_info *fi)
 	struct xfh *fh = xfh_of(fi);
 
 	flush_pending(fh);
-	/* A poll waiter still queued holds a reference; drop it if we can take it back. */
-	if (fh->poll_armed && waiter_cancel(&fh->pollw))
-		xfh_unref(fh);
-	xfh_unref(fh);
+	fhandle_release(&fh->h);
 	fuse_reply_err(req, 0);
 }
 
-static void poll_woken(struct waiter *w)
+static bool poll_ready(struct fhandle *h, struct waiter *w)
 {
-	struct xfh *fh = container_of(w, struct xfh, pollw);
-	struct fuse_pollhandle *ph;
+	struct xfh *fh = container_of(h, struct xfh, h);
 
-	pthread_mutex_lock(&fh->lock);
-	ph = fh->ph;
-	fh->ph = NULL;
-	fh->poll_armed = false;
-	pthread_mutex_unlock(&fh->lock);
-	if (ph) {
-		fuse_lowlevel_notify_poll(ph);
-		fuse_pollhandle_destroy(ph);
-	}
-	xfh_unref(fh);
+	if (is_awaited(fh->kind))
+		return cell_wait(fh->cell, w) == 0;
+	return run_poll(fh->cell->run, fh->kind == X_STDOUT ? RUN_STDOUT : RUN_STDERR, fh->pos, w);
 }
 
 void ctxfile_poll(fuse_req_t req, struct fuse_file_info *fi, struct fuse_pollhandle *ph)
 {
 	struct xfh *fh = xfh_of(fi);
 	unsigned revents = POLLIN | POLLRDNORM;
-	struct waiter *w = NULL;
-	bool ready;
+	bool pollable = fh->cell && (is_stream(fh->kind) || is_awaited(fh->kind));
 
 	if (is_writable(fh->kind))
 		revents |= POLLOUT | POLLWRNORM;
-	if (!fh->cell || (!is_stream(fh->kind) && !is_awaited(fh->kind))) {
-		if (ph)
-			fuse_pollhandle_destroy(ph);
-		fuse_reply_poll(req, revents);
-		return;
-	}
-	pthread_mutex_lock(&fh->lock);
-	if (ph) {
-		if (fh->ph)
-			fuse_pollhandle_destroy(fh->ph);
-		fh->ph = ph;
-		if (!fh->poll_armed) {
-			fh->poll_armed = true;
-			fh->pollw.wake = poll_woken;
-			__atomic_add_fetch(&fh->refs, 1, __ATOMIC_RELAXED);
-			w = &fh->pollw;
-		}
-	}
-	ready = is_awaited(fh->kind)
-		    ? cell_wait(fh->cell, w) == 0
-		    : run_poll(fh->cell->run, fh->kind == X_STDOUT ? RUN_STDOUT : RUN_STDERR,
-			       fh->pos, w);
-	if (ready && w) {
-		fh->poll_armed = false;
-		__atomic_sub_fetch(&fh->refs, 1, __ATOMIC_RELAXED);
-	}
-	pthread_mutex_unlock(&fh->lock);
-	fuse_reply_poll(req, ready ? revents : 0);
+	fhandle_poll(req, &fh->h, ph, revents, pollable ? poll_ready : NULL);
 }
 
 void ctxfile_shutdown(void)
 {
-	struct xfh *fh;
-
-	pthread_mutex_lock(&open_lock);
-	while ((fh = LIST_FIRST(&open_files))) {
-		LIST_REMOVE(fh, link);
-		xfh_free(fh);
-	}
-	pthread_mutex_unlock(&open_lock);
+	fhandle_shutdown(&open_files);
 }

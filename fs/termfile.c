@@ -15,6 +15,7 @@
 #include <sys/queue.h>
 
 #include "ctl.h"
+#include "fhandle.h"
 #include "loop.h"
 #include "park.h"
 #include "reply.h"
@@ -26,11 +27,10 @@
 #define LINE_MAX_BYTES 4096
 
 struct termfh {
+	struct fhandle h; /* h.lock: wbuf, shift, pos and poll state */
 	enum ctl_kind kind;
-	int refs;
 	struct session *s;
 	struct term *t;
-	pthread_mutex_t lock; /* wbuf, shift, pos and poll state */
 	char *snap;	      /* cmd, screen, size, status: the text read back */
 	size_t snaplen;
 	char *wbuf; /* cmd: applied at close; size, ctl: a line not yet complete */
@@ -41,61 +41,33 @@ struct termfh {
 	regex_t rx;	/* wait: the pattern when opened for reading */
 	bool has_rx;
 	uint64_t deadline_ns; /* wait: set by the first read */
-	struct fuse_pollhandle *ph;
-	bool poll_armed;
-	struct waiter pollw;
-	LIST_ENTRY(termfh) link;
 };
 
-static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
-static LIST_HEAD(, termfh) open_files = LIST_HEAD_INITIALIZER(open_files);
+static struct fhandle_list open_files = FHANDLE_LIST_INIT(open_files);
 
 static struct termfh *fh_of(struct fuse_file_info *fi)
 {
 	return (struct termfh *)(uintptr_t)fi->fh;
 }
 
-static void fh_free(struct termfh *fh)
+static void fh_free(struct fhandle *h)
 {
+	struct termfh *fh = container_of(h, struct termfh, h);
+
 	if (fh->t)
 		term_unref(fh->t);
 	if (fh->s)
 		session_unref(fh->s);
-	if (fh->ph)
-		fuse_pollhandle_destroy(fh->ph);
 	if (fh->has_rx)
 		regfree(&fh->rx);
-	pthread_mutex_destroy(&fh->lock);
 	free(fh->snap);
 	free(fh->wbuf);
 	free(fh);
 }
 
-static void fh_ref(struct termfh *fh)
-{
-	__atomic_add_fetch(&fh->refs, 1, __ATOMIC_RELAXED);
-}
-
-static void fh_unref(struct termfh *fh)
-{
-	if (__atomic_sub_fetch(&fh->refs, 1, __ATOMIC_ACQ_REL) > 0)
-		return;
-	pthread_mutex_lock(&open_lock);
-	LIST_REMOVE(fh, link);
-	pthread_mutex_unlock(&open_lock);
-	fh_free(fh);
-}
-
 void termfile_shutdown(void)
 {
-	struct termfh *fh;
-
-	pthread_mutex_lock(&open_lock);
-	while ((fh = LIST_FIRST(&open_files))) {
-		LIST_REMOVE(fh, link);
-		fh_free(fh);
-	}
-	pthread_mutex_unlock(&open_lock);
+	fhandle_shutdown(&open_files);
 }
 
 /* The text a read of the file gives whole, or NULL for the other kinds. */
@@ -190,21 +162,17 @@ void termfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	fh = xcalloc(1, sizeof(*fh));
 	fh->kind = k;
-	fh->refs = 1;
-	pthread_mutex_init(&fh->lock, NULL);
-	pthread_mutex_lock(&open_lock);
-	LIST_INSERT_HEAD(&open_files, fh, link);
-	pthread_mutex_unlock(&open_lock);
+	fhandle_init(&fh->h, &open_files, fh_free);
 	fh->s = ctl_session(ino);
 	fh->t = fh->s ? term_find_id(fh->s, ino_term(ino)) : NULL;
 	if (!fh->t) {
-		fh_unref(fh);
+		fhandle_unref(&fh->h);
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
 	fh->snap = render(k, fh->t, &fh->snaplen);
 	if (k == K_TWAIT && (fi->flags & O_ACCMODE) == O_RDONLY && open_pattern(fh) < 0) {
-		fh_unref(fh);
+		fhandle_unref(&fh->h);
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
@@ -224,7 +192,7 @@ static void read_req_free(void *arg)
 {
 	struct read_req *rr = arg;
 
-	fh_unref(rr->fh);
+	fhandle_unref(&rr->fh->h);
 	free(rr);
 }
 
@@ -245,17 +213,17 @@ static int try_read(fuse_req_t req, struct termfh *fh, size_t size, off_t off, s
 		reply_slice(req, text, strlen(text), size, off);
 		return 0;
 	}
-	pthread_mutex_lock(&fh->lock);
+	pthread_mutex_lock(&fh->h.lock);
 	at = (uint64_t)off + fh->shift;
-	pthread_mutex_unlock(&fh->lock);
+	pthread_mutex_unlock(&fh->h.lock);
 	buf = xmalloc(size ? size : 1);
 	rc = term_out_read(fh->t, &at, buf, size, &n, w);
 	if (rc == 0) {
-		pthread_mutex_lock(&fh->lock);
+		pthread_mutex_lock(&fh->h.lock);
 		if (at > (uint64_t)off + fh->shift)
 			fh->shift = at - (uint64_t)off;
 		fh->pos = at + n;
-		pthread_mutex_unlock(&fh->lock);
+		pthread_mutex_unlock(&fh->h.lock);
 		fuse_reply_buf(req, buf, n);
 	}
 	free(buf);
@@ -322,29 +290,29 @@ void termfile_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info
 		return;
 	}
 	/* Once answered, the file may be released at once: hold fh until we are done with it. */
-	fh_ref(fh);
+	fhandle_ref(&fh->h);
 	if (fh->kind != K_TOUT && fh->kind != K_TEXIT && fh->kind != K_TWAIT) {
 		if (fh->snap)
 			reply_slice(req, fh->snap, fh->snaplen, size, off);
 		else
 			fuse_reply_err(req, EBADF);
-		fh_unref(fh);
+		fhandle_unref(&fh->h);
 		return;
 	}
 	if (fh->kind == K_TWAIT) {
-		pthread_mutex_lock(&fh->lock);
+		pthread_mutex_lock(&fh->h.lock);
 		if (!fh->deadline_ns)
 			fh->deadline_ns = loop_now_ns() + term_wait_ms() * 1000000u;
-		pthread_mutex_unlock(&fh->lock);
+		pthread_mutex_unlock(&fh->h.lock);
 		rc = try_wait(req, fh, size, off, NULL);
 	} else {
 		rc = try_read(req, fh, size, off, NULL);
 	}
 	if (rc == 0) {
-		fh_unref(fh);
+		fhandle_unref(&fh->h);
 	} else if (fi->flags & O_NONBLOCK) {
 		fuse_reply_err(req, EAGAIN);
-		fh_unref(fh);
+		fhandle_unref(&fh->h);
 	} else {
 		rr = xmalloc(sizeof(*rr));
 		*rr = (struct read_req){fh, size, off};
@@ -362,7 +330,7 @@ static void in_req_free(void *arg)
 {
 	struct in_req *ir = arg;
 
-	fh_unref(ir->fh);
+	fhandle_unref(&ir->fh->h);
 	free(ir->data);
 	free(ir);
 }
@@ -398,12 +366,12 @@ static void write_in(fuse_req_t req, struct termfh *fh, const char *buf, size_t 
 		return;
 	}
 	ir = xmalloc(sizeof(*ir));
-	fh_ref(fh);
+	fhandle_ref(&fh->h);
 	*ir = (struct in_req){fh, xmemdup(buf, size), size};
 	park_request(req, in_attempt, ir, in_req_free);
 }
 
-/* fh->lock held: adds a write to the pending bytes. */
+/* fh->h.lock held: adds a write to the pending bytes. */
 static int append(struct termfh *fh, const char *buf, size_t size, size_t max)
 {
 	if (memchr(buf, '\0', size))
@@ -428,7 +396,7 @@ static int line_do(struct termfh *fh, const char *line, size_t len, bool apply)
 	return rc < 0 || !apply ? rc : term_resize(fh->t, rows, cols);
 }
 
-/* fh->lock held: every complete line is checked, then all of them apply, and they leave the
+/* fh->h.lock held: every complete line is checked, then all of them apply, and they leave the
  * buffer; with all, the rest too (at close). */
 static int apply_lines(struct termfh *fh, bool all)
 {
@@ -481,7 +449,7 @@ void termfile_write(fuse_req_t req, const char *buf, size_t size, struct fuse_fi
 		write_pattern(req, fh, buf, size);
 		return;
 	}
-	pthread_mutex_lock(&fh->lock);
+	pthread_mutex_lock(&fh->h.lock);
 	rc = fh->werr;
 	if (rc == 0 && fh->kind == K_TCMD)
 		rc = term_cmd_settable(fh->t);
@@ -492,7 +460,7 @@ void termfile_write(fuse_req_t req, const char *buf, size_t size, struct fuse_fi
 	/* ESRCH: nothing to signal, no fault of the line */
 	if (rc < 0 && rc != -ESRCH && rc != -EBUSY && !fh->werr)
 		fh->werr = rc;
-	pthread_mutex_unlock(&fh->lock);
+	pthread_mutex_unlock(&fh->h.lock);
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
 	else
@@ -506,12 +474,12 @@ void termfile_flush(fuse_req_t req, struct fuse_file_info *fi)
 	struct termfh *fh = fh_of(fi);
 	int rc = 0;
 
-	pthread_mutex_lock(&fh->lock);
+	pthread_mutex_lock(&fh->h.lock);
 	if (fh->wlen && !fh->werr)
 		rc = fh->kind == K_TCMD ? term_start(fh->t, fh->wbuf, fh->wlen)
 					: apply_lines(fh, true);
 	fh->wlen = 0;
-	pthread_mutex_unlock(&fh->lock);
+	pthread_mutex_unlock(&fh->h.lock);
 	fuse_reply_err(req, rc == -ESRCH ? ESRCH : -rc);
 }
 
@@ -519,33 +487,13 @@ void termfile_release(fuse_req_t req, struct fuse_file_info *fi)
 {
 	struct termfh *fh = fh_of(fi);
 
-	/* A poll waiter still queued holds a reference; drop it if we can take it back. */
-	if (fh->poll_armed && waiter_cancel(&fh->pollw))
-		fh_unref(fh);
-	fh_unref(fh);
+	fhandle_release(&fh->h);
 	fuse_reply_err(req, 0);
 }
 
-static void poll_woken(struct waiter *w)
+static bool poll_ready(struct fhandle *h, struct waiter *w)
 {
-	struct termfh *fh = container_of(w, struct termfh, pollw);
-	struct fuse_pollhandle *ph;
-
-	pthread_mutex_lock(&fh->lock);
-	ph = fh->ph;
-	fh->ph = NULL;
-	fh->poll_armed = false;
-	pthread_mutex_unlock(&fh->lock);
-	if (ph) {
-		fuse_lowlevel_notify_poll(ph);
-		fuse_pollhandle_destroy(ph);
-	}
-	fh_unref(fh);
-}
-
-/* fh->lock held. */
-static bool poll_ready(struct termfh *fh, struct waiter *w)
-{
+	struct termfh *fh = container_of(h, struct termfh, h);
 	int status;
 
 	if (fh->kind == K_TEXIT)
@@ -557,35 +505,9 @@ void termfile_poll(fuse_req_t req, struct fuse_file_info *fi, struct fuse_pollha
 {
 	struct termfh *fh = fh_of(fi);
 	unsigned revents = POLLIN | POLLRDNORM;
-	struct waiter *w = NULL;
-	bool ready;
+	bool pollable = fh->kind == K_TOUT || fh->kind == K_TEXIT;
 
 	if (writable(fh->kind))
 		revents |= POLLOUT | POLLWRNORM;
-	if (fh->kind != K_TOUT && fh->kind != K_TEXIT) {
-		if (ph)
-			fuse_pollhandle_destroy(ph);
-		fuse_reply_poll(req, revents);
-		return;
-	}
-	pthread_mutex_lock(&fh->lock);
-	if (ph) {
-		if (fh->ph)
-			fuse_pollhandle_destroy(fh->ph);
-		fh->ph = ph;
-		if (!fh->poll_armed) {
-			/* The queued waiter holds a reference until it is woken or cancelled. */
-			fh->poll_armed = true;
-			fh->pollw.wake = poll_woken;
-			fh_ref(fh);
-			w = &fh->pollw;
-		}
-	}
-	ready = poll_ready(fh, w);
-	if (ready && w) {
-		fh->poll_armed = false;
-		__atomic_sub_fetch(&fh->refs, 1, __ATOMIC_RELAXED);
-	}
-	pthread_mutex_unlock(&fh->lock);
-	fuse_reply_poll(req, ready ? revents : 0);
+	fhandle_poll(req, &fh->h, ph, revents, pollable ? poll_ready : NULL);
 }

@@ -1,0 +1,109 @@
+/* Open file handles' references, lifetime and poll (see fhandle.h). */
+#include "fhandle.h"
+
+#include "xmalloc.h"
+
+static void fhandle_free(struct fhandle *h)
+{
+	if (h->ph)
+		fuse_pollhandle_destroy(h->ph);
+	pthread_mutex_destroy(&h->lock);
+	h->free(h);
+}
+
+void fhandle_init(struct fhandle *h, struct fhandle_list *list, void (*free)(struct fhandle *))
+{
+	h->refs = 1;
+	h->free = free;
+	h->list = list;
+	pthread_mutex_init(&h->lock, NULL);
+	pthread_mutex_lock(&list->lock);
+	LIST_INSERT_HEAD(&list->head, h, link);
+	pthread_mutex_unlock(&list->lock);
+}
+
+void fhandle_ref(struct fhandle *h)
+{
+	__atomic_add_fetch(&h->refs, 1, __ATOMIC_RELAXED);
+}
+
+void fhandle_unref(struct fhandle *h)
+{
+	if (__atomic_sub_fetch(&h->refs, 1, __ATOMIC_ACQ_REL) > 0)
+		return;
+	pthread_mutex_lock(&h->list->lock);
+	LIST_REMOVE(h, link);
+	pthread_mutex_unlock(&h->list->lock);
+	fhandle_free(h);
+}
+
+void fhandle_release(struct fhandle *h)
+{
+	/* A poll waiter still queued holds a reference; drop it if we can take it back. */
+	if (h->poll_armed && waiter_cancel(&h->pollw))
+		fhandle_unref(h);
+	fhandle_unref(h);
+}
+
+void fhandle_shutdown(struct fhandle_list *list)
+{
+	struct fhandle *h;
+
+	pthread_mutex_lock(&list->lock);
+	while ((h = LIST_FIRST(&list->head))) {
+		LIST_REMOVE(h, link);
+		fhandle_free(h);
+	}
+	pthread_mutex_unlock(&list->lock);
+}
+
+static void poll_woken(struct waiter *w)
+{
+	struct fhandle *h = container_of(w, struct fhandle, pollw);
+	struct fuse_pollhandle *ph;
+
+	pthread_mutex_lock(&h->lock);
+	ph = h->ph;
+	h->ph = NULL;
+	h->poll_armed = false;
+	pthread_mutex_unlock(&h->lock);
+	if (ph) {
+		fuse_lowlevel_notify_poll(ph);
+		fuse_pollhandle_destroy(ph);
+	}
+	fhandle_unref(h);
+}
+
+void fhandle_poll(fuse_req_t req, struct fhandle *h, struct fuse_pollhandle *ph, unsigned revents,
+		  fhandle_ready_fn ready)
+{
+	struct waiter *w = NULL;
+	bool now;
+
+	if (!ready) {
+		if (ph)
+			fuse_pollhandle_destroy(ph);
+		fuse_reply_poll(req, revents);
+		return;
+	}
+	pthread_mutex_lock(&h->lock);
+	if (ph) {
+		if (h->ph)
+			fuse_pollhandle_destroy(h->ph);
+		h->ph = ph;
+		if (!h->poll_armed) {
+			/* The queued waiter holds a reference until it is woken or cancelled. */
+			h->poll_armed = true;
+			h->pollw.wake = poll_woken;
+			fhandle_ref(h);
+			w = &h->pollw;
+		}
+	}
+	now = ready(h, w);
+	if (now && w) {
+		h->poll_armed = false;
+		__atomic_sub_fetch(&h->refs, 1, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&h->lock);
+	fuse_reply_poll(req, now ? revents : 0);
+}
