@@ -1,7 +1,6 @@
 /* Reads and poll of open control files: snapshots read back, output streams and awaited
  * answers (exit, ready, result) parked until they have something, a handle's run number. */
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -14,7 +13,6 @@
 #include "ctl.h"
 #include "ctlfile_priv.h"
 #include "job.h"
-#include "park.h"
 #include "reply.h"
 #include "result.h"
 #include "run.h"
@@ -22,20 +20,6 @@
 #include "xmalloc.h"
 
 #define STREAM_REPLY_MAX (512u << 10)
-
-struct read_req {
-	struct ctlfh *fh;
-	size_t size;
-	off_t off;
-};
-
-static void read_req_free(void *arg)
-{
-	struct read_req *rr = arg;
-
-	fhandle_unref(&rr->fh->h);
-	free(rr);
-}
 
 /* The result is rendered once, by the first read after the run ended, so every read of this
  * open file sees the same document whatever its offsets and sizes. */
@@ -54,8 +38,9 @@ static void reply_result(fuse_req_t req, struct ctlfh *fh, size_t size, off_t of
 }
 
 /* Answers a read of stdout/stderr/exit/result, or returns -EAGAIN (w queued if given). */
-static int try_read(fuse_req_t req, struct ctlfh *fh, size_t size, off_t off, struct waiter *w)
+static int try_read(fuse_req_t req, struct fhandle *h, size_t size, off_t off, struct waiter *w)
 {
+	struct ctlfh *fh = container_of(h, struct ctlfh, h);
 	char text[16];
 	unsigned port;
 	size_t n;
@@ -106,13 +91,6 @@ static int try_read(fuse_req_t req, struct ctlfh *fh, size_t size, off_t off, st
 	return 0;
 }
 
-static int read_attempt(struct park *p)
-{
-	struct read_req *rr = park_arg(p);
-
-	return try_read(park_req(p), rr->fh, rr->size, rr->off, park_waiter(p));
-}
-
 /* A handle's read: what was written is submitted, and the run number is read back once, from
  * wherever the file offset is (it sits past the command written). -ENODATA if the handle has
  * submitted nothing: the file then reads as a plain one. */
@@ -140,7 +118,6 @@ static int read_answer(fuse_req_t req, struct ctlfh *fh, size_t size)
 void ctl_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct ctlfh *fh = fh_of(fi);
-	struct read_req *rr;
 	int rc;
 
 	if (ino_is_term(ino)) {
@@ -158,15 +135,9 @@ void ctl_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fus
 		reply_slice(req, fh->snap, fh->snaplen, size, off);
 	} else if (!fh->run && fh->kind != K_READY) {
 		fuse_reply_buf(req, NULL, 0); /* no command yet: empty */
-	} else if (try_read(req, fh, size, off, NULL) < 0) {
-		if (fi->flags & O_NONBLOCK) {
-			fuse_reply_err(req, EAGAIN);
-		} else {
-			rr = xmalloc(sizeof(*rr));
-			*rr = (struct read_req){fh, size, off};
-			park_request(req, read_attempt, rr, read_req_free);
-			return; /* the park owns the reference now */
-		}
+	} else {
+		fhandle_read(req, &fh->h, size, off, fi->flags, try_read);
+		return;
 	}
 	fhandle_unref(&fh->h);
 }

@@ -14,7 +14,6 @@
 #include "context.h"
 #include "ctxfs.h"
 #include "fhandle.h"
-#include "park.h"
 #include "run.h"
 #include "xmalloc.h"
 
@@ -187,8 +186,9 @@ static int render_awaited(struct xfh *fh)
 	return rc;
 }
 
-static int try_read(fuse_req_t req, struct xfh *fh, size_t size, off_t off, struct waiter *w)
+static int try_read(fuse_req_t req, struct fhandle *h, size_t size, off_t off, struct waiter *w)
 {
+	struct xfh *fh = container_of(h, struct xfh, h);
 	size_t n;
 	int fd, rc;
 
@@ -221,27 +221,6 @@ static int try_read(fuse_req_t req, struct xfh *fh, size_t size, off_t off, stru
 	return 0;
 }
 
-struct read_req {
-	struct xfh *fh;
-	size_t size;
-	off_t off;
-};
-
-static void read_req_free(void *arg)
-{
-	struct read_req *rr = arg;
-
-	fhandle_unref(&rr->fh->h);
-	free(rr);
-}
-
-static int read_attempt(struct park *p)
-{
-	struct read_req *rr = park_arg(p);
-
-	return try_read(park_req(p), rr->fh, rr->size, rr->off, park_waiter(p));
-}
-
 static int submit_locked(struct xfh *fh);
 
 /* A run handle's read: what was written is submitted, and "N\n" read back once. */
@@ -269,7 +248,6 @@ static int read_answer(fuse_req_t req, struct xfh *fh, size_t size)
 void ctxfile_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct xfh *fh = xfh_of(fi);
-	struct read_req *rr;
 	int rc;
 
 	if (fh->handle && (rc = read_answer(req, fh, size)) != -ENODATA) {
@@ -277,20 +255,15 @@ void ctxfile_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info 
 			fuse_reply_err(req, -rc);
 		return;
 	}
+	/* Once answered, the file may be released at once: hold fh until we are done with it. */
 	fhandle_ref(&fh->h);
 	if (!is_stream(fh->kind) && !is_awaited(fh->kind)) {
 		reply_slice(req, fh->snap, fh->snaplen, size, off);
 	} else if (!fh->cell) {
 		fuse_reply_buf(req, NULL, 0); /* no cell yet: empty */
-	} else if (try_read(req, fh, size, off, NULL) < 0) {
-		if (fi->flags & O_NONBLOCK) {
-			fuse_reply_err(req, EAGAIN);
-		} else {
-			rr = xmalloc(sizeof(*rr));
-			*rr = (struct read_req){fh, size, off};
-			park_request(req, read_attempt, rr, read_req_free);
-			return; /* the park owns the reference now */
-		}
+	} else {
+		fhandle_read(req, &fh->h, size, off, fi->flags, try_read);
+		return;
 	}
 	fhandle_unref(&fh->h);
 }

@@ -1,6 +1,11 @@
 /* Open file handles' references, lifetime and poll (see fhandle.h). */
 #include "fhandle.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+
+#include "park.h"
 #include "xmalloc.h"
 
 static void fhandle_free(struct fhandle *h)
@@ -106,4 +111,43 @@ void fhandle_poll(fuse_req_t req, struct fhandle *h, struct fuse_pollhandle *ph,
 	}
 	pthread_mutex_unlock(&h->lock);
 	fuse_reply_poll(req, now ? revents : 0);
+}
+
+struct read_req {
+	struct fhandle *h;
+	size_t size;
+	off_t off;
+	fhandle_try_fn try;
+};
+
+static void read_req_free(void *arg)
+{
+	struct read_req *rr = arg;
+
+	fhandle_unref(rr->h);
+	free(rr);
+}
+
+static int read_attempt(struct park *p)
+{
+	struct read_req *rr = park_arg(p);
+
+	return rr->try(park_req(p), rr->h, rr->size, rr->off, park_waiter(p));
+}
+
+void fhandle_read(fuse_req_t req, struct fhandle *h, size_t size, off_t off, int flags,
+		  fhandle_try_fn try)
+{
+	struct read_req *rr;
+
+	if (try(req, h, size, off, NULL) == 0) {
+		fhandle_unref(h);
+	} else if (flags & O_NONBLOCK) {
+		fuse_reply_err(req, EAGAIN);
+		fhandle_unref(h);
+	} else {
+		rr = xmalloc(sizeof(*rr));
+		*rr = (struct read_req){h, size, off, try};
+		park_request(req, read_attempt, rr, read_req_free); /* owns the reference */
+	}
 }

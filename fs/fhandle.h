@@ -1,6 +1,7 @@
 /* What every open file of the control tree, of terminals and of contexts shares: its references
  * and lifetime (the list that frees what the kernel never released), its lock, and poll: a
- * waiter queued for the next change, which notifies the poll handle the kernel gave. */
+ * waiter queued for the next change, which notifies the poll handle the kernel gave; a read
+ * that waits, parked (park.h) holding the handle. */
 #ifndef SBX_FHANDLE_H
 #define SBX_FHANDLE_H
 
@@ -53,5 +54,15 @@ typedef bool (*fhandle_ready_fn)(struct fhandle *h, struct waiter *w);
  * then. ready NULL: always ready. */
 void fhandle_poll(fuse_req_t req, struct fhandle *h, struct fuse_pollhandle *ph, unsigned revents,
 		  fhandle_ready_fn ready);
+
+/* Answers a read of size bytes at off and returns 0, or returns -EAGAIN after queuing w (if
+ * given) on what it waits for. */
+typedef int (*fhandle_try_fn)(fuse_req_t req, struct fhandle *h, size_t size, off_t off,
+			      struct waiter *w);
+
+/* Answers a read with try, now or, parked, once try can (flags with O_NONBLOCK: EAGAIN). Takes
+ * over a reference the caller took on h before the read touched it. */
+void fhandle_read(fuse_req_t req, struct fhandle *h, size_t size, off_t off, int flags,
+		  fhandle_try_fn try);
 
 #endif

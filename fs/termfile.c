@@ -182,24 +182,11 @@ void termfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_open(req, fi);
 }
 
-struct read_req {
-	struct termfh *fh;
-	size_t size;
-	off_t off;
-};
-
-static void read_req_free(void *arg)
-{
-	struct read_req *rr = arg;
-
-	fhandle_unref(&rr->fh->h);
-	free(rr);
-}
-
 /* Answers a read of out or exit, or returns -EAGAIN (w queued if given). A read below the
  * oldest byte held starts there, and the open's later offsets follow on from it. */
-static int try_read(fuse_req_t req, struct termfh *fh, size_t size, off_t off, struct waiter *w)
+static int try_read(fuse_req_t req, struct fhandle *h, size_t size, off_t off, struct waiter *w)
 {
+	struct termfh *fh = container_of(h, struct termfh, h);
 	char text[16], *buf;
 	uint64_t at;
 	size_t n;
@@ -250,8 +237,9 @@ static char *match_line(struct termfh *fh)
 
 /* wait: the matching line once the screen has one; ETIMEDOUT after term_wait_ms, EOF once
  * the terminal ended without one. */
-static int try_wait(fuse_req_t req, struct termfh *fh, size_t size, off_t off, struct waiter *w)
+static int try_wait(fuse_req_t req, struct fhandle *h, size_t size, off_t off, struct waiter *w)
 {
+	struct termfh *fh = container_of(h, struct termfh, h);
 	char *line = match_line(fh);
 	int rc;
 
@@ -270,20 +258,9 @@ static int try_wait(fuse_req_t req, struct termfh *fh, size_t size, off_t off, s
 	return 0;
 }
 
-static int read_attempt(struct park *p)
-{
-	struct read_req *rr = park_arg(p);
-
-	if (rr->fh->kind == K_TWAIT)
-		return try_wait(park_req(p), rr->fh, rr->size, rr->off, park_waiter(p));
-	return try_read(park_req(p), rr->fh, rr->size, rr->off, park_waiter(p));
-}
-
 void termfile_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct termfh *fh = fh_of(fi);
-	struct read_req *rr;
-	int rc;
 
 	if (fh->kind == K_TWAIT && !fh->has_rx) {
 		fuse_reply_err(req, EINVAL); /* opened to write the pattern */
@@ -304,20 +281,8 @@ void termfile_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info
 		if (!fh->deadline_ns)
 			fh->deadline_ns = loop_now_ns() + term_wait_ms() * 1000000u;
 		pthread_mutex_unlock(&fh->h.lock);
-		rc = try_wait(req, fh, size, off, NULL);
-	} else {
-		rc = try_read(req, fh, size, off, NULL);
 	}
-	if (rc == 0) {
-		fhandle_unref(&fh->h);
-	} else if (fi->flags & O_NONBLOCK) {
-		fuse_reply_err(req, EAGAIN);
-		fhandle_unref(&fh->h);
-	} else {
-		rr = xmalloc(sizeof(*rr));
-		*rr = (struct read_req){fh, size, off};
-		park_request(req, read_attempt, rr, read_req_free); /* owns the reference */
-	}
+	fhandle_read(req, &fh->h, size, off, fi->flags, fh->kind == K_TWAIT ? try_wait : try_read);
 }
 
 struct in_req {
