@@ -78,16 +78,7 @@ static int try_read(fuse_req_t req, struct fhandle *h, size_t size, off_t off, s
 	pthread_mutex_lock(&fh->h.lock);
 	fh->pos = off + (off_t)n;
 	pthread_mutex_unlock(&fh->h.lock);
-	if (n == 0) {
-		fuse_reply_buf(req, NULL, 0);
-	} else {
-		struct fuse_bufvec bv = FUSE_BUFVEC_INIT(n);
-
-		bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-		bv.buf[0].fd = fd;
-		bv.buf[0].pos = off;
-		fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE);
-	}
+	reply_extent(req, fd, n, off);
 	return 0;
 }
 

@@ -14,6 +14,7 @@
 #include "context.h"
 #include "ctxfs.h"
 #include "fhandle.h"
+#include "reply.h"
 #include "run.h"
 #include "xmalloc.h"
 
@@ -163,15 +164,6 @@ int ctxfile_stat(struct fuse_file_info *fi, struct stat *st)
 	return 0;
 }
 
-static void reply_slice(fuse_req_t req, const char *text, size_t len, size_t size, off_t off)
-{
-	if (!text || (size_t)off >= len)
-		fuse_reply_buf(req, NULL, 0);
-	else
-		fuse_reply_buf(req, text + off,
-			       len - (size_t)off < size ? len - (size_t)off : size);
-}
-
 /* Rendered once, by the first read after the cell ended: every read sees one document. */
 static int render_awaited(struct xfh *fh)
 {
@@ -208,16 +200,7 @@ static int try_read(fuse_req_t req, struct fhandle *h, size_t size, off_t off, s
 	pthread_mutex_lock(&fh->h.lock);
 	fh->pos = off + (off_t)n;
 	pthread_mutex_unlock(&fh->h.lock);
-	if (n == 0) {
-		fuse_reply_buf(req, NULL, 0);
-	} else {
-		struct fuse_bufvec bv = FUSE_BUFVEC_INIT(n);
-
-		bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-		bv.buf[0].fd = fd;
-		bv.buf[0].pos = off;
-		fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE);
-	}
+	reply_extent(req, fd, n, off);
 	return 0;
 }
 

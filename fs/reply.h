@@ -1,5 +1,5 @@
-/* Replies shared by the open files of the control tree (ctlread.c) and of terminals
- * (termfile.c): a read of a text rendered whole. */
+/* Replies shared by the open files of the control tree (ctlread.c), of terminals (termfile.c)
+ * and of contexts (ctxfile.c): a read of a text rendered whole, of an output's extent. */
 #ifndef SBX_REPLY_H
 #define SBX_REPLY_H
 
@@ -16,6 +16,21 @@ static inline void reply_slice(fuse_req_t req, const char *text, size_t len, siz
 		return;
 	}
 	fuse_reply_buf(req, text + off, len - (size_t)off < size ? len - (size_t)off : size);
+}
+
+/* Replies n bytes of fd at off, spliced (n 0: end of file). */
+static inline void reply_extent(fuse_req_t req, int fd, size_t n, off_t off)
+{
+	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(n);
+
+	if (n == 0) {
+		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
+	bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+	bv.buf[0].fd = fd;
+	bv.buf[0].pos = off;
+	fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE);
 }
 
 #endif
