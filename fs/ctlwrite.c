@@ -313,60 +313,14 @@ static int write_checkout(struct ctlfh *fh, const char *buf, size_t size)
 	return rc;
 }
 
-struct stdin_req {
-	struct ctlfh *fh;
-	char *data;
-	size_t size;
-};
-
-static void stdin_req_free(void *arg)
+/* Bytes go to the running command's stdin or wait for the next; a full buffer parks the
+ * writer, as a full pipe would block it (even with O_NONBLOCK). */
+static ssize_t stdin_write(struct fhandle *h, const char *buf, size_t size, struct waiter *w)
 {
-	struct stdin_req *sr = arg;
+	struct ctlfh *fh = container_of(h, struct ctlfh, h);
 
-	fhandle_unref(&sr->fh->h);
-	free(sr->data);
-	free(sr);
-}
-
-static ssize_t stdin_write(struct ctlfh *fh, const char *buf, size_t size, struct waiter *w)
-{
 	return fh->job ? job_stdin_write(fh->job, buf, size, w)
 		       : session_stdin_write(fh->s, buf, size, w);
-}
-
-static int stdin_attempt(struct park *p)
-{
-	struct stdin_req *sr = park_arg(p);
-	ssize_t n = stdin_write(sr->fh, sr->data, sr->size, park_waiter(p));
-
-	if (n == -EAGAIN)
-		return -EAGAIN;
-	if (n < 0)
-		fuse_reply_err(park_req(p), (int)-n);
-	else
-		fuse_reply_write(park_req(p), (size_t)n);
-	return 0;
-}
-
-/* Bytes go to the running command's stdin or wait for the next; a full buffer parks the
- * writer, as a full pipe would block it. */
-static void write_stdin(fuse_req_t req, struct ctlfh *fh, const char *buf, size_t size)
-{
-	ssize_t n = stdin_write(fh, buf, size, NULL);
-	struct stdin_req *sr;
-
-	if (n >= 0) {
-		fuse_reply_write(req, (size_t)n);
-		return;
-	}
-	if (n != -EAGAIN) {
-		fuse_reply_err(req, (int)-n);
-		return;
-	}
-	sr = xmalloc(sizeof(*sr));
-	fhandle_ref(&fh->h);
-	*sr = (struct stdin_req){fh, xmemdup(buf, size), size};
-	park_request(req, stdin_attempt, sr, stdin_req_free);
 }
 
 void ctl_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
@@ -382,7 +336,7 @@ void ctl_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off
 		return;
 	}
 	if (fh->kind == K_STDIN) {
-		write_stdin(req, fh, buf, size);
+		fhandle_write(req, &fh->h, buf, size, 0, stdin_write);
 		return;
 	}
 	pthread_mutex_lock(&fh->h.lock);

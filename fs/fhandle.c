@@ -151,3 +151,53 @@ void fhandle_read(fuse_req_t req, struct fhandle *h, size_t size, off_t off, int
 		park_request(req, read_attempt, rr, read_req_free); /* owns the reference */
 	}
 }
+
+struct write_req {
+	struct fhandle *h;
+	char *data;
+	size_t size;
+	fhandle_write_fn write;
+};
+
+static void write_req_free(void *arg)
+{
+	struct write_req *wr = arg;
+
+	fhandle_unref(wr->h);
+	free(wr->data);
+	free(wr);
+}
+
+static int write_attempt(struct park *p)
+{
+	struct write_req *wr = park_arg(p);
+	ssize_t n = wr->write(wr->h, wr->data, wr->size, park_waiter(p));
+
+	if (n == -EAGAIN)
+		return -EAGAIN;
+	if (n < 0)
+		fuse_reply_err(park_req(p), (int)-n);
+	else
+		fuse_reply_write(park_req(p), (size_t)n);
+	return 0;
+}
+
+void fhandle_write(fuse_req_t req, struct fhandle *h, const char *buf, size_t size, int flags,
+		   fhandle_write_fn write)
+{
+	ssize_t n = write(h, buf, size, NULL);
+	struct write_req *wr;
+
+	if (n >= 0) {
+		fuse_reply_write(req, (size_t)n);
+		return;
+	}
+	if (n != -EAGAIN || (flags & O_NONBLOCK)) {
+		fuse_reply_err(req, (int)-n);
+		return;
+	}
+	wr = xmalloc(sizeof(*wr));
+	fhandle_ref(h);
+	*wr = (struct write_req){h, xmemdup(buf, size), size, write};
+	park_request(req, write_attempt, wr, write_req_free);
+}

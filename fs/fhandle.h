@@ -1,7 +1,7 @@
 /* What every open file of the control tree, of terminals and of contexts shares: its references
  * and lifetime (the list that frees what the kernel never released), its lock, and poll: a
- * waiter queued for the next change, which notifies the poll handle the kernel gave; a read
- * that waits, parked (park.h) holding the handle. */
+ * waiter queued for the next change, which notifies the poll handle the kernel gave; a read or
+ * a write that waits, parked (park.h) holding the handle. */
 #ifndef SBX_FHANDLE_H
 #define SBX_FHANDLE_H
 
@@ -64,5 +64,15 @@ typedef int (*fhandle_try_fn)(fuse_req_t req, struct fhandle *h, size_t size, of
  * over a reference the caller took on h before the read touched it. */
 void fhandle_read(fuse_req_t req, struct fhandle *h, size_t size, off_t off, int flags,
 		  fhandle_try_fn try);
+
+/* Writes what it can of buf and returns how many bytes, or -EAGAIN after queuing w (if given)
+ * on what it waits for (room), or -errno. */
+typedef ssize_t (*fhandle_write_fn)(struct fhandle *h, const char *buf, size_t size,
+				    struct waiter *w);
+
+/* Answers a write with write, now or, parked with a copy of buf, once it can (flags with
+ * O_NONBLOCK: EAGAIN). */
+void fhandle_write(fuse_req_t req, struct fhandle *h, const char *buf, size_t size, int flags,
+		   fhandle_write_fn write);
 
 #endif

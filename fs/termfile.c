@@ -17,7 +17,6 @@
 #include "ctl.h"
 #include "fhandle.h"
 #include "loop.h"
-#include "park.h"
 #include "reply.h"
 #include "session.h"
 #include "term.h"
@@ -285,55 +284,11 @@ void termfile_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info
 	fhandle_read(req, &fh->h, size, off, fi->flags, fh->kind == K_TWAIT ? try_wait : try_read);
 }
 
-struct in_req {
-	struct termfh *fh;
-	char *data;
-	size_t size;
-};
-
-static void in_req_free(void *arg)
-{
-	struct in_req *ir = arg;
-
-	fhandle_unref(&ir->fh->h);
-	free(ir->data);
-	free(ir);
-}
-
-static int in_attempt(struct park *p)
-{
-	struct in_req *ir = park_arg(p);
-	ssize_t n = term_input(ir->fh->t, ir->data, ir->size, park_waiter(p));
-
-	if (n == -EAGAIN)
-		return -EAGAIN;
-	if (n < 0)
-		fuse_reply_err(park_req(p), (int)-n);
-	else
-		fuse_reply_write(park_req(p), (size_t)n);
-	return 0;
-}
-
 /* Keys go to the queue as typed; a full queue parks the writer as a full pty would block it
  * (O_NONBLOCK: EAGAIN). */
-static void write_in(fuse_req_t req, struct termfh *fh, const char *buf, size_t size,
-		     struct fuse_file_info *fi)
+static ssize_t input(struct fhandle *h, const char *buf, size_t size, struct waiter *w)
 {
-	ssize_t n = term_input(fh->t, buf, size, NULL);
-	struct in_req *ir;
-
-	if (n >= 0) {
-		fuse_reply_write(req, (size_t)n);
-		return;
-	}
-	if (n != -EAGAIN || (fi->flags & O_NONBLOCK)) {
-		fuse_reply_err(req, (int)-n);
-		return;
-	}
-	ir = xmalloc(sizeof(*ir));
-	fhandle_ref(&fh->h);
-	*ir = (struct in_req){fh, xmemdup(buf, size), size};
-	park_request(req, in_attempt, ir, in_req_free);
+	return term_input(container_of(h, struct termfh, h)->t, buf, size, w);
 }
 
 /* fh->h.lock held: adds a write to the pending bytes. */
@@ -407,7 +362,7 @@ void termfile_write(fuse_req_t req, const char *buf, size_t size, struct fuse_fi
 	int rc;
 
 	if (fh->kind == K_TIN) {
-		write_in(req, fh, buf, size, fi);
+		fhandle_write(req, &fh->h, buf, size, fi->flags, input);
 		return;
 	}
 	if (fh->kind == K_TWAIT) {
