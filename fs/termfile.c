@@ -195,7 +195,10 @@ static int try_read(fuse_req_t req, struct fhandle *h, size_t size, off_t off, s
 		rc = term_wait_exit(fh->t, &status, w);
 		if (rc == -EAGAIN)
 			return rc;
-		snprintf(text, sizeof(text), rc == 0 ? "%d\n" : "", status);
+		if (rc == 0)
+			snprintf(text, sizeof(text), "%d\n", status);
+		else
+			text[0] = '\0';
 		reply_slice(req, text, strlen(text), size, off);
 		return 0;
 	}
