@@ -403,10 +403,7 @@ def test_a_missing_driver_is_enoent():
         assert (ctx / "language").read_text() == "python\n"
         assert run(ctx, "1 + 1")["results"][0]["text"] == "2"
     finally:
-        if m.alive():
-            m.stop()
-        m.abort()
-        m.cleanup_tmp()
+        m.discard()
 
 
 def test_rmdir_of_a_busy_context_ends_it(sbx):
@@ -491,10 +488,7 @@ def test_a_cell_that_runs_out_of_memory_gets_a_fresh_interpreter():
         assert run(ctx, "'b' in dir()")["results"][0]["text"] == "False"
         assert "oom_kills 0\n" not in (ctx / "status").read_text()
     finally:
-        if m.alive():
-            m.stop()
-        m.abort()
-        m.cleanup_tmp()
+        m.discard()
 
 
 def test_an_interpreter_that_cannot_start_says_why(sbx):

@@ -19,7 +19,7 @@ import pytest
 
 from sbxutil import (status, ConfMount, Background, bounded, errname, kill_quietly, pid_alive,
                     procs_matching, read_bytes, read_pipe_until, run_proc, sleep_tag, uniq,
-                    wait_file_sh, wait_until, write_bytes, write_errno, stopped_cleanly, ctl,
+                    wait_file_sh, wait_until, write_bytes, write_errno, stopped_cleanly, started, ctl,
                     ctl_ok)
 
 # [session] kill_grace_ms default
@@ -110,12 +110,7 @@ timeout_ms = {CONF_TIMEOUT_MS}
 @pytest.fixture(scope="module")
 def conf_sbx():
     m = ConfMount(tempfile.mkdtemp(prefix="sbxfs-it-conf-"), CONF_TEXT)
-    try:
-        m.start(timeout=10)
-    except BaseException:
-        m.abort()
-        m.cleanup_tmp()
-        raise
+    started(m)
     try:
         yield m
     finally:

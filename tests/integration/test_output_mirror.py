@@ -9,7 +9,7 @@ import tempfile
 
 import pytest
 
-from sbxutil import Background, ConfMount, read_bytes, stopped_cleanly
+from sbxutil import Background, ConfMount, read_bytes, started, stopped_cleanly
 
 CAP = 100000
 
@@ -55,12 +55,7 @@ def test_a_reader_waiting_on_output_gets_every_byte(sbx):
 @pytest.fixture(scope="module")
 def capped():
     m = ConfMount(tempfile.mkdtemp(prefix="sbxfs-it-mirror-"), f"[session]\noutput_cap = {CAP}\n")
-    try:
-        m.start(timeout=10)
-    except BaseException:
-        m.abort()
-        m.cleanup_tmp()
-        raise
+    started(m)
     try:
         yield m
     finally:
