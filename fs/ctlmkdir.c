@@ -68,7 +68,7 @@ static int mkdir_attempt(struct park *p)
 	if (result < 0)
 		fuse_reply_err(park_req(p), -result);
 	else
-		reply_entry(park_req(p), mr->ino, 0);
+		reply_entry(park_req(p), mr->ino, ctl_entry_timeout(K_SDIR));
 	return 0;
 }
 

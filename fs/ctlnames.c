@@ -20,6 +20,15 @@
 /* Names at the root and in sessions/ never change: let the kernel keep them. */
 #define FIXED_TIMEOUT 3600.0
 
+/* How long the kernel may keep a name. A session's directory goes only by rmdir, which drops
+ * the kernel's entry itself, so it is kept: a path walk to a session's file then costs no
+ * LOOKUP. Runs, processes and terminals also go on their own (history, exit): 0. */
+double ctl_entry_timeout(enum ctl_kind k)
+{
+	return k == K_RUNDIR || k == K_JOBDIR || k == K_JOBLINK || k == K_TERMDIR ? 0
+										   : FIXED_TIMEOUT;
+}
+
 /* Builds an inode of the same owner (session, run or background process) as ino. */
 static fuse_ino_t sibling(fuse_ino_t ino, enum ctl_kind k)
 {
@@ -68,8 +77,7 @@ static void lookup_sessions(fuse_req_t req, const char *name)
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	/* Timeout 0: a session removed and made again under the same name is a new directory. */
-	reply_entry(req, ctl_ino(session_serial(s), K_SDIR, 0), 0);
+	reply_entry(req, ctl_ino(session_serial(s), K_SDIR, 0), ctl_entry_timeout(K_SDIR));
 	session_unref(s);
 }
 
@@ -395,10 +403,7 @@ static void plus_entry(const struct dirent_snap *de, struct fuse_entry_param *e)
 	if (ctl_stat(de->ino, &e->attr, NULL, false) < 0)
 		return;
 	e->ino = de->ino;
-	e->entry_timeout =
-	    k == K_SDIR || k == K_RUNDIR || k == K_JOBDIR || k == K_JOBLINK || k == K_TERMDIR
-		? 0
-		: FIXED_TIMEOUT;
+	e->entry_timeout = ctl_entry_timeout(k);
 }
 
 static void readdir_common(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi,

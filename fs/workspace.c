@@ -29,6 +29,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -248,9 +249,17 @@ int ws_open(const char *dir, const struct ws_opts *o)
 	return wsn_open(fd, &st);
 }
 
+static atomic_bool kernel_mounted;
+
 void ws_kernel_mounted(void)
 {
+	atomic_store(&kernel_mounted, true);
 	wsi_off();
+}
+
+bool ws_through_fuse(void)
+{
+	return !atomic_load(&kernel_mounted);
 }
 
 void ws_close(void)

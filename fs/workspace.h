@@ -29,6 +29,8 @@ void ws_close(void);
 /* Any thread: workspace/ is now the kernel's mount of the backing directory (wsmount.h), so
  * no request reaches the passthrough and the sandbox's changes need no invalidations. */
 void ws_kernel_mounted(void);
+/* Whether workspace/ is still served through FUSE (not yet, or never, the kernel's mount). */
+bool ws_through_fuse(void);
 
 /* Raises RLIMIT_NOFILE (each inode the kernel holds costs one O_PATH fd): the soft limit to
  * the hard one, and both to fs.nr_open when the daemon may; then sets the workspace's share. */

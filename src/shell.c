@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -19,25 +20,45 @@
 #include "loop.h"
 #include "xmalloc.h"
 
-/* The driver loop. Each request is three NUL-terminated fields on fd 3: a tag, a script, and
- * the path the command's stdin comes from (empty: /dev/null). The script is eval'd at top level,
- * as `bash -c` runs its string: cd, export, declare, functions and variables persist, and errors
- * read `bash: line N: ...` (BASH_SOURCE is empty, $0 is bash), which is why the whole driver is
- * one line: the eval is on line 1, so line N of the script is reported as line N. fds 3-6 are
- * closed for it and its own `exec >x` lasts only for the command, as fds 1 and 2 are restored
- * from 5 and 6. The report is printed in the loop condition, so `continue` in a command still
- * reports, and the outer loop re-enters after a `break`. On fd 4, a lone NUL says a command
- * started (its abort trap is armed); a report is tag, status, cwd, then a newline and what
- * `declare -px` prints (every exported variable, in one builtin: walking the variables in shell
- * code took most of an exec's time), then an empty field, NUL-separated. The driver's own code
- * runs with `set +u` (and its trap with defaults), a command with the `set -u` it left.
- * SIGUSR1 while a command runs makes the shell abandon the rest of it: a DEBUG trap under
- * extdebug returns 2 inside a function (a return, all the way up) and 1 at top level (the command
- * is skipped), and a command seen again at top level is a loop going round, which `break` ends
- * (that command runs once more), until the driver's own first command. It also disowns the jobs
- * the kill is ending, and `jobs` takes the news of background jobs that died otherwise. bash
- * reports a foreground job killed by a signal (`line 1: 49 Killed ...`) on the command's stderr
- * before any trap can run, so a kill of ours mutes stderr first (shell_mute_stderr). */
+/* A request's header: 'a' (the block is ASCII) or 'b', the tag space-padded, the block's length
+ * right-aligned (spaces, not zeros: bash reads a leading 0 as octal). */
+#define REQ_TAG 11
+#define REQ_LEN 12
+#define REQ_LEN_AT 12
+#define REQ_HDR 24
+_Static_assert(REQ_LEN_AT == 1 + REQ_TAG && REQ_HDR == REQ_LEN_AT + REQ_LEN, "request header");
+/* As the driver's text says them. */
+#define STR(x) #x
+#define XSTR(x) STR(x)
+#define REQ_HDR_S XSTR(REQ_HDR)
+#define REQ_TAG_S XSTR(REQ_TAG)
+#define REQ_LEN_AT_S XSTR(REQ_LEN_AT)
+
+/* The driver loop. A request on fd 3 is a header of REQ_HDR bytes, then a block of as many bytes
+ * as the header says: the path the command's stdin comes from (empty: /dev/null), a newline, and
+ * the script. `read -N` takes a block in one read(); a delimited read would take it a byte at a
+ * time, as bash must not read past a delimiter on a pipe. -N counts characters, so a block with
+ * bytes past ASCII is read under LC_ALL=C (the header's first byte says which). The script is
+ * eval'd at top level, as `bash -c` runs its string: cd, export, declare, functions and
+ * variables persist, and errors read `bash: line N: ...` (BASH_SOURCE is empty, $0 is bash),
+ * which is why the whole driver is one line: the eval is on line 1, so line N of the script is
+ * reported as line N. The driver's own stdout is the report pipe (fd 4 at start), so its
+ * reports need no redirection; a command gets fds 1 and 2 from 5 and 6 and has 3, 5 and 6
+ * closed, and its own `exec >x` lasts only for the command, as the eval's redirections are
+ * undone after it. The report is printed in the loop condition, so `continue` in a command
+ * still reports, and the outer loop re-enters after a `break`. A lone NUL on the report pipe
+ * says a command started (its abort trap is armed); a report is tag, status, cwd, then a
+ * newline and what `declare -px` prints (every exported variable, in one builtin: walking the
+ * variables in shell code took most of an exec's time), then an empty field, NUL-separated.
+ * The driver's own code runs with `set +u` (and its trap with defaults), a command with the
+ * `set -u` it left. SIGUSR1 while a command runs makes the shell abandon the rest of it: a
+ * DEBUG trap under extdebug returns 2 inside a function (a return, all the way up) and 1 at
+ * top level (the command is skipped), and a command seen again at top level is a loop going
+ * round, which `break` ends (that command runs once more), until the driver's own first
+ * command. It also disowns the jobs the kill is ending, and `jobs` takes the news of
+ * background jobs that died otherwise (once any was started: `$!` is set). bash reports a
+ * foreground job killed by a signal (`line 1: 49 Killed ...`) on the command's stderr before
+ * any trap can run, so a kill of ours mutes stderr first (shell_mute_stderr). */
 static const char driver[] =
 	"__sbx_status() { return \"$1\"; }; "
 	"__sbx_abort() { builtin disown -a; builtin shopt -s extdebug; builtin trap "
@@ -47,27 +68,30 @@ static const char driver[] =
 	"__sbx_seen[$__sbx_k]=1; __sbx_status 1; }; }' DEBUG; }; "
 	"builtin declare -A __sbx_seen; "
 	"builtin trap '' USR1; "
-	"exec 5>&1 6>&2; "
+	"exec 5>&1 6>&2 1>&4 4>&-; "
 	"__sbx_seq=i; "
 	"while :; do "
 	"while __sbx_rc=$?; "
 	"__sbx_u=${-//[^u]/}; builtin set +u; "
 	"builtin trap '' USR1; "
-	"builtin jobs >/dev/null 2>&1; "
+	"if [[ -n $! ]]; then builtin jobs >/dev/null 2>&1; fi; "
 	"if [[ -n $__sbx_seq ]]; then "
-	"builtin printf '%s\\0%s\\0%s\\0\\n' \"$__sbx_seq\" \"$__sbx_rc\" \"$PWD\" >&4; "
-	"builtin declare -px >&4; builtin printf '\\0\\0' >&4; "
+	"builtin printf '%s\\0%s\\0%s\\0\\n' \"$__sbx_seq\" \"$__sbx_rc\" \"$PWD\"; "
+	"builtin declare -px; builtin printf '\\0\\0'; "
 	"__sbx_seq=; "
 	"fi; "
-	"{ IFS= builtin read -r -d '' -u 3 __sbx_seq &&"
-	" IFS= builtin read -r -d '' -u 3 __sbx_cmd &&"
-	" IFS= builtin read -r -d '' -u 3 __sbx_in; } || builtin exit 0; "
+	"builtin read -r -N " REQ_HDR_S " -u 3 __sbx_h || builtin exit 0; "
+	"__sbx_seq=${__sbx_h:1:" REQ_TAG_S "}; __sbx_seq=${__sbx_seq%% *}; "
+	"__sbx_n=${__sbx_h:" REQ_LEN_AT_S "}; "
+	"if [[ $__sbx_h == a* ]]; then IFS= builtin read -r -N $((__sbx_n)) -u 3 __sbx_cmd; "
+	"else LC_ALL=C IFS= builtin read -r -N $((__sbx_n)) -u 3 __sbx_cmd; fi || builtin exit 0; "
+	"__sbx_in=${__sbx_cmd%%$'\\n'*}; __sbx_cmd=${__sbx_cmd#*$'\\n'}; "
 	"do "
 	"builtin trap __sbx_abort USR1; "
 	"__sbx_seen=(); "
 	"if [[ -n $__sbx_u ]]; then builtin set -u; fi; "
-	"builtin printf '\\0' >&4; "
-	"builtin eval \"$__sbx_cmd\" <\"${__sbx_in:-/dev/null}\" >&5 2>&6 3<&- 4>&- 5>&- 6>&-; "
+	"builtin printf '\\0'; "
+	"builtin eval \"$__sbx_cmd\" <\"${__sbx_in:-/dev/null}\" >&5 2>&6 3<&- 5>&- 6>&-; "
 	"done; "
 	"done";
 
@@ -253,21 +277,31 @@ static void on_request_fd(struct loop_fd *lf, uint32_t events, void *arg)
 	flush_request(arg);
 }
 
+static bool is_ascii(const char *p, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)p[i] >= 0x80)
+			return false;
+	return true;
+}
+
 void shell_send(struct shell *sh, const char *seq, const char *script, size_t len,
 		const char *stdin_path)
 {
 	const char *in = stdin_path ? stdin_path : "";
-	size_t slen = strlen(seq), ilen = strlen(in), off = 0;
+	size_t ilen = strlen(in), block = ilen + 1 + len;
+	char *p;
 
 	free(sh->req_buf);
-	sh->req_len = slen + 1 + len + 1 + ilen + 1;
-	sh->req_buf = xmalloc(sh->req_len);
-	memcpy(sh->req_buf, seq, slen + 1);
-	off = slen + 1;
-	memcpy(sh->req_buf + off, script, len);
-	off += len;
-	sh->req_buf[off++] = '\0';
-	memcpy(sh->req_buf + off, in, ilen + 1);
+	sh->req_len = REQ_HDR + block;
+	sh->req_buf = p = xmalloc(sh->req_len + 1);
+	snprintf(p, REQ_HDR + 1, "%c%-*.*s%*zu",
+		 is_ascii(script, len) && is_ascii(in, ilen) ? 'a' : 'b', REQ_TAG, REQ_TAG, seq,
+		 REQ_LEN, block);
+	p += REQ_HDR;
+	memcpy(p, in, ilen);
+	p[ilen] = '\n';
+	memcpy(p + ilen + 1, script, len);
 	sh->req_off = 0;
 	sh->muted = false;
 	flush_request(sh);

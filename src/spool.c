@@ -28,37 +28,25 @@ static int has_room(int fd)
 	return (geteuid() == 0 ? vfs.f_bfree : vfs.f_bavail) > 0 ? 0 : -ENOSPC;
 }
 
-/* Closed spools' files, emptied and renamed pool.N in their directory: every command makes three
- * spools, and creating a file costs an inode allocation, which on a busy ext4 scans past every
- * recently deleted inode (a third of an exec's CPU); a rename and an ftruncate cost little. */
+/* Spool files have no name: the fd is the file, so nothing is renamed, unlinked or left behind
+ * by a crash. Closed spools' files are emptied and kept for the next ones: every command makes
+ * three spools, and creating a file costs an inode allocation, which on a busy ext4 scans past
+ * every recently deleted inode (a third of an exec's CPU); an ftruncate costs little. */
 #define POOL_MAX 12
 
-static struct pooled {
-	int fd;
-	char *path;
-} pool[POOL_MAX];
+static int pool[POOL_MAX];
 static unsigned pooled;
-static unsigned long pool_names;
 static bool pool_closed;
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Takes a pooled file and names it path: its fd, or -1 if there is none. */
-static int pool_take(const char *path)
+/* A pooled file's fd, or -1 if there is none. */
+static int pool_take(void)
 {
 	int fd = -1;
 
 	pthread_mutex_lock(&pool_lock);
-	while (fd < 0 && pooled > 0) {
-		struct pooled *p = &pool[--pooled];
-
-		if (rename(p->path, path) == 0) {
-			fd = p->fd;
-		} else {
-			close(p->fd);
-			unlink(p->path);
-		}
-		free(p->path);
-	}
+	if (pooled > 0)
+		fd = pool[--pooled];
 	pthread_mutex_unlock(&pool_lock);
 	return fd;
 }
@@ -66,20 +54,12 @@ static int pool_take(const char *path)
 /* Keeps an emptied spool file for the next spool; false if the pool has no room for it. */
 static bool pool_put(struct spool *sp)
 {
-	const char *slash = strrchr(sp->path, '/');
-	char *name;
 	bool kept = false;
 
 	pthread_mutex_lock(&pool_lock);
-	if (!pool_closed && pooled < POOL_MAX && !sp->err && slash && ftruncate(sp->fd, 0) == 0) {
-		name = xasprintf("%.*s/pool.%lu", (int)(slash - sp->path), sp->path, pool_names++);
-		if (rename(sp->path, name) == 0) {
-			pool[pooled].fd = sp->fd;
-			pool[pooled++].path = name;
-			kept = true;
-		} else {
-			free(name);
-		}
+	if (!pool_closed && pooled < POOL_MAX && !sp->err && ftruncate(sp->fd, 0) == 0) {
+		pool[pooled++] = sp->fd;
+		kept = true;
 	}
 	pthread_mutex_unlock(&pool_lock);
 	return kept;
@@ -89,14 +69,26 @@ void spool_pool_clear(void)
 {
 	pthread_mutex_lock(&pool_lock);
 	pool_closed = true;
-	while (pooled > 0) {
-		struct pooled *p = &pool[--pooled];
-
-		close(p->fd);
-		unlink(p->path);
-		free(p->path);
-	}
+	while (pooled > 0)
+		close(pool[--pooled]);
 	pthread_mutex_unlock(&pool_lock);
+}
+
+/* An unnamed file in path's directory; where O_TMPFILE is not supported, path itself, removed
+ * at once. */
+static int open_unnamed(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir = slash ? xstrndup(path, (size_t)(slash - path + 1)) : xstrdup(".");
+	int fd = fdres_open(dir, O_TMPFILE | O_RDWR, 0600);
+
+	free(dir);
+	if (fd == -EOPNOTSUPP || fd == -EISDIR || fd == -EINVAL) {
+		fd = fdres_open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+		if (fd >= 0)
+			unlink(path);
+	}
+	return fd;
 }
 
 int spool_open(struct spool *sp, const char *path, off_t cap)
@@ -106,9 +98,9 @@ int spool_open(struct spool *sp, const char *path, off_t cap)
 	memset(sp, 0, sizeof(*sp));
 	sp->cap = cap;
 	waitq_init(&sp->waiters);
-	sp->fd = pool_take(path);
+	sp->fd = pool_take();
 	if (sp->fd < 0)
-		sp->fd = fdres_open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+		sp->fd = open_unnamed(path);
 	if (sp->fd < 0)
 		return sp->fd;
 	sp->path = xstrdup(path);
@@ -338,16 +330,8 @@ off_t spool_drop(struct spool *sp)
 
 void spool_close(struct spool *sp)
 {
-	if (sp->fd >= 0 && sp->path && pool_put(sp)) {
-		free(sp->path);
-		sp->fd = -1;
-		sp->path = NULL;
-		return;
-	}
-	if (sp->fd >= 0)
+	if (sp->fd >= 0 && !pool_put(sp))
 		close(sp->fd);
-	if (sp->path)
-		unlink(sp->path);
 	free(sp->path);
 	sp->fd = -1;
 	sp->path = NULL;

@@ -1,5 +1,5 @@
-/* A spool: one output stream of a command, appended from a pipe into a file in the state
- * directory and read back at any offset, so output of any size never sits in memory. */
+/* A spool: one output stream of a command, appended from a pipe into an unnamed file in the
+ * state directory and read back at any offset, so output of any size never sits in memory. */
 #ifndef SBX_SPOOL_H
 #define SBX_SPOOL_H
 
@@ -12,7 +12,7 @@
 
 struct spool {
 	int fd;
-	char *path;
+	char *path;          /* the name it would have: for messages only */
 	off_t size;
 	struct timespec mtime;
 	off_t cap;           /* bytes kept; what comes beyond is read and dropped */
@@ -26,7 +26,7 @@ struct spool {
 	bool dropped;        /* emptied for newer runs' output (spool_max); what comes is dropped */
 };
 
-/* Creates the file (drawing on the descriptor reserve); -ENOSPC if its filesystem has no free
+/* Creates the file in path's directory, unnamed (drawing on the descriptor reserve); -ENOSPC if its filesystem has no free
  * block left, so a command is refused rather than started with nowhere to put its output. */
 int spool_open(struct spool *sp, const char *path, off_t cap);
 /* A spool that holds nothing and has ended: the output of a command that never ran. */
@@ -44,7 +44,7 @@ void spool_finish(struct spool *sp);
 /* Core lock held: empties the file for the spool budget, which drops what comes from then on
  * too (readers see the output end where they are). Returns the bytes it held. */
 off_t spool_drop(struct spool *sp);
-/* Closes and removes the file, or empties it and keeps it for a later spool_open. */
+/* Closes the file (which frees it), or empties it and keeps it for a later spool_open. */
 void spool_close(struct spool *sp);
 /* Removes the kept files; spools closed from then on remove theirs. */
 void spool_pool_clear(void);

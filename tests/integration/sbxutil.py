@@ -229,6 +229,25 @@ def errname(num):
 # polling
 
 
+def spool_stats(m):
+    """os.stat of each spool file the daemon holds: unnamed files in its state dir's spool/, seen
+    through /proc/PID/fd (open while their run is in the history; emptied ones kept for reuse)."""
+    fds = f"/proc/{m.proc.pid}/fd"
+    prefix = str(m.state / "spool") + "/"
+    found = []
+    for fd in os.listdir(fds):
+        try:
+            if os.readlink(f"{fds}/{fd}").startswith(prefix):
+                found.append(os.stat(f"{fds}/{fd}"))
+        except OSError:
+            pass  # closed meanwhile
+    return found
+
+
+def nonempty_spools(m):
+    return sum(1 for st in spool_stats(m) if st.st_size > 0)
+
+
 def wait_until(fn, timeout, what, interval=0.02, show=None):
     """Polls fn() until it returns something truthy; returns that. Fails after `timeout` s,
     describing the state with show() if given, else with fn()'s last value."""

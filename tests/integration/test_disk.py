@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from sbxutil import (ConfMount, is_mounted, read_bytes, sbxfs_binary, status, wait_until,
-                     write_bytes)
+from sbxutil import (ConfMount, is_mounted, read_bytes, sbxfs_binary, spool_stats, status,
+                     wait_until, write_bytes)
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="workspace_max loop-mounts an image: root only")
@@ -235,12 +235,8 @@ def test_an_image_left_mounted_by_a_daemon_and_watchdog_both_killed_is_reused():
 # --- the spool budget --------------------------------------------------------------------------
 
 def spool_bytes(m):
-    """What the spool files of the state dir hold on disk (allocated and apparent, the larger)."""
-    total = 0
-    for p in (m.state / "spool").iterdir():
-        st = p.stat()
-        total += max(st.st_size, st.st_blocks * 512)
-    return total
+    """What the daemon's spool files hold on disk (allocated and apparent, the larger)."""
+    return sum(max(st.st_size, st.st_blocks * 512) for st in spool_stats(m))
 
 
 def three_mib_of(ch):
