@@ -8,13 +8,18 @@ so load changes hit both alike):
 
   exec       `echo true > cmd; cat exit` (open/write/close, read to EOF) against a round trip
              through a pipe to a live bash (`read l; echo x`), and against a fresh `bash -c true`
-             (targets: <= 5x the pipe, <= 0.1x the fresh bash)
+             (targets: <= 5x the pipe, <= 0.1x the fresh bash); and, for information, one FUSE
+             round trip (stat of a control file: one GETATTR) times the EXEC_REQUESTS an exec
+             needs, the least any exec through these files can cost
   handle     `echo hi` through a run handle (open cmd O_RDWR, write, read N, read runs/N/result)
              against the same pipe round trip (information, no target)
   stream     `head -c SIZE /dev/zero` read through stdout by `cat`, against
-             `head -c SIZE /dev/zero | cat` (targets: >= 0.8x the pipe, max/min over rounds <= 1.5)
+             `head -c SIZE /dev/zero | cat` (targets: >= 0.8x the pipe, max/min over rounds <= 1.5);
+             and, for information, `head -c SIZE /dev/zero | cat > FILE` in the state directory:
+             what spooling alone can take in, before any reader
   kill       `echo kill > ctl` on a `sleep 1000` until `exit` reads, against os.kill + waitpid
-             of a plain child (target: <= 3x)
+             of a plain child (target: <= 3x); and, for information (root), the same kill done
+             as every group kill is (freeze the child's cgroup, signal, thaw, then waitpid)
   start      mkdir of a new session, `echo true > cmd; cat exit`, against a bare `bwrap ... true`
              with the sandbox's namespaces and mounts (target: <= 2x; bwrap isolation only)
   idle       the daemon's VmRSS with 1000 idle sessions, each shell up (target: <= 16 MiB)
@@ -39,6 +44,10 @@ from benchutil import Mount, read_to_eof, sbxfs_binary, start_watchdog, write_fi
 from bench_exec import SbxKill, popen_kill  # noqa: E402
 
 WATCHDOG_SECONDS = 600
+# What an exec through the files costs at least: open cmd (GETATTR, OPEN), WRITE, FLUSH (the
+# submit), open exit (GETATTR, OPEN), READ (answered at the exit), READ (EOF); RELEASEs are
+# asynchronous. Checked against the daemon's -d log in tests/integration/test_speed.py.
+EXEC_REQUESTS = 8
 MIB = 1 << 20
 RESULTS = []
 
@@ -120,10 +129,13 @@ def bench_exec(sessions, args):
     def fresh():
         subprocess.run(["bash", "-c", "true"], check=True)
 
+    def fuse_round_trip():
+        os.stat(exitf)  # attributes of files are never cached: one GETATTR
+
     live = LiveBash()
     try:
-        r_sbx, r_pipe, r_fresh, r_handle = rounds_of(
-            [sbx, live.round_trip, fresh, handle], args.rounds, args.per_round)
+        r_sbx, r_pipe, r_fresh, r_handle, r_fuse = rounds_of(
+            [sbx, live.round_trip, fresh, handle, fuse_round_trip], args.rounds, args.per_round)
     finally:
         live.close()
     os.rmdir(sdir)
@@ -134,10 +146,14 @@ def bench_exec(sessions, args):
     report("exec", sbx_m, "ms", "fresh bash -c true", fresh_m, "<= 0.1x",
            sbx_m <= 0.1 * fresh_m)
     report("handle", handle_m, "ms", "pipe round trip, live bash", pipe_m, "", None)
+    fuse_m = EXEC_REQUESTS * statistics.median(r_fuse)
+    report("exec>=", fuse_m, "ms", "pipe round trip, live bash", pipe_m, "", None,
+           f"  ({EXEC_REQUESTS} FUSE round trips of {statistics.median(r_fuse) * 1000:.1f} us)")
 
 
-def bench_stream(sessions, args):
+def bench_stream(sessions, state_dir, args):
     size = args.size
+    floor_file = state_dir / "bench-floor"
     n = [0]
 
     def sbx():
@@ -156,7 +172,12 @@ def bench_stream(sessions, args):
     def pipe():
         subprocess.run(["bash", "-c", f"head -c {size} /dev/zero | cat > /dev/null"], check=True)
 
-    r_sbx, r_pipe = rounds_of([sbx, pipe], args.rounds, 1, warmup=1)
+    def into_file():
+        subprocess.run(["bash", "-c", f"head -c {size} /dev/zero | cat > {floor_file}"],
+                       check=True)
+        os.unlink(floor_file)
+
+    r_sbx, r_pipe, r_file = rounds_of([sbx, pipe, into_file], args.rounds, 1, warmup=1)
     bps = [size / (t / 1000) / MIB for t in r_sbx]
     pps = [size / (t / 1000) / MIB for t in r_pipe]
     sbx_m, pipe_m = statistics.median(bps), statistics.median(pps)
@@ -164,6 +185,9 @@ def bench_stream(sessions, args):
            sbx_m >= 0.8 * pipe_m, "  rounds " + " ".join(f"{v:.0f}" for v in bps))
     spread = max(bps) / min(bps)
     report("stream", spread, "x", "max/min over rounds", 1.0, "<= 1.5", spread <= 1.5)
+    fps = statistics.median(size / (t / 1000) / MIB for t in r_file)
+    report("stream<=", fps, "MiB/s", "head -c | cat", pipe_m, "", None,
+           "  (head -c | cat > a file in the state dir)")
 
 
 def bench_kill(sessions, daemon_pid, args):
@@ -181,6 +205,60 @@ def bench_kill(sessions, daemon_pid, args):
         ks.close()
     sbx_m, py_m = statistics.median(sbx_r), statistics.median(py_r)
     report("kill", sbx_m, "ms", "kill + waitpid", py_m, "<= 3x", sbx_m <= 3 * py_m)
+    frozen = frozen_kill_ms(args.rounds * args.kill_per_round)
+    if frozen is not None:
+        report("kill>=", frozen, "ms", "kill + waitpid", py_m, "", None,
+               "  (freeze its cgroup, kill, thaw, waitpid)")
+
+
+def freezer_group():
+    """A new cgroup that can be frozen: (dir, state file, frozen test), or None."""
+    v1 = "/sys/fs/cgroup/freezer"
+    for root in (v1, "/sys/fs/cgroup/unified", "/sys/fs/cgroup"):
+        d = os.path.join(root, f"sbxfs-bench-{os.getpid()}")
+        try:
+            os.mkdir(d)
+        except OSError:
+            continue
+        if root == v1:
+            return d, "freezer.state", ("FROZEN", "THAWED"), lambda: read_text(
+                d + "/freezer.state").startswith("FROZEN")
+        if os.path.exists(d + "/cgroup.freeze"):
+            return d, "cgroup.freeze", ("1", "0"), lambda: "frozen 1" in read_text(
+                d + "/cgroup.events")
+        os.rmdir(d)
+    return None
+
+
+def read_text(path):
+    with open(path) as f:
+        return f.read()
+
+
+def frozen_kill_ms(n):
+    """Median ms of a kill done as sbxfs kills a group, on a plain child: None if no cgroup
+    can be frozen here (not root)."""
+    group = freezer_group()
+    if group is None:
+        return None
+    d, state, (freeze, thaw), is_frozen = group
+    samples = []
+    try:
+        for _ in range(n):
+            p = subprocess.Popen(["sleep", "1000"])
+            write_file(d + "/cgroup.procs", str(p.pid).encode())
+            t0 = time.perf_counter_ns()
+            write_file(f"{d}/{state}", freeze.encode())
+            while not is_frozen():
+                pass
+            os.kill(p.pid, signal.SIGTERM)
+            write_file(f"{d}/{state}", thaw.encode())
+            os.waitpid(p.pid, 0)
+            samples.append((time.perf_counter_ns() - t0) / 1e6)
+            p.returncode = -signal.SIGTERM
+    finally:
+        os.rmdir(d)
+    return statistics.median(samples)
 
 
 def bare_bwrap_argv():
@@ -300,7 +378,7 @@ def main():
         if "exec" in only:
             bench_exec(sessions, args)
         if "stream" in only:
-            bench_stream(sessions, args)
+            bench_stream(sessions, m.tmp / "state", args)
         if "kill" in only:
             bench_kill(sessions, m.proc.pid, args)
         if "start" in only and bwrap:

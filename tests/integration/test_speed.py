@@ -1,8 +1,9 @@
-"""What the speed work (issue 16) changed under the hood, checked from outside: the env a
-session reports comes from `declare -px` and keeps every value byte for byte across a restart;
-spool files are reused yet named per run and gone with their runs; directories keep fixed
-attributes while files keep true sizes; output streams advertise large reads; a kill lands
-quickly. Figures themselves are in tests/bench/bench_speed.py.
+"""What the speed work (issue 16) changed under the hood, checked from outside: an exec costs
+the FUSE requests tests/bench/bench_speed.py counts on; the env a session reports comes from
+`declare -px` and keeps every value byte for byte across a restart; spool files are unnamed,
+reused, and gone with their runs; directories keep fixed attributes while files keep true
+sizes; output streams advertise large reads; a kill lands quickly. Figures themselves are in
+tests/bench/bench_speed.py.
 """
 
 import os
@@ -10,7 +11,10 @@ import re
 import time
 from pathlib import Path
 
-from sbxutil import nonempty_spools, read_bytes, spool_stats, wait_until, write_bytes
+from collections import Counter
+
+from sbxutil import (SbxMount, nonempty_spools, read_bytes, spool_stats, started, stopped_cleanly,
+                     wait_until, write_bytes)
 
 # Values that need each kind of quoting in `declare -px`: "..." escapes, $'...' escapes
 # (controls, DEL, a byte that is not UTF-8), UTF-8 text, and the empty string.
@@ -82,6 +86,57 @@ def test_spool_files_are_unnamed_and_reused(sbx):
     assert empty - empty_before <= 12, (empty, empty_before)
     os.rmdir(s)
     wait_until(lambda: nonempty_spools(sbx) == before, 10, "the session's spool files to go")
+
+
+class DebugMount(SbxMount):
+    """A mount whose daemon logs every FUSE request (-d) to its stderr."""
+
+    def command_line(self):
+        cmd = super().command_line()
+        return [cmd[0], "-d", *cmd[1:]]
+
+
+def opcodes(text):
+    return re.findall(r"^unique: \d+, opcode: (\w+) ", text, re.M)
+
+
+def test_an_exec_costs_eight_fuse_round_trips(tmp_path):
+    m = started(DebugMount(tmp_path))
+    try:
+        s = m.sessions / "rt"
+        os.mkdir(s)
+
+        def execute():
+            fd = os.open(s / "cmd", os.O_WRONLY | os.O_TRUNC)
+            os.write(fd, b"true\n")
+            os.close(fd)
+            fd = os.open(s / "exit", os.O_RDONLY)
+            try:
+                assert os.read(fd, 64) == b"0\n"
+                assert os.read(fd, 64) == b""
+            finally:
+                os.close(fd)
+
+        for _ in range(3):  # the path's directories get known
+            execute()
+        time.sleep(0.3)  # RELEASEs are asynchronous
+        mark = m.stderr_log.stat().st_size
+        for _ in range(5):
+            execute()
+        time.sleep(0.3)
+        with open(m.stderr_log, "rb") as f:
+            f.seek(mark)
+            seen = Counter(opcodes(f.read().decode(errors="replace")))
+        # per exec: GETATTR and OPEN of cmd and of exit, WRITE, FLUSH, two READs (the second
+        # one says EOF), and two RELEASEs the client does not wait for; no LOOKUP (names are
+        # kept), and no GETXATTR before the write where no file of the mount has attributes
+        want = Counter({"GETATTR": 10, "OPEN": 10, "WRITE": 5, "FLUSH": 5, "READ": 10,
+                        "RELEASE": 10})
+        if not m.kernel_workspace():
+            want["GETXATTR"] = 5
+        assert seen == want, seen
+    finally:
+        stopped_cleanly(m)
 
 
 def test_directories_cache_fixed_attributes_and_files_keep_true_sizes(sbx):
