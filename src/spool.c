@@ -33,6 +33,7 @@ static int has_room(int fd)
  * three spools, and creating a file costs an inode allocation, which on a busy ext4 scans past
  * every recently deleted inode (a third of an exec's CPU); an ftruncate costs little. */
 #define POOL_MAX 12
+#define STAGE_SIZE (1u << 20)
 
 static int pool[POOL_MAX];
 static unsigned pooled;
@@ -237,15 +238,80 @@ static unsigned cost_per_byte(const struct spool *sp)
 	return m && m->fd >= 0 && !m->err && !m->dropped && m->size < m->cap ? 2 : 1;
 }
 
-/* A copy through this buffer, not a splice into the file: a splice holds the pipe's lock while
- * the file takes the pages, and the command, writing meanwhile, spun on that lock (a stream
- * ran at 0.45 of a pipe's speed; 0.7 this way). Core lock held, so one buffer serves all. */
-static char fill_buf[256 << 10];
+/* Bytes go from the command's pipe to a staging pipe of ours (pages moved, not copied), then
+ * into the file. A splice straight into the file held the command's pipe locked while the
+ * file took the pages, and the command, writing meanwhile, spun on that lock (a stream ran at
+ * 0.45 of a pipe's speed). Core lock held, so one staging pipe serves every spool. */
+static int stage[2] = {-1, -1}; /* kept for the daemon's life */
+
+static int stage_open(void)
+{
+	if (stage[0] >= 0)
+		return 0;
+	if (pipe2(stage, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -errno;
+	fcntl(stage[1], F_SETPIPE_SZ, STAGE_SIZE);
+	return 0;
+}
+
+/* For a filesystem without splice: one buffer's worth from the staging pipe, written at off.
+ * Returns the bytes written, or -errno of the write. */
+static ssize_t stage_copy(struct spool *sp, size_t len, off_t off)
+{
+	char buf[65536];
+	ssize_t n = read(stage[0], buf, len < sizeof(buf) ? len : sizeof(buf)), w;
+
+	if (n <= 0)
+		return -EIO; /* cannot be: it holds len bytes */
+	if ((w = pwrite(sp->fd, buf, (size_t)n, off)) != n)
+		return w < 0 ? -errno : -ENOSPC;
+	return n;
+}
+
+/* Moves the n bytes the staging pipe holds to the end of the file. Returns 0, or -errno of the
+ * write (what is left in the pipe is then dropped); *kept says how many got in. */
+static int stage_flush(struct spool *sp, size_t n, size_t *kept)
+{
+	char drain[4096];
+
+	for (*kept = 0; *kept < n;) {
+		loff_t off = sp->size + (off_t)*kept;
+		ssize_t w = splice(stage[0], NULL, sp->fd, &off, n - *kept, SPLICE_F_MOVE);
+
+		if (w < 0)
+			w = errno == EINVAL ? stage_copy(sp, n - *kept, (off_t)off) : -errno;
+		if (w <= 0) {
+			while (read(stage[0], drain, sizeof(drain)) > 0)
+				;
+			return w < 0 ? (int)w : -ENOSPC;
+		}
+		*kept += (size_t)w;
+	}
+	return 0;
+}
+
+/* What cannot be spliced (a pty): read through a buffer, then written at the end. */
+static ssize_t fill_copy(struct spool *sp, int fd, size_t max)
+{
+	char buf[65536];
+	ssize_t n = read(fd, buf, max < sizeof(buf) ? max : sizeof(buf)), w;
+
+	if (n < 0)
+		return -errno;
+	if (n > 0 && (w = pwrite(sp->fd, buf, (size_t)n, sp->size)) != n) {
+		write_failed(sp, w < 0 ? errno : ENOSPC);
+		return n; /* read, and dropped */
+	}
+	if (n > 0)
+		spool_grew(sp, (size_t)n);
+	return n;
+}
 
 ssize_t spool_fill(struct spool *sp, int pipefd, size_t max)
 {
-	size_t room;
-	ssize_t n, w;
+	size_t room, kept;
+	ssize_t n;
+	int rc;
 
 	if (sp->size >= sp->cap || sp->err || sp->dropped)
 		return drop(sp, pipefd, max);
@@ -254,17 +320,19 @@ ssize_t spool_fill(struct spool *sp, int pipefd, size_t max)
 	room = spool_budget_room(sp->set, max, cost_per_byte(sp));
 	if (room == 0)
 		return drop(sp, pipefd, max);
-	max = room;
-
-	n = read(pipefd, fill_buf, max < sizeof(fill_buf) ? max : sizeof(fill_buf));
-	if (n > 0 && (w = pwrite(sp->fd, fill_buf, (size_t)n, sp->size)) != n) {
-		write_failed(sp, w < 0 ? errno : ENOSPC);
-		return n; /* read, and dropped */
-	}
-	if (n < 0)
-		return -errno;
-	if (n > 0)
-		spool_grew(sp, (size_t)n);
+	max = room < STAGE_SIZE ? room : STAGE_SIZE;
+	if ((rc = stage_open()) < 0)
+		return fill_copy(sp, pipefd, max);
+	n = splice(pipefd, NULL, stage[1], NULL, max, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+	if (n < 0 && errno == EINVAL)
+		return fill_copy(sp, pipefd, max);
+	if (n <= 0)
+		return n < 0 ? -errno : 0;
+	rc = stage_flush(sp, (size_t)n, &kept);
+	if (kept > 0)
+		spool_grew(sp, kept);
+	if (rc < 0)
+		write_failed(sp, -rc); /* the rest was read, and dropped */
 	return n;
 }
 
