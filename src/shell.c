@@ -20,8 +20,9 @@
 #include "loop.h"
 #include "xmalloc.h"
 
-/* A request's header: 'a' (the block is ASCII) or 'b', the tag space-padded, the block's length
- * right-aligned (spaces, not zeros: bash reads a leading 0 as octal). */
+/* A request's header: 'a' (the block is ASCII) or 'b' (it is not, and a NUL follows it), the tag
+ * space-padded, the block's length right-aligned (spaces, not zeros: bash reads a leading 0 as
+ * octal). */
 #define REQ_TAG 11
 #define REQ_LEN 12
 #define REQ_LEN_AT 12
@@ -36,9 +37,11 @@ _Static_assert(REQ_LEN_AT == 1 + REQ_TAG && REQ_HDR == REQ_LEN_AT + REQ_LEN, "re
 
 /* The driver loop. A request on fd 3 is a header of REQ_HDR bytes, then a block of as many bytes
  * as the header says: the path the command's stdin comes from (empty: /dev/null), a newline, and
- * the script. `read -N` takes a block in one read(); a delimited read would take it a byte at a
- * time, as bash must not read past a delimiter on a pipe. -N counts characters, so a block with
- * bytes past ASCII is read under LC_ALL=C (the header's first byte says which). The script is
+ * the script. `read -N` takes an ASCII block in one read(); a delimited read takes it a byte at
+ * a time, as bash must not read past a delimiter on a pipe. But -N counts characters in the
+ * session's locale, so a block with bytes past ASCII (the header's first byte says so) ends in
+ * a NUL and is read up to it, byte by byte (a read under LC_ALL=C would have bash warn at each
+ * command of a session whose LC_ALL names a locale it does not have). The script is
  * eval'd at top level, as `bash -c` runs its string: cd, export, declare, functions and
  * variables persist, and errors read `bash: line N: ...` (BASH_SOURCE is empty, $0 is bash),
  * which is why the whole driver is one line: the eval is on line 1, so line N of the script is
@@ -84,7 +87,7 @@ static const char driver[] =
 	"__sbx_seq=${__sbx_h:1:" REQ_TAG_S "}; __sbx_seq=${__sbx_seq%% *}; "
 	"__sbx_n=${__sbx_h:" REQ_LEN_AT_S "}; "
 	"if [[ $__sbx_h == a* ]]; then IFS= builtin read -r -N $((__sbx_n)) -u 3 __sbx_cmd; "
-	"else LC_ALL=C IFS= builtin read -r -N $((__sbx_n)) -u 3 __sbx_cmd; fi || builtin exit 0; "
+	"else IFS= builtin read -r -d '' -u 3 __sbx_cmd; fi || builtin exit 0; "
 	"__sbx_in=${__sbx_cmd%%$'\\n'*}; __sbx_cmd=${__sbx_cmd#*$'\\n'}; "
 	"do "
 	"builtin trap __sbx_abort USR1; "
@@ -290,18 +293,19 @@ void shell_send(struct shell *sh, const char *seq, const char *script, size_t le
 {
 	const char *in = stdin_path ? stdin_path : "";
 	size_t ilen = strlen(in), block = ilen + 1 + len;
+	bool ascii = is_ascii(script, len) && is_ascii(in, ilen);
 	char *p;
 
 	free(sh->req_buf);
-	sh->req_len = REQ_HDR + block;
+	sh->req_len = REQ_HDR + block + !ascii;
 	sh->req_buf = p = xmalloc(sh->req_len + 1);
-	snprintf(p, REQ_HDR + 1, "%c%-*.*s%*zu",
-		 is_ascii(script, len) && is_ascii(in, ilen) ? 'a' : 'b', REQ_TAG, REQ_TAG, seq,
-		 REQ_LEN, block);
+	snprintf(p, REQ_HDR + 1, "%c%-*.*s%*zu", ascii ? 'a' : 'b', REQ_TAG, REQ_TAG, seq, REQ_LEN,
+		 block);
 	p += REQ_HDR;
 	memcpy(p, in, ilen);
 	p[ilen] = '\n';
 	memcpy(p + ilen + 1, script, len);
+	p[block] = '\0'; /* read up to by a 'b' block's reader; past the request for an 'a' one */
 	sh->req_off = 0;
 	sh->muted = false;
 	flush_request(sh);

@@ -139,6 +139,26 @@ def test_an_exec_costs_eight_fuse_round_trips(tmp_path):
         stopped_cleanly(m)
 
 
+def test_a_command_reaches_the_shell_byte_for_byte(sbx):
+    """The request framing: an ASCII block is read by length, any other by bytes up to a NUL
+    (bash's read -N counts characters of the session's locale)."""
+    s = sbx.new_session()
+    assert sbx.run(s, "export LC_ALL=C.UTF-8")[2] == 0
+    raw = b"\xc3\xa9\xe2\x9c\x93\xff\xfe \\ \t$"
+    assert sbx.run(s, b"x='" + raw + b"'; printf %s \"$x\"") == (raw, b"", 0)
+    # blank lines and blanks first, a line continued by a backslash, text like a header
+    text = b"  \n\t\n  echo a\\\nb\nprintf '%s\\n' 'ar1          12'  \n\n"
+    assert sbx.run(s, text) == (b"ab\nar1          12\n", b"", 0)
+    # long ones, ASCII and not: lengths are bytes, nothing is left behind in the pipe
+    assert sbx.run(s, ": '" + "x" * 300000 + "'; echo ascii") == (b"ascii\n", b"", 0)
+    assert sbx.run(s, ": '" + "\u00e9" * 300000 + "'; echo utf8") == (b"utf8\n", b"", 0)
+    # a locale bash does not have: non-ASCII commands run without a warning
+    out, err, code = sbx.run(s, "export LC_ALL=xx_YY.UTF-8")
+    assert code == 0 and b"setlocale" in err  # bash's own, once, at the export
+    assert sbx.run(s, "echo \u00e9t\u00e9") == ("\u00e9t\u00e9\n".encode(), b"", 0)
+    assert sbx.run(s, "echo next") == (b"next\n", b"", 0)
+
+
 def test_directories_cache_fixed_attributes_and_files_keep_true_sizes(sbx):
     s = sbx.new_session()
     st1 = os.stat(s)
