@@ -1,5 +1,6 @@
-/* Output spools: copy from a shell's pipe into a file, track the true size and mtime, and wake
- * readers parked at the end; files of closed spools are emptied and kept for the next ones. */
+/* Output spools: move a shell's pipe's pages into an unnamed file, track the true size and
+ * mtime, and wake readers parked at the end; files of closed spools are emptied and kept for the
+ * next ones. */
 #include "spool.h"
 
 #include <errno.h>
@@ -33,7 +34,6 @@ static int has_room(int fd)
  * three spools, and creating a file costs an inode allocation, which on a busy ext4 scans past
  * every recently deleted inode (a third of an exec's CPU); an ftruncate costs little. */
 #define POOL_MAX 12
-#define STAGE_SIZE (1u << 20)
 
 static int pool[POOL_MAX];
 static unsigned pooled;
@@ -242,6 +242,7 @@ static unsigned cost_per_byte(const struct spool *sp)
  * into the file. A splice straight into the file held the command's pipe locked while the
  * file took the pages, and the command, writing meanwhile, spun on that lock (a stream ran at
  * 0.45 of a pipe's speed). Core lock held, so one staging pipe serves every spool. */
+#define STAGE_SIZE (1u << 20)
 static int stage[2] = {-1, -1}; /* kept for the daemon's life */
 
 static int stage_open(void)
