@@ -20,14 +20,13 @@ usage: tests/bench/bench_session.py [--runs N] [--warmup N] [--sessions N]
 """
 
 import argparse
-import json
 import os
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchutil import Mount, descendants, med_p90, read_to_eof, sbxfs_binary, \
+from benchutil import Mount, descendants, handle_exec, med_p90, read_to_eof, sbxfs_binary, \
     start_watchdog, write_file  # noqa: E402
 
 WATCHDOG_SECONDS = 240
@@ -90,16 +89,8 @@ def main():
         def fresh_bash():
             subprocess.run(["bash", "-c", "true"], check=True)
 
-        def handle_exec():
-            fd = os.open(cmd, os.O_RDWR)
-            try:
-                os.write(fd, b"echo hi")
-                n = int(os.read(fd, 64))
-            finally:
-                os.close(fd)
-            res = json.loads(read_to_eof(str(sdir / "runs" / str(n) / "result")))
-            if res["stdout"] != "hi\n" or res["exitCode"] != 0:
-                raise RuntimeError(f"run {n}: {res!r}")
+        def run_handle():
+            handle_exec(sdir)
 
         def classic_exec():
             write_file(cmd, b"echo hi")
@@ -109,7 +100,7 @@ def main():
                 raise RuntimeError(f"`echo hi` gave {out!r}")
 
         (sbx_med, sbx_p90), (bash_med, bash_p90), (h_med, h_p90), (c_med, c_p90) = timings(
-            [roundtrip, fresh_bash, handle_exec, classic_exec], args.runs, args.warmup)
+            [roundtrip, fresh_bash, run_handle, classic_exec], args.runs, args.warmup)
         os.rmdir(sdir)
 
         # (c) memory of idle sessions

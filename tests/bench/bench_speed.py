@@ -31,7 +31,6 @@ usage: tests/bench/bench_speed.py [--rounds N] [--size BYTES] [--sessions N] [--
 """
 
 import argparse
-import json
 import os
 import signal
 import statistics
@@ -40,7 +39,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchutil import Mount, read_to_eof, sbxfs_binary, start_watchdog, write_file  # noqa: E402
+from benchutil import (Mount, handle_exec, read_to_eof, sbxfs_binary, start_watchdog,  # noqa: E402
+                       write_file)
 from bench_exec import SbxKill, popen_kill  # noqa: E402
 
 WATCHDOG_SECONDS = 600
@@ -116,15 +116,7 @@ def bench_exec(sessions, args):
             raise RuntimeError("`true` did not exit 0")
 
     def handle():
-        fd = os.open(cmd, os.O_RDWR)
-        try:
-            os.write(fd, b"echo hi")
-            n = int(os.read(fd, 64))
-        finally:
-            os.close(fd)
-        res = json.loads(read_to_eof(str(sdir / "runs" / str(n) / "result")))
-        if res["stdout"] != "hi\n" or res["exitCode"] != 0:
-            raise RuntimeError(f"run {n}: {res!r}")
+        handle_exec(sdir)
 
     def fresh():
         subprocess.run(["bash", "-c", "true"], check=True)

@@ -4,6 +4,7 @@ The scripts import it with their own directory put first on sys.path, so that th
 `tests/bench/X.py` and as `/usr/bin/python3 tests/bench/X.py` from anywhere.
 """
 
+import json
 import os
 import re
 import shutil
@@ -43,6 +44,20 @@ def read_to_eof(path):
             chunks.append(chunk)
     finally:
         os.close(fd)
+
+
+def handle_exec(sdir):
+    """`echo hi` through a run handle of session dir sdir: open cmd O_RDWR, write, read the run
+    number, then read runs/N/result and check it."""
+    fd = os.open(sdir / "cmd", os.O_RDWR)
+    try:
+        os.write(fd, b"echo hi")
+        n = int(os.read(fd, 64))
+    finally:
+        os.close(fd)
+    res = json.loads(read_to_eof(str(sdir / "runs" / str(n) / "result")))
+    if res["stdout"] != "hi\n" or res["exitCode"] != 0:
+        raise RuntimeError(f"run {n}: {res!r}")
 
 
 def descendants(root):
