@@ -15,6 +15,7 @@
 #include "cgroup.h"
 #include "context_priv.h"
 #include "fdres.h"
+#include "identity.h"
 #include "feed.h"
 #include "log.h"
 #include "xmalloc.h"
@@ -334,19 +335,19 @@ static int open_fds(struct ctxdriver *d, const char *path, int fds[6])
 	if ((fds[0] = rc = fdres_open("/dev/null", O_RDONLY, 0)) < 0)
 		goto fail;
 	for (int i = 0; i < 2; i++) {
-		if ((rc = feed_pipe(p, ctx_owner)) < 0)
+		if ((rc = identity_pipe(p, ctx_owner)) < 0)
 			goto fail;
 		fcntl(p[0], F_SETFL, O_NONBLOCK);
 		fcntl(p[0], F_SETPIPE_SZ, 1 << 20);
 		d->out_r[i] = p[0];
 		fds[i + 1] = p[1];
 	}
-	if ((rc = feed_pipe(p, ctx_owner)) < 0)
+	if ((rc = identity_pipe(p, ctx_owner)) < 0)
 		goto fail;
 	fds[3] = p[0];
 	d->req_w = p[1];
 	fcntl(d->req_w, F_SETFL, O_NONBLOCK);
-	if ((rc = feed_pipe(p, ctx_owner)) < 0)
+	if ((rc = identity_pipe(p, ctx_owner)) < 0)
 		goto fail;
 	d->ev_r = p[0];
 	fds[4] = p[1];

@@ -7,11 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/fsuid.h>
 #include <unistd.h>
 
 #include "fdres.h"
-#include "identity.h"
 #include "log.h"
 #include "xmalloc.h"
 
@@ -49,21 +47,6 @@ void feed_free(struct feed *f)
 bool feed_wanted(const struct feed *f)
 {
 	return f->len > 0 || f->writers > 0;
-}
-
-int feed_pipe(int p[2], const struct identity *owner)
-{
-	int rc;
-
-	/* A pipe belongs to whoever made it (fsuid, which is per thread). */
-	if (!owner)
-		return fdres_pipe(p);
-	setfsgid(owner->gid);
-	setfsuid(owner->uid);
-	rc = fdres_pipe(p);
-	setfsuid(0);
-	setfsgid(0);
-	return rc;
 }
 
 static void on_pipe_writable(struct loop_fd *lf, uint32_t events, void *arg);

@@ -12,8 +12,6 @@
 #include "loop.h"
 #include "waiter.h"
 
-struct identity;
-
 struct feed {
 	char *buf;
 	size_t len, cap;
@@ -29,9 +27,6 @@ void feed_init(struct feed *f);
 void feed_free(struct feed *f);
 /* Whether a starting process needs a pipe: something is staged or a writer is there. */
 bool feed_wanted(const struct feed *f);
-/* A pipe owned by owner (NULL: the daemon), whose user must be able to open it; 0 or -errno
- * (drawing on the descriptor reserve). */
-int feed_pipe(int p[2], const struct identity *owner);
 /* Starts delivering into pipe_w (taken over); feed_detach closes it. */
 void feed_attach(struct feed *f, int pipe_w);
 /* As feed_attach, into a pty master: EOF becomes a ^D (two after a partial line), as a

@@ -9,11 +9,13 @@
 #include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
+#include <sys/fsuid.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fdres.h"
 #include "xmalloc.h"
 
 extern char **environ;
@@ -91,4 +93,19 @@ int identity_drop(const struct identity *id)
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return -errno;
 	return 0;
+}
+
+int identity_pipe(int p[2], const struct identity *owner)
+{
+	int rc;
+
+	/* A pipe belongs to whoever made it (fsuid, which is per thread). */
+	if (!owner)
+		return fdres_pipe(p);
+	setfsgid(owner->gid);
+	setfsuid(owner->uid);
+	rc = fdres_pipe(p);
+	setfsuid(0);
+	setfsgid(0);
+	return rc;
 }

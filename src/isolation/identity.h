@@ -21,5 +21,8 @@ int identity_etc_fd(const struct identity *id, const char *home, bool group);
 /* In a child about to exec: no groups, the identity's gid and uid, no new privileges. Returns
  * -errno if any step failed (the child must not go on). */
 int identity_drop(const struct identity *id);
+/* A pipe owned by owner (NULL: the daemon), so that a process of owner's can open it through
+ * /proc; 0 or -errno (drawing on the descriptor reserve). */
+int identity_pipe(int p[2], const struct identity *owner);
 
 #endif

@@ -11,10 +11,11 @@
 #include <sys/wait.h>
 
 #include "cgmem.h"
+#include "cgroup.h"
 #include "log.h"
 #include "job_priv.h"
 #include "ports.h"
-#include "session_priv.h"
+#include "sesschild.h"
 #include "signame.h"
 #include "escape.h"
 #include "xmalloc.h"
@@ -50,13 +51,18 @@ unsigned job_id(const struct job *j)
 
 struct job *job_find(struct session *s, const char *name)
 {
-	return job_of(sesschild_get(&s->jobs, name, 0));
+	return job_of(sesschild_get(s, SESSCHILD_JOB, name, 0));
 }
 
 struct job *job_find_id(struct session *s, unsigned id)
 {
-	return job_of(sesschild_get(&s->jobs, NULL, id));
+	return job_of(sesschild_get(s, SESSCHILD_JOB, NULL, id));
 }
+
+/* Core lock held: kill, detach from the session, drop the list's reference. */
+static void forget(struct sesschild *c);
+
+static const struct sesschild_ops job_child_ops = {SESSCHILD_JOB, 'p', forget};
 
 int job_create(struct session *s, const char *name)
 {
@@ -66,7 +72,7 @@ int job_create(struct session *s, const char *name)
 	if (!session_id_valid(name, strlen(name)))
 		return -EINVAL;
 	core_lock();
-	if ((rc = sesschild_free_name(s, &s->jobs, name)) < 0) {
+	if ((rc = sesschild_free_name(s, SESSCHILD_JOB, name)) < 0) {
 		core_unlock();
 		return rc;
 	}
@@ -74,7 +80,7 @@ int job_create(struct session *s, const char *name)
 	j->out[0] = j->out[1] = -1;
 	feed_init(&j->in);
 	waitq_init(&j->readyq);
-	sesschild_add(&j->c, s, &s->jobs, ++s->next_job_id, name, 'p');
+	sesschild_add(&j->c, s, &job_child_ops, name);
 	core_unlock();
 	return 0;
 }
@@ -94,12 +100,12 @@ size_t job_list(struct session *s, struct job_info **v)
 		if (!cur)
 			continue;
 		core_lock();
-		TAILQ_FOREACH(c, &cur->jobs, link) {
+		TAILQ_FOREACH(c, sesschild_list(cur, SESSCHILD_JOB), link) {
 			*v = xrealloc(*v, (n + 1) * sizeof(**v));
 			snprintf((*v)[n].name, sizeof((*v)[n].name), "%s", c->name);
-			snprintf((*v)[n].session, sizeof((*v)[n].session), "%s", cur->id);
+			snprintf((*v)[n].session, sizeof((*v)[n].session), "%s", session_id(cur));
 			(*v)[n].id = c->id;
-			(*v)[n++].serial = cur->serial;
+			(*v)[n++].serial = session_serial(cur);
 		}
 		core_unlock();
 		if (!s)
@@ -249,11 +255,11 @@ int job_start(struct job *j, const char *cmd, size_t len, unsigned *n)
 	if (memchr(cmd, '\0', len))
 		return -EINVAL;
 	core_lock();
-	if (j->running || j->c.removed || j->c.s->removed) {
+	if (j->running || j->c.removed || session_removed_locked(j->c.s)) {
 		core_unlock();
 		return j->running ? -EBUSY : -ENOENT;
 	}
-	base = xasprintf("%s/%llu-p%u-%u", session_spool_dir, (unsigned long long)j->c.s->serial,
+	base = xasprintf("%s/%llu-p%u-%u", session_spool_dir, (unsigned long long)session_serial(j->c.s),
 			 j->c.id, j->starts + 1);
 	r = run_new(j->starts + 1, cmd, len, base, session_cfg->output_cap, &err);
 	free(base);
@@ -364,7 +370,7 @@ static void kill_running(struct session *s, int sig)
 {
 	struct sesschild *c;
 
-	TAILQ_FOREACH(c, &s->jobs, link)
+	TAILQ_FOREACH(c, sesschild_list(s, SESSCHILD_JOB), link)
 		kill_job(job_of(c), sig);
 }
 
@@ -399,7 +405,7 @@ int jobs_kill(struct session *s, const char *line, size_t len)
 		int rc = -ENOENT;
 
 		core_lock();
-		if (!s->removed) {
+		if (!session_removed_locked(s)) {
 			kill_running(s, sig);
 			rc = 0;
 		}
@@ -413,7 +419,7 @@ int jobs_kill(struct session *s, const char *line, size_t len)
 		if (!cur)
 			continue;
 		core_lock();
-		if (!cur->removed)
+		if (!session_removed_locked(cur))
 			kill_running(cur, sig);
 		core_unlock();
 		session_unref(cur);
@@ -541,13 +547,12 @@ int job_ready(struct job *j, unsigned *port, struct waiter *w)
 	return rc;
 }
 
-/* Core lock held: kill, detach from the session, drop the list's reference. */
 static void forget(struct sesschild *c)
 {
 	struct job *j = job_of(c);
 
 	j->c.removed = true;
-	TAILQ_REMOVE(&j->c.s->jobs, &j->c, link);
+	sesschild_unlink(&j->c);
 	kill_job(j, SIGKILL);
 	feed_wake(&j->in);
 	waitq_wake(&j->readyq);
@@ -556,10 +561,6 @@ static void forget(struct sesschild *c)
 
 int job_remove(struct session *s, const char *name)
 {
-	return sesschild_remove(&s->jobs, name, forget);
+	return sesschild_remove(s, SESSCHILD_JOB, name);
 }
 
-void jobs_teardown(struct session *s)
-{
-	sesschild_teardown(&s->jobs, forget);
-}

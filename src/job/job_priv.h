@@ -10,7 +10,7 @@
 #include "feed.h"
 #include "launch.h"
 #include "loop.h"
-#include "session_priv.h"
+#include "sesschild.h"
 
 enum job_timer { JT_NONE, JT_TIMEOUT, JT_GRACE };
 

@@ -6,7 +6,9 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "fdres.h"
+#include "identity.h"
 #include "job.h"
 #include "job_priv.h"
 #include "log.h"
@@ -116,7 +118,7 @@ int jobio_open(struct job *j, int fds[3], int cgfds[4], int *ncg, int *in_w)
 		return rc < 0 ? rc : 0;
 	}
 	if (feed_wanted(&j->in)) {
-		if ((rc = feed_pipe(p, session_owner)) < 0)
+		if ((rc = identity_pipe(p, session_owner)) < 0)
 			goto fail;
 		fds[0] = p[0];
 		*in_w = p[1];
@@ -150,12 +152,12 @@ void jobio_launch(struct job *j, char *argv[], struct envlist *env, int fds[3], 
 	if (j->tty) {
 		j->proc.on_pty = on_pty_job;
 		envlist_put(env, TTY_TERM_ENV);
-		launch_start_pty(&j->proc, j->c.s->cwd, argv, env->v, cgfds, ncg, TTY_ROWS,
+		launch_start_pty(&j->proc, session_cwd_locked(j->c.s), argv, env->v, cgfds, ncg, TTY_ROWS,
 				 TTY_COLS);
 		return;
 	}
 	j->proc.on_pty = NULL;
-	launch_start(&j->proc, j->c.s->cwd, argv, env->v, fds, 3, cgfds, ncg);
+	launch_start(&j->proc, session_cwd_locked(j->c.s), argv, env->v, fds, 3, cgfds, ncg);
 	for (int i = 0; i < 2; i++)
 		j->out_lf[i] = loop_add_fd(j->out[i], EPOLLIN, on_output, j);
 	if (in_w >= 0)

@@ -235,8 +235,7 @@ void exec_teardown(struct session *s)
 	s->oom_watch = NULL;
 	exec_set_timer(s, TP_NONE, 0);
 	loop_timer_cancel(&s->leftover_timer);
-	jobs_teardown(s);
-	terms_teardown(s);
+	sesschild_teardown(s);
 	if (s->current && s->current->kind == OP_CHECKOUT)
 		gitrun_kill(s->current->git);
 	feed_wake(&s->in.feed); /* parked stdin writers learn the session is gone */

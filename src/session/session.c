@@ -49,6 +49,16 @@ uint64_t session_serial(const struct session *s)
 	return s->serial;
 }
 
+bool session_removed_locked(const struct session *s)
+{
+	return s->removed;
+}
+
+const char *session_cwd_locked(const struct session *s)
+{
+	return s->cwd;
+}
+
 struct timespec session_ctime(const struct session *s)
 {
 	return s->ctime;
@@ -102,8 +112,8 @@ static struct session *create_locked(const char *id, struct ticket **ready, int 
 	clock_gettime(CLOCK_REALTIME, &s->ctime);
 	TAILQ_INIT(&s->queue);
 	TAILQ_INIT(&s->runs);
-	TAILQ_INIT(&s->jobs);
-	TAILQ_INIT(&s->terms);
+	for (int k = 0; k < SESSCHILD_KINDS; k++)
+		TAILQ_INIT(&s->children[k]);
 	feed_init(&s->in.feed);
 	s->in.pending_w = -1;
 	s->timeout_ms = session_cfg->timeout_ms;

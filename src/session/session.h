@@ -51,8 +51,20 @@ void session_unref(struct session *s);
 /* Snapshot of the sessions, sorted by creation; caller frees *v. */
 size_t session_list(struct session_info **v);
 
+/* What a session's children (job/, term/) start with: the config, the sandbox's user (NULL: the
+ * daemon's) and the directory of the spools. Set by sessions_init. */
+extern const struct config *session_cfg;
+extern const struct identity *session_owner;
+extern char *session_spool_dir;
+
 const char *session_id(const struct session *s);
 uint64_t session_serial(const struct session *s);
+/* Core lock held: whether the session left the table (rmdir, unmount). */
+bool session_removed_locked(const struct session *s);
+/* Core lock held: the directory the next command starts in (no newline; the session owns it). */
+const char *session_cwd_locked(const struct session *s);
+/* Core lock held: the environment the next command would start with. */
+void session_next_env(struct session *s, struct envlist *next);
 struct timespec session_ctime(const struct session *s);
 
 /* Queues a command; its run number goes to *n if n is given. -EINVAL for a NUL byte, -EFBIG

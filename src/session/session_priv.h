@@ -1,5 +1,5 @@
 /* What session.c, sessrun.c, sessenv.c, sessctl.c, exec.c, execkill.c and stdin.c share about a
- * session; nothing outside them includes it.
+ * session; nothing outside src/session/ includes it.
  * All fields are guarded by the core lock. */
 #ifndef SBX_SESSION_PRIV_H
 #define SBX_SESSION_PRIV_H
@@ -89,10 +89,9 @@ struct session {
 
 	struct session_stdin in;
 
-	struct sesschild_list jobs; /* background processes */
-	unsigned next_job_id;
-	struct sesschild_list terms; /* terminals */
-	unsigned next_term_id;
+	/* background processes and terminals, and the last id given to each kind */
+	struct sesschild_list children[SESSCHILD_KINDS];
+	unsigned next_child_id[SESSCHILD_KINDS];
 
 	struct envlist env;     /* as the shell last reported it */
 	struct envlist own_env; /* names set through its env file (NAME=): the root env's lose */
@@ -102,15 +101,9 @@ struct session {
 	TAILQ_ENTRY(session) link;
 };
 
-extern const struct config *session_cfg;
-extern const struct identity *session_owner;
-extern char *session_spool_dir;
-
 /* Core lock held: the first shell died before it was up (err: -errno); the session leaves the
  * table and the mkdir waiting on s->ready fails with err. */
 void session_start_failed(struct session *s, int err);
-/* sessenv.c, core lock held: the environment the next command would start with. */
-void session_next_env(struct session *s, struct envlist *next);
 
 struct gitrun;
 
@@ -135,11 +128,6 @@ int exec_kill_all(struct session *s, int sig);
 int exec_restart(struct session *s);
 /* Ends the op in flight and everything queued; the shell is killed. */
 void exec_teardown(struct session *s);
-
-/* job.c: kills and forgets every background process (session removal). */
-void jobs_teardown(struct session *s);
-/* term.c: kills and forgets every terminal (session removal). */
-void terms_teardown(struct session *s);
 
 /* stdin.c */
 /* Starts the command's stdin: calls exec_send_run once the path is known. */

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "identity.h"
 #include "session_priv.h"
 #include "xmalloc.h"
 
@@ -37,7 +38,7 @@ void stdin_begin(struct session *s)
 		exec_send_run(s, NULL);
 		return;
 	}
-	if ((rc = feed_pipe(p, session_owner)) < 0) {
+	if ((rc = identity_pipe(p, session_owner)) < 0) {
 		exec_unrun(s, -rc, "cannot make the command's stdin pipe");
 		return;
 	}

@@ -12,7 +12,8 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "session_priv.h"
+#include "cgroup.h"
+#include "sesschild.h"
 #include "term_priv.h"
 #include "termring.h"
 #include "termscreen.h"
@@ -58,13 +59,18 @@ unsigned term_id(const struct term *t)
 
 struct term *term_find(struct session *s, const char *name)
 {
-	return term_of(sesschild_get(&s->terms, name, 0));
+	return term_of(sesschild_get(s, SESSCHILD_TERM, name, 0));
 }
 
 struct term *term_find_id(struct session *s, unsigned id)
 {
-	return term_of(sesschild_get(&s->terms, NULL, id));
+	return term_of(sesschild_get(s, SESSCHILD_TERM, NULL, id));
 }
+
+/* Core lock held: kill, detach from the session, drop the list's reference. */
+static void forget(struct sesschild *c);
+
+static const struct sesschild_ops term_child_ops = {SESSCHILD_TERM, 't', forget};
 
 int term_create(struct session *s, const char *name)
 {
@@ -74,7 +80,7 @@ int term_create(struct session *s, const char *name)
 	if (!session_id_valid(name, strlen(name)))
 		return -EINVAL;
 	core_lock();
-	if ((rc = sesschild_free_name(s, &s->terms, name)) < 0) {
+	if ((rc = sesschild_free_name(s, SESSCHILD_TERM, name)) < 0) {
 		core_unlock();
 		return rc;
 	}
@@ -87,7 +93,7 @@ int term_create(struct session *s, const char *name)
 	t->in = xmalloc(TERM_IN_MAX);
 	waitq_init(&t->outq);
 	waitq_init(&t->inq);
-	sesschild_add(&t->c, s, &s->terms, ++s->next_term_id, name, 't');
+	sesschild_add(&t->c, s, &term_child_ops, name);
 	core_unlock();
 	return 0;
 }
@@ -99,7 +105,7 @@ size_t term_list(struct session *s, struct term_info **v)
 
 	*v = NULL;
 	core_lock();
-	TAILQ_FOREACH(c, &s->terms, link)
+	TAILQ_FOREACH(c, sesschild_list(s, SESSCHILD_TERM), link)
 	{
 		*v = xrealloc(*v, (n + 1) * sizeof(**v));
 		snprintf((*v)[n].name, sizeof((*v)[n].name), "%s", c->name);
@@ -252,7 +258,7 @@ static int start_locked(struct term *t, const char *cmd, size_t len)
 	struct envlist env;
 	int cgfds[4], ncg;
 
-	if (t->c.removed || t->c.s->removed)
+	if (t->c.removed || session_removed_locked(t->c.s))
 		return -ENOENT;
 	if (t->state != TS_IDLE)
 		return -EBUSY;
@@ -269,7 +275,7 @@ static int start_locked(struct term *t, const char *cmd, size_t len)
 	envlist_put(&env, TERM_ENV);
 	t->proc.on_exit = on_exit_term;
 	t->proc.on_pty = on_pty;
-	launch_start_pty(&t->proc, t->c.s->cwd, argv, env.v, cgfds, ncg, t->rows, t->cols);
+	launch_start_pty(&t->proc, session_cwd_locked(t->c.s), argv, env.v, cgfds, ncg, t->rows, t->cols);
 	envlist_free(&env);
 	t->state = TS_STARTING;
 	sesschild_ref(&t->c); /* held until the program is gone */
@@ -393,13 +399,12 @@ char *term_screen(struct term *t, size_t *len)
 	return text;
 }
 
-/* Core lock held: kill, detach from the session, drop the list's reference. */
 static void forget(struct sesschild *c)
 {
 	struct term *t = term_of(c);
 
 	t->c.removed = true;
-	TAILQ_REMOVE(&t->c.s->terms, &t->c, link);
+	sesschild_unlink(&t->c);
 	if (t->state == TS_RUNNING || t->state == TS_STARTING) {
 		t->killed = true;
 		/* gone when rmdir returns; its exit report comes later */
@@ -416,10 +421,6 @@ static void forget(struct sesschild *c)
 
 int term_remove(struct session *s, const char *name)
 {
-	return sesschild_remove(&s->terms, name, forget);
+	return sesschild_remove(s, SESSCHILD_TERM, name);
 }
 
-void terms_teardown(struct session *s)
-{
-	sesschild_teardown(&s->terms, forget);
-}

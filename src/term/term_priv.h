@@ -7,7 +7,9 @@
 #include <stdint.h>
 #include <sys/queue.h>
 
-#include "session_priv.h"
+#include "launch.h"
+#include "loop.h"
+#include "sesschild.h"
 #include "termring.h"
 #include "termscreen.h"
 
