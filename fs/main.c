@@ -23,7 +23,7 @@
 #include "ops.h"
 #include "sandbox.h"
 #include "workspace.h"
-#include "wsmount.h"
+#include "ws_mount.h"
 #include "xmalloc.h"
 
 #define DEFAULT_CONFIG "/etc/sbxfs/sbxfs.ini"
@@ -201,7 +201,7 @@ static struct fuse_session *mount_fs(const struct cmdline *cl, const char *self)
 		fatal("mount point %s", cl->mountpoint);
 	if (fuse_session_mount(se, cl->mountpoint) < 0)
 		fatalx("cannot mount on %s", cl->mountpoint);
-	if ((rc = ws_attach_session(se)) < 0)
+	if ((rc = ws_dev_attach_session(se)) < 0)
 		fatalx("cannot hook the FUSE device: %s", strerror(-rc));
 	return se;
 }
@@ -225,7 +225,7 @@ static int serve(struct fuse_session *se)
 static void __attribute__((noreturn)) unmount_cmd(const char *mountpoint)
 {
 	char *argv[] = {"fusermount3", "-u", (char *)mountpoint, NULL};
-	int rc = wsmount_unmount_at(mountpoint);
+	int rc = ws_mount_unmount_at(mountpoint);
 
 	if (rc < 0 && rc != -EPERM) /* EPERM: not root, so there is no kernel mount to undo */
 		log_warnx("unmount %s/workspace: %s", mountpoint, strerror(-rc));
@@ -238,7 +238,7 @@ static void __attribute__((noreturn)) unmount_cmd(const char *mountpoint)
 static int prepare_kernel_workspace(const struct config *cfg, bool swap, uid_t sb_uid,
 				    gid_t sb_gid, char *why, size_t whylen)
 {
-	struct wsmount_spec s = {
+	struct ws_mount_spec s = {
 	    .backing = cfg->workspace,
 	    .idmap = swap,
 	    .owner_uid = getuid(),
@@ -254,7 +254,7 @@ static int prepare_kernel_workspace(const struct config *cfg, bool swap, uid_t s
 		snprintf(why, whylen, "mounting the workspace needs root");
 		return -1;
 	}
-	return wsmount_prepare(&s, why, whylen);
+	return ws_mount_prepare(&s, why, whylen);
 }
 
 struct ws_attach {
@@ -265,7 +265,7 @@ struct ws_attach {
 static void *attach_thread(void *arg)
 {
 	struct ws_attach *a = arg;
-	int rc = wsmount_attach(a->mfd, a->target);
+	int rc = ws_mount_attach(a->mfd, a->target);
 
 	if (rc < 0)
 		log_warnx("workspace/ is served through FUSE: cannot mount the workspace on %s: %s",
@@ -340,7 +340,7 @@ int main(int argc, char **argv)
 		idmap_swap(getuid(), getgid(), sb_uid, sb_gid);
 		swap = true;
 	}
-	/* Before anything reaps children: it forks (see wsmount_prepare). */
+	/* Before anything reaps children: it forks (see ws_mount_prepare). */
 	ws_mfd = prepare_kernel_workspace(&cfg, swap, sb_uid, sb_gid, ws_why, sizeof(ws_why));
 	if ((rc = ws_open(cfg.workspace, &wso)) < 0)
 		fatalx("workspace %s: %s", cfg.workspace, strerror(-rc));
@@ -367,7 +367,7 @@ int main(int argc, char **argv)
 	}
 	/* After the launcher started, so that its children keep the limits the daemon got. */
 	ws_raise_nofile();
-	ws_tune_mount(mnt_abs);
+	ws_dev_tune_mount(mnt_abs);
 	log_info("mounted on %s (workspace %s)", cl.mountpoint, cfg.workspace);
 	if (ws_mfd >= 0)
 		attach_kernel_workspace(ws_mfd, mnt_abs);
@@ -376,10 +376,10 @@ int main(int argc, char **argv)
 	daemon_ready();
 	rc = serve(se);
 	sandbox_stop();
-	wsmount_detach();
+	ws_mount_detach();
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);
-	ws_detach_session(se);
+	ws_dev_detach_session(se);
 	fuse_session_destroy(se);
 	ctlfile_shutdown();
 	ctxfile_shutdown();

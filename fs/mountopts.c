@@ -1,6 +1,6 @@
 /* The command line's `-o` lists, as sshfs and mount(8) give them: FUSE's mount options go to
  * libfuse, those mount(8) and fstab keep for themselves are dropped, sbxfs's own (syslog,
- * config=PATH) are noted, and the rest are config keys (see src/confopt.c). */
+ * config=PATH) are noted, and the rest are config keys (see src/core/config_opt.c). */
 #include "mountopts.h"
 
 #include <errno.h>
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "confopt.h"
+#include "config_opt.h"
 #include "log.h"
 #include "xmalloc.h"
 
@@ -100,12 +100,12 @@ static int add_item(struct mountopts *mo, const char *item, char *err, size_t er
 
 int mountopts_add(struct mountopts *mo, const char *opts, char *err, size_t errlen)
 {
-	char **items = confopt_split(opts);
+	char **items = config_opt_split(opts);
 	int rc = 0;
 
 	for (size_t i = 0; items[i] && rc == 0; i++)
 		rc = add_item(mo, items[i], err, errlen);
-	confopt_free(items);
+	config_opt_free(items);
 	return rc;
 }
 
@@ -127,6 +127,6 @@ void mountopts_free(struct mountopts *mo)
 {
 	free(mo->fuse);
 	free(mo->config);
-	confopt_free(mo->settings);
+	config_opt_free(mo->settings);
 	memset(mo, 0, sizeof(*mo));
 }

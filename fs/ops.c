@@ -35,7 +35,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
 	if (WS(ino))
-		ws_forget_one(ino, nlookup);
+		ws_name_forget_one(ino, nlookup);
 	fuse_reply_none(req);
 }
 
@@ -43,7 +43,7 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 {
 	for (size_t i = 0; i < count; i++)
 		if (WS(forgets[i].ino))
-			ws_forget_one(forgets[i].ino, forgets[i].nlookup);
+			ws_name_forget_one(forgets[i].ino, forgets[i].nlookup);
 	fuse_reply_none(req);
 }
 
@@ -342,7 +342,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 {
 	if (WS(parent))
 		ws_ops.create(req, parent, name, mode, fi);
-	else /* "/" is an O_TMPFILE open (ws_attach_session) */
+	else /* "/" is an O_TMPFILE open (ws_dev_attach_session) */
 		fuse_reply_err(req, strcmp(name, "/") == 0 ? EOPNOTSUPP : EPERM);
 }
 

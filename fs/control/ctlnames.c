@@ -428,7 +428,7 @@ static void readdir_common(fuse_req_t req, size_t size, off_t off, struct fuse_f
 		if (need > size - used) {
 			/* The workspace root counted a lookup the kernel will never see. */
 			if (plus && e.ino && ws_is_ino(e.ino))
-				ws_forget_one(e.ino, 1);
+				ws_name_forget_one(e.ino, 1);
 			break;
 		}
 		used += need;

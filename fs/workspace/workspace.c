@@ -1,15 +1,15 @@
 /* The workspace passthrough, everything under MOUNT/workspace/: the helpers all handlers share,
- * the operation table, and the setup. Names are wsname.c's, attributes, extended attributes and
- * statfs wsattr.c's, open files wsfile.c's, open directories wsdir.c's, the inode table
- * wsinode.c's and the descriptor budget wsbudget.c's, the coherence with the sandbox's own changes
- * wsinval.c's, the caller's credentials wscred.c's, and what libfuse 3.14 does not know
- * (passthrough, killpriv v2, O_TMPFILE) wsdev.c's.
+ * the operation table, and the setup. Names are ws_name.c's, attributes, extended attributes and
+ * statfs ws_attr.c's, open files ws_file.c's, open directories ws_dir.c's, the inode table
+ * ws_inode.c's and the descriptor budget ws_budget.c's, the coherence with the sandbox's own
+ * changes ws_inval.c's, the caller's credentials ws_cred.c's, and what libfuse 3.14 does not
+ * know (passthrough, killpriv v2, O_TMPFILE) ws_dev.c's.
  *
  * Each inode has an O_PATH|O_NOFOLLOW fd of its backing file and every operation is done
  * relative to such an fd (or through its /proc/self/fd magic link, which names the inode itself
  * and never walks a path), so the daemon never follows a symlink of the workspace out of it.
- * A handler takes the fds it needs with wsn_use (which reopens one the budget closed) and gives
- * them back with wsn_unuse; open files and directories keep their inode's fd in use.
+ * A handler takes the fds it needs with ws_budget_use (which reopens one the budget closed) and
+ * gives them back with ws_budget_unuse; open files and directories keep their inode's fd in use.
  *
  * File data: when the daemon is root, the kernel reads and writes open files on the backing
  * files itself (FUSE passthrough), sharing the page cache with the sandbox, which writes the
@@ -20,7 +20,7 @@
  * returns and close needs no FLUSH (FOPEN_NOFLUSH).
  *
  * Caching (ws_opts.cache): names, attributes, negative entries, data pages, directory listings
- * and symlink targets are kept by the kernel for the timeout, and dropped by wsinval.c when the
+ * and symlink targets are kept by the kernel for the timeout, and dropped by ws_inval.c when the
  * sandbox changes them; a changed mtime or size also drops the pages (FUSE_CAP_AUTO_INVAL_DATA).
  *
  * The kernel sends FORGET only for an inode it has evicted, i.e. one no request in flight
@@ -58,7 +58,7 @@ int ws_stat_fd(int fd, struct stat *st)
 	return res;
 }
 
-/* Whether the kernel may keep what it learns of in (wsinval.c sees its changes). */
+/* Whether the kernel may keep what it learns of in (ws_inval.c sees its changes). */
 bool ws_cacheable(struct ws_inode *in)
 {
 	return opts.cache && !__atomic_load_n(&in->uncached, __ATOMIC_RELAXED);
@@ -83,13 +83,13 @@ void ws_warn_nofile(int err)
 	    !__atomic_exchange_n(&warned, true, __ATOMIC_RELAXED))
 		log_warnx("workspace: out of file descriptors (budget %ld, %ld open); lower "
 			  "[workspace] max_fds or raise the daemon's RLIMIT_NOFILE",
-			  wsn_budget(), wsn_fds_open());
+			  ws_budget_max(), ws_budget_fds_open());
 }
 
 /* Looks name up in parent (whose fd, in use, is pfd), counting one kernel lookup. */
 int ws_lookup_in(fuse_ino_t parent, int pfd, const char *name, struct fuse_entry_param *e)
 {
-	int res = wsn_lookup(inode_of(parent), pfd, name, e, opts.timeout);
+	int res = ws_inode_lookup(inode_of(parent), pfd, name, e, opts.timeout);
 
 	ws_warn_nofile(-res);
 	return res;
@@ -114,42 +114,42 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 /* getlk/setlk stay NULL: POSIX locks are the kernel's own (see ws_init_conn). */
 const struct fuse_lowlevel_ops ws_ops = {
     .init = op_init,
-    .lookup = wsname_lookup,
-    .forget = wsname_forget,
-    .forget_multi = wsname_forget_multi,
-    .getattr = wsattr_getattr,
-    .setattr = wsattr_setattr,
-    .readlink = wsattr_readlink,
-    .mknod = wsname_mknod,
-    .mkdir = wsname_mkdir,
-    .unlink = wsname_unlink,
-    .rmdir = wsname_rmdir,
-    .symlink = wsname_symlink,
-    .rename = wsname_rename,
-    .link = wsname_link,
-    .open = wsf_open,
-    .read = wsf_read,
-    .write = wsf_write,
-    .write_buf = wsf_write_buf,
-    .flush = wsf_flush,
-    .release = wsf_release,
-    .fsync = wsf_fsync,
-    .opendir = wsdir_opendir,
-    .readdir = wsdir_readdir,
-    .readdirplus = wsdir_readdirplus,
-    .releasedir = wsdir_releasedir,
-    .fsyncdir = wsdir_fsyncdir,
-    .statfs = wsattr_statfs,
-    .setxattr = wsattr_setxattr,
-    .getxattr = wsattr_getxattr,
-    .listxattr = wsattr_listxattr,
-    .removexattr = wsattr_removexattr,
-    .access = wsattr_access,
-    .create = wsf_create,
-    .flock = wsf_flock,
-    .fallocate = wsf_fallocate,
-    .copy_file_range = wsf_copy_file_range,
-    .lseek = wsf_lseek,
+    .lookup = ws_name_lookup,
+    .forget = ws_name_forget,
+    .forget_multi = ws_name_forget_multi,
+    .getattr = ws_attr_getattr,
+    .setattr = ws_attr_setattr,
+    .readlink = ws_attr_readlink,
+    .mknod = ws_name_mknod,
+    .mkdir = ws_name_mkdir,
+    .unlink = ws_name_unlink,
+    .rmdir = ws_name_rmdir,
+    .symlink = ws_name_symlink,
+    .rename = ws_name_rename,
+    .link = ws_name_link,
+    .open = ws_file_open,
+    .read = ws_file_read,
+    .write = ws_file_write,
+    .write_buf = ws_file_write_buf,
+    .flush = ws_file_flush,
+    .release = ws_file_release,
+    .fsync = ws_file_fsync,
+    .opendir = ws_dir_opendir,
+    .readdir = ws_dir_readdir,
+    .readdirplus = ws_dir_readdirplus,
+    .releasedir = ws_dir_releasedir,
+    .fsyncdir = ws_dir_fsyncdir,
+    .statfs = ws_attr_statfs,
+    .setxattr = ws_attr_setxattr,
+    .getxattr = ws_attr_getxattr,
+    .listxattr = ws_attr_listxattr,
+    .removexattr = ws_attr_removexattr,
+    .access = ws_attr_access,
+    .create = ws_file_create,
+    .flock = ws_file_flock,
+    .fallocate = ws_file_fallocate,
+    .copy_file_range = ws_file_copy_file_range,
+    .lseek = ws_file_lseek,
 };
 
 /* ---- setup ---- */
@@ -167,17 +167,17 @@ void ws_init_conn(struct fuse_conn_info *conn)
 	/* No writeback cache (the kernel would own sizes and mtimes of every regular file: the
 	 * control files' and those the sandbox changes directly), no NFS export (lookups of ".."
 	 * would leave the workspace), no fs-side suid clearing, kernel-local POSIX locks, no
-	 * splice from the device (the TMPFILE hook reads requests itself; see wsdev.c). */
+	 * splice from the device (the TMPFILE hook reads requests itself; see ws_dev.c). */
 	conn->want &= ~(FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_EXPORT_SUPPORT |
 			FUSE_CAP_HANDLE_KILLPRIV | FUSE_CAP_POSIX_LOCKS);
 	conn->want &= ~FUSE_CAP_SPLICE_READ;
 	/* The INIT reply goes out on this thread right after we return. */
-	wsd_patch_init(wsc_root() && opts.passthrough);
+	ws_dev_patch_init(ws_cred_root() && opts.passthrough);
 	/* Readahead and async reads: more requests in flight than the default 12. */
 	conn->max_background = 64;
 	conn->congestion_threshold = 48;
 	conn->max_readahead = UINT_MAX; /* as much as the kernel offers */
-	wsd_init_done();
+	ws_dev_init_done();
 }
 
 /* The workspace's share of the open file limit; the rest is the control plane's. */
@@ -192,7 +192,7 @@ static void set_budget(void)
 		max = (long)(max == 0 ? rl.rlim_cur / 2 : rl.rlim_cur - rl.rlim_cur / 4);
 	if (max < 64)
 		max = 64;
-	wsn_set_budget(max);
+	ws_budget_set(max);
 	log_debug("workspace: at most %ld descriptors", max);
 }
 
@@ -244,9 +244,9 @@ int ws_open(const char *dir, const struct ws_opts *o)
 			close(fd);
 		return res;
 	}
-	wsc_remember_self();
-	wsi_init(opts.cache, opts.timeout);
-	return wsn_open(fd, &st);
+	ws_cred_remember_self();
+	ws_inval_init(opts.cache, opts.timeout);
+	return ws_inode_open(fd, &st);
 }
 
 static atomic_bool kernel_mounted;
@@ -254,7 +254,7 @@ static atomic_bool kernel_mounted;
 void ws_kernel_mounted(void)
 {
 	atomic_store(&kernel_mounted, true);
-	wsi_off();
+	ws_inval_off();
 }
 
 bool ws_through_fuse(void)
@@ -264,19 +264,19 @@ bool ws_through_fuse(void)
 
 void ws_close(void)
 {
-	wsn_close();
-	wsi_stop();
-	wsc_forget_self();
+	ws_inode_close();
+	ws_inval_stop();
+	ws_cred_forget_self();
 }
 
 /* The name "workspace" always means the root: the kernel keeps it for good (its attributes
  * follow the cache settings like any other's). A failed revalidation would make the kernel
- * detach the workspace mounted on it (wsmount.h), so it never has to be revalidated. */
+ * detach the workspace mounted on it (ws_mount.h), so it never has to be revalidated. */
 #define ROOT_ENTRY_TIMEOUT 1e9
 
 int ws_root_entry(struct fuse_entry_param *e)
 {
-	struct ws_inode *root = wsn_root();
+	struct ws_inode *root = ws_inode_root();
 	int res;
 
 	memset(e, 0, sizeof(*e));
@@ -286,11 +286,11 @@ int ws_root_entry(struct fuse_entry_param *e)
 	if (res)
 		return res;
 	e->ino = ino_of(root);
-	wsn_ref_again(root);
+	ws_inode_ref_again(root);
 	return 0;
 }
 
 fuse_ino_t ws_root_ino(void)
 {
-	return ino_of(wsn_root());
+	return ino_of(ws_inode_root());
 }

@@ -26,7 +26,7 @@ struct ws_opts {
 int ws_open(const char *dir, const struct ws_opts *opts);
 void ws_close(void);
 
-/* Any thread: workspace/ is now the kernel's mount of the backing directory (wsmount.h), so
+/* Any thread: workspace/ is now the kernel's mount of the backing directory (ws_mount.h), so
  * no request reaches the passthrough and the sandbox's changes need no invalidations. */
 void ws_kernel_mounted(void);
 /* Whether workspace/ is still served through FUSE (not yet, or never, the kernel's mount). */
@@ -38,14 +38,14 @@ void ws_raise_nofile(void);
 
 /* Hooks the session's device reads (after fuse_session_mount) so that O_TMPFILE requests,
  * which libfuse 3.14 does not know, reach the create handler. Returns 0 or -errno. */
-int ws_attach_session(struct fuse_session *se);
+int ws_dev_attach_session(struct fuse_session *se);
 /* Once the session stopped serving, before fuse_session_destroy: frees what libfuse would
  * leak of it. */
-void ws_detach_session(struct fuse_session *se);
+void ws_dev_detach_session(struct fuse_session *se);
 
 /* After mounting at the absolute path mountpoint: raises the mount's readahead once the
  * connection is up (root only). */
-void ws_tune_mount(const char *mountpoint);
+void ws_dev_tune_mount(const char *mountpoint);
 
 /* Workspace inode numbers are even (aligned pointers); control inodes are odd. */
 static inline bool ws_is_ino(fuse_ino_t ino)
@@ -61,8 +61,8 @@ fuse_ino_t ws_root_ino(void);
 void ws_init_conn(struct fuse_conn_info *conn);
 
 /* Handlers for requests whose inode (or parent) is a workspace inode; same signatures as
- * struct fuse_lowlevel_ops. ws_forget_one drops nlookup from a batch forget. */
+ * struct fuse_lowlevel_ops. ws_name_forget_one drops nlookup from a batch forget. */
 extern const struct fuse_lowlevel_ops ws_ops;
-void ws_forget_one(fuse_ino_t ino, uint64_t nlookup);
+void ws_name_forget_one(fuse_ino_t ino, uint64_t nlookup);
 
 #endif

@@ -1,9 +1,9 @@
 /* What the workspace's files share among themselves (not for the rest of fs/): the inode and
  * open file structures and each file's entry points. workspace.c has the shared helpers, the
- * operation table and the setup, wsname.c the handlers of names, wsattr.c those of attributes,
- * wsfile.c those of open files, wsdir.c those of open directories, wsinode.c the inode table,
- * wsbudget.c the descriptor budget, wsinval.c the coherence with the sandbox's changes, wscred.c
- * the caller's credentials, wsdev.c what is done below libfuse. */
+ * operation table and the setup, ws_name.c the handlers of names, ws_attr.c those of attributes,
+ * ws_file.c those of open files, ws_dir.c those of open directories, ws_inode.c the inode table,
+ * ws_budget.c the descriptor budget, ws_inval.c the coherence with the sandbox's changes, ws_cred.c
+ * the caller's credentials, ws_dev.c what is done below libfuse. */
 #ifndef SBX_WS_PRIV_H
 #define SBX_WS_PRIV_H
 
@@ -23,7 +23,7 @@ struct ws_inode {
 	ino_t ino;
 	bool isdir;
 	bool pinned; /* the root: never freed, its fd never closed */
-	/* Under the table lock (wsinode.c, wsbudget.c). */
+	/* Under the table lock (ws_inode.c, ws_budget.c). */
 	int fd;		  /* O_PATH|O_NOFOLLOW of the backing file; -1 while closed (fd budget) */
 	int uses;	  /* operations using fd right now: it is not closed under them */
 	uint64_t nlookup; /* lookups the kernel holds */
@@ -39,11 +39,11 @@ struct ws_inode {
 	struct ws_inode *multi_prev, *multi_next;
 	struct file_handle
 	    *handle; /* taken when its fd is closed, if the daemon may reopen by it */
-	/* Coherence (wsinval.c), under the table lock: the inotify watch of a directory. */
+	/* Coherence (ws_inval.c), under the table lock: the inotify watch of a directory. */
 	int wd; /* -1: none */
 	struct ws_inode *wd_next;
 	unsigned mark; /* last drain that invalidated it */
-	/* Passthrough (wsdev.c): the kernel wants one backing file per inode for all its
+	/* Passthrough (ws_dev.c): the kernel wants one backing file per inode for all its
 	 * passthrough opens. Registered at the first, closed after the last; under pt_lock. */
 	int backing_id;
 	int backing_fd;
@@ -112,135 +112,137 @@ void ws_warn_nofile(int err);
 int ws_lookup_in(fuse_ino_t parent, int pfd, const char *name, struct fuse_entry_param *e);
 int ws_reopen_flags(int flags);
 
-/* ---- wsname.c, wsattr.c: handlers of names and attributes (fuse_lowlevel_ops) ---- */
+/* ---- ws_name.c, ws_attr.c: handlers of names and attributes (fuse_lowlevel_ops) ---- */
 
-void wsname_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
-void wsname_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
-void wsname_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets);
-void wsname_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev);
-void wsname_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
-void wsname_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name);
-void wsname_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
-void wsname_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
-void wsname_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
-		   const char *newname, unsigned int flags);
-void wsname_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname);
-void wsattr_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void wsattr_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
-		    struct fuse_file_info *fi);
-void wsattr_readlink(fuse_req_t req, fuse_ino_t ino);
-void wsattr_statfs(fuse_req_t req, fuse_ino_t ino);
-void wsattr_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
-		     size_t size, int flags);
-void wsattr_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);
-void wsattr_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
-void wsattr_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
-void wsattr_access(fuse_req_t req, fuse_ino_t ino, int mask);
+void ws_name_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+void ws_name_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
+void ws_name_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets);
+void ws_name_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev);
+void ws_name_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
+void ws_name_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name);
+void ws_name_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
+void ws_name_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+void ws_name_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+		    const char *newname, unsigned int flags);
+void ws_name_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname);
+void ws_attr_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void ws_attr_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
+		     struct fuse_file_info *fi);
+void ws_attr_readlink(fuse_req_t req, fuse_ino_t ino);
+void ws_attr_statfs(fuse_req_t req, fuse_ino_t ino);
+void ws_attr_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+		      size_t size, int flags);
+void ws_attr_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);
+void ws_attr_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
+void ws_attr_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
+void ws_attr_access(fuse_req_t req, fuse_ino_t ino, int mask);
 /* The suid/sgid bits a write by someone without CAP_FSETID clears from mode. */
-mode_t ws_sxid_to_kill(mode_t mode);
+mode_t ws_attr_sxid_to_kill(mode_t mode);
 /* Clears them on fd if the request asked to (killpriv v2); 0 or -errno. */
-int ws_kill_suidgid(int fd);
+int ws_attr_kill_suidgid(int fd);
 
-/* ---- wsfile.c, wsdir.c: handlers of open files and directories (fuse_lowlevel_ops) ---- */
+/* ---- ws_file.c, ws_dir.c: handlers of open files and directories (fuse_lowlevel_ops) ---- */
 
-int ws_sync_fd(int fd, int datasync);
-void wsf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void wsf_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-		struct fuse_file_info *fi);
-void wsf_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
-void wsf_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t off,
-		   struct fuse_file_info *fi);
-void wsf_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
-	       struct fuse_file_info *fi);
-void wsf_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void wsf_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void wsf_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
-void wsf_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
-		   struct fuse_file_info *fi);
-void wsf_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
-			 struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
-			 struct fuse_file_info *fi_out, size_t len, int flags);
-void wsf_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi);
-void wsf_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op);
-void wsdir_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void wsdir_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		   struct fuse_file_info *fi);
-void wsdir_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+int ws_file_sync_fd(int fd, int datasync);
+void ws_file_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void ws_file_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		    struct fuse_file_info *fi);
+void ws_file_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		  struct fuse_file_info *fi);
+void ws_file_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t off,
 		       struct fuse_file_info *fi);
-void wsdir_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void wsdir_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
+void ws_file_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		   struct fuse_file_info *fi);
+void ws_file_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void ws_file_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void ws_file_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
+void ws_file_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
+		       struct fuse_file_info *fi);
+void ws_file_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+			     struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
+			     struct fuse_file_info *fi_out, size_t len, int flags);
+void ws_file_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		   struct fuse_file_info *fi);
+void ws_file_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op);
+void ws_dir_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void ws_dir_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi);
+void ws_dir_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			struct fuse_file_info *fi);
+void ws_dir_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void ws_dir_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
 
-/* ---- wsinode.c, wsbudget.c: the inode table and the descriptor budget ---- */
+/* ---- ws_inode.c, ws_budget.c: the inode table and the descriptor budget ---- */
 
 /* Makes the table and the root inode of the backing directory fd (taken); 0 or -errno. */
-int wsn_open(int fd, const struct stat *st);
-void wsn_close(void);
-struct ws_inode *wsn_root(void);
+int ws_inode_open(int fd, const struct stat *st);
+void ws_inode_close(void);
+struct ws_inode *ws_inode_root(void);
 /* The most descriptors the workspace keeps open (inode fds, open files, backing files,
  * directory streams); past it the least recently used inode fds are closed. */
-void wsn_set_budget(long max);
-long wsn_budget(void);
-long wsn_fds_open(void);
+void ws_budget_set(long max);
+long ws_budget_max(void);
+long ws_budget_fds_open(void);
 
-void wsn_lock(void);
-void wsn_unlock(void);
+void ws_inode_lock(void);
+void ws_inode_unlock(void);
 /* Table lock held: the known inode of (dev, ino), or NULL. */
-struct ws_inode *wsn_find(dev_t dev, ino_t ino);
+struct ws_inode *ws_inode_find(dev_t dev, ino_t ino);
 
-/* The inode's fd, reopened if the budget closed it, counted as in use until wsn_unuse; -errno
+/* The inode's fd, reopened if the budget closed it, counted as in use until ws_budget_unuse; -errno
  * (ESTALE: the file it was is gone). */
-int wsn_use(struct ws_inode *in);
-void wsn_unuse(struct ws_inode *in);
+int ws_budget_use(struct ws_inode *in);
+void ws_budget_unuse(struct ws_inode *in);
 
 /* Looks name up in dir (whose fd, in use, is dirfd), counting one kernel lookup; 0 or -errno.
  * Fills e's attributes, inode and, with timeout, its timeouts. */
-int wsn_lookup(struct ws_inode *dir, int dirfd, const char *name, struct fuse_entry_param *e,
-	       double timeout);
+int ws_inode_lookup(struct ws_inode *dir, int dirfd, const char *name, struct fuse_entry_param *e,
+		    double timeout);
 /* An inode for the open fd (taken) of an unnamed file in dir; counts one lookup. */
-fuse_ino_t wsn_ref_fd(struct ws_inode *dir, int fd, const struct stat *st);
+fuse_ino_t ws_inode_ref_fd(struct ws_inode *dir, int fd, const struct stat *st);
 /* Counts one more kernel lookup of an inode the kernel already holds (link). */
-void wsn_ref_again(struct ws_inode *in);
-void wsn_forget(struct ws_inode *in, uint64_t nlookup);
+void ws_inode_ref_again(struct ws_inode *in);
+void ws_inode_forget(struct ws_inode *in, uint64_t nlookup);
 /* Releases an inode held for a while (in->refs++ under the table lock). */
-void wsn_drop(struct ws_inode *in);
+void ws_inode_drop(struct ws_inode *in);
 /* Records that (newdir, newname) now names the inode that was renamed there. */
-void wsn_renamed(struct ws_inode *newdir, int newdirfd, const char *newname);
+void ws_inode_renamed(struct ws_inode *newdir, int newdirfd, const char *newname);
 /* Table lock held: calls fn on every inode of the table / every file seen with several links. */
-void wsn_each(void (*fn)(struct ws_inode *in, void *arg), void *arg);
-void wsn_each_multi(void (*fn)(struct ws_inode *in, void *arg), void *arg);
+void ws_inode_each(void (*fn)(struct ws_inode *in, void *arg), void *arg);
+void ws_inode_each_multi(void (*fn)(struct ws_inode *in, void *arg), void *arg);
 
 /* Descriptors that are not inode fds (open files, backing files, directory streams): counted
  * against the budget, making room for them first. */
-void wsn_fd_opening(void);
-void wsn_fd_closed(void);
+void ws_budget_fd_opening(void);
+void ws_budget_fd_closed(void);
 
 /* The fd of inode ino, in use until put(ino); -errno. */
 static inline int use(fuse_ino_t ino)
 {
-	return wsn_use(inode_of(ino));
+	return ws_budget_use(inode_of(ino));
 }
 
 static inline void put(fuse_ino_t ino)
 {
-	wsn_unuse(inode_of(ino));
+	ws_budget_unuse(inode_of(ino));
 }
 
-/* ---- wsinval.c: what the sandbox changes, shown through the mount ---- */
+/* ---- ws_inval.c: what the sandbox changes, shown through the mount ---- */
 
 /* Starts the inotify instance; without one nothing the kernel learns is kept (timeouts 0). */
-void wsi_init(bool cache, double timeout);
+void ws_inval_init(bool cache, double timeout);
 /* The session the invalidations go to; registers the core hooks. */
-void wsi_start(struct fuse_session *se);
+void ws_inval_start(struct fuse_session *se);
 /* Any thread: stops reading the queue for good (workspace/ became a kernel mount). */
-void wsi_off(void);
-void wsi_stop(void);
+void ws_inval_off(void);
+void ws_inval_stop(void);
 /* Table lock held: watches the new directory inode in (wd -1 if it cannot). */
-void wsi_watch(struct ws_inode *in);
-void wsi_unwatch(struct ws_inode *in);
+void ws_inval_watch(struct ws_inode *in);
+void ws_inval_unwatch(struct ws_inode *in);
 /* Table lock held: whether the kernel may keep entries under dir (it is watched). */
-bool wsi_watched(const struct ws_inode *dir);
+bool ws_inval_watched(const struct ws_inode *dir);
 
-/* ---- wscred.c: requests run as their caller ---- */
+/* ---- ws_cred.c: requests run as their caller ---- */
 
 struct ws_cred {
 	bool umask_set;
@@ -251,28 +253,28 @@ struct ws_cred {
 	gid_t adopt_gid;
 };
 
-void wsc_remember_self(void);
-void wsc_forget_self(void);
-bool wsc_root(void);
-void wsc_as_caller(fuse_req_t req, struct ws_cred *c);
-void wsc_adopt_new(const struct ws_cred *c, int dirfd, const char *name, int fd);
-void wsc_restore(const struct ws_cred *c);
+void ws_cred_remember_self(void);
+void ws_cred_forget_self(void);
+bool ws_cred_root(void);
+void ws_cred_as_caller(fuse_req_t req, struct ws_cred *c);
+void ws_cred_adopt_new(const struct ws_cred *c, int dirfd, const char *name, int fd);
+void ws_cred_restore(const struct ws_cred *c);
 
-/* ---- wsdev.c: below libfuse (passthrough, killpriv v2, O_TMPFILE, readahead) ---- */
+/* ---- ws_dev.c: below libfuse (passthrough, killpriv v2, O_TMPFILE, readahead) ---- */
 
 /* Whether the INIT reply asked for passthrough / the kernel still takes backing files. */
-bool wsd_pt_wanted(void);
-bool wsd_pt_active(void);
+bool ws_dev_pt_wanted(void);
+bool ws_dev_pt_active(void);
 /* The INIT reply goes out on this thread next: patch it. */
-void wsd_patch_init(bool passthrough);
+void ws_dev_patch_init(bool passthrough);
 /* The open reply that goes out next on this thread carries backing id id. */
-void wsd_reply_backing(int id);
+void ws_dev_reply_backing(int id);
 /* The request this thread read last asked to kill suid/sgid (killpriv v2); clears it. */
-bool wsd_take_kill_suidgid(void);
-/* The passthrough backing id for an open of in (see wsdev.c), one more user counted; 0 if
+bool ws_dev_take_kill_suidgid(void);
+/* The passthrough backing id for an open of in (see ws_dev.c), one more user counted; 0 if
  * none. *rw: whether it serves writes. */
-int wsd_backing_get(struct ws_inode *in, int flags, bool *rw);
-void wsd_backing_put(struct ws_inode *in);
-void wsd_init_done(void);
+int ws_dev_backing_get(struct ws_inode *in, int flags, bool *rw);
+void ws_dev_backing_put(struct ws_inode *in);
+void ws_dev_init_done(void);
 
 #endif

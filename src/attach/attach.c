@@ -130,27 +130,27 @@ static int open_signals(void)
 static int send_size(void)
 {
 	unsigned rows, cols;
-	int rc = tty_size(STDIN_FILENO, &rows, &cols);
+	int rc = attach_tty_size(STDIN_FILENO, &rows, &cols);
 
-	return rc < 0 ? rc : tfiles_set_size(A.dir, rows, cols);
+	return rc < 0 ? rc : attach_term_set_size(A.dir, rows, cols);
 }
 
 /* The screen as it is now, and where out goes on from: status is read around the screen
  * until no output came in between (or a busy program never lets it settle). */
 static int replay(void)
 {
-	struct tfiles_status before, after;
+	struct attach_term_status before, after;
 	char *screen;
 	size_t len;
 	int rc;
 
-	if ((rc = tfiles_read_status(A.dir, &after)) < 0)
+	if ((rc = attach_term_read_status(A.dir, &after)) < 0)
 		return rc;
 	for (int tries = 0; tries < 5; tries++) {
 		before = after;
-		if ((rc = tfiles_read(A.dir, "screen", &screen, &len)) < 0)
+		if ((rc = attach_term_read(A.dir, "screen", &screen, &len)) < 0)
 			return rc;
-		if ((rc = tfiles_read_status(A.dir, &after)) < 0) {
+		if ((rc = attach_term_read_status(A.dir, &after)) < 0) {
 			free(screen);
 			return rc;
 		}
@@ -158,7 +158,7 @@ static int replay(void)
 			break;
 		free(screen);
 	}
-	rc = tty_draw_screen(STDOUT_FILENO, screen, len, after.cursor_row, after.cursor_col);
+	rc = attach_tty_draw_screen(STDOUT_FILENO, screen, len, after.cursor_row, after.cursor_col);
 	free(screen);
 	A.out_pos = (off_t)after.bytes_out;
 	A.last_out = after.cursor_col == 0 ? '\n' : ' ';
@@ -167,15 +167,15 @@ static int replay(void)
 
 static int open_files(void)
 {
-	struct tfiles_status st;
+	struct attach_term_status st;
 	int rc;
 
 	/* EINVAL: a size the tty does not know (0x0) or the terminal refuses: it keeps its own. */
 	if ((rc = send_size()) < 0 && rc != -EINVAL)
 		return rc;
-	if ((rc = tfiles_read_status(A.dir, &st)) < 0)
+	if ((rc = attach_term_read_status(A.dir, &st)) < 0)
 		return rc;
-	if (!st.started && (rc = tfiles_start(A.dir)) < 0)
+	if (!st.started && (rc = attach_term_start(A.dir)) < 0)
 		return rc;
 	if ((A.in = openat(A.dir, "in", O_WRONLY | O_CLOEXEC)) < 0 ||
 	    (A.out = openat(A.dir, "out", O_RDONLY | O_CLOEXEC)) < 0)
@@ -305,7 +305,7 @@ static int report(int end, int signo, const char *path)
 		fprintf(stderr, "%s[detached: %s runs on]\n", nl, path);
 		return 0;
 	case END_EXITED:
-		if (tfiles_exit_status(A.dir, &status) < 0) { /* removed before it ever ran */
+		if (attach_term_exit_status(A.dir, &status) < 0) { /* removed before it ever ran */
 			fprintf(stderr, "%s[%s is gone]\n", nl, path);
 			return 1;
 		}
@@ -332,7 +332,7 @@ int attach_main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (tfiles_path_check(argv[1]) < 0) {
+	if (attach_term_path_check(argv[1]) < 0) {
 		fprintf(stderr,
 			"sbxfs attach: %s: not a terminal's path, "
 			"MOUNT/sessions/ID/terms/NAME\n",
@@ -343,19 +343,19 @@ int attach_main(int argc, char **argv)
 		fprintf(stderr, "sbxfs attach: standard input is not a terminal\n");
 		return 1;
 	}
-	if ((A.dir = tfiles_open_dir(argv[1])) < 0) {
+	if ((A.dir = attach_term_open_dir(argv[1])) < 0) {
 		fprintf(stderr, "sbxfs attach: %s: %s\n", argv[1], strerror(-A.dir));
 		return 1;
 	}
-	if ((rc = open_signals()) < 0 || (rc = tty_raw(STDIN_FILENO, &A.saved)) < 0) {
+	if ((rc = open_signals()) < 0 || (rc = attach_tty_raw(STDIN_FILENO, &A.saved)) < 0) {
 		fprintf(stderr, "sbxfs attach: %s\n", strerror(-rc));
 		close_all();
 		return 1;
 	}
 	rc = attach_run(&signo);
 	stop_reader();
-	tty_reset_modes(STDOUT_FILENO);
-	tty_restore(STDIN_FILENO, &A.saved);
+	attach_tty_reset_modes(STDOUT_FILENO);
+	attach_tty_restore(STDIN_FILENO, &A.saved);
 	status = report(rc, signo, argv[1]);
 	close_all();
 	return status;

@@ -13,7 +13,7 @@
 int attach_main(int argc, char **argv);
 
 /* What status says of a sandbox terminal. */
-struct tfiles_status {
+struct attach_term_status {
 	bool started;
 	unsigned cursor_row, cursor_col; /* from 0 */
 	unsigned long long bytes_out;
@@ -21,24 +21,24 @@ struct tfiles_status {
 
 /* 0 if path names MOUNT/sessions/ID/terms/NAME, -EINVAL otherwise (judged as written when
  * its parent does not exist). */
-int tfiles_path_check(const char *path);
+int attach_term_path_check(const char *path);
 /* The terminal's directory, made if missing: an fd, or -errno. */
-int tfiles_open_dir(const char *path);
-int tfiles_read_status(int dir, struct tfiles_status *st);
+int attach_term_open_dir(const char *path);
+int attach_term_read_status(int dir, struct attach_term_status *st);
 /* The whole of a file of the terminal, in *buf (the caller frees it). */
-int tfiles_read(int dir, const char *name, char **buf, size_t *len);
-int tfiles_set_size(int dir, unsigned rows, unsigned cols);
+int attach_term_read(int dir, const char *name, char **buf, size_t *len);
+int attach_term_set_size(int dir, unsigned rows, unsigned cols);
 /* Starts a terminal that has not started yet, with the session's interactive shell. */
-int tfiles_start(int dir);
+int attach_term_start(int dir);
 /* Its exit status, once it has exited. */
-int tfiles_exit_status(int dir, int *status);
+int attach_term_exit_status(int dir, int *status);
 
 int write_all(int fd, const void *buf, size_t len);
-int tty_raw(int fd, struct termios *saved);
-int tty_restore(int fd, const struct termios *saved);
-int tty_size(int fd, unsigned *rows, unsigned *cols);
+int attach_tty_raw(int fd, struct termios *saved);
+int attach_tty_restore(int fd, const struct termios *saved);
+int attach_tty_size(int fd, unsigned *rows, unsigned *cols);
 /* Clears the screen, draws text (lines separated by '\n'), puts the cursor at row, col. */
-int tty_draw_screen(int fd, const char *text, size_t len, unsigned row, unsigned col);
-int tty_reset_modes(int fd);
+int attach_tty_draw_screen(int fd, const char *text, size_t len, unsigned row, unsigned col);
+int attach_tty_reset_modes(int fd);
 
 #endif

@@ -59,7 +59,7 @@ static bool component_is(const char *c, size_t len, const char *want)
 	return c && len == strlen(want) && memcmp(c, want, len) == 0;
 }
 
-int tfiles_path_check(const char *path)
+int attach_term_path_check(const char *path)
 {
 	char *abs = resolve(path);
 	const char *end = strrchr(abs, '/'), *c;
@@ -76,7 +76,7 @@ int tfiles_path_check(const char *path)
 	return rc;
 }
 
-int tfiles_open_dir(const char *path)
+int attach_term_open_dir(const char *path)
 {
 	int fd;
 
@@ -86,7 +86,7 @@ int tfiles_open_dir(const char *path)
 	return fd < 0 ? -errno : fd;
 }
 
-int tfiles_read(int dir, const char *name, char **buf, size_t *len)
+int attach_term_read(int dir, const char *name, char **buf, size_t *len)
 {
 	int fd = openat(dir, name, O_RDONLY | O_CLOEXEC);
 	size_t cap = 4096, n = 0;
@@ -132,7 +132,7 @@ static const char *status_value(const char *text, const char *key)
 	return NULL;
 }
 
-static int parse_status(const char *text, struct tfiles_status *st)
+static int parse_status(const char *text, struct attach_term_status *st)
 {
 	const char *state = status_value(text, "state");
 	const char *row = status_value(text, "cursor_row");
@@ -148,11 +148,11 @@ static int parse_status(const char *text, struct tfiles_status *st)
 	return 0;
 }
 
-int tfiles_read_status(int dir, struct tfiles_status *st)
+int attach_term_read_status(int dir, struct attach_term_status *st)
 {
 	size_t len;
 	char *text;
-	int rc = tfiles_read(dir, "status", &text, &len);
+	int rc = attach_term_read(dir, "status", &text, &len);
 
 	if (rc < 0)
 		return rc;
@@ -175,7 +175,7 @@ static int write_file(int dir, const char *name, const char *text)
 	return rc;
 }
 
-int tfiles_set_size(int dir, unsigned rows, unsigned cols)
+int attach_term_set_size(int dir, unsigned rows, unsigned cols)
 {
 	char line[32];
 
@@ -183,18 +183,18 @@ int tfiles_set_size(int dir, unsigned rows, unsigned cols)
 	return write_file(dir, "size", line);
 }
 
-int tfiles_start(int dir)
+int attach_term_start(int dir)
 {
 	/* The first input starts the session's shell; Ctrl-L, as its first key, makes it draw
 	 * its prompt on the cleared screen. */
 	return write_file(dir, "in", "\f");
 }
 
-int tfiles_exit_status(int dir, int *status)
+int attach_term_exit_status(int dir, int *status)
 {
 	size_t len;
 	char *text;
-	int rc = tfiles_read(dir, "exit", &text, &len);
+	int rc = attach_term_read(dir, "exit", &text, &len);
 
 	if (rc < 0)
 		return rc;

@@ -30,7 +30,7 @@ static int write_str(int fd, const char *s)
 	return write_all(fd, s, strlen(s));
 }
 
-int tty_raw(int fd, struct termios *saved)
+int attach_tty_raw(int fd, struct termios *saved)
 {
 	struct termios raw;
 
@@ -43,7 +43,7 @@ int tty_raw(int fd, struct termios *saved)
 	return 0;
 }
 
-int tty_restore(int fd, const struct termios *saved)
+int attach_tty_restore(int fd, const struct termios *saved)
 {
 	/* TCSADRAIN, not TCSAFLUSH: keys typed meanwhile stay for the user's shell. */
 	while (tcsetattr(fd, TCSADRAIN, saved) < 0) {
@@ -53,7 +53,7 @@ int tty_restore(int fd, const struct termios *saved)
 	return 0;
 }
 
-int tty_size(int fd, unsigned *rows, unsigned *cols)
+int attach_tty_size(int fd, unsigned *rows, unsigned *cols)
 {
 	struct winsize ws;
 
@@ -75,7 +75,7 @@ static int draw_line(int fd, const char *line, size_t len)
 	return write_all(fd, line, len);
 }
 
-int tty_draw_screen(int fd, const char *text, size_t len, unsigned row, unsigned col)
+int attach_tty_draw_screen(int fd, const char *text, size_t len, unsigned row, unsigned col)
 {
 	const char *end = text + len, *p = text;
 	char cursor[32];
@@ -97,7 +97,7 @@ int tty_draw_screen(int fd, const char *text, size_t len, unsigned row, unsigned
 	return write_str(fd, cursor);
 }
 
-int tty_reset_modes(int fd)
+int attach_tty_reset_modes(int fd)
 {
 	/* Those a full-screen program sets and a shell does not expect: the alternate screen,
 	 * a hidden cursor, application keys, mouse reports, bracketed paste, colours, and a

@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <sys/queue.h>
 
-#include "ctxframe.h"
+#include "context_frame.h"
 #include "run.h"
 #include "waiter.h"
 

@@ -1,6 +1,6 @@
 /* Contexts (see context.h): the table of contexts, their attributes (language, cwd, env,
- * timeout), their status and their cells' history. Running cells is ctxrun.c's; the driver
- * process ctxdriver.c's. */
+ * timeout), their status and their cells' history. Running cells is context_run.c's; the driver
+ * process context_driver.c's. */
 #include "context.h"
 
 #include <errno.h>
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cgmem.h"
+#include "cgroup_mem.h"
 #include "cgroup.h"
 #include "context_priv.h"
 #include "log.h"
@@ -29,7 +29,7 @@ static const char *const lang_names[] = {"python", "javascript", "typescript"};
 
 void contexts_set_exe(const char *self_exe)
 {
-	ctxdriver_set_dir(self_exe);
+	context_driver_set_dir(self_exe);
 }
 
 void contexts_init(const struct config *cfg, const char *spool_dir, const char *workspace,
@@ -116,7 +116,7 @@ static int create_locked(const char *name)
 	/* Made and limited as a session's group: its own CPU weight, pids and memory. */
 	snprintf(cgname, sizeof(cgname), "x%u", c->serial);
 	c->cg = cgroup_create(NULL, cgname);
-	cgmem_limit_session(c->cg);
+	cgroup_mem_limit_session(c->cg);
 	cgroup_limit_session(c->cg, config_session_pids(ctx_cfg));
 	TAILQ_INSERT_TAIL(&contexts, c, link);
 	ncontexts++;
@@ -161,7 +161,7 @@ static void forget(struct context *c)
 	ncontexts--;
 	loop_timer_cancel(&c->timer);
 	c->phase = CT_NONE;
-	ctxdriver_kill(c, DK_KILLED);
+	context_driver_kill(c, DK_KILLED);
 	TAILQ_FOREACH(cell, &c->cells, link)
 		if (cell->st == CELL_QUEUED)
 			cell_finish(cell, CELL_KILLED);
@@ -192,7 +192,7 @@ void contexts_shutdown(void)
 			cell_finish(c->current, CELL_KILLED);
 			c->current = NULL;
 		}
-		ctxdriver_abandon(c);
+		context_driver_abandon(c);
 		/* Now, not when the last open file lets go: the sandbox's group goes next. */
 		cgroup_destroy(c->cg);
 		c->cg = NULL;
@@ -367,7 +367,7 @@ static int set_locked(struct context *c, enum context_attr a, const char *buf, s
 	if (a == CA_LANGUAGE) {
 		if ((rc = parse_language(text, &lang)) < 0)
 			return rc;
-		if ((rc = ctxdriver_resolve(lang, &path)) < 0)
+		if ((rc = context_driver_resolve(lang, &path)) < 0)
 			return rc;
 		free(path);
 		if (c && apply)
@@ -432,15 +432,15 @@ char *context_status(struct context *c, size_t *len)
 	TAILQ_FOREACH(cell, &c->cells, link)
 		queued += cell->st == CELL_QUEUED;
 	latest = TAILQ_LAST(&c->cells, cellq);
-	text = xasprintf("name %s\nlanguage %s\ndriver %s\npid %d\nstarts %u\ncells %u\n"
-			 "queued %u\ncurrent %u\nlatest %u\nlatest_state %s\ntimeout %llu\n"
-			 "oom_kills %llu\n",
-			 c->name, lang_names[c->lang], driver_state(c),
-			 c->drv.running ? (int)c->drv.proc.pid : 0, c->starts, c->next_n, queued,
-			 c->current ? c->current->n : 0, latest ? latest->n : 0,
-			 latest ? cell_state_name(latest->st) : "-",
-			 (unsigned long long)c->timeout_ms,
-			 (unsigned long long)cgmem_oom_kills(c->cg, true));
+	text =
+	    xasprintf("name %s\nlanguage %s\ndriver %s\npid %d\nstarts %u\ncells %u\n"
+		      "queued %u\ncurrent %u\nlatest %u\nlatest_state %s\ntimeout %llu\n"
+		      "oom_kills %llu\n",
+		      c->name, lang_names[c->lang], driver_state(c),
+		      c->drv.running ? (int)c->drv.proc.pid : 0, c->starts, c->next_n, queued,
+		      c->current ? c->current->n : 0, latest ? latest->n : 0,
+		      latest ? cell_state_name(latest->st) : "-", (unsigned long long)c->timeout_ms,
+		      (unsigned long long)cgroup_mem_oom_kills(c->cg, true));
 	core_unlock();
 	*len = strlen(text);
 	return text;

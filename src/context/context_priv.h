@@ -1,4 +1,4 @@
-/* What context.c (the table, attributes, the queue of cells) and ctxdriver.c (the driver
+/* What context.c (the table, attributes, the queue of cells) and context_driver.c (the driver
  * process and its frames) share about a context. All of it under the core lock. */
 #ifndef SBX_CONTEXT_PRIV_H
 #define SBX_CONTEXT_PRIV_H
@@ -9,7 +9,7 @@
 
 #include "cell.h"
 #include "context.h"
-#include "ctxframe.h"
+#include "context_frame.h"
 #include "envlist.h"
 #include "json.h"
 #include "launch.h"
@@ -24,7 +24,7 @@ enum ctx_timer { CT_NONE, CT_TIMEOUT, CT_GRACE };
 /* Bytes of what the driver writes outside any cell kept to explain a failed start. */
 #define DRV_NOTE_MAX 2048
 
-struct ctxdriver {
+struct context_driver {
 	enum drv_state st;
 	bool running;          /* the process is there (its exit not yet seen) */
 	bool exiting;          /* its exit is being handled: nothing is sent to it */
@@ -52,7 +52,7 @@ struct context {
 	bool submitted;        /* a cell was: language, cwd and env are fixed */
 	uint64_t timeout_ms;
 	struct cgroup *cg;
-	struct ctxdriver drv;
+	struct context_driver drv;
 	unsigned starts;       /* drivers started */
 	bool want_restart;     /* ctl restart: a fresh driver even without cells */
 	TAILQ_HEAD(cellq, cell) cells; /* history and queue, oldest first */
@@ -77,7 +77,7 @@ void context_env(struct context *c, struct envlist *env);
 /* A number of ms up to UINT32_MAX: 0 or -EINVAL. */
 int parse_timeout(const char *text, uint64_t *ms);
 
-/* ctxrun.c */
+/* context_run.c */
 /* Runs the next queued cell, starting a driver if needed. */
 void context_pump(struct context *c);
 /* The driver said ready, or sent an event about the current cell. */
@@ -85,25 +85,25 @@ void context_event(struct context *c, struct ctx_event *ev);
 /* The driver is gone (wait status); its output was drained into the current cell. */
 void context_driver_gone(struct context *c, int wstatus);
 
-/* ctxdriver.c */
+/* context_driver.c */
 /* The host path of a language's driver and the program it needs; -ENOENT if either is
  * missing. Caller frees *path. */
-int ctxdriver_resolve(enum ctx_lang lang, char **path);
+int context_driver_resolve(enum ctx_lang lang, char **path);
 /* Starts the driver (env: its environment); -errno if it cannot. */
-int ctxdriver_start(struct context *c, struct envlist *env);
+int context_driver_start(struct context *c, struct envlist *env);
 /* Sends a run request for code. */
-void ctxdriver_send_run(struct context *c, const char *code, size_t len);
-void ctxdriver_signal(struct context *c, int sig);
+void context_driver_send_run(struct context *c, const char *code, size_t len);
+void context_driver_signal(struct context *c, int sig);
 /* It broke the protocol (why: what it sent): killed, and its cell says so. */
-void ctxdriver_violation(struct context *c, const char *why);
+void context_driver_violation(struct context *c, const char *why);
 /* Kills its whole tree (why: what the running cell says); its exit comes later. */
-void ctxdriver_kill(struct context *c, enum drv_kill why);
+void context_driver_kill(struct context *c, enum drv_kill why);
 /* Keeps an error it sent before it was ready, to say why it did not come up. */
-void ctxdriver_note(struct context *c, const char *name, const char *value);
+void context_driver_note(struct context *c, const char *name, const char *value);
 /* Moves what its pipes hold into the current cell's spools (or the note). */
-void ctxdriver_drain(struct context *c);
-void ctxdriver_set_dir(const char *self_exe);
+void context_driver_drain(struct context *c);
+void context_driver_set_dir(const char *self_exe);
 /* Unmount: kills it and forgets it at once (no exit callback will come). */
-void ctxdriver_abandon(struct context *c);
+void context_driver_abandon(struct context *c);
 
 #endif

@@ -1,6 +1,6 @@
 /* The daemon's settings: built-in defaults (conf/sbxfs.ini documents the same values), the
- * checks across keys, and the limits derived from them. Setting keys is configset.c's, loading
- * the ini file configload.c's. */
+ * checks across keys, and the limits derived from them. Setting keys is config_set.c's, loading
+ * the ini file config_load.c's. */
 #include "config.h"
 
 #include <errno.h>

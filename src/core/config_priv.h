@@ -1,4 +1,4 @@
-/* What config.c (defaults, checks, free) and configset.c (setting keys) share. */
+/* What config.c (defaults, checks, free) and config_set.c (setting keys) share. */
 #ifndef SBX_CONFIG_PRIV_H
 #define SBX_CONFIG_PRIV_H
 

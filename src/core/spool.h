@@ -7,7 +7,7 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include "spoolbudget.h"
+#include "spool_budget.h"
 #include "waiter.h"
 
 struct spool {

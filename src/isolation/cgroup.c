@@ -1,8 +1,8 @@
 /* Control groups (see cgroup.h): finding where the daemon sits in each hierarchy, making the
  * sandbox's groups below it with their limits, removing them (and those of dead daemons), and
- * the file helpers the kills in cgkill.c share. */
+ * the file helpers the kills in cgroup_kill.c share. */
 #include "cgroup.h"
-#include "cg_priv.h"
+#include "cgroup_priv.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cgmem.h"
+#include "cgroup_mem.h"
 #include "fdres.h"
 #include "log.h"
 #include "xmalloc.h"
@@ -513,7 +513,7 @@ char *cgroup_describe(void)
 		describe_v2(out);
 	else
 		fprintf(out, "limits off\n");
-	cgmem_describe(out);
+	cgroup_mem_describe(out);
 	if (session_pids)
 		fprintf(out, "session_pids_max %llu\n", (unsigned long long)session_pids);
 	fclose(out);

@@ -1,5 +1,5 @@
 /* Background processes (see job.h): naming, starting through the launcher in their own
- * cgroup (their stdio is jobio.c's), kill and timeout, status, and watching for the port they
+ * cgroup (their stdio is job_io.c's), kill and timeout, status, and watching for the port they
  * listen on. */
 #include "job.h"
 
@@ -10,12 +10,12 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "cgmem.h"
+#include "cgroup_mem.h"
 #include "cgroup.h"
 #include "log.h"
 #include "job_priv.h"
 #include "ports.h"
-#include "sesschild.h"
+#include "session_child.h"
 #include "signame.h"
 #include "escape.h"
 #include "xmalloc.h"
@@ -23,19 +23,19 @@
 /* How often a parked `ready` reader looks for a listening port. */
 #define READY_POLL_MS 50
 
-static struct job *job_of(struct sesschild *c)
+static struct job *job_of(struct session_child *c)
 {
 	return c ? container_of(c, struct job, c) : NULL;
 }
 
 void job_unref(struct job *j)
 {
-	if (!sesschild_unref(&j->c))
+	if (!session_child_unref(&j->c))
 		return;
 	if (j->run)
 		run_unref(j->run);
 	feed_free(&j->in);
-	sesschild_release(&j->c);
+	session_child_release(&j->c);
 	free(j);
 }
 
@@ -51,18 +51,18 @@ unsigned job_id(const struct job *j)
 
 struct job *job_find(struct session *s, const char *name)
 {
-	return job_of(sesschild_get(s, SESSCHILD_JOB, name, 0));
+	return job_of(session_child_get(s, SESSION_CHILD_JOB, name, 0));
 }
 
 struct job *job_find_id(struct session *s, unsigned id)
 {
-	return job_of(sesschild_get(s, SESSCHILD_JOB, NULL, id));
+	return job_of(session_child_get(s, SESSION_CHILD_JOB, NULL, id));
 }
 
 /* Core lock held: kill, detach from the session, drop the list's reference. */
-static void forget(struct sesschild *c);
+static void forget(struct session_child *c);
 
-static const struct sesschild_ops job_child_ops = {SESSCHILD_JOB, 'p', forget};
+static const struct session_child_ops job_child_ops = {SESSION_CHILD_JOB, 'p', forget};
 
 int job_create(struct session *s, const char *name)
 {
@@ -72,7 +72,7 @@ int job_create(struct session *s, const char *name)
 	if (!session_id_valid(name, strlen(name)))
 		return -EINVAL;
 	core_lock();
-	if ((rc = sesschild_free_name(s, SESSCHILD_JOB, name)) < 0) {
+	if ((rc = session_child_free_name(s, SESSION_CHILD_JOB, name)) < 0) {
 		core_unlock();
 		return rc;
 	}
@@ -80,7 +80,7 @@ int job_create(struct session *s, const char *name)
 	j->out[0] = j->out[1] = -1;
 	feed_init(&j->in);
 	waitq_init(&j->readyq);
-	sesschild_add(&j->c, s, &job_child_ops, name);
+	session_child_add(&j->c, s, &job_child_ops, name);
 	core_unlock();
 	return 0;
 }
@@ -95,12 +95,13 @@ size_t job_list(struct session *s, struct job_info **v)
 	*v = NULL;
 	for (size_t i = 0; i < ns; i++) {
 		struct session *cur = s ? s : session_find_serial(sv[i].serial);
-		struct sesschild *c;
+		struct session_child *c;
 
 		if (!cur)
 			continue;
 		core_lock();
-		TAILQ_FOREACH(c, sesschild_list(cur, SESSCHILD_JOB), link) {
+		TAILQ_FOREACH(c, session_child_list(cur, SESSION_CHILD_JOB), link)
+		{
 			*v = xrealloc(*v, (n + 1) * sizeof(**v));
 			snprintf((*v)[n].name, sizeof((*v)[n].name), "%s", c->name);
 			snprintf((*v)[n].session, sizeof((*v)[n].session), "%s", session_id(cur));
@@ -173,18 +174,18 @@ static void on_exit_job(struct proc *p, int wstatus)
 	j->leftovers = cgroup_kill_tree(j->c.cg);
 	if (!j->c.cg && (j->run->killed || j->run->timed_out))
 		signal_tree(j, SIGKILL);
-	jobio_finish(j);
+	job_io_finish(j);
 	set_timer(j, JT_NONE, 0);
 	loop_timer_cancel(&j->ready_timer);
 	j->running = false;
 	j->term_sig = WIFSIGNALED(wstatus) ? WTERMSIG(wstatus) : 0;
-	j->run->oom_kills = cgmem_oom_kills(j->c.cg, true) - j->run->oom_mark;
+	j->run->oom_kills = cgroup_mem_oom_kills(j->c.cg, true) - j->run->oom_mark;
 	run_end(j->run, run_status_from_wait(wstatus));
 	waitq_wake(&j->readyq);
 	job_unref(j); /* the running process's reference */
 }
 
-/* Core lock held: starts the process with what jobio_open opened. */
+/* Core lock held: starts the process with what job_io_open opened. */
 static void spawn(struct job *j, int fds[3], int cgfds[4], int ncg, int in_w)
 {
 	char *argv[] = {session_cfg->shell, "-c", j->run->cmd, NULL};
@@ -195,11 +196,11 @@ static void spawn(struct job *j, int fds[3], int cgfds[4], int ncg, int in_w)
 	j->proc.on_exit = on_exit_job;
 	/* Begun before it can run: the run hooks see its changes from its first one. */
 	run_begin(j->run);
-	j->run->oom_mark = cgmem_oom_kills(j->c.cg, true);
-	jobio_launch(j, argv, &env, fds, cgfds, ncg, in_w);
+	j->run->oom_mark = cgroup_mem_oom_kills(j->c.cg, true);
+	job_io_launch(j, argv, &env, fds, cgfds, ncg, in_w);
 	envlist_free(&env);
 	j->running = true;
-	sesschild_ref(&j->c); /* held until the process is gone */
+	session_child_ref(&j->c); /* held until the process is gone */
 	if (j->timeout_ms)
 		set_timer(j, JT_TIMEOUT, j->timeout_ms);
 }
@@ -268,7 +269,7 @@ int job_start(struct job *j, const char *cmd, size_t len, unsigned *n)
 		core_unlock();
 		return err;
 	}
-	if ((rc = jobio_open(j, fds, cgfds, &ncg, &in_w)) < 0) {
+	if ((rc = job_io_open(j, fds, cgfds, &ncg, &in_w)) < 0) {
 		run_unref(r);
 		refuse(j, cmd, len, -rc, "cannot open its pipes");
 		core_unlock();
@@ -368,10 +369,10 @@ int job_ctl(struct job *j, const char *line, size_t len)
 /* Core lock held: kill (sig, then KILL after the grace) every running process of s. */
 static void kill_running(struct session *s, int sig)
 {
-	struct sesschild *c;
+	struct session_child *c;
 
-	TAILQ_FOREACH(c, sesschild_list(s, SESSCHILD_JOB), link)
-		kill_job(job_of(c), sig);
+	TAILQ_FOREACH(c, session_child_list(s, SESSION_CHILD_JOB), link)
+	kill_job(job_of(c), sig);
 }
 
 /* "kill [SIGNAL]" to its signal, or -EINVAL. */
@@ -547,12 +548,12 @@ int job_ready(struct job *j, unsigned *port, struct waiter *w)
 	return rc;
 }
 
-static void forget(struct sesschild *c)
+static void forget(struct session_child *c)
 {
 	struct job *j = job_of(c);
 
 	j->c.removed = true;
-	sesschild_unlink(&j->c);
+	session_child_unlink(&j->c);
 	kill_job(j, SIGKILL);
 	feed_wake(&j->in);
 	waitq_wake(&j->readyq);
@@ -561,6 +562,6 @@ static void forget(struct sesschild *c)
 
 int job_remove(struct session *s, const char *name)
 {
-	return sesschild_remove(s, SESSCHILD_JOB, name);
+	return session_child_remove(s, SESSION_CHILD_JOB, name);
 }
 

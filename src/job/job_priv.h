@@ -1,4 +1,4 @@
-/* What job.c and jobio.c share about a background process. All of it under the core lock. */
+/* What job.c and job_io.c share about a background process. All of it under the core lock. */
 #ifndef SBX_JOB_PRIV_H
 #define SBX_JOB_PRIV_H
 
@@ -10,12 +10,12 @@
 #include "feed.h"
 #include "launch.h"
 #include "loop.h"
-#include "sesschild.h"
+#include "session_child.h"
 
 enum job_timer { JT_NONE, JT_TIMEOUT, JT_GRACE };
 
 struct job {
-	struct sesschild c; /* in s->jobs */
+	struct session_child c; /* in s->jobs */
 	struct run *run; /* the latest start */
 	unsigned starts;
 	bool running;
@@ -36,12 +36,12 @@ struct job {
 /* Opens the pipes and cgroup files of a start: fds[0..2] and cgfds for the child, out[] and
  * *in_w for us. On failure -errno, and nothing stays open. A tty start needs only the cgroup
  * files: the launcher makes the pty. */
-int jobio_open(struct job *j, int fds[3], int cgfds[4], int *ncg, int *in_w);
-/* Asks the launcher to start argv with env (on a pty if j->tty) and what jobio_open opened,
+int job_io_open(struct job *j, int fds[3], int cgfds[4], int *ncg, int *in_w);
+/* Asks the launcher to start argv with env (on a pty if j->tty) and what job_io_open opened,
  * and watches its output and feeds its stdin from then on. */
-void jobio_launch(struct job *j, char *argv[], struct envlist *env, int fds[3], int cgfds[4],
-		  int ncg, int in_w);
+void job_io_launch(struct job *j, char *argv[], struct envlist *env, int fds[3], int cgfds[4],
+		   int ncg, int in_w);
 /* At its exit: takes what is left of its output into the spools, closes its stdio. */
-void jobio_finish(struct job *j);
+void job_io_finish(struct job *j);
 
 #endif

@@ -1,6 +1,6 @@
-/* The launcher's life on the daemon's side: starts sbxfs-launcher (launchexec.c), reaps every
+/* The launcher's life on the daemon's side: starts sbxfs-launcher (launch_exec.c), reaps every
  * child of the daemon (it is a child subreaper), and restarts the launcher if it dies, failing
- * the processes it had (its messages are launchmsg.c's): at once after a stable run, else with
+ * the processes it had (its messages are launch_msg.c's): at once after a stable run, else with
  * backoff (backoff.h), logging once per streak of failures. */
 #include "launch.h"
 
@@ -54,7 +54,7 @@ void launch_hello(pid_t launcher, pid_t holder)
 
 static int spawn_launcher(void)
 {
-	int rc = launcher_fork(&spec, &launch_sock, &err_pipe, &launch_pid);
+	int rc = launch_exec_fork(&spec, &launch_sock, &err_pipe, &launch_pid);
 
 	if (rc < 0)
 		return rc;
@@ -65,7 +65,7 @@ static int spawn_launcher(void)
 
 static void watch_launcher(void)
 {
-	launchmsg_watch();
+	launch_msg_watch();
 	errlog_attach(err_pipe);
 	err_pipe = -1;
 }
@@ -82,7 +82,7 @@ static int respawn(void)
 	}
 	backoff_started(&restarts, loop_now_ns());
 	watch_launcher();
-	launchmsg_flush();
+	launch_msg_flush();
 	return 0;
 }
 
@@ -120,12 +120,12 @@ bool launch_failing(void)
 
 static void launcher_died(int status)
 {
-	launchmsg_disconnect();
+	launch_msg_disconnect();
 	/* What it started dies with it: with bwrap, its pid namespace goes; else we kill the
 	 * sandbox's groups. Never by the pids it reported: sandboxed code can control the
 	 * launcher (same user) and lie about them. */
 	cgroup_kill_all();
-	launchmsg_fail_all();
+	launch_msg_fail_all();
 	schedule_restart(status);
 }
 
@@ -189,7 +189,7 @@ int launch_init(const struct launch_spec *sp, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot start the launcher: %s", strerror(-rc));
 		return rc;
 	}
-	if ((rc = launcher_await_hello(launch_sock, err_pipe, launch_pid, err, errlen)) < 0)
+	if ((rc = launch_exec_await_hello(launch_sock, err_pipe, launch_pid, err, errlen)) < 0)
 		return rc;
 	backoff_started(&restarts, loop_now_ns());
 	watch_launcher();

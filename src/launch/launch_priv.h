@@ -1,4 +1,4 @@
-/* What launch.c (the launcher's life), launchmsg.c (its messages) and launchexec.c (starting
+/* What launch.c (the launcher's life), launch_msg.c (its messages) and launch_exec.c (starting
  * one) share. All of it under the core lock. */
 #ifndef SBX_LAUNCH_PRIV_H
 #define SBX_LAUNCH_PRIV_H
@@ -11,25 +11,25 @@
 extern pid_t launch_pid;
 extern int launch_sock; /* -1 while a restart is pending */
 
-/* launchexec.c. Forks a launcher as spec says, on a new socketpair (*sock, blocking) and stderr
+/* launch_exec.c. Forks a launcher as spec says, on a new socketpair (*sock, blocking) and stderr
  * pipe (*err_pipe); 0 or -errno, and then nothing stays open. */
-int launcher_fork(const struct launch_spec *spec, int *sock, int *err_pipe, pid_t *launcher_pid);
+int launch_exec_fork(const struct launch_spec *spec, int *sock, int *err_pipe, pid_t *launcher_pid);
 /* Waits (bounded) for the launcher's hello, so a sandbox that cannot start fails the mount
  * with bwrap's own words: 0, or -EIO with them in err and the launcher killed and reaped. */
-int launcher_await_hello(int sock, int err_pipe, pid_t launcher_pid, char *err, size_t errlen);
+int launch_exec_await_hello(int sock, int err_pipe, pid_t launcher_pid, char *err, size_t errlen);
 
-/* launch.c, for launchmsg.c. The launcher's hello (pid 0's STARTED): once per start. */
+/* launch.c, for launch_msg.c. The launcher's hello (pid 0's STARTED): once per start. */
 void launch_hello(pid_t launcher, pid_t holder);
 /* A message for a launcher that is down and not about to restart starts one now: 0 or -errno. */
 int launch_revive(void);
 
-/* launchmsg.c, for launch.c. Reads launch_sock from the loop from now on. */
-void launchmsg_watch(void);
+/* launch_msg.c, for launch.c. Reads launch_sock from the loop from now on. */
+void launch_msg_watch(void);
 /* Sends what is queued, as far as the socket takes it. */
-void launchmsg_flush(void);
+void launch_msg_flush(void);
 /* The launcher is gone: closes launch_sock, drops what was queued or received. */
-void launchmsg_disconnect(void);
+void launch_msg_disconnect(void);
 /* Its processes end as killed, its holds fail: their callbacks run. */
-void launchmsg_fail_all(void);
+void launch_msg_fail_all(void);
 
 #endif

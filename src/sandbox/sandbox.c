@@ -19,19 +19,19 @@
 #include <unistd.h>
 
 #include "bwrap.h"
-#include "cgmem.h"
+#include "cgroup_mem.h"
 #include "cgroup.h"
 #include "context.h"
 #include "fdres.h"
 #include "filter.h"
-#include "gitrun.h"
+#include "checkout_run.h"
 #include "identity.h"
 #include "launch.h"
 #include "log.h"
 #include "loop.h"
 #include "session.h"
 #include "spool.h"
-#include "spoolbudget.h"
+#include "spool_budget.h"
 #include "uidpool.h"
 #include "watchdog.h"
 #include "wsimage.h"
@@ -427,7 +427,7 @@ int sandbox_start(const char *mnt, char *err, size_t errlen)
 	}
 	if ((rc = cgroup_init(cfg->cgroup, &lim, err, errlen)) < 0)
 		return rc;
-	cgmem_init(config_session_memory(cfg));
+	cgroup_mem_init(config_session_memory(cfg));
 	log_info("cgroup: %s; isolation: %s", cgroup_mode(), cfg->isolate ? "bwrap" : "none");
 	if (cfg->isolate) {
 		if ((rc = prepare_isolation(err, errlen)) < 0)
@@ -448,8 +448,8 @@ int sandbox_start(const char *mnt, char *err, size_t errlen)
 	sessions_init(cfg, spool_dir, inside_workspace(),
 		      cfg->isolate && getuid() == 0 ? &identity : NULL);
 	/* As the sandbox's user, it reaches the workspace where bwrap does (the staged bind). */
-	gitrun_init(git_helper, staged_ws ? staged_ws : cfg->workspace, inside_workspace(),
-		    cfg->isolate && getuid() == 0 ? &identity : NULL);
+	checkout_run_init(git_helper, staged_ws ? staged_ws : cfg->workspace, inside_workspace(),
+			  cfg->isolate && getuid() == 0 ? &identity : NULL);
 	contexts_init(cfg, spool_dir, inside_workspace(),
 		      cfg->isolate && getuid() == 0 ? &identity : NULL);
 	if ((rc = session_create(SESSION_DEFAULT, NULL, NULL)) < 0) {
@@ -472,7 +472,7 @@ void sandbox_stop(void)
 	sessions_shutdown();
 	loop_stop();
 	launch_shutdown();
-	gitrun_shutdown();
+	checkout_run_shutdown();
 	spool_pool_clear();
 	fdres_shutdown();
 	cgroup_shutdown();

@@ -1,15 +1,15 @@
 /* Running a session's queue on its shell: which op goes next, where output goes, what a report
  * or the shell's death means for the op in flight, and restarting a dead shell with the last env
- * and cwd. Ending a command early (kill, timeout, OOM) is execkill.c's. */
+ * and cwd. Ending a command early (kill, timeout, OOM) is exec_kill.c's. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cgmem.h"
+#include "cgroup_mem.h"
 #include "exec_priv.h"
-#include "gitrun.h"
+#include "checkout_run.h"
 #include "log.h"
 #include "xmalloc.h"
 
@@ -96,9 +96,9 @@ static void finish_current(struct session *s, int status)
 	exec_keep_grace_for_leftovers(s);
 	exec_set_timer(s, TP_NONE, 0);
 	if (op->kind == OP_RUN) {
-		stdin_end(s);
+		session_stdin_end(s);
 		if (op->run->state == RUN_RUNNING)
-			op->run->oom_kills = cgmem_oom_kills(s->cg, false) - op->run->oom_mark;
+			op->run->oom_kills = cgroup_mem_oom_kills(s->cg, false) - op->run->oom_mark;
 		run_end(op->run, run_final_status(op->run, status));
 	} else if (op->kind == OP_CHDIR) {
 		ticket_done(op->ticket, chdir_result(status));
@@ -283,7 +283,7 @@ void exec_send_run(struct session *s, const char *stdin_path)
 	r->timeout_ms = timeout;
 	r->shell_pid = shell_pid(s->sh);
 	run_begin(r);
-	r->oom_mark = cgmem_oom_kills(s->cg, false);
+	r->oom_mark = cgroup_mem_oom_kills(s->cg, false);
 	shell_send(s->sh, seq, r->cmd, r->cmdlen, stdin_path);
 	if (timeout)
 		exec_set_timer(s, TP_TIMEOUT, timeout);
@@ -322,8 +322,8 @@ static void start_checkout(struct session *s, struct op *op)
 	struct envlist env;
 
 	session_next_env(s, &env);
-	op->git = gitrun_start(s, op->run, &op->req, op->rel, op->shown,
-			       envlist_get(&env, "GIT_TOKEN"), checkout_done);
+	op->git = checkout_run_start(s, op->run, &op->req, op->rel, op->shown,
+				     envlist_get(&env, "GIT_TOKEN"), checkout_done);
 	envlist_free(&env);
 }
 
@@ -337,7 +337,7 @@ static void send_op(struct session *s, struct op *op)
 		start_checkout(s, op);
 		return;
 	case OP_RUN:
-		stdin_begin(s); /* calls exec_send_run once the command's stdin is ready */
+		session_stdin_begin(s); /* calls exec_send_run once the command's stdin is ready */
 		return;
 	case OP_ENV:
 		script = env_script(&op->edits, &len);

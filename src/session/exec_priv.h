@@ -1,4 +1,4 @@
-/* What exec.c (the queue) and execkill.c (ending a command early) share; nothing else includes
+/* What exec.c (the queue) and exec_kill.c (ending a command early) share; nothing else includes
  * it. Core lock held for all. */
 #ifndef SBX_EXEC_PRIV_H
 #define SBX_EXEC_PRIV_H

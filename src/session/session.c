@@ -1,7 +1,7 @@
-/* Sessions (see session.h): the table of sessions and their lifetime (cgroup, first shell,
- * removal, shutdown). What they take is sessrun.c's (commands, checkouts, history), sessenv.c's
- * (env, cwd) and sessctl.c's (timeout, ctl, status); running the queue is exec.c's, stdin is
- * stdin.c's. */
+/* Sessions (see session.h): the table of sessions and their lifetime (cgroup, first shell, removal,
+ * shutdown). What they take is session_run.c's (commands, checkouts, history), session_env.c's
+ * (env, cwd) and session_ctl.c's (timeout, ctl, status); running the queue is exec.c's, stdin is
+ * session_stdin.c's. */
 #include "session.h"
 
 #include <errno.h>
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cgmem.h"
+#include "cgroup_mem.h"
 #include "log.h"
 #include "session_priv.h"
 #include "rootenv.h"
@@ -112,7 +112,7 @@ static struct session *create_locked(const char *id, struct ticket **ready, int 
 	clock_gettime(CLOCK_REALTIME, &s->ctime);
 	TAILQ_INIT(&s->queue);
 	TAILQ_INIT(&s->runs);
-	for (int k = 0; k < SESSCHILD_KINDS; k++)
+	for (int k = 0; k < SESSION_CHILD_KINDS; k++)
 		TAILQ_INIT(&s->children[k]);
 	feed_init(&s->in.feed);
 	s->in.pending_w = -1;
@@ -130,7 +130,7 @@ static struct session *create_locked(const char *id, struct ticket **ready, int 
 	envlist_set(&s->env, "SHLVL", "1");
 	snprintf(cgname, sizeof(cgname), "s%llu", (unsigned long long)s->serial);
 	s->cg = cgroup_create(NULL, cgname);
-	cgmem_limit_session(s->cg);
+	cgroup_mem_limit_session(s->cg);
 	cgroup_limit_session(s->cg, config_session_pids(session_cfg));
 	if ((*err = exec_start_shell(s)) < 0) {
 		log_warnx("session %s not created: %s", id, strerror(-*err));
@@ -139,7 +139,7 @@ static struct session *create_locked(const char *id, struct ticket **ready, int 
 		return NULL;
 	}
 	TAILQ_INSERT_TAIL(&sessions, s, link);
-	s->oom_watch = cgmem_watch(s->cg, exec_oom, s);
+	s->oom_watch = cgroup_mem_watch(s->cg, exec_oom, s);
 	if (ready) {
 		s->ready = *ready = ticket_new();
 		ticket_ref(*ready);
@@ -293,7 +293,7 @@ void sessions_shutdown(void)
 			s->current = NULL;
 			exec_op_fail(op, 128 + SIGKILL, 0, NULL);
 		}
-		stdin_end(s);
+		session_stdin_end(s);
 		if (s->ready) {
 			ticket_done(s->ready, -ENOENT);
 			ticket_unref(s->ready);

@@ -1,6 +1,6 @@
-/* What session.c, sessrun.c, sessenv.c, sessctl.c, exec.c, execkill.c and stdin.c share about a
- * session; nothing outside src/session/ includes it.
- * All fields are guarded by the core lock. */
+/* What session.c, session_run.c, session_env.c, session_ctl.c, exec.c, exec_kill.c and
+ * session_stdin.c share about a session; nothing outside src/session/ includes it. All fields are
+ * guarded by the core lock. */
 #ifndef SBX_SESSION_PRIV_H
 #define SBX_SESSION_PRIV_H
 
@@ -16,7 +16,7 @@
 #include "launch.h"
 #include "loop.h"
 #include "run.h"
-#include "sesschild.h"
+#include "session_child.h"
 #include "session.h"
 #include "shell.h"
 #include "ticket.h"
@@ -35,7 +35,7 @@ struct op {
 	struct ticket *ticket;  /* OP_CHDIR */
 	struct checkout_req req; /* OP_CHECKOUT, with run for its progress */
 	char *rel, *shown;      /* OP_CHECKOUT: target below the workspace, as shown */
-	struct gitrun *git;     /* OP_CHECKOUT while it runs */
+	struct checkout_run *git; /* OP_CHECKOUT while it runs */
 	TAILQ_ENTRY(op) link;
 };
 
@@ -52,7 +52,7 @@ struct session_stdin {
 
 struct job;
 struct term;
-struct cgmem_watch;
+struct cgroup_mem_watch;
 
 struct session {
 	char id[SESSION_ID_MAX + 1];
@@ -61,7 +61,7 @@ struct session {
 	bool removed;
 	struct timespec ctime;
 	struct cgroup *cg;
-	struct cgmem_watch *oom_watch; /* ends the command the OOM killer hit */
+	struct cgroup_mem_watch *oom_watch; /* ends the command the OOM killer hit */
 
 	struct shell *sh;
 	enum shell_state st;
@@ -90,8 +90,8 @@ struct session {
 	struct session_stdin in;
 
 	/* background processes and terminals, and the last id given to each kind */
-	struct sesschild_list children[SESSCHILD_KINDS];
-	unsigned next_child_id[SESSCHILD_KINDS];
+	struct session_child_list children[SESSION_CHILD_KINDS];
+	unsigned next_child_id[SESSION_CHILD_KINDS];
 
 	struct envlist env;     /* as the shell last reported it */
 	struct envlist own_env; /* names set through its env file (NAME=): the root env's lose */
@@ -105,9 +105,9 @@ struct session {
  * table and the mkdir waiting on s->ready fails with err. */
 void session_start_failed(struct session *s, int err);
 
-struct gitrun;
+struct checkout_run;
 
-/* exec.c: running the queue on the shell; execkill.c: ending a command early. */
+/* exec.c: running the queue on the shell; exec_kill.c: ending a command early. */
 /* 0, or -errno when the shell cannot be started (nothing changed then). */
 int exec_start_shell(struct session *s);
 void exec_pump(struct session *s);
@@ -129,10 +129,10 @@ int exec_restart(struct session *s);
 /* Ends the op in flight and everything queued; the shell is killed. */
 void exec_teardown(struct session *s);
 
-/* stdin.c */
+/* session_stdin.c */
 /* Starts the command's stdin: calls exec_send_run once the path is known. */
-void stdin_begin(struct session *s);
-void stdin_end(struct session *s);
+void session_stdin_begin(struct session *s);
+void session_stdin_end(struct session *s);
 /* exec.c: the command can be sent now; path NULL means /dev/null. */
 void exec_send_run(struct session *s, const char *stdin_path);
 /* exec.c: the command cannot be started as asked (its stdin): it ends with RUN_EXIT_UNRUN and

@@ -13,7 +13,7 @@
 
 #include "log.h"
 #include "cgroup.h"
-#include "sesschild.h"
+#include "session_child.h"
 #include "term_priv.h"
 #include "termring.h"
 #include "termscreen.h"
@@ -27,20 +27,20 @@
  * there is no cgroup: then bounded, so a survivor cannot hold the loop). */
 #define READS_AT_EXIT 64
 
-static struct term *term_of(struct sesschild *c)
+static struct term *term_of(struct session_child *c)
 {
 	return c ? container_of(c, struct term, c) : NULL;
 }
 
 void term_unref(struct term *t)
 {
-	if (!sesschild_unref(&t->c))
+	if (!session_child_unref(&t->c))
 		return;
 	if (t->master >= 0)
 		close(t->master);
 	termring_free(&t->ring);
 	termscreen_free(t->screen);
-	sesschild_release(&t->c);
+	session_child_release(&t->c);
 	free(t->cmd);
 	free(t->in);
 	free(t->pattern);
@@ -59,18 +59,18 @@ unsigned term_id(const struct term *t)
 
 struct term *term_find(struct session *s, const char *name)
 {
-	return term_of(sesschild_get(s, SESSCHILD_TERM, name, 0));
+	return term_of(session_child_get(s, SESSION_CHILD_TERM, name, 0));
 }
 
 struct term *term_find_id(struct session *s, unsigned id)
 {
-	return term_of(sesschild_get(s, SESSCHILD_TERM, NULL, id));
+	return term_of(session_child_get(s, SESSION_CHILD_TERM, NULL, id));
 }
 
 /* Core lock held: kill, detach from the session, drop the list's reference. */
-static void forget(struct sesschild *c);
+static void forget(struct session_child *c);
 
-static const struct sesschild_ops term_child_ops = {SESSCHILD_TERM, 't', forget};
+static const struct session_child_ops term_child_ops = {SESSION_CHILD_TERM, 't', forget};
 
 int term_create(struct session *s, const char *name)
 {
@@ -80,7 +80,7 @@ int term_create(struct session *s, const char *name)
 	if (!session_id_valid(name, strlen(name)))
 		return -EINVAL;
 	core_lock();
-	if ((rc = sesschild_free_name(s, SESSCHILD_TERM, name)) < 0) {
+	if ((rc = session_child_free_name(s, SESSION_CHILD_TERM, name)) < 0) {
 		core_unlock();
 		return rc;
 	}
@@ -93,19 +93,19 @@ int term_create(struct session *s, const char *name)
 	t->in = xmalloc(TERM_IN_MAX);
 	waitq_init(&t->outq);
 	waitq_init(&t->inq);
-	sesschild_add(&t->c, s, &term_child_ops, name);
+	session_child_add(&t->c, s, &term_child_ops, name);
 	core_unlock();
 	return 0;
 }
 
 size_t term_list(struct session *s, struct term_info **v)
 {
-	struct sesschild *c;
+	struct session_child *c;
 	size_t n = 0;
 
 	*v = NULL;
 	core_lock();
-	TAILQ_FOREACH(c, sesschild_list(s, SESSCHILD_TERM), link)
+	TAILQ_FOREACH(c, session_child_list(s, SESSION_CHILD_TERM), link)
 	{
 		*v = xrealloc(*v, (n + 1) * sizeof(**v));
 		snprintf((*v)[n].name, sizeof((*v)[n].name), "%s", c->name);
@@ -278,7 +278,7 @@ static int start_locked(struct term *t, const char *cmd, size_t len)
 	launch_start_pty(&t->proc, session_cwd_locked(t->c.s), argv, env.v, cgfds, ncg, t->rows, t->cols);
 	envlist_free(&env);
 	t->state = TS_STARTING;
-	sesschild_ref(&t->c); /* held until the program is gone */
+	session_child_ref(&t->c); /* held until the program is gone */
 	return 0;
 }
 
@@ -399,12 +399,12 @@ char *term_screen(struct term *t, size_t *len)
 	return text;
 }
 
-static void forget(struct sesschild *c)
+static void forget(struct session_child *c)
 {
 	struct term *t = term_of(c);
 
 	t->c.removed = true;
-	sesschild_unlink(&t->c);
+	session_child_unlink(&t->c);
 	if (t->state == TS_RUNNING || t->state == TS_STARTING) {
 		t->killed = true;
 		/* gone when rmdir returns; its exit report comes later */
@@ -421,6 +421,6 @@ static void forget(struct sesschild *c)
 
 int term_remove(struct session *s, const char *name)
 {
-	return sesschild_remove(s, SESSCHILD_TERM, name);
+	return session_child_remove(s, SESSION_CHILD_TERM, name);
 }
 

@@ -1,4 +1,4 @@
-/* What term.c and termctl.c share about a terminal. All of it under the core lock. */
+/* What term.c and term_ctl.c share about a terminal. All of it under the core lock. */
 #ifndef SBX_TERM_PRIV_H
 #define SBX_TERM_PRIV_H
 
@@ -9,14 +9,14 @@
 
 #include "launch.h"
 #include "loop.h"
-#include "sesschild.h"
+#include "session_child.h"
 #include "termring.h"
 #include "termscreen.h"
 
 enum term_state { TS_IDLE, TS_STARTING, TS_RUNNING, TS_ENDED };
 
 struct term {
-	struct sesschild c; /* in s->terms */
+	struct session_child c; /* in s->terms */
 	struct proc proc;
 	enum term_state state;
 	char *cmd; /* NULL: the interactive shell */

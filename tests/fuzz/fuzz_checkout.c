@@ -1,4 +1,4 @@
-/* Fuzz target: a session's checkout line (src/checkout.c) and where its clone lands.
+/* Fuzz target: a session's checkout line (src/session/checkout.c) and where its clone lands.
  * Properties: a parsed request has no blank or option-like (leading '-') URL or branch, and its
  * canonical form (URL, then branch=, dir=, depth= as set) parses to the same request; a trailing
  * newline changes nothing; the repository name is one path component; a resolved target lies

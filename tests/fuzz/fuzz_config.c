@@ -1,4 +1,4 @@
-/* Fuzz target: config files (src/config.c over inih), read through config_load as the daemon
+/* Fuzz target: config files (src/core/config.c over inih), read through config_load as the daemon
  * reads /etc/sbxfs/sbxfs.ini (from a memfd). Properties: a file that loads leaves every value in
  * its documented range (no NaN), a valid base environment, and written back out as an ini file
  * loads to the same settings; a file that fails says why. */

@@ -20,7 +20,8 @@ static void setup(void)
 {
 	TAILQ_INIT(&idle.queue);
 	TAILQ_INIT(&idle.runs);
-	TAILQ_INIT(&idle.jobs);
+	for (int k = 0; k < SESSION_CHILD_KINDS; k++)
+		TAILQ_INIT(&idle.children[k]);
 	idle.refs = 1;
 	FUZZ_ASSERT(job_create(&idle, "p") == 0);
 	idle_job = job_find(&idle, "p");

@@ -1,10 +1,10 @@
-/* Fuzz target: a context driver's event frames (src/ctxframe.c), which the daemon reads from a
- * process a cell can take over. Properties: a body parses or is refused with -EPROTO and leaves
- * nothing allocated; a parsed event is one of the four, an error has its three texts, every
- * text is UTF-8 with its length, and a JSON value kept as text parses again as a value. */
+/* Fuzz target: a context driver's event frames (src/context/context_frame.c), which the daemon
+ * reads from a process a cell can take over. Properties: a body parses or is refused with -EPROTO
+ * and leaves nothing allocated; a parsed event is one of the four, an error has its three texts,
+ * every text is UTF-8 with its length, and a JSON value kept as text parses again as a value. */
 #include <errno.h>
 
-#include "ctxframe.h"
+#include "context_frame.h"
 #include "fuzz.h"
 #include "json.h"
 

@@ -1,4 +1,4 @@
-/* Fuzz target: the env files' edit lines (src/envlist.c envedits_parse, the root env's
+/* Fuzz target: the env files' edit lines (src/util/envlist.c envedits_parse, the root env's
  * rootenv_write under small env bounds) and the NAME=VALUE listing they read back as.
  * Properties: the root env's apply gives the verdict of the parse and of its check-only
  * (rootenv_check: EFBIG past the bounds), and then the listing the same edits give a plain

@@ -1,4 +1,4 @@
-/* Fuzz target: the $'...' text form of values (src/escape.c), which env files and the cwd file
+/* Fuzz target: the $'...' text form of values (src/util/escape.c), which env files and the cwd file
  * show and take back. Properties: escape.h's round trip (esc_roundtrip), an encoded form holds no
  * control byte at all, and a form not starting with $' decodes to itself. */
 #include <errno.h>

@@ -1,9 +1,9 @@
-/* Fuzz target: what a checkout's policy reads from outside (src/gitlocal.c, src/addrclass.c):
- * the URL of a checkout line and the addresses a name resolves to. The first 16 bytes are an
- * address, the rest a URL. Properties: a URL's local path is the URL itself for a plain path
- * and absolute for a file:// URL; rebasing a source in the workspace moves its path under the
- * host's workspace, in the URL's form, and leaves any other URL as it is; an IPv4 address is
- * classed alike alone, as a sockaddr, and IPv4-mapped, NAT64 or 6to4 in IPv6. */
+/* Fuzz target: what a checkout's policy reads from outside (src/git/gitlocal.c,
+ * src/git/addrclass.c): the URL of a checkout line and the addresses a name resolves to. The first
+ * 16 bytes are an address, the rest a URL. Properties: a URL's local path is the URL itself for a
+ * plain path and absolute for a file:// URL; rebasing a source in the workspace moves its path
+ * under the host's workspace, in the URL's form, and leaves any other URL as it is; an IPv4 address
+ * is classed alike alone, as a sockaddr, and IPv4-mapped, NAT64 or 6to4 in IPv6. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 

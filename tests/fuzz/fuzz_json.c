@@ -1,4 +1,4 @@
-/* Fuzz target: the JSON writer (src/json.c) that result and status documents are made with.
+/* Fuzz target: the JSON writer (src/util/json.c) that result and status documents are made with.
  * Properties: utf8_prefix agrees with a plain decoder (no overlong forms, no surrogates, nothing
  * past U+10FFFF) and says partial only for a character a later byte can complete; a string's
  * JSON form is well-formed UTF-8 with no raw control character or U+2028/U+2029 and reads back

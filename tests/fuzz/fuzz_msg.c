@@ -1,4 +1,4 @@
-/* Fuzz target: launcher frames (src/msg.c), read as both ends read their socket: the daemon's
+/* Fuzz target: launcher frames (src/util/msg.c), read as both ends read their socket: the daemon's
  * START, SIGNAL, HOLD and DROP by the launcher, the launcher's STARTED, EXITED and HELD by the
  * daemon (sandboxed code can write to that socket). Properties: a frame's length never runs past
  * the bytes, a cut frame is incomplete (0) rather than malformed, and a frame that decodes

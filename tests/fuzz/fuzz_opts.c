@@ -1,14 +1,14 @@
-/* Fuzz target: `-o` option lists (src/confopt.c), as mount(8) and fstab hand them to sbxfs.
+/* Fuzz target: `-o` option lists (src/core/config_opt.c), as mount(8) and fstab hand them to sbxfs.
  * Properties: the split items, escaped again and joined, split to the same items; no item is
  * empty; each NAME=VALUE either sets its key or fails with a reason, and a config after any
  * mix of them is still freed whole (leaks show under ASan). */
 #include <errno.h>
 
-#include "confopt.h"
+#include "config_opt.h"
 #include "fuzz.h"
 #include "xmalloc.h"
 
-/* item with "\" before each comma and backslash, as confopt_split reads them back */
+/* item with "\" before each comma and backslash, as config_opt_split reads them back */
 static char *escape_item(const char *item)
 {
 	char *out = xmalloc(2 * strlen(item) + 1), *p = out;
@@ -36,17 +36,17 @@ static void check_round_trip(char **items)
 		free(joined);
 		joined = t;
 	}
-	again = confopt_split(joined);
+	again = config_opt_split(joined);
 	for (i = 0; items[i]; i++)
 		FUZZ_ASSERT(again[i] && !strcmp(again[i], items[i]));
 	FUZZ_ASSERT(again[i] == NULL);
-	confopt_free(again);
+	config_opt_free(again);
 	free(joined);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char *s = fuzz_str(data, size), **items = confopt_split(s);
+	char *s = fuzz_str(data, size), **items = config_opt_split(s);
 	struct config cfg;
 	char err[512];
 
@@ -63,7 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			FUZZ_ASSERT(err[0] != '\0');
 	}
 	config_free(&cfg);
-	confopt_free(items);
+	config_opt_free(items);
 	free(s);
 	return 0;
 }

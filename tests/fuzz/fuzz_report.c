@@ -1,5 +1,5 @@
 /* Fuzz target: what the session driver writes back on fd 4 (shell_report_parse in
- * src/shellreport.c, read the way shell.c's on_report_fd reads its stream: a lone NUL says a
+ * src/shell/shell_report.c, read the way shell.c's on_report_fd reads its stream: a lone NUL says a
  * command started, else a report). A command can write there too (through /proc), so the bytes
  * are outside bytes. Properties: a report is never taken before its last byte, it ends with an
  * empty field, its env holds valid NAME=VALUE entries only, written back out it parses to the

@@ -15,7 +15,7 @@ import pytest
 from sbxutil import (ConfMount, bounded, errname, read_bytes, status, uniq, wait_until,
                      write_bytes)
 
-# src/fdres.h FDRES_COUNT: descriptors the daemon keeps back for the control plane.
+# src/core/fdres.h FDRES_COUNT: descriptors the daemon keeps back for the control plane.
 FD_RESERVE = 64
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="lowers the daemon's limits, mounts")

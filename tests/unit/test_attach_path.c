@@ -10,7 +10,7 @@
 
 static bool ok(const char *path)
 {
-	return tfiles_path_check(path) == 0;
+	return attach_term_path_check(path) == 0;
 }
 
 int main(void)

@@ -1,5 +1,5 @@
-/* Unit tests: the driver's frames (src/ctxframe.c): events parsed strictly, bad ones refused,
- * the reader's bounds on a pipe. */
+/* Unit tests: the driver's frames (src/context/context_frame.c): events parsed strictly, bad ones
+ * refused, the reader's bounds on a pipe. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "ctxframe.h"
+#include "context_frame.h"
 
 static int parse(const char *s, struct ctx_event *ev)
 {

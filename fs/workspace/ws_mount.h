@@ -1,0 +1,37 @@
+/* The kernel-mounted workspace: when the daemon is root, the backing directory itself is mounted
+ * on MOUNT/workspace, so no workspace operation reaches the daemon: the host and the sandbox
+ * share one inode and one page cache, and speed and POSIX behaviour are the backing
+ * filesystem's. The FUSE passthrough stays underneath, as the fallback. */
+#ifndef SBX_WS_MOUNT_H
+#define SBX_WS_MOUNT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct ws_mount_spec {
+	const char *backing; /* absolute path of the backing directory */
+	bool idmap;	     /* swap owner and sandbox ids (sbxfs's idmap = user) */
+	uid_t owner_uid, sandbox_uid;
+	gid_t owner_gid, sandbox_gid;
+	bool symfollow; /* host_symlinks = follow */
+};
+
+/* Makes the host's view as a detached mount (nosuid, nodev, idmapped and nosymfollow as
+ * asked). Call before anything reaps children (it forks a short-lived user namespace holder).
+ * Returns its fd, or -errno with why set to a sentence naming what failed. */
+int ws_mount_prepare(const struct ws_mount_spec *s, char *why, size_t whylen);
+
+/* Attaches a prepared mount at target, the FUSE mount's workspace entry, whose lookup the FUSE
+ * session must answer meanwhile. Closes mfd. Returns 0 or -errno. */
+int ws_mount_attach(int mfd, const char *target);
+
+/* Detaches the attached workspace (lazily: open files stay usable) without a path walk through
+ * the FUSE mount, so it works once the FUSE session stopped serving. No-op if none. */
+void ws_mount_detach(void);
+
+/* For `sbxfs -u`: detaches whatever is mounted on mountpoint/workspace. Returns 0 if something
+ * was, 1 if nothing was, -errno on failure. */
+int ws_mount_unmount_at(const char *mountpoint);
+
+#endif

@@ -1,0 +1,139 @@
+/* A session's timeout, ctl and status files (see session.h): parsing and applying ctl verbs
+ * (the kills themselves are exec_kill.c's) and the status a session reports. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cgroup_mem.h"
+#include "session_priv.h"
+#include "signame.h"
+#include "xmalloc.h"
+
+static int parse_ms(const char *text, size_t len, uint64_t *ms)
+{
+	char buf[32], *end;
+	unsigned long long v;
+
+	while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == ' '))
+		len--;
+	if (len == 0 || len >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, text, len);
+	buf[len] = '\0';
+	if (buf[0] < '0' || buf[0] > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(buf, &end, 10);
+	if (errno || *end || v > UINT32_MAX)
+		return -EINVAL;
+	*ms = v;
+	return 0;
+}
+
+uint64_t session_timeout(struct session *s)
+{
+	uint64_t ms;
+
+	core_lock();
+	ms = s->timeout_ms;
+	core_unlock();
+	return ms;
+}
+
+int session_set_timeout(struct session *s, const char *text, size_t len)
+{
+	uint64_t ms;
+
+	if (parse_ms(text, len, &ms) < 0)
+		return -EINVAL;
+	core_lock();
+	s->timeout_ms = ms;
+	core_unlock();
+	return 0;
+}
+
+/* Checks a line (s NULL) or, core lock held, applies it: one parse for both, so a line that
+ * passed its check at write() applies at close as it was checked. */
+static int ctl_verb(struct session *s, char *verb, char *arg)
+{
+	uint64_t ms;
+	int sig = SIGTERM, rc;
+
+	if (!strcmp(verb, "kill") || !strcmp(verb, "killall")) {
+		if (arg && signal_parse(arg, &sig) < 0)
+			return -EINVAL;
+		if (!s)
+			return 0;
+		rc = exec_kill_all(s, sig);
+		/* kill wants something to end; killall is done when nothing is left. */
+		if (rc == 0 && !strcmp(verb, "kill"))
+			return -ESRCH;
+		return rc < 0 ? rc : 0;
+	}
+	if (!strcmp(verb, "timeout")) {
+		if (!arg || parse_ms(arg, strlen(arg), &ms) < 0)
+			return -EINVAL;
+		if (s) {
+			s->next_timeout_ms = ms;
+			s->next_timeout_set = true;
+		}
+		return 0;
+	}
+	if (!strcmp(verb, "restart") && !arg)
+		return s ? exec_restart(s) : 0;
+	return -EINVAL;
+}
+
+int session_ctl_check(const char *line, size_t len)
+{
+	struct ctl_line cl;
+
+	if (ctl_line_split(line, len, &cl) < 0)
+		return -EINVAL;
+	return ctl_verb(NULL, cl.verb, cl.arg);
+}
+
+int session_ctl(struct session *s, const char *line, size_t len)
+{
+	struct ctl_line cl;
+	int rc;
+
+	if (ctl_line_split(line, len, &cl) < 0)
+		return -EINVAL;
+	core_lock();
+	rc = s->removed ? -ENOENT : ctl_verb(s, cl.verb, cl.arg);
+	core_unlock();
+	return rc;
+}
+
+char *session_status(struct session *s, size_t *len)
+{
+	struct run *latest;
+	unsigned queued = 0;
+	struct op *op;
+	char state[32], *head, *tail, *text;
+
+	core_lock();
+	TAILQ_FOREACH(op, &s->queue, link)
+	queued += op->kind == OP_RUN;
+	if (queued)
+		snprintf(state, sizeof(state), "queued %u", queued);
+	else
+		snprintf(state, sizeof(state), "%s",
+			 s->current && s->current->kind == OP_RUN ? "running" : "idle");
+	head = xasprintf("state %s\nqueued %u\nshell_pid %d\nrestarts %u\ntimeout %llu\n"
+			 "oom_kills %llu\n",
+			 state, queued, s->sh ? (int)shell_pid(s->sh) : 0, s->restarts,
+			 (unsigned long long)s->timeout_ms,
+			 (unsigned long long)cgroup_mem_oom_kills(s->cg, true));
+	latest = TAILQ_LAST(&s->runs, run_list);
+	tail = latest ? run_describe(latest) : xstrdup("");
+	core_unlock();
+	text = xasprintf("%s%s", head, tail);
+	free(head);
+	free(tail);
+	*len = strlen(text);
+	return text;
+}
