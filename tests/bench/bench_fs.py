@@ -28,7 +28,7 @@ that the timings are of system calls, not of Python. Needs root (drop_caches). T
 minutes; unmounts at the end.
 
 Targets: the kernel mount within 0.95 of native on every figure; the FUSE mode no slower than
-the figures it had before the kernel mount existed (FUSE_BEFORE, from the README).
+the figures it had before the kernel mount existed (FUSE_BEFORE, from docs/performance.md).
 
 usage: tests/bench/bench_fs.py [--rounds N] [--dir DIR] [--size-mib N] [--files N]
                                [--tree-files N] [--quick] [-- sbxfs args...]
@@ -331,7 +331,8 @@ KINDS = {
     "git status, warm": "time",
 }
 KERNEL_TARGET = 0.95  # speed relative to native: rate ratio >= it, time ratio <= 1/it
-# The FUSE workspace's ratios to native before the kernel mount existed (README, ext4, 2 CPUs).
+# The FUSE workspace's ratios to native before the kernel mount existed (docs/performance.md,
+# ext4, 2 CPUs).
 FUSE_BEFORE = {
     "write 1 GiB (dd, fsync)": 0.98, "read cold": 0.97, "read warm": 1.02,
     "create 10k files": 5.8, "stat 10k files": 19, "unlink 10k files": 5.8,

@@ -80,7 +80,7 @@ export function parseStatus(text) {
 }
 
 /* A value in the one-line form env and cwd files take: bash's $'...' when it holds a
- * control byte or starts with $' (README, "One line per value"). */
+ * control byte or starts with $' (docs/semantics.md, "One line per value"). */
 export function envValue(value) {
 	const s = String(value);
 	if (!/[\x00-\x1f\x7f]/.test(s) && !s.startsWith("$'")) return s;

@@ -119,7 +119,7 @@ def parse_status(text):
 
 def env_value(value):
     """A value in the one-line form env and cwd files take: bash's $'...' when it holds a
-    control byte or starts with $' (README, "One line per value")."""
+    control byte or starts with $' (docs/semantics.md, "One line per value")."""
     s = str(value)
     if "\0" in s:
         raise ValueError("a value cannot hold a NUL byte")
