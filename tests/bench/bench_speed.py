@@ -46,7 +46,7 @@ from bench_exec import SbxKill, popen_kill  # noqa: E402
 WATCHDOG_SECONDS = 600
 # What an exec through the files costs at least: open cmd (GETATTR, OPEN), WRITE, FLUSH (the
 # submit), open exit (GETATTR, OPEN), READ (answered at the exit), READ (EOF); RELEASEs are
-# asynchronous. Checked against the daemon's -d log in tests/integration/test_speed.py.
+# asynchronous. Checked against the daemon's -d log in tests/integration/test_fast_paths.py.
 EXEC_REQUESTS = 8
 MIB = 1 << 20
 RESULTS = []

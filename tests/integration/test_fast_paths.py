@@ -1,4 +1,4 @@
-"""What the speed work (issue 16) changed under the hood, checked from outside: an exec costs
+"""What the fast paths change under the hood, checked from outside: an exec costs
 the FUSE requests tests/bench/bench_speed.py counts on; the env a session reports comes from
 `declare -px` and keeps every value byte for byte across a restart; spool files are unnamed,
 reused, and gone with their runs; directories keep fixed attributes while files keep true

@@ -1,5 +1,5 @@
 """`output` is stdout and stderr in the order they came. While only one of them has written,
-`output` reads that stream's spool file instead of copying each byte (issue 16); the first byte
+`output` reads that stream's spool file instead of copying each byte; the first byte
 of the other has it copy what it holds into its own file. Checked from outside: the bytes of
 `output` are exact across that switch, in either order, under the output cap, and for a reader
 that waits at the end of `output` while a command writes."""
