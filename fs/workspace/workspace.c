@@ -16,7 +16,7 @@
  * backing directory directly. Otherwise data goes through the daemon and the mount's page
  * cache. Either way writes are write-through (no writeback cache: the connection is shared with
  * the control files, whose sizes the kernel must take from us, and it would hide the sandbox's
- * writes; see README, "The workspace"), so every write() reaches the backing file before it
+ * writes; see docs/workspace.md), so every write() reaches the backing file before it
  * returns and close needs no FLUSH (FOPEN_NOFLUSH).
  *
  * Caching (ws_opts.cache): names, attributes, negative entries, data pages, directory listings
