@@ -46,6 +46,7 @@ test('on loopback the page is refused until the login URL is opened; it works on
 	const refused = await page.goto(`${web.base}/`);
 	assert.equal(refused.status(), 401);
 	assert.match(await page.textContent('body'), /login URL/);
+	await shot('0-refused-without-login');
 	await page.goto(web.url);
 	assert.equal(new URL(page.url()).pathname, '/');
 	const [cookie] = await page.context().cookies();
@@ -53,6 +54,11 @@ test('on loopback the page is refused until the login URL is opened; it works on
 	assert.ok(cookie.httpOnly);
 	assert.equal(cookie.sameSite, 'Strict');
 	await page.waitForSelector('#sessions li[data-session="default"]');
+	/* A browser without the cookie (sbxfs-web restarted, say): the page says what to do. */
+	await page.context().clearCookies();
+	await page.waitForFunction(() => /open the login URL/.test(document.querySelector('#status-line').textContent));
+	await page.context().addCookies([cookie]);
+	await page.waitForFunction(() => document.querySelector('#status-line').textContent === '');
 	const other = await browser.newPage();
 	assert.equal((await other.goto(web.url)).status(), 403, 'a login URL works once');
 	await other.close();
