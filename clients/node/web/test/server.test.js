@@ -220,6 +220,21 @@ test('terminal: keys in, output out, replay on reconnect, resize, end', async ()
 	ws.destroy();
 });
 
+test('a browser that does not read its terminal holds the output back: the server does not buffer it', async () => {
+	await post(`/api/sessions/${S}/terms`, { name: 'flood' });
+	const ws = await wsOpen(`/ws/sessions/${S}/terms/flood`);
+	ws.binary(Buffer.from('head -c 60000000 /dev/zero | tr "\\0" a\r'));
+	await ws.readUntil(/aaaa/);
+	ws.sock.pause();
+	const before = rssKiB();
+	await new Promise((resolve) => setTimeout(resolve, 4000));
+	const grown = rssKiB() - before;
+	ws.sock.resume();
+	ws.destroy();
+	assert.ok(grown < 12 * 1024, `the server grew by ${grown} KiB for a terminal not read`);
+	assert.equal((await req(web.base, 'DELETE', `/api/sessions/${S}/terms/flood`)).status, 204);
+});
+
 test('a terminal WebSocket with a bad message is closed, one to a missing terminal too', async () => {
 	await post(`/api/sessions/${S}/terms`, { name: 't2' });
 	let ws = await wsOpen(`/ws/sessions/${S}/terms/t2`);
