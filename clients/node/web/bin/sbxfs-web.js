@@ -12,13 +12,14 @@ A browser view of an sbxfs mount: sessions, commands and their live output, term
 background processes, interpreter contexts. Every action is a file operation on MOUNTPOINT.
 
   --listen HOST:PORT   address to listen on (default 127.0.0.1:8023; port 0 picks one)
-  --token-file FILE    a token (16+ characters, no blanks) every request must carry: as an
-                       "Authorization: Bearer TOKEN" header, or the cookie set by the one-time
-                       login URL printed at start (POST /api/login-url with the header gives
-                       another). Required when HOST is not a loopback address.
+  --token-file FILE    a token (16+ characters, no blanks) a program may send as an
+                       "Authorization: Bearer TOKEN" header (POST /api/login-url with it gives
+                       a new login URL). Required when HOST is not a loopback address.
   -h, --help           this help
 
-It prints "listening on URL" once it listens (the login URL with a token).`;
+Every request needs the cookie that the one-time login URL sets (or the bearer token), on
+loopback too. It prints "listening on LOGIN-URL" once it listens: open that URL in the
+browser, within 10 minutes; it works once.`;
 
 function die(message) {
 	process.stderr.write(`sbxfs-web: ${message}\n`);
@@ -74,5 +75,5 @@ server.listen(port, host, () => {
 	const a = server.address();
 	const h = a.family === 'IPv6' ? `[${a.address}]` : a.address;
 	const base = `http://${h}:${a.port}`;
-	process.stdout.write(`listening on ${token ? base + server.auth.loginPath() : base + '/'}\n`);
+	process.stdout.write(`listening on ${base}${server.auth.loginPath()}\n`);
 });

@@ -1,14 +1,15 @@
-// The HTTP server: the gates every request passes (Host, token, Origin), the page and its
-// vendored scripts from a fixed table, /api/ to api.js and terminal upgrades to terminal.js.
+// The HTTP server: the gates every request passes (Host, token or login cookie, Origin), the
+// page and its vendored scripts from a fixed table, /api/ to api.js and terminal upgrades to
+// terminal.js.
 import { createServer } from 'node:http';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Auth, COOKIE } from './auth.js';
+import { Auth, cookieName } from './auth.js';
 import { handleApi, fail, pathParts } from './api.js';
 import { Mount, checkName } from './fsops.js';
-import { acceptUpgrade, refuseUpgrade } from './ws.js';
+import { upgrader, refuseUpgrade } from './ws.js';
 import { bridgeTerminal } from './terminal.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -42,15 +43,16 @@ const HEADERS = {
 	'Cross-Origin-Resource-Policy': 'same-origin',
 };
 
-/* A server over mountpoint; token null means loopback only (checked by the caller). */
+/* A server over mountpoint; token: the --token-file token, or null (login URLs only). */
 export function createWebServer({ mountpoint, token, loopback }) {
 	const auth = new Auth({ token, loopback });
 	const m = new Mount(mountpoint);
+	const accept = upgrader();
 	const server = createServer((req, res) => {
 		for (const [k, v] of Object.entries(HEADERS)) res.setHeader(k, v);
 		serve(auth, m, req, res).catch((e) => fail(res, e));
 	});
-	server.on('upgrade', (req, socket, head) => upgrade(auth, m, req, socket, head));
+	server.on('upgrade', (req, socket, head) => upgrade(auth, m, accept, req, socket, head));
 	server.auth = auth;
 	return server;
 }
@@ -73,12 +75,12 @@ function dotted(rawUrl) {
 async function serve(auth, m, req, res) {
 	const url = new URL(req.url, 'http://x');
 	if (!auth.hostAllowed(req)) return refuse(res, 421, 'this server answers only to a loopback host name');
-	if (dotted(req.url)) return refuse(res, 400, 'bad path');
 	if (req.method === 'GET' && url.pathname.startsWith('/login/')) return login(auth, req, res, url.pathname.slice(7));
 	if (!auth.authorized(req)) {
 		res.setHeader('WWW-Authenticate', 'Bearer');
-		return refuse(res, 401, 'a token is needed: an Authorization: Bearer header, or the one-time login URL');
+		return refuse(res, 401, 'a token is needed: open the login URL sbxfs-web printed, or send an Authorization: Bearer header');
 	}
+	if (dotted(req.url)) return refuse(res, 400, 'bad path');
 	const changes = req.method !== 'GET' && req.method !== 'HEAD';
 	if (!auth.originAllowed(req, { required: false }) && (changes || url.pathname.startsWith('/api/')))
 		return refuse(res, 403, 'cross-origin request refused');
@@ -96,10 +98,10 @@ async function serve(auth, m, req, res) {
 
 /* A one-time login path: sets the cookie and sends the browser to the page. */
 function login(auth, req, res, secret) {
-	const cookie = auth.token ? auth.useLogin(secret) : null;
+	const cookie = auth.useLogin(secret);
 	if (!cookie) return refuse(res, 403, 'this login URL is unknown, used or expired');
 	res.writeHead(303, {
-		'Set-Cookie': `${COOKIE}=${cookie}; HttpOnly; SameSite=Strict; Path=/`,
+		'Set-Cookie': `${cookieName(req)}=${cookie}; HttpOnly; SameSite=Strict; Path=/`,
 		Location: '/',
 		'Cache-Control': 'no-store',
 	});
@@ -107,7 +109,7 @@ function login(auth, req, res, secret) {
 }
 
 /* /ws/sessions/ID/terms/NAME?rows=R&cols=C: Host, token and a same-origin Origin required. */
-function upgrade(auth, m, req, socket, head) {
+function upgrade(auth, m, accept, req, socket, head) {
 	socket.on('error', () => socket.destroy());
 	if (!auth.hostAllowed(req)) return refuseUpgrade(socket, 421, 'Misdirected Request');
 	if (!auth.authorized(req)) return refuseUpgrade(socket, 401, 'Unauthorized');
@@ -124,8 +126,6 @@ function upgrade(auth, m, req, socket, head) {
 	} catch {
 		return refuseUpgrade(socket, 404, 'Not Found');
 	}
-	const ws = acceptUpgrade(req, socket, head);
-	if (!ws) return;
 	const size = (k) => Number.parseInt(url.searchParams.get(k) ?? '', 10) || 0;
-	bridgeTerminal(m, ws, parts[2], parts[4], { rows: size('rows'), cols: size('cols') });
+	accept(req, socket, head, (ws) => bridgeTerminal(m, ws, parts[2], parts[4], { rows: size('rows'), cols: size('cols') }));
 }

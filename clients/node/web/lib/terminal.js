@@ -35,7 +35,7 @@ export async function bridgeTerminal(m, ws, id, name, { rows, cols }) {
 		ready(input);
 		const ended = await follow(m.term(id, name, 'out'), async (bytes) => {
 			ws.send(bytes);
-			while (ws.backlog > BACKLOG_MAX && !ac.signal.aborted) await new Promise((r) => setTimeout(r, 20));
+			while (ws.bufferedAmount > BACKLOG_MAX && !ac.signal.aborted) await new Promise((r) => setTimeout(r, 20));
 		}, ac.signal, nudge);
 		if (ended) {
 			const exit = (await readFile(m.term(id, name, 'exit'))).toString().trim();
@@ -44,7 +44,7 @@ export async function bridgeTerminal(m, ws, id, name, { rows, cols }) {
 		}
 	} catch (e) {
 		ready(null);
-		ws.close(e.code === 'ENOENT' ? CLOSE.POLICY : 1011, e.code ?? 'error');
+		ws.close(e.code === 'ENOENT' ? CLOSE.POLICY : CLOSE.ERROR, e.code ?? 'error');
 	}
 }
 
@@ -54,13 +54,13 @@ function onMessage(m, ws, id, name, input, data, binary, nudge) {
 			await input.write(bytes);
 			nudge.wake(); /* its echo is due */
 		} catch (e) {
-			ws.close(1011, e.code ?? 'input failed');
+			ws.close(CLOSE.ERROR, e.code ?? 'input failed');
 		}
 	};
 	if (binary) return void feed(data);
 	let msg;
 	try {
-		msg = JSON.parse(data);
+		msg = JSON.parse(data.toString('utf8'));
 	} catch {
 		return ws.close(CLOSE.BAD_DATA, 'bad JSON');
 	}

@@ -26,9 +26,12 @@ async function api(method, path, body) {
 		body: body === undefined ? undefined : JSON.stringify(body),
 	});
 	if (!res.ok) {
-		let msg = `${res.status}`;
+		/* The API's errors are JSON; the gates' (a 401 after sbxfs-web restarted, say) are
+		 * text that says what to do. */
+		const text = await res.text();
+		let msg = text.trim() || `${res.status}`;
 		try {
-			msg = (await res.json()).error ?? msg;
+			msg = JSON.parse(text).error ?? msg;
 		} catch {}
 		throw new Error(`${method} ${path}: ${msg}`);
 	}

@@ -1,5 +1,5 @@
-// The page in Debian's chromium, driven by playwright-core: a session, a command and its
-// streamed output, a terminal with replay and resize, the token. A screenshot of each state
+// The page in Debian's chromium, driven by playwright-core: the login, a session, a command
+// and its streamed output, a terminal with replay and resize, the token. A screenshot of each state
 // goes to the artifacts directory printed at the end (SBXFS_WEB_ARTIFACTS, else a temp dir).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -42,8 +42,30 @@ const screenText = () => page.evaluate(() => {
 	return rows ? [...rows.children].map((r) => r.textContent).join('\n') : '';
 });
 
-test('create a session, run echo hi, see hi and exit 0', { skip }, async () => {
+test('on loopback the page is refused until the login URL is opened; it works once', { skip }, async () => {
+	const refused = await page.goto(`${web.base}/`);
+	assert.equal(refused.status(), 401);
+	assert.match(await page.textContent('body'), /login URL/);
+	await shot('0-refused-without-login');
 	await page.goto(web.url);
+	assert.equal(new URL(page.url()).pathname, '/');
+	const [cookie] = await page.context().cookies();
+	assert.equal(cookie.name, `sbxfs_web_${new URL(web.base).port}`);
+	assert.ok(cookie.httpOnly);
+	assert.equal(cookie.sameSite, 'Strict');
+	await page.waitForSelector('#sessions li[data-session="default"]');
+	/* A browser without the cookie (sbxfs-web restarted, say): the page says what to do. */
+	await page.context().clearCookies();
+	await page.waitForFunction(() => /open the login URL/.test(document.querySelector('#status-line').textContent));
+	await page.context().addCookies([cookie]);
+	await page.waitForFunction(() => document.querySelector('#status-line').textContent === '');
+	const other = await browser.newPage();
+	assert.equal((await other.goto(web.url)).status(), 403, 'a login URL works once');
+	await other.close();
+});
+
+test('create a session, run echo hi, see hi and exit 0', { skip }, async () => {
+	await page.goto(`${web.base}/`);
 	await page.fill('#new-session-id', S);
 	await page.click('#new-session button');
 	await page.waitForSelector(`#sessions li[data-session="${S}"].selected`);
@@ -164,7 +186,7 @@ test('delete the session from the page: its directory is gone', { skip }, async 
 
 test('on a non-loopback listener, the page without the token is refused; the login URL lets in', { skip }, async () => {
 	const dir = mkdtempSync(join(tmpdir(), 'web-tok-'));
-	writeFileSync(join(dir, 'token'), randomBytes(20).toString('hex'));
+	writeFileSync(join(dir, 'token'), randomBytes(20).toString('hex'), { mode: 0o600 });
 	const w = await startWeb(mount.mnt, ['--listen', '0.0.0.0:0', '--token-file', join(dir, 'token')]);
 	try {
 		const port = new URL(w.base).port;

@@ -1,6 +1,7 @@
 // Test helpers: a mount (SBXFS_WEB_MOUNT, as tests/integration/test_web.py passes one, or a
-// fresh sbxfs started as tests/integration/sbxutil.py does), sbxfs-web on it, and a raw
-// WebSocket client that can send any frame, bad ones included.
+// fresh sbxfs started as tests/integration/sbxutil.py does), sbxfs-web on it and its login,
+// a raw WebSocket client that can send any frame, bad ones included, and requests sent by
+// another account.
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, readFileSync, existsSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -70,6 +71,13 @@ export async function startWeb(mnt, args = []) {
 			await waitFor(() => proc.exitCode !== null || proc.signalCode !== null, 'sbxfs-web to exit');
 		},
 	};
+}
+
+/* Logs in as a browser does, with the one-time login URL: the cookie as a Cookie header. */
+export async function login(url) {
+	const res = await fetch(url, { redirect: 'manual' });
+	if (res.status !== 303) throw new Error(`login: ${res.status}`);
+	return res.headers.get('set-cookie').split(';')[0];
 }
 
 /* Runs sbxfs-web to its exit: { status, stdout, stderr }. */
@@ -208,4 +216,62 @@ export class RawWs {
 	destroy() {
 		this.sock.destroy();
 	}
+}
+
+/* The client that another account runs: its source goes to `node -e` (CommonJS there, hence
+ * require), so that account needs no access to this tree. Sends each request in turn to the
+ * server at base: { method, path, headers, body } (body as JSON), or method 'WS' for a
+ * WebSocket handshake (this server's Origin unless headers say otherwise). Returns the uid
+ * it ran as, and each request's { status, cookie (Set-Cookie), body } (an upgrade's body:
+ * its status line). */
+async function peer({ base, requests }) {
+	const { request } = require('node:http');
+	const { connect } = require('node:net');
+	const { randomBytes } = require('node:crypto');
+	const u = new URL(base);
+	const http = ({ method, path, headers = {}, body }) => new Promise((resolve, reject) => {
+		const h = body === undefined ? headers : { 'Content-Type': 'application/json', ...headers };
+		const r = request({ host: u.hostname, port: u.port, method, path, headers: h, agent: false }, (res) => {
+			const chunks = [];
+			res.on('data', (c) => chunks.push(c));
+			res.on('end', () => resolve({ status: res.statusCode, cookie: res.headers['set-cookie']?.[0] ?? null, body: Buffer.concat(chunks).toString() }));
+		});
+		r.on('error', reject);
+		r.end(body === undefined ? undefined : JSON.stringify(body));
+	});
+	const upgrade = ({ path, headers = {} }) => new Promise((resolve, reject) => {
+		const h = { Host: u.host, Upgrade: 'websocket', Connection: 'Upgrade', 'Sec-WebSocket-Key': randomBytes(16).toString('base64'),
+			'Sec-WebSocket-Version': '13', Origin: u.origin, ...headers };
+		const sock = connect(Number(u.port), u.hostname);
+		let head = '';
+		sock.on('error', reject);
+		sock.on('data', (d) => {
+			head += d.toString('latin1');
+			if (!head.includes('\r\n')) return;
+			sock.destroy();
+			const line = head.split('\r\n')[0];
+			resolve({ status: Number(line.split(' ')[1]), cookie: null, body: line });
+		});
+		sock.write(`GET ${path} HTTP/1.1\r\n` + Object.entries(h).map(([k, v]) => `${k}: ${v}\r\n`).join('') + '\r\n');
+	});
+	const out = [];
+	for (const r of requests) out.push(r.method === 'WS' ? await upgrade(r) : await http(r));
+	return { uid: process.getuid(), out };
+}
+
+export const NOBODY = 65534;
+
+/* peer's requests sent by uid and gid `uid` with no supplementary groups (setpriv, as root). */
+export async function requestsAs(uid, base, requests) {
+	const src = `(${peer})(${JSON.stringify({ base, requests })}).then((r) => process.stdout.write(JSON.stringify(r)))`;
+	const proc = spawn('setpriv', [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--', process.execPath, '-e', src],
+		{ cwd: '/', env: { PATH: process.env.PATH }, stdio: ['ignore', 'pipe', 'pipe'] });
+	let out = '', err = '';
+	proc.stdout.on('data', (d) => (out += d));
+	proc.stderr.on('data', (d) => (err += d));
+	const code = await new Promise((r) => proc.on('close', r));
+	if (code !== 0) throw new Error(`the client as uid ${uid} exited ${code}: ${err}`);
+	const r = JSON.parse(out);
+	if (r.uid !== uid) throw new Error(`the client ran as uid ${r.uid}, not ${uid}`);
+	return r.out;
 }

@@ -6,14 +6,15 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { startMount, startWeb, runWeb, RawWs, waitFor } from './helpers.js';
+import { startMount, startWeb, login, runWeb, RawWs, waitFor, requestsAs, NOBODY } from './helpers.js';
 
-let mount, web;
+let mount, web, cookie;
 const S = `web-${randomBytes(4).toString('hex')}`;
 
 before(async () => {
 	mount = await startMount();
 	web = await startWeb(mount.mnt);
+	cookie = await login(web.url);
 });
 
 after(async () => {
@@ -22,11 +23,19 @@ after(async () => {
 	await mount?.stop();
 });
 
-/* A raw request (fetch would normalise the path and refuse some headers). */
+/* Headers with the login cookie of the suite's server unless they set Cookie; a header set
+ * to null is not sent. */
+function withCookie(headers = {}) {
+	return { Cookie: cookie, ...headers };
+}
+
+/* A raw request (fetch would normalise the path and refuse some headers); to the suite's
+ * server, with its login cookie (see withCookie). */
 function req(base, method, path, { headers = {}, body } = {}) {
 	const u = new URL(base);
+	const h = Object.fromEntries(Object.entries(base === web.base ? withCookie(headers) : headers).filter(([, v]) => v !== null));
 	return new Promise((resolve, reject) => {
-		const r = request({ host: u.hostname, port: u.port, method, path, headers, agent: false }, (res) => {
+		const r = request({ host: u.hostname, port: u.port, method, path, headers: h, agent: false }, (res) => {
 			const chunks = [];
 			res.on('error', () => {}); /* a reset after a refusal (413) is the server's right */
 			res.on('data', (c) => chunks.push(c));
@@ -47,10 +56,11 @@ function req(base, method, path, { headers = {}, body } = {}) {
 const JSONH = { 'Content-Type': 'application/json' };
 const post = (path, body, headers = {}) => req(web.base, 'POST', path, { headers: { ...JSONH, ...headers }, body });
 const get = (path, headers) => req(web.base, 'GET', path, { headers });
+const wsOpen = (path, headers) => RawWs.open(web.base, path, withCookie(headers));
 
 /* The SSE events of a stream URL until it ends: [{event, data}]. */
 async function events(path) {
-	const res = await fetch(web.base + path);
+	const res = await fetch(web.base + path, { headers: withCookie() });
 	assert.equal(res.status, 200);
 	const text = await res.text();
 	return text.split('\n\n').filter(Boolean).map((block) => {
@@ -113,7 +123,7 @@ test('errors: the errno\'s status, and no host path in the message', async () =>
 
 test('a command printing for 2 s streams its lines as they come', async () => {
 	const run = (await post(`/api/sessions/${S}/exec`, { command: 'for i in 1 2 3 4 5; do echo line$i; sleep 0.4; done' })).json.run;
-	const res = await fetch(`${web.base}/api/sessions/${S}/runs/${run}/stream`);
+	const res = await fetch(`${web.base}/api/sessions/${S}/runs/${run}/stream`, { headers: withCookie() });
 	const reader = res.body.getReader();
 	const seen = [];
 	const t0 = Date.now();
@@ -151,7 +161,7 @@ function openUnder(dir) {
 test('a stream whose browser goes away releases its files; the command runs on', async () => {
 	const run = (await post(`/api/sessions/${S}/exec`, { command: 'sleep 1000' })).json.run;
 	const dir = join(mount.mnt, 'sessions', S, 'runs', String(run));
-	const r = request({ host: '127.0.0.1', port: new URL(web.base).port, path: `/api/sessions/${S}/runs/${run}/stream`, agent: false });
+	const r = request({ host: '127.0.0.1', port: new URL(web.base).port, path: `/api/sessions/${S}/runs/${run}/stream`, headers: withCookie(), agent: false });
 	const res = await new Promise((resolve) => r.on('response', resolve).end());
 	assert.equal(res.statusCode, 200);
 	await waitFor(() => openUnder(dir) === 2, 'stdout and stderr open');
@@ -167,7 +177,7 @@ test('a browser that does not read holds the output back: the server does not bu
 	const run = (await post(`/api/sessions/${S}/exec`, { command: 'head -c 150000000 /dev/zero | tr "\\0" a' })).json.run;
 	await waitFor(async () => (await get(`/api/sessions/${S}/runs/${run}`)).json.state === 'done', 'the command', 60000);
 	const before = rssKiB();
-	const r = request({ host: '127.0.0.1', port: new URL(web.base).port, path: `/api/sessions/${S}/runs/${run}/stream`, agent: false });
+	const r = request({ host: '127.0.0.1', port: new URL(web.base).port, path: `/api/sessions/${S}/runs/${run}/stream`, headers: withCookie(), agent: false });
 	const res = await new Promise((resolve) => r.on('response', resolve).end());
 	res.pause();
 	await new Promise((resolve) => setTimeout(resolve, 1500));
@@ -192,13 +202,13 @@ test('background processes: start, status, logs, kill, remove', async () => {
 
 test('terminal: keys in, output out, replay on reconnect, resize, end', async () => {
 	assert.equal((await post(`/api/sessions/${S}/terms`, { name: 't1' })).status, 204);
-	let ws = await RawWs.open(web.base, `/ws/sessions/${S}/terms/t1?rows=30&cols=100`);
+	let ws = await wsOpen(`/ws/sessions/${S}/terms/t1?rows=30&cols=100`);
 	assert.equal(ws.status, 101);
 	ws.binary(Buffer.from('echo web-$((6*7))\r'));
 	await ws.readUntil(/web-42/);
 	ws.destroy();
 	assert.equal(readFileSync(join(mount.mnt, 'sessions', S, 'terms/t1/size'), 'utf8'), '30 100\n');
-	ws = await RawWs.open(web.base, `/ws/sessions/${S}/terms/t1`);
+	ws = await wsOpen(`/ws/sessions/${S}/terms/t1`);
 	await ws.readUntil(/echo web-\$\(\(6\*7\)\)[\s\S]*web-42/);
 	ws.text(JSON.stringify({ type: 'resize', rows: 20, cols: 60 }));
 	await waitFor(() => readFileSync(join(mount.mnt, 'sessions', S, 'terms/t1/size'), 'utf8') === '20 60\n', 'the new size');
@@ -210,31 +220,161 @@ test('terminal: keys in, output out, replay on reconnect, resize, end', async ()
 	ws.destroy();
 });
 
+test('a browser that does not read its terminal holds the output back: the server does not buffer it', async () => {
+	await post(`/api/sessions/${S}/terms`, { name: 'flood' });
+	const ws = await wsOpen(`/ws/sessions/${S}/terms/flood`);
+	ws.binary(Buffer.from('head -c 60000000 /dev/zero | tr "\\0" a\r'));
+	await ws.readUntil(/aaaa/);
+	ws.sock.pause();
+	const before = rssKiB();
+	await new Promise((resolve) => setTimeout(resolve, 4000));
+	const grown = rssKiB() - before;
+	ws.sock.resume();
+	ws.destroy();
+	assert.ok(grown < 12 * 1024, `the server grew by ${grown} KiB for a terminal not read`);
+	assert.equal((await req(web.base, 'DELETE', `/api/sessions/${S}/terms/flood`)).status, 204);
+});
+
 test('a terminal WebSocket with a bad message is closed, one to a missing terminal too', async () => {
 	await post(`/api/sessions/${S}/terms`, { name: 't2' });
-	let ws = await RawWs.open(web.base, `/ws/sessions/${S}/terms/t2`);
+	let ws = await wsOpen(`/ws/sessions/${S}/terms/t2`);
 	ws.text('{"type":"resize","rows":0,"cols":5}');
 	assert.match((await ws.frame()).payload.toString(), /bad size/);
 	ws.text('not json');
 	assert.equal(await ws.closeCode(), 1007);
-	ws = await RawWs.open(web.base, `/ws/sessions/${S}/terms/nope`);
+	ws = await wsOpen(`/ws/sessions/${S}/terms/nope`);
 	assert.equal(await ws.closeCode(), 1008);
-	ws = await RawWs.open(web.base, `/ws/sessions/..%2F..%2Fetc/terms/x`);
+	ws = await wsOpen(`/ws/sessions/..%2F..%2Fetc/terms/x`);
 	assert.equal(ws.status, 404);
 });
 
 test('the WebSocket checks Origin (missing or another site: 403)', async () => {
 	for (const origin of ['http://evil.example', null, `http://localhost:1`]) {
-		const ws = await RawWs.open(web.base, `/ws/sessions/${S}/terms/t2`, { Origin: origin });
+		const ws = await wsOpen(`/ws/sessions/${S}/terms/t2`, { Origin: origin });
 		assert.equal(ws.status, 403, `Origin ${origin}`);
 		ws.destroy();
+	}
+});
+
+test('a message of 1 MiB is taken, one byte more closes the WebSocket with 1009', async () => {
+	await post(`/api/sessions/${S}/terms`, { name: 'big' });
+	let ws = await wsOpen(`/ws/sessions/${S}/terms/big`);
+	const pad = '{"type":"pad","x":""}';
+	ws.text(pad.slice(0, -2) + 'x'.repeat((1 << 20) - pad.length) + '"}');
+	assert.equal(await ws.closeCode(), 1008, 'a whole 1 MiB message reaches the terminal (unknown type)');
+	ws.destroy();
+	ws = await wsOpen(`/ws/sessions/${S}/terms/big`);
+	ws.binary(Buffer.alloc((1 << 20) + 1, 0x20));
+	assert.equal(await ws.closeCode(), 1009);
+	ws.destroy();
+	assert.equal((await req(web.base, 'DELETE', `/api/sessions/${S}/terms/big`)).status, 204);
+});
+
+test('on loopback too, nothing is served without the login cookie, even to the server\'s uid', async () => {
+	for (const path of ['/', '/app.js', '/api/sessions', '/api/workspace/', `/api/sessions/${S}/runs`]) {
+		const r = await get(path, { Cookie: null });
+		assert.equal(r.status, 401, path);
+		assert.equal(r.headers['www-authenticate'], 'Bearer');
+	}
+	assert.equal((await post(`/api/sessions/${S}/exec`, { command: 'true' }, { Cookie: null })).status, 401);
+	assert.equal((await get('/api/sessions', { Cookie: null, Authorization: `Bearer ${randomBytes(24).toString('hex')}` })).status, 401);
+	assert.equal((await get('/api/sessions', { Cookie: `${cookie.split('=')[0]}=${randomBytes(32).toString('base64url')}` })).status, 401);
+	const ws = await wsOpen(`/ws/sessions/${S}/terms/t2`, { Cookie: null });
+	assert.equal(ws.status, 401);
+	ws.destroy();
+});
+
+test('another account (nobody) gets nothing without the login URL, all it asks with it', { skip: process.getuid() !== 0 && 'setpriv needs root' }, async () => {
+	const w = await startWeb(mount.mnt);
+	const wsDir = join(mount.mnt, 'workspace');
+	const mark = `nobody-${randomBytes(4).toString('hex')}`;
+	const secret = `${mark}.txt`;
+	await waitFor(() => {
+		try {
+			writeFileSync(join(wsDir, secret), 'ROOT-ONLY', { mode: 0o600 });
+			return true;
+		} catch {
+			return false;
+		}
+	}, 'the workspace');
+	await post(`/api/sessions/${S}/terms`, { name: 'tn' });
+	const runsBefore = (await get(`/api/sessions/${S}/runs`)).json.length;
+	const name = `sbxfs_web_${new URL(w.base).port}`;
+	const term = `/ws/sessions/${S}/terms/tn`;
+	try {
+		/* one request of each route class, as a browser or a script of that account sends it */
+		const routes = [
+			{ method: 'GET', path: '/' }, { method: 'HEAD', path: '/' }, { method: 'GET', path: '/app.js' },
+			{ method: 'GET', path: '/vendor/xterm.js' }, { method: 'GET', path: '/nope' },
+			{ method: 'GET', path: '/api/info' }, { method: 'GET', path: '/api/sessions' },
+			{ method: 'GET', path: `/api/sessions/${S}/runs` }, { method: 'GET', path: `/api/sessions/${S}/runs/1` },
+			{ method: 'GET', path: `/api/sessions/${S}/runs/1/stream` }, { method: 'GET', path: `/api/sessions/${S}/procs` },
+			{ method: 'GET', path: `/api/sessions/${S}/procs/p/logs` }, { method: 'GET', path: `/api/sessions/${S}/terms` },
+			{ method: 'GET', path: '/api/contexts' }, { method: 'GET', path: '/api/contexts/c/cells/1/stream' },
+			{ method: 'GET', path: '/api/workspace/' }, { method: 'GET', path: `/api/workspace/${secret}` },
+			{ method: 'GET', path: '/api/workspace/../../etc/shadow' },
+			{ method: 'POST', path: '/api/sessions', body: { id: mark } },
+			{ method: 'POST', path: `/api/sessions/${S}/exec`, body: { command: `touch /workspace/${mark}` } },
+			{ method: 'POST', path: `/api/sessions/${S}/kill`, body: {} },
+			{ method: 'POST', path: `/api/sessions/${S}/procs`, body: { name: mark, command: 'sleep 100' } },
+			{ method: 'POST', path: `/api/sessions/${S}/procs/p/kill`, body: {} },
+			{ method: 'POST', path: `/api/sessions/${S}/terms`, body: { name: mark } },
+			{ method: 'POST', path: '/api/contexts', body: { name: mark, language: 'python' } },
+			{ method: 'POST', path: '/api/contexts/c/run', body: { code: '1' } },
+			{ method: 'POST', path: '/api/login-url', body: {} },
+			{ method: 'DELETE', path: `/api/sessions/${S}` }, { method: 'DELETE', path: `/api/sessions/${S}/terms/tn` },
+			{ method: 'DELETE', path: `/api/sessions/${S}/procs/p` }, { method: 'DELETE', path: '/api/contexts/c' },
+			{ method: 'WS', path: term },
+		];
+		const forged = randomBytes(32).toString('base64url');
+		const wrong = [
+			{ method: 'GET', path: '/api/sessions', headers: { Authorization: `Bearer ${randomBytes(24).toString('hex')}` } },
+			{ method: 'GET', path: `/api/workspace/${secret}`, headers: { Cookie: `${name}=${forged}` } },
+			{ method: 'POST', path: `/api/sessions/${S}/exec`, headers: { Cookie: `${name}=${forged}` }, body: { command: `touch /workspace/${mark}` } },
+			{ method: 'WS', path: term, headers: { Cookie: `${name}=${forged}` } },
+			{ method: 'WS', path: term, headers: { Authorization: `Bearer ${forged}` } },
+		];
+		const login = new URL(w.url).pathname;
+		const refused = await requestsAs(NOBODY, w.base, [...routes, ...wrong, { method: 'GET', path: `/login/${forged}` }, { method: 'GET', path: login }]);
+		routes.concat(wrong).forEach((r, i) => {
+			assert.equal(refused[i].status, 401, `${r.method} ${r.path} ${JSON.stringify(r.headers ?? {})}: ${refused[i].body}`);
+			assert.doesNotMatch(refused[i].body, /ROOT-ONLY/);
+		});
+		assert.equal(refused.at(-2).status, 403, 'a login URL nobody was given');
+		const [login1] = refused.slice(-1);
+		assert.equal(login1.status, 303, 'the login URL');
+		assert.match(login1.cookie, new RegExp(`^${name}=[\\w-]{43}; HttpOnly; SameSite=Strict; Path=/$`));
+		assert.equal((await get(`/api/sessions/${S}/runs`)).json.length, runsBefore, 'no command ran');
+		assert.ok(!existsSync(join(wsDir, mark)));
+		assert.ok(!existsSync(join(mount.mnt, 'sessions', mark)));
+
+		const c = { Cookie: login1.cookie.split(';')[0] };
+		const inside = await requestsAs(NOBODY, w.base, [
+			{ method: 'GET', path: '/', headers: c },
+			{ method: 'GET', path: '/api/sessions', headers: c },
+			{ method: 'GET', path: `/api/workspace/${secret}`, headers: c },
+			{ method: 'WS', path: term, headers: c },
+			{ method: 'WS', path: term, headers: { ...c, Origin: 'http://evil.example' } },
+			{ method: 'WS', path: term, headers: { ...c, Origin: `http://127.0.0.1:${new URL(web.base).port}` } },
+			{ method: 'WS', path: term, headers: { ...c, Host: 'evil.example', Origin: 'http://evil.example' } },
+			{ method: 'POST', path: `/api/sessions/${S}/exec`, headers: { ...c, Origin: 'http://evil.example' }, body: { command: `touch /workspace/${mark}` } },
+			{ method: 'GET', path: login },
+		]);
+		assert.deepEqual(inside.map((r) => r.status), [200, 200, 200, 101, 403, 403, 421, 403, 403]);
+		assert.ok(JSON.parse(inside[1].body).some((s) => s.id === S));
+		assert.equal(inside[2].body, 'ROOT-ONLY', 'the login URL gives what the server may read');
+		assert.ok(!existsSync(join(wsDir, mark)));
+	} finally {
+		await w.stop();
+		rmSync(join(wsDir, secret), { force: true });
+		await req(web.base, 'DELETE', `/api/sessions/${S}/terms/tn`);
 	}
 });
 
 test('a loopback listener answers only to a loopback Host (DNS rebinding)', async () => {
 	const r = await get('/api/sessions', { Host: 'evil.example:80' });
 	assert.equal(r.status, 421);
-	const ws = await RawWs.open(web.base, `/ws/sessions/${S}/terms/t2`, { Host: 'evil.example', Origin: 'http://evil.example' });
+	const ws = await wsOpen(`/ws/sessions/${S}/terms/t2`, { Host: 'evil.example', Origin: 'http://evil.example' });
 	assert.equal(ws.status, 421);
 	ws.destroy();
 });
@@ -303,7 +443,7 @@ test('no path leads out of the mount: .., encoded slashes, NUL, symlinks in the 
 	}
 });
 
-test('no token needed on loopback; a non-loopback listener needs --token-file', () => {
+test('a non-loopback listener needs --token-file, one only its owner can read', () => {
 	const r = runWeb([mount.mnt, '--listen', '0.0.0.0:0']);
 	assert.equal(r.status, 2);
 	assert.match(r.stderr, /not a loopback address: --token-file is required/);
@@ -311,8 +451,12 @@ test('no token needed on loopback; a non-loopback listener needs --token-file', 
 	assert.equal(h.status, 0);
 	assert.match(h.stdout, /usage: sbxfs-web MOUNTPOINT/);
 	const dir = mkdtempSync(join(tmpdir(), 'web-tok-'));
-	writeFileSync(join(dir, 'short'), 'abc\n');
+	writeFileSync(join(dir, 'short'), 'abc\n', { mode: 0o600 });
 	assert.match(runWeb([mount.mnt, '--token-file', join(dir, 'short')]).stderr, /at least 16/);
+	writeFileSync(join(dir, 'shared'), randomBytes(24).toString('hex'), { mode: 0o644 });
+	const shared = runWeb([mount.mnt, '--token-file', join(dir, 'shared')]);
+	assert.equal(shared.status, 2);
+	assert.match(shared.stderr, /group or others may read it/);
 	assert.match(runWeb([join(dir)]).stderr, /not an sbxfs mount/);
 	rmSync(dir, { recursive: true });
 });
@@ -339,7 +483,9 @@ test('token: refused without it, bearer header, one-time login URL sets a cookie
 		assert.match(first.headers['set-cookie'][0], /HttpOnly; SameSite=Strict/);
 		assert.equal((await req(base, 'GET', '/api/sessions', { headers: { Cookie: cookie } })).status, 200);
 		assert.equal((await req(base, 'GET', login)).status, 403, 'a login URL works once');
-		assert.equal((await req(base, 'GET', '/api/sessions', { headers: { Cookie: 'sbxfs_web=forged' } })).status, 401);
+		const name = cookie.split('=')[0];
+		assert.equal(name, `sbxfs_web_${new URL(w.base).port}`);
+		assert.equal((await req(base, 'GET', '/api/sessions', { headers: { Cookie: `${name}=forged` } })).status, 401);
 		const more = await req(base, 'POST', '/api/login-url', { headers: { Authorization: `Bearer ${token}` } });
 		assert.match(more.json.path, /^\/login\//);
 		assert.equal((await req(base, 'GET', more.json.path)).status, 303);

@@ -1,19 +1,20 @@
-// lib/ws.js against frames a hostile client sends: an echo server on loopback, no mount.
+// lib/ws.js (ws with this server's settings) against frames a hostile client sends: an echo
+// server on loopback, no mount.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
-import { acceptUpgrade } from '../lib/ws.js';
+import { upgrader } from '../lib/ws.js';
 import { RawWs } from './helpers.js';
 
 const MAX = 4096;
 let server, base;
 
 before(async () => {
+	const accept = upgrader({ maxMessage: MAX });
 	server = createServer((req, res) => res.end());
-	server.on('upgrade', (req, socket, head) => {
-		const ws = acceptUpgrade(req, socket, head, { maxMessage: MAX });
-		ws?.on('message', (data, binary) => ws.send(binary ? data : `echo:${data}`));
-	});
+	server.on('upgrade', (req, socket, head) => accept(req, socket, head, (ws) => {
+		ws.on('message', (data, binary) => ws.send(binary ? data : `echo:${data.toString('utf8')}`));
+	}));
 	await new Promise((r) => server.listen(0, '127.0.0.1', r));
 	base = `http://127.0.0.1:${server.address().port}`;
 });
@@ -66,6 +67,8 @@ test('a 64 KiB-length frame in pieces of a few bytes arrives whole', async () =>
 const BAD = [
 	['an unmasked frame', { op: 1, payload: Buffer.from('x'), mask: false }, 1002],
 	['reserved bits', { op: 1, payload: Buffer.from('x'), rsv: 4 }, 1002],
+	['reserved bit 2', { op: 2, payload: Buffer.from('x'), rsv: 2 }, 1002],
+	['reserved bit 3', { op: 2, payload: Buffer.from('x'), rsv: 1 }, 1002],
 	['an unknown opcode', { op: 3, payload: Buffer.from('x') }, 1002],
 	['a fragmented ping', { op: 9, fin: false }, 1002],
 	['a control frame over 125 bytes', { op: 9, payload: Buffer.alloc(126) }, 1002],
@@ -74,6 +77,7 @@ const BAD = [
 	['a 64-bit length of 2^40', { op: 2, len: 2 ** 40 }, 1009],
 	['text that is not UTF-8', { op: 1, payload: Buffer.from([0xc3, 0x28]) }, 1007],
 	['a close frame of one byte', { op: 8, payload: Buffer.from([3]) }, 1002],
+	['a close frame with a code no peer may send', { op: 8, payload: Buffer.from([0x03, 0xed]) }, 1002],
 ];
 
 for (const [what, frame, code] of BAD) {
