@@ -69,7 +69,8 @@ export async function deleteCodeContext(sandbox, id) {
 
 /* The context for runCode: the one given, else one per language kept by the sandbox. */
 async function contextId(sandbox, opts) {
-	if (opts.context) return checkName(typeof opts.context === 'string' ? opts.context : opts.context.id, 'code context');
+	if (opts.context !== undefined && opts.context !== null)
+		return checkName(typeof opts.context === 'string' ? opts.context : opts.context.id, 'code context');
 	const language = opts.language ?? 'python';
 	sandbox._defaultContexts ??= new Map();
 	if (!sandbox._defaultContexts.has(language))

@@ -89,8 +89,8 @@ class ExecutionSession:
     def write_file(self, path, content, encoding=None):
         return files.write_file(self, path, content, encoding=encoding)
 
-    def read_file(self, path, encoding=None):
-        return files.read_file(self, path, encoding=encoding)
+    def read_file(self, path, encoding=None, max_bytes=files.READ_FILE_MAX):
+        return files.read_file(self, path, encoding=encoding, max_bytes=max_bytes)
 
     def read_file_stream(self, path):
         return files.read_file_stream(self, path)
