@@ -199,6 +199,7 @@ def test_home_set_by_a_command_does_not_move_the_workspace(mount, sandbox):
     the workspace would read /etc/passwd from a file the command planted, or write
     /workspace/h/... one level up."""
     sh(sandbox, "mkdir -p /workspace/h/sub && echo planted > /workspace/passwd")
+    own_home = sh(sandbox, 'printf %s "$HOME"')
     try:
         for home in ("/etc", "/workspace/h"):
             sh(sandbox, f"export HOME={home}")
@@ -216,7 +217,7 @@ def test_home_set_by_a_command_does_not_move_the_workspace(mount, sandbox):
                 assert (mount.ws / "h" / "sub" / name).read_text() == "right place\n"
                 assert not (mount.ws / "sub").exists()
     finally:
-        sh(sandbox, "export HOME=/workspace")
+        sh(sandbox, f"export HOME={own_home}")
 
 
 # -- links -----------------------------------------------------------------------------------
