@@ -233,7 +233,9 @@ export declare class ExecutionSession {
 	streamProcessLogs(id: string): ReadableStream<Uint8Array>;
 
 	writeFile(path: string, content: string, opts?: { encoding?: 'utf-8' | 'base64' }): Promise<FileOpResult>;
-	readFile(path: string, opts?: { encoding?: 'utf-8' | 'base64' }): Promise<ReadFileResult>;
+	/** A regular file only; at most maxBytes (default 32 MiB) are read, past them a
+	 * ValidationError (errno EFBIG): readFileStream reads any size. */
+	readFile(path: string, opts?: { encoding?: 'utf-8' | 'base64'; maxBytes?: number }): Promise<ReadFileResult>;
 	readFileStream(path: string): ReadableStream<Uint8Array>;
 	mkdir(path: string, opts?: { recursive?: boolean }): Promise<FileOpResult & { recursive: boolean }>;
 	deleteFile(path: string): Promise<FileOpResult>;
@@ -275,7 +277,13 @@ export declare class Sandbox extends ExecutionSession {
 	deleteSession(id: string): Promise<{ success: boolean; sessionId: string; timestamp: string }>;
 }
 
-export declare function getSandbox(mountpoint: string, opts?: { workspacePath?: string }): Sandbox;
+export interface SandboxOptions {
+	/** Another path commands see the workspace at, besides /workspace (its backing directory,
+	 * under --isolation none); file calls take paths under it too. */
+	workspacePath?: string;
+}
+
+export declare function getSandbox(mountpoint: string, opts?: SandboxOptions): Sandbox;
 
 export declare function parseSSEStream<T = ExecEvent>(stream: ReadableStream<Uint8Array>, signal?: AbortSignal): AsyncGenerator<T>;
 export declare function streamEvents<T = ExecEvent>(stream: ReadableStream<Uint8Array>, signal?: AbortSignal): AsyncGenerator<T>;

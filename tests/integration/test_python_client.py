@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from sbxutil import REPO_ROOT
+from sbxutil import REPO_ROOT, isolation_none
 
 sys.path.insert(0, str(REPO_ROOT / "clients" / "python"))
 
@@ -21,7 +21,8 @@ pytestmark = pytest.mark.client
 
 @pytest.fixture(scope="module")
 def sandbox(sbx):
-    return sdk.get_sandbox(sbx.mnt)
+    # Under --isolation none commands see the backing directory: the client is told so.
+    return sdk.get_sandbox(sbx.mnt, workspace_path=sbx.cmd_ws if isolation_none() else None)
 
 
 def npm_project(sbx, name, env_name):

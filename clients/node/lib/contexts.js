@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { CodeInterpreterUnavailableError, ValidationError, mapError } from './errors.js';
 import { ENV_NAME, envValue, follow, readText, submit, writeControl } from './fsio.js';
+import { checkName, isName } from './names.js';
 import { sseStream } from './sse.js';
 
 const LANGUAGES = ['python', 'javascript', 'typescript'];
@@ -23,6 +24,7 @@ function fail(err, id) {
 export async function createCodeContext(sandbox, opts = {}) {
 	const language = opts.language ?? 'python';
 	if (!LANGUAGES.includes(language)) throw new ValidationError(`unknown language: ${language}`);
+	if (opts.id !== undefined) checkName(opts.id, 'code context');
 	const root = await contextsDir(sandbox);
 	let id = opts.id;
 	try {
@@ -47,7 +49,7 @@ export async function listCodeContexts(sandbox) {
 	const root = await contextsDir(sandbox);
 	const out = [];
 	for (const id of await readdir(root)) {
-		if (id === 'clone') continue;
+		if (id === 'clone' || !isName(id)) continue;
 		const dir = join(root, id);
 		const read = (f) => readText(join(dir, f)).then((t) => t.replace(/\n$/, ''), () => undefined);
 		out.push({ id, language: await read('language'), cwd: await read('cwd') });
@@ -56,6 +58,7 @@ export async function listCodeContexts(sandbox) {
 }
 
 export async function deleteCodeContext(sandbox, id) {
+	checkName(id, 'code context');
 	const root = await contextsDir(sandbox);
 	try {
 		await rmdir(join(root, id));
@@ -66,7 +69,8 @@ export async function deleteCodeContext(sandbox, id) {
 
 /* The context for runCode: the one given, else one per language kept by the sandbox. */
 async function contextId(sandbox, opts) {
-	if (opts.context) return typeof opts.context === 'string' ? opts.context : opts.context.id;
+	if (opts.context !== undefined && opts.context !== null)
+		return checkName(typeof opts.context === 'string' ? opts.context : opts.context.id, 'code context');
 	const language = opts.language ?? 'python';
 	sandbox._defaultContexts ??= new Map();
 	if (!sandbox._defaultContexts.has(language))
@@ -75,9 +79,8 @@ async function contextId(sandbox, opts) {
 }
 
 async function submitCell(sandbox, code, opts) {
-	const root = await contextsDir(sandbox);
 	const id = await contextId(sandbox, opts);
-	const dir = join(root, id);
+	const dir = join(await contextsDir(sandbox), id);
 	try {
 		if (opts.timeout) await writeControl(join(dir, 'ctl'), `timeout ${opts.timeout}\n`);
 		const n = await submit(join(dir, 'code'), code);

@@ -82,6 +82,10 @@ const byErrno = {
 		ENOTEMPTY: FileExistsError,
 		EISDIR: IsDirectoryError,
 		ENOTDIR: NotDirectoryError,
+		// A symbolic link on the way: the client follows none in the workspace.
+		ELOOP: PermissionDeniedError,
+		// Past readFile's maxBytes.
+		EFBIG: ValidationError,
 	},
 };
 const common = {
@@ -91,11 +95,19 @@ const common = {
 	EBUSY: ResourceBusyError,
 };
 
-/* A Node fs error (err.code is the errno's name) as the SDK's error for `kind`. */
+/* The errno's own words (`ENOENT: no such file or directory`) without the path Node appends
+ * (`, open '/mnt/...'`): the error names what the caller named, never a path of the host. */
+function reason(err) {
+	const at = err.syscall ? err.message.indexOf(`, ${err.syscall}`) : -1;
+	return at > 0 ? err.message.slice(0, at) : err.message;
+}
+
+/* A Node fs error (err.code is the errno's name) as the SDK's error for `kind`. A file error
+ * keeps no cause: the cause's message and path are the host's. */
 export function mapError(err, kind, what) {
 	if (err instanceof SandboxError || !err || typeof err.code !== 'string') return err;
 	const cls = byErrno[kind]?.[err.code] ?? common[err.code] ?? SandboxError;
-	return new cls(`${what}: ${err.message}`, { errno: err.code, cause: err });
+	return new cls(`${what}: ${reason(err)}`, { errno: err.code, cause: kind === 'file' ? undefined : err });
 }
 
 const gitErrors = {

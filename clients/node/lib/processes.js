@@ -9,6 +9,7 @@ import {
 } from './errors.js';
 import { envCwdPrefix } from './commands.js';
 import { follow, parseStatus, readSnapshot, readText, submit, writeControl } from './fsio.js';
+import { checkName, isName } from './names.js';
 import { sseStream } from './sse.js';
 
 const STATES = { idle: 'starting', starting: 'starting', running: 'running' };
@@ -36,7 +37,7 @@ async function withTimeout(read, ms, onTimeout) {
 export class Process {
 	constructor(session, id) {
 		this.session = session;
-		this.id = id;
+		this.id = checkName(id, 'process');
 		this.sessionId = session.id;
 		this.dir = join(session.dir, 'procs', id);
 		this.pid = 0;
@@ -195,7 +196,7 @@ export async function getProcess(session, id) {
 export async function listProcesses(session) {
 	let names;
 	try {
-		names = (await readdir(procsDir(session))).filter((n) => n !== 'ctl');
+		names = (await readdir(procsDir(session))).filter((n) => n !== 'ctl' && isName(n));
 	} catch (err) {
 		throw mapError(err, 'session', `session ${session.id}`);
 	}
@@ -237,7 +238,8 @@ export async function getProcessLogs(session, id) {
 	return new Process(session, id).getLogs();
 }
 
-/* stdout and stderr events as they come, then `exit`, as SSE. */
+/* stdout and stderr events as they come, then `exit`, as SSE. A bad id throws here, before
+ * there is a stream. */
 export function streamProcessLogs(session, id) {
 	const proc = new Process(session, id);
 	return sseStream(async (emit, signal) => {

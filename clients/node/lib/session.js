@@ -7,8 +7,10 @@ import { SessionNotFoundError, ValidationError, mapError } from './errors.js';
 import * as files from './files.js';
 import { ENV_NAME, envValue, writeControl } from './fsio.js';
 import { gitCheckout } from './git.js';
+import { checkName } from './names.js';
 import * as procs from './processes.js';
 import { createTerminal } from './terminals.js';
+import { watch } from './watch.js';
 
 /* NAME=VALUE lines for an env file; an undefined or null value unsets (-NAME). */
 export function envLines(vars) {
@@ -23,7 +25,7 @@ export function envLines(vars) {
 export class ExecutionSession {
 	constructor(sandbox, id) {
 		this.sandbox = sandbox;
-		this.id = id;
+		this.id = checkName(id, 'session');
 		this.dir = join(sandbox.mountpoint, 'sessions', id);
 		this._lock = Promise.resolve();
 		this._inflight = new Set();
@@ -109,7 +111,7 @@ export class ExecutionSession {
 		return files.exists(this, path);
 	}
 	watch(path, opts) {
-		return files.watch(this, path, opts);
+		return watch(this, path, opts);
 	}
 	gitCheckout(url, opts) {
 		return gitCheckout(this, url, opts);
@@ -148,8 +150,6 @@ export class ExecutionSession {
 	}
 }
 
-const SESSION_ID = /^[A-Za-z0-9._-]{1,64}$/;
-
 export class Sandbox extends ExecutionSession {
 	constructor(mountpoint, opts = {}) {
 		super({ mountpoint }, 'default');
@@ -157,24 +157,12 @@ export class Sandbox extends ExecutionSession {
 		this.mountpoint = mountpoint;
 		this.dir = join(mountpoint, 'sessions', 'default');
 		this.workspace = join(mountpoint, 'workspace');
-		this._workspacePath = opts.workspacePath;
+		// The workspace as commands see it: /workspace, and the caller's own workspacePath (the
+		// backing directory, which commands see under --isolation none). Nothing a command can
+		// change (a session's HOME, its cwd) decides where the workspace is.
+		this.workspaceRoots = ['/workspace'];
+		if (opts.workspacePath) this.workspaceRoots.unshift(posix.normalize(opts.workspacePath).replace(/(.)\/+$/, '$1'));
 		this._sessions = new Map();
-	}
-
-	/* The workspace as commands see it: /workspace, and HOME of a fresh session's env when it
-	 * differs (the host path under --isolation none). */
-	async workspaceRoots() {
-		if (!this._roots) {
-			const roots = ['/workspace'];
-			if (this._workspacePath) roots.unshift(posix.normalize(this._workspacePath));
-			else {
-				const env = await fsReadFile(join(this.mountpoint, 'sessions', 'default', 'env'), 'utf8').catch(() => '');
-				const home = /^HOME=(\/.*)$/m.exec(env)?.[1];
-				if (home && home !== '/workspace') roots.unshift(posix.normalize(home));
-			}
-			this._roots = roots;
-		}
-		return this._roots;
 	}
 
 	_session(id) {
@@ -190,8 +178,7 @@ export class Sandbox extends ExecutionSession {
 	 * any failure it is removed again. */
 	async createSession(opts = {}) {
 		const { id, env, cwd, commandTimeoutMs } = opts;
-		if (id !== undefined && !SESSION_ID.test(id))
-			throw new ValidationError(`invalid session id ${JSON.stringify(id)}: 1 to 64 of A-Z a-z 0-9 . _ -`);
+		if (id !== undefined) checkName(id, 'session');
 		let sid = id;
 		try {
 			if (sid === undefined) sid = (await fsReadFile(join(this.mountpoint, 'sessions', 'clone'), 'utf8')).trim();
@@ -225,6 +212,7 @@ export class Sandbox extends ExecutionSession {
 
 	/* An existing session, resumed with its env and cwd. */
 	async getSession(id) {
+		checkName(id, 'session');
 		const st = await stat(join(this.mountpoint, 'sessions', id)).catch((err) => {
 			throw mapError(err, 'session', `session ${id}`);
 		});
@@ -234,6 +222,7 @@ export class Sandbox extends ExecutionSession {
 
 	/* Ends the session's shell and every process it started. */
 	async deleteSession(id) {
+		checkName(id, 'session');
 		try {
 			await rmdir(join(this.mountpoint, 'sessions', id));
 		} catch (err) {

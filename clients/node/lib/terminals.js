@@ -4,11 +4,12 @@ import { join } from 'node:path';
 import { TerminalError, mapError } from './errors.js';
 import { envCwdPrefix } from './commands.js';
 import { parseStatus, readSnapshot, readText, shellQuote, writeControl } from './fsio.js';
+import { checkName } from './names.js';
 
 export class Terminal {
 	constructor(session, id) {
 		this.session = session;
-		this.id = id;
+		this.id = checkName(id, 'terminal');
 		this.dir = join(session.dir, 'terms', id);
 	}
 

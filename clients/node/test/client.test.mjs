@@ -24,8 +24,9 @@ let wsPath; // the workspace as commands see it
 
 before(async () => {
 	m = await startMount();
-	sandbox = getSandbox(m.mnt);
 	wsPath = isolationNone() ? m.ws : '/workspace';
+	// Under --isolation none commands see the backing directory: the client is told so.
+	sandbox = getSandbox(m.mnt, isolationNone() ? { workspacePath: m.ws } : undefined);
 });
 
 after(async () => {

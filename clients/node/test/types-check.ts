@@ -27,7 +27,7 @@ export async function seed(mount: string): Promise<number> {
 		await p.waitForPort(8000, { timeout: 10000 });
 		const { line } = await p.waitForLog(/Serving/);
 		await s.setEnvVars({ NODE_ENV: undefined });
-		const f = await s.readFile('/workspace/test/a.txt', { encoding: 'base64' });
+		const f = await s.readFile('/workspace/test/a.txt', { encoding: 'base64', maxBytes: 1 << 20 });
 		const t = await s.createTerminal({ command: ['bash'], cols: 80, rows: 24 });
 		await t.write('ls\r');
 		const ctx = await s.createCodeContext({ language: 'python' });

@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 
 from .errors import CodeInterpreterUnavailableError, ValidationError, map_error
 from .fsio import ENV_NAME, env_value, follow, read_text, submit, write_control
+from .names import check_name, is_name
 
 LANGUAGES = ("python", "javascript", "typescript")
 
@@ -32,6 +33,8 @@ def create_code_context(sandbox, language="python", cwd=None, env_vars=None, tim
     for name in env_vars or {}:
         if not ENV_NAME.match(name):
             raise ValidationError(f"invalid environment variable name: {name}")
+    if id is not None:
+        check_name(id, "code context")
     root = _root(sandbox)
     try:
         if id is None:
@@ -57,7 +60,7 @@ def list_code_contexts(sandbox):
     root = _root(sandbox)
     out = []
     for id in sorted(os.listdir(root)):
-        if id == "clone":
+        if id == "clone" or not is_name(id):
             continue
 
         def read(name):
@@ -70,6 +73,7 @@ def list_code_contexts(sandbox):
 
 
 def delete_code_context(sandbox, id):
+    check_name(id, "code context")
     try:
         os.rmdir(os.path.join(_root(sandbox), id))
     except OSError as exc:
@@ -79,7 +83,7 @@ def delete_code_context(sandbox, id):
 def _context_id(sandbox, context, language):
     """The context given, else one per language kept by the sandbox."""
     if context is not None:
-        return context if isinstance(context, str) else context["id"]
+        return check_name(context if isinstance(context, str) else context["id"], "code context")
     with sandbox._lock:
         if language not in sandbox._default_contexts:
             sandbox._default_contexts[language] = create_code_context(sandbox, language)["id"]
@@ -89,9 +93,8 @@ def _context_id(sandbox, context, language):
 def run_code(sandbox, code, context=None, language="python", timeout=None, on_stdout=None,
              on_stderr=None, on_result=None, on_error=None):
     """The SDK's Execution: results, logs {stdout, stderr}, error, execution_count."""
-    root = _root(sandbox)
     id = _context_id(sandbox, context, language)
-    d = os.path.join(root, id)
+    d = os.path.join(_root(sandbox), id)
     try:
         if timeout:
             write_control(os.path.join(d, "ctl"), f"timeout {timeout}\n")

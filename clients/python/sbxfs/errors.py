@@ -60,6 +60,10 @@ _BY_ERRNO = {
         _errno.ENOTEMPTY: FileExistsError_,
         _errno.EISDIR: IsDirectoryError_,
         _errno.ENOTDIR: NotDirectoryError_,
+        # A symbolic link on the way: the client follows none in the workspace.
+        _errno.ELOOP: PermissionDeniedError,
+        # Past read_file's max_bytes.
+        _errno.EFBIG: ValidationError,
     },
 }
 _COMMON = {
@@ -71,12 +75,15 @@ _COMMON = {
 
 
 def map_error(exc, kind, what):
-    """An OSError as the SDK's error for `kind` (session, process, file, ...)."""
+    """An OSError as the SDK's error for `kind` (session, process, file, ...): its message is
+    `what` and the errno's words, never the host's path; a file error keeps no cause, whose
+    filename is the host's."""
     if not isinstance(exc, OSError) or exc.errno is None:
         return exc
     cls = _BY_ERRNO.get(kind, {}).get(exc.errno) or _COMMON.get(exc.errno, SandboxError)
     err = cls(f"{what}: {exc.strerror}", errno=_errno.errorcode.get(exc.errno, str(exc.errno)))
-    err.__cause__ = exc
+    if kind != "file":
+        err.__cause__ = exc
     return err
 
 

@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from .commands import _now, env_cwd_prefix
 from .errors import (ProcessExitedBeforeReadyError, ProcessReadyTimeoutError, map_error)
 from .fsio import follow, parse_status, read_snapshot, read_text, submit, write_control
+from .names import check_name, is_name
 
 _STATES = {"idle": "starting", "starting": "starting", "running": "running"}
 
@@ -50,7 +51,7 @@ def _in_thread(fn, timeout, on_timeout):
 class Process:
     def __init__(self, session, id):
         self.session = session
-        self.id = id
+        self.id = check_name(id, "process")
         self.session_id = session.id
         self.dir = os.path.join(session.dir, "procs", id)
         self.pid = 0
@@ -190,7 +191,7 @@ def _new_id(prefix):
 
 def start_process(session, command, process_id=None, env=None, cwd=None, encoding=None,
                   auto_cleanup=False, timeout=None):
-    proc = Process(session, process_id or _new_id("proc"))
+    proc = Process(session, _new_id("proc") if process_id is None else process_id)
     try:
         os.mkdir(proc.dir)
         if timeout:
@@ -217,7 +218,7 @@ def get_process(session, id):
 
 def list_processes(session):
     try:
-        names = sorted(n for n in os.listdir(_procs_dir(session)) if n != "ctl")
+        names = sorted(n for n in os.listdir(_procs_dir(session)) if n != "ctl" and is_name(n))
     except OSError as exc:
         raise map_error(exc, "session", f"session {session.id}") from None
     out = []

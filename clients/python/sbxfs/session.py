@@ -3,7 +3,6 @@ default)."""
 
 import os
 import posixpath
-import re
 import threading
 from datetime import datetime, timezone
 
@@ -11,8 +10,7 @@ from . import commands, contexts, files, processes, terminals
 from .errors import SandboxError, SessionNotFoundError, ValidationError, map_error
 from .fsio import ENV_NAME, env_value, read_text, write_control
 from .git import git_checkout
-
-_SESSION_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+from .names import check_name
 
 
 def env_lines(env_vars):
@@ -28,7 +26,7 @@ def env_lines(env_vars):
 class ExecutionSession:
     def __init__(self, sandbox, id):
         self.sandbox = sandbox
-        self.id = id
+        self.id = check_name(id, "session")
         self.dir = os.path.join(sandbox.mountpoint, "sessions", id)
         self._submit_lock = threading.Lock()
         self._inflight = set()
@@ -91,8 +89,8 @@ class ExecutionSession:
     def write_file(self, path, content, encoding=None):
         return files.write_file(self, path, content, encoding=encoding)
 
-    def read_file(self, path, encoding=None):
-        return files.read_file(self, path, encoding=encoding)
+    def read_file(self, path, encoding=None, max_bytes=files.READ_FILE_MAX):
+        return files.read_file(self, path, encoding=encoding, max_bytes=max_bytes)
 
     def read_file_stream(self, path):
         return files.read_file_stream(self, path)
@@ -164,36 +162,22 @@ class Sandbox(ExecutionSession):
         self.mountpoint = str(mountpoint)
         super().__init__(self, "default")
         self.workspace = os.path.join(self.mountpoint, "workspace")
-        self._workspace_path = workspace_path
-        self._roots = None
+        # The workspace as commands see it: /workspace, and the caller's own workspace_path (the
+        # backing directory, which commands see under --isolation none). Nothing a command can
+        # change (a session's HOME, its cwd) decides where the workspace is.
+        self.workspace_roots = ["/workspace"]
+        if workspace_path:
+            self.workspace_roots.insert(0, posixpath.normpath(str(workspace_path)))
         self._lock = threading.Lock()
         self._default_contexts = {}
         # One object per session, so a per-call timeout waits for every caller's commands.
         self._sessions = {"default": self}
 
-    def workspace_roots(self):
-        """The workspace as commands see it: /workspace, and HOME of the sessions' env when it
-        differs (the host path under --isolation none)."""
-        if self._roots is None:
-            roots = ["/workspace"]
-            if self._workspace_path:
-                roots.insert(0, posixpath.normpath(self._workspace_path))
-            else:
-                try:
-                    env = read_text(os.path.join(self.mountpoint, "sessions", "default", "env"))
-                except OSError:
-                    env = ""
-                m = re.search(r"^HOME=(/.*)$", env, re.M)
-                if m and m.group(1) != "/workspace":
-                    roots.insert(0, posixpath.normpath(m.group(1)))
-            self._roots = roots
-        return self._roots
-
     def create_session(self, id=None, env=None, cwd=None, command_timeout_ms=None):
         """A session with its env, cwd (made in the workspace if missing) and command timeout;
         on any failure it is removed again."""
-        if id is not None and not _SESSION_ID.match(id):
-            raise ValidationError(f"invalid session id {id!r}: 1 to 64 of A-Z a-z 0-9 . _ -")
+        if id is not None:
+            check_name(id, "session")
         sessions = os.path.join(self.mountpoint, "sessions")
         try:
             if id is None:
@@ -236,12 +220,14 @@ class Sandbox(ExecutionSession):
 
     def get_session(self, id):
         """An existing session, resumed with its env and cwd."""
+        check_name(id, "session")
         if id == "clone" or not os.path.isdir(os.path.join(self.mountpoint, "sessions", id)):
             raise SessionNotFoundError(f"session {id}: not found", errno="ENOENT")
         return self._session(id)
 
     def delete_session(self, id):
         """Ends the session's shell and every process it started."""
+        check_name(id, "session")
         try:
             os.rmdir(os.path.join(self.mountpoint, "sessions", id))
         except OSError as exc:

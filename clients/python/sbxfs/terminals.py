@@ -8,12 +8,13 @@ import string
 from .commands import env_cwd_prefix
 from .errors import TerminalError, map_error
 from .fsio import parse_status, read_snapshot, read_text, shell_quote, write_control
+from .names import check_name
 
 
 class Terminal:
     def __init__(self, session, id):
         self.session = session
-        self.id = id
+        self.id = check_name(id, "terminal")
         self.dir = os.path.join(session.dir, "terms", id)
 
     def _fail(self, exc):
@@ -88,7 +89,7 @@ class Terminal:
 def create_terminal(session, command=None, cwd=None, env=None, cols=None, rows=None, id=None):
     """command: an argv list or a shell line; none starts the session's interactive shell."""
     tail = "".join(random.choices(string.ascii_lowercase + string.digits, k=8))
-    term = Terminal(session, id or f"term-{tail}")
+    term = Terminal(session, f"term-{tail}" if id is None else id)
     try:
         os.mkdir(term.dir)
     except OSError as exc:
