@@ -337,7 +337,10 @@ static void send_op(struct session *s, struct op *op)
 		start_checkout(s, op);
 		return;
 	case OP_RUN:
-		session_stdin_begin(s); /* calls exec_send_run once the command's stdin is ready */
+		if (session_stdin_wanted(s))
+			session_stdin_begin(s); /* calls exec_send_run once the pipe is held */
+		else
+			exec_send_run(s, NULL);
 		return;
 	case OP_ENV:
 		script = env_script(&op->edits, &len);

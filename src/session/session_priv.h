@@ -130,7 +130,10 @@ int exec_restart(struct session *s);
 void exec_teardown(struct session *s);
 
 /* session_stdin.c */
-/* Starts the command's stdin: calls exec_send_run once the path is known. */
+/* Whether the next command reads a pipe (something is staged, or a writer holds stdin open);
+ * without one it reads /dev/null. */
+bool session_stdin_wanted(struct session *s);
+/* Starts the command's stdin pipe: calls exec_send_run once the launcher holds it. */
 void session_stdin_begin(struct session *s);
 void session_stdin_end(struct session *s);
 /* exec.c: the command can be sent now; path NULL means /dev/null. */

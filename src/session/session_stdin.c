@@ -29,15 +29,16 @@ static void on_held(struct hold *h, int fdnum, pid_t holder_pid)
 	feed_attach(&in->feed, pipe_w);
 }
 
+bool session_stdin_wanted(struct session *s)
+{
+	return feed_wanted(&s->in.feed);
+}
+
 void session_stdin_begin(struct session *s)
 {
 	struct session_stdin *in = &s->in;
 	int p[2], rc;
 
-	if (!feed_wanted(&in->feed)) {
-		exec_send_run(s, NULL);
-		return;
-	}
 	if ((rc = identity_pipe(p, session_owner)) < 0) {
 		exec_unrun(s, -rc, "cannot make the command's stdin pipe");
 		return;
