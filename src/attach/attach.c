@@ -32,6 +32,7 @@ static struct attach {
 	atomic_bool stop;
 	int reader_rc; /* 0: out ended (the terminal exited), or -errno */
 	char last_out; /* the last byte drawn, to end on a fresh line */
+	struct attach_filter filter; /* out on its way to the user's terminal */
 	struct termios saved;
 } A = {.dir = -1, .in = -1, .out = -1, .sig = -1, .done = {-1, -1}};
 
@@ -46,8 +47,9 @@ static void usage(FILE *f)
 
 static void *reader_main(void *arg)
 {
-	static char buf[65536];
+	static char buf[65536], shown[ATTACH_FILTER_OUT_MAX(sizeof(buf))];
 	sigset_t stop;
+	size_t len;
 
 	(void)arg;
 	sigemptyset(&stop);
@@ -63,8 +65,10 @@ static void *reader_main(void *arg)
 			break;
 		}
 		A.out_pos += n;
-		A.last_out = buf[n - 1];
-		if ((A.reader_rc = write_all(STDOUT_FILENO, buf, (size_t)n)) < 0)
+		if ((len = attach_filter_run(&A.filter, buf, (size_t)n, shown)) == 0)
+			continue;
+		A.last_out = shown[len - 1];
+		if ((A.reader_rc = write_all(STDOUT_FILENO, shown, len)) < 0)
 			break;
 	}
 	write_all(A.done[1], "x", 1);
@@ -83,6 +87,7 @@ static int start_reader(void)
 
 	if (sigaction(STOP_SIGNAL, &sa, NULL) < 0 || pipe2(A.done, O_CLOEXEC) < 0)
 		return -errno;
+	attach_filter_init(&A.filter);
 	if ((rc = pthread_create(&A.reader, NULL, reader_main, NULL)) != 0)
 		return -rc;
 	A.reader_running = true;
@@ -355,6 +360,7 @@ int attach_main(int argc, char **argv)
 	rc = attach_run(&signo);
 	stop_reader();
 	attach_tty_reset_modes(STDOUT_FILENO);
+	attach_tty_drain(STDIN_FILENO, STDOUT_FILENO);
 	attach_tty_restore(STDIN_FILENO, &A.saved);
 	status = report(rc, signo, argv[1]);
 	close_all();
