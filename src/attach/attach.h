@@ -39,8 +39,10 @@ int write_all(int fd, const void *buf, size_t len);
 int attach_tty_raw(int fd, struct termios *saved);
 int attach_tty_restore(int fd, const struct termios *saved);
 int attach_tty_size(int fd, unsigned *rows, unsigned *cols);
-/* Clears the screen, draws text (lines separated by '\n'), puts the cursor at row, col. */
-int attach_tty_draw_screen(int fd, const char *text, size_t len, unsigned row, unsigned col);
+/* Clears the screen, draws text (lines separated by '\n', each through a filter of its
+ * own), puts the cursor at row, col. */
+int attach_tty_draw_screen(int fd, const char *text, size_t len, unsigned row, unsigned col,
+			   bool utf8);
 int attach_tty_reset_modes(int fd);
 /* Reads and drops what in (the user's terminal) sends until it stays quiet a moment, once out
  * has the reset: keys and reports meant for the sandbox, not for the user's shell. */
@@ -52,6 +54,7 @@ int attach_tty_drain(int in, int out);
 #define ATTACH_FILTER_PARAMS 128 /* a longer CSI is dropped */
 #define ATTACH_FILTER_INTER  4
 struct attach_filter {
+	bool utf8; /* the user's terminal reads UTF-8 */
 	int state;
 	/* The UTF-8 character being read: its bits so far, the bytes still due, and the range
 	 * the next one must be in (which rules out overlong forms and surrogates). */
@@ -70,7 +73,7 @@ struct attach_filter {
  * one sequence held from earlier calls. */
 #define ATTACH_FILTER_OUT_MAX(len) (3 * (len) + ATTACH_FILTER_PARAMS + 16)
 
-void attach_filter_init(struct attach_filter *f);
+void attach_filter_init(struct attach_filter *f, bool utf8);
 /* Filters len bytes of in into out (ATTACH_FILTER_OUT_MAX(len) bytes): the bytes written. */
 size_t attach_filter_run(struct attach_filter *f, const char *in, size_t len, char *out);
 

@@ -13,9 +13,11 @@
  * terminal never answers, and nothing it would say reaches the sandbox.
  *
  * Input is decoded as UTF-8 first: a character split across reads waits for its end, and an
- * invalid byte becomes U+FFFD, so the output is valid UTF-8 that no terminal reads otherwise.
- * The C1 controls, raw (0x80-0x9f) or encoded (U+0080-U+009F, which xterm obeys), count as
- * their ESC forms, and what passes is written in the 7-bit form. */
+ * invalid byte becomes U+FFFD, so the output is valid UTF-8. The C1 controls, raw (0x80-0x9f,
+ * as a terminal not in UTF-8 mode reads them) or encoded (U+0080-U+009F, which xterm obeys),
+ * count as their ESC forms, and what passes is written in the 7-bit form. A user's terminal
+ * that does not read UTF-8 gets '?' for each character beyond ASCII, as tmux does: it would
+ * take bytes of UTF-8 (as 0x9d of U+201D) for C1 controls. */
 #include "attach.h"
 
 #include <string.h>
@@ -27,7 +29,7 @@ enum { GROUND, ESCAPE, CSI, CSI_IGNORE, STRING, STRING_ESC };
 /* A larger number is no row, column or colour: it is dropped, not clamped by each terminal. */
 #define PARAM_DIGITS 5
 
-/* The CSI final_byte bytes that draw, with no private marker nor intermediate: cursor moves,
+/* The CSI final bytes that draw, with no private marker nor intermediate: cursor moves,
  * erases, insert and delete, scrolling, tab stops, repeat, SGR, the scroll region, cursor
  * save and restore. */
 static const char plain_finals[] = "@ABCDEFGHJKLMPSTXZ`bdfgmrsu";
@@ -202,7 +204,7 @@ static void put_csi_head(struct attach_filter *f, struct sink *o)
 }
 
 /* SM and RM keep the modes of the allowlist, each of the others dropped from the list. */
-static void put_modes(struct attach_filter *f, const unsigned *v, int n, uint32_t final_byte,
+static void put_modes(struct attach_filter *f, const unsigned *v, int n, uint32_t fin,
 		      struct sink *o)
 {
 	bool any = false;
@@ -218,40 +220,37 @@ static void put_modes(struct attach_filter *f, const unsigned *v, int n, uint32_
 		any = true;
 	}
 	if (any)
-		put(o, (char)final_byte);
+		put(o, (char)fin);
 }
 
-static void csi_dispatch(struct attach_filter *f, uint32_t final_byte, struct sink *o)
+static void csi_dispatch(struct attach_filter *f, uint32_t fin, struct sink *o)
 {
 	unsigned v[ATTACH_FILTER_PARAMS + 1];
-	int n = parse_params(f, final_byte == 'm' && !f->prefix, v);
-	bool pass;
+	int n = parse_params(f, fin == 'm' && !f->prefix, v);
+	bool pass = false;
 
 	f->state = GROUND;
 	if (n < 0)
 		return;
-	if ((final_byte == 'h' || final_byte == 'l') && f->ninter == 0 &&
-	    (!f->prefix || f->prefix == '?')) {
-		put_modes(f, v, n, final_byte, o);
+	if ((fin == 'h' || fin == 'l') && f->ninter == 0 && (!f->prefix || f->prefix == '?')) {
+		put_modes(f, v, n, fin, o);
 		return;
 	}
-	if (f->ninter == 1 && f->inter[0] == ' ' &&
-	    final_byte == 'q') /* DECSCUSR, the cursor shape */
+	/* DECSCUSR, the cursor's shape. */
+	if (f->ninter == 1 && f->inter[0] == ' ' && fin == 'q')
 		pass = !f->prefix && n <= 1 && (n == 0 || v[0] <= 6);
-	else if (f->ninter == 0 && !f->prefix && strchr(plain_finals, (int)final_byte))
-		/* Not ED 3, which erases the user's scrollback, nor SD with the 5 parameters
-		 * that start xterm's highlight mouse tracking. */
-		pass = (final_byte != 'J' || n == 0 || v[0] <= 2) && (final_byte != 'T' || n <= 1);
-	else
-		pass = false;
+	/* Not ED 3, which erases the user's scrollback, nor SD with the 5 parameters that
+	 * start xterm's highlight mouse tracking. */
+	if (f->ninter == 0 && !f->prefix && strchr(plain_finals, (int)fin))
+		pass = (fin != 'J' || n == 0 || v[0] <= 2) && (fin != 'T' || n <= 1);
 	if (!pass)
 		return;
 	put_csi_head(f, o);
 	for (size_t i = 0; i < f->nparams; i++)
 		put(o, f->params[i]);
-	for (size_t i = 0; i < f->ninter; i++)
-		put(o, f->inter[i]);
-	put(o, (char)final_byte);
+	if (f->ninter == 1)
+		put(o, f->inter[0]);
+	put(o, (char)fin);
 }
 
 /* One character, decoded: the parser of ECMA-48 (as in vt100.net's DEC parser) that decides
@@ -279,6 +278,8 @@ static void parse(struct attach_filter *f, uint32_t c, struct sink *o)
 	case GROUND:
 		if (c < 0x20)
 			control(c, o);
+		else if (c >= 0x80 && !f->utf8)
+			put(o, '?');
 		else if (c != 0x7f)
 			put_utf8(o, c);
 		break;
@@ -366,10 +367,11 @@ static void feed(struct attach_filter *f, unsigned char b, struct sink *o)
 	}
 }
 
-void attach_filter_init(struct attach_filter *f)
+void attach_filter_init(struct attach_filter *f, bool utf8)
 {
 	memset(f, 0, sizeof(*f));
 	f->state = GROUND;
+	f->utf8 = utf8;
 }
 
 size_t attach_filter_run(struct attach_filter *f, const char *in, size_t len, char *out)

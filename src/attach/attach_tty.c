@@ -77,7 +77,7 @@ int attach_tty_size(int fd, unsigned *rows, unsigned *cols)
  * cursor in the last column, where the next "\r\n" could wrap once more. The sandbox wrote
  * it, so it goes through the filter as out does, one of its own per line: nothing of one line
  * can swallow the "\r\n" or the cursor position drawn after it. */
-static int draw_line(int fd, const char *line, size_t len)
+static int draw_line(int fd, const char *line, size_t len, bool utf8)
 {
 	struct attach_filter filter;
 	char *shown;
@@ -86,13 +86,14 @@ static int draw_line(int fd, const char *line, size_t len)
 	while (len > 0 && line[len - 1] == ' ')
 		len--;
 	shown = xmalloc(ATTACH_FILTER_OUT_MAX(len));
-	attach_filter_init(&filter);
+	attach_filter_init(&filter, utf8);
 	rc = write_all(fd, shown, attach_filter_run(&filter, line, len, shown));
 	free(shown);
 	return rc;
 }
 
-int attach_tty_draw_screen(int fd, const char *text, size_t len, unsigned row, unsigned col)
+int attach_tty_draw_screen(int fd, const char *text, size_t len, unsigned row, unsigned col,
+			   bool utf8)
 {
 	const char *end = text + len, *p = text;
 	char cursor[32];
@@ -104,7 +105,7 @@ int attach_tty_draw_screen(int fd, const char *text, size_t len, unsigned row, u
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		const char *stop = nl ? nl : end;
 
-		if ((rc = draw_line(fd, p, (size_t)(stop - p))) < 0)
+		if ((rc = draw_line(fd, p, (size_t)(stop - p), utf8)) < 0)
 			return rc;
 		p = nl ? nl + 1 : end;
 		if (p < end && (rc = write_str(fd, "\r\n")) < 0)
