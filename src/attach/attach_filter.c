@@ -12,12 +12,13 @@
  * DECID), resets and charset switches, and anything unknown or malformed. So the user's
  * terminal never answers, and nothing it would say reaches the sandbox.
  *
- * Input is decoded as UTF-8 first: a character split across reads waits for its end, and an
- * invalid byte becomes U+FFFD, so the output is valid UTF-8. The C1 controls, raw (0x80-0x9f,
- * as a terminal not in UTF-8 mode reads them) or encoded (U+0080-U+009F, which xterm obeys),
- * count as their ESC forms, and what passes is written in the 7-bit form. A user's terminal
- * that does not read UTF-8 gets '?' for each character beyond ASCII, as tmux does: it would
- * take bytes of UTF-8 (as 0x9d of U+201D) for C1 controls. */
+ * Input is decoded as UTF-8 first, as the user's terminal and the daemon's emulator read it: a
+ * character split across reads waits for its end, and an invalid byte becomes U+FFFD, raw 8-bit
+ * C1 controls (0x80-0x9f) among them, so the output is valid UTF-8 and never holds one. The C1
+ * controls encoded in UTF-8 (U+0080-U+009F, which xterm obeys) count as their ESC forms, and
+ * what passes is written in the 7-bit form. A user's terminal that does not read UTF-8 gets '?'
+ * for each character beyond ASCII, as tmux does: it would take bytes of UTF-8 (as 0x9d of
+ * U+201D) for C1 controls. */
 #include "attach.h"
 
 #include <string.h>
@@ -269,7 +270,7 @@ static void parse(struct attach_filter *f, uint32_t c, struct sink *o)
 		}
 		return;
 	}
-	if (c >= 0x80 && c <= 0x9f) {
+	if (c >= 0x80 && c <= 0x9f) { /* C1, from its UTF-8 form */
 		start_escape(f);
 		esc_dispatch(f, c - 0x40, o);
 		return;
@@ -360,8 +361,6 @@ static void feed(struct attach_filter *f, unsigned char b, struct sink *o)
 		f->due = 3;
 		f->lo = b == 0xf0 ? 0x90 : 0x80; /* not overlong */
 		f->hi = b == 0xf4 ? 0x8f : 0xbf; /* not beyond U+10FFFF */
-	} else if (b <= 0x9f) {
-		parse(f, b, o); /* a raw 8-bit C1 control */
 	} else {
 		parse(f, REPLACEMENT, o);
 	}
