@@ -35,11 +35,12 @@ enum { GROUND, ESCAPE, CSI, CSI_IGNORE, STRING, STRING_ESC };
  * save and restore. */
 static const char plain_finals[] = "@ABCDEFGHJKLMPSTXZ`bdfgmrsu";
 
-/* DEC private modes (CSI ? Ps h/l): cursor keys, origin mode, autowrap, cursor shown, the
- * alternate screens, mouse and focus reports, bracketed paste, synchronized output. Not
- * DECCOLM (it resizes the user's window) nor others attach cannot undo at its end. */
-static const unsigned dec_modes[] = {1,	   6,	 7,    25,   47,   1000, 1002,
-				     1003, 1004, 1006, 1047, 1049, 2004, 2026};
+/* DEC private modes (CSI ? Ps h/l): cursor keys, autowrap, cursor shown, the alternate
+ * screens, mouse and focus reports, bracketed paste, synchronized output. Not DECCOLM (it
+ * resizes the user's window) nor others attach cannot undo at its end (origin mode: resetting
+ * it homes the cursor). */
+static const unsigned dec_modes[] = {1,	   7,	 25,   47,   1000, 1002, 1003,
+				     1004, 1006, 1047, 1049, 2004, 2026};
 
 struct sink {
 	char *out;

@@ -119,12 +119,12 @@ int attach_tty_reset_modes(int fd)
 {
 	/* Every mode the filter lets a program set, as a shell expects it: the alternate
 	 * screen, a hidden cursor, application keys, mouse and focus reports, bracketed paste,
-	 * synchronized output, autowrap, insert mode, the cursor's shape, line drawing, colours,
-	 * origin mode and the scroll region (reset between saving and restoring the cursor, as
-	 * it homes it; DECSC saves origin mode, so that goes first). */
+	 * synchronized output, autowrap, insert mode, the cursor's shape, line drawing, colours
+	 * and the scroll region (reset between saving and restoring the cursor, as it homes
+	 * it). */
 	return write_str(fd, "\033[?1049l\033[?25h\033[?1l\033>\033[?1000l\033[?1002l"
 			     "\033[?1003l\033[?1006l\033[?1004l\033[?2004l\033[?2026l\033[?7h"
-			     "\033[4l\033[0 q\033(B\033[0m\033[?6l\0337\033[r\0338");
+			     "\033[4l\033[0 q\033(B\033[0m\0337\033[r\0338");
 }
 
 /* Nothing more in for DRAIN_QUIET_MS, or DRAIN_MAX_MS in all. */

@@ -9,8 +9,8 @@
 #include "attach.h"
 #include "fuzz.h"
 
-static const unsigned dec_modes[] = {1,	   6,	 7,    25,   47,   1000, 1002,
-				     1003, 1004, 1006, 1047, 1049, 2004, 2026};
+static const unsigned dec_modes[] = {1,	   7,	 25,   47,   1000, 1002, 1003,
+				     1004, 1006, 1047, 1049, 2004, 2026};
 
 /* The parameters of a CSI (after its private marker): each a number of at most 5 digits, ':'
  * as a separator only if colons; their count (at most max) in *n and values in v. */

@@ -170,6 +170,7 @@ static void others_dropped(void)
 	DROPPED("\033[3J");	/* the user's scrollback */
 	DROPPED("\033[?3h");	/* DECCOLM */
 	DROPPED("\033[?12h");	/* cursor blink */
+	DROPPED("\033[?6h");	/* origin mode */
 	DROPPED("\033[?1005h"); /* UTF-8 mouse */
 	DROPPED("\033[2h");	/* KAM */
 	DROPPED("\033[20h");	/* LNM */
@@ -258,7 +259,7 @@ static void passes(void)
 	PASSES("\033[4h\033[4l");
 	PASSES("\033[2 q\033[ q");
 	PASSES("\033[?1049h\033[?1049l\033[?47h\033[?1047l");
-	PASSES("\033[?25l\033[?25h\033[?1h\033[?1l\033[?7l\033[?6h");
+	PASSES("\033[?25l\033[?25h\033[?1h\033[?1l\033[?7l\033[?7h");
 	PASSES("\033[?1000h\033[?1002h\033[?1003h\033[?1006h\033[?1004h");
 	PASSES("\033[?2004h\033[?2026h\033[?2026l");
 	/* Modes: those not allowed are taken out of a list. */
