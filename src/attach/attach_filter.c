@@ -5,11 +5,11 @@
  * file): the sandbox's own drawing reaches the user as it was sent, with its colours, scroll
  * regions and the alternate screen, at no cost but one pass over the bytes. What the user's
  * terminal sees is only text and an allowlist of sequences that draw or set a mode that
- * attach_tty_reset_modes undoes, the ones a full-screen program needs (tmux's input.c handles
- * the same set itself). Everything else is dropped whole, as a terminal would parse it: every
- * OSC, DCS, SOS, PM and APC string (the clipboard, titles, colours, hyperlinks, DECRQSS,
- * XTGETTCAP), every query or report request (DSR, DA, window ops, DECRQM, XTVERSION, ENQ,
- * DECID), resets and charset switches, and anything unknown or malformed. So the user's
+ * attach_tty_reset_modes undoes, the ones a full-screen program needs (a subset of those
+ * tmux's input.c handles itself). Everything else is dropped whole, as a terminal would parse
+ * it: every OSC, DCS, SOS, PM and APC string (the clipboard, titles, colours, hyperlinks,
+ * DECRQSS, XTGETTCAP), every query or report request (DSR, DA, window ops, DECRQM, XTVERSION,
+ * ENQ, DECID), resets and charset switches, and anything unknown or malformed. So the user's
  * terminal never answers, and nothing it would say reaches the sandbox.
  *
  * Input is decoded as UTF-8 first, as the user's terminal and the daemon's emulator read it: a
