@@ -44,6 +44,8 @@ int attach_tty_raw(int fd, struct termios *saved)
 		return -errno;
 	raw = *saved;
 	cfmakeraw(&raw);
+	/* TCSADRAIN, not TCSAFLUSH: keys typed ahead are for the sandbox, and nothing it printed
+	 * has reached this terminal yet, so nothing pending answers it. */
 	if (tcsetattr(fd, TCSADRAIN, &raw) < 0)
 		return -errno;
 	return 0;
