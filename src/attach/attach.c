@@ -32,6 +32,8 @@ static struct attach {
 	atomic_bool stop;
 	int reader_rc; /* 0: out ended (the terminal exited), or -errno */
 	char last_out; /* the last byte drawn, to end on a fresh line */
+	bool utf8;     /* the user's terminal reads UTF-8 */
+	struct attach_filter filter; /* out on its way to the user's terminal */
 	struct termios saved;
 } A = {.dir = -1, .in = -1, .out = -1, .sig = -1, .done = {-1, -1}};
 
@@ -46,8 +48,9 @@ static void usage(FILE *f)
 
 static void *reader_main(void *arg)
 {
-	static char buf[65536];
+	static char buf[65536], shown[ATTACH_FILTER_OUT_MAX(sizeof(buf))];
 	sigset_t stop;
+	size_t len;
 
 	(void)arg;
 	sigemptyset(&stop);
@@ -63,8 +66,10 @@ static void *reader_main(void *arg)
 			break;
 		}
 		A.out_pos += n;
-		A.last_out = buf[n - 1];
-		if ((A.reader_rc = write_all(STDOUT_FILENO, buf, (size_t)n)) < 0)
+		if ((len = attach_filter_run(&A.filter, buf, (size_t)n, shown)) == 0)
+			continue;
+		A.last_out = shown[len - 1];
+		if ((A.reader_rc = write_all(STDOUT_FILENO, shown, len)) < 0)
 			break;
 	}
 	write_all(A.done[1], "x", 1);
@@ -83,6 +88,7 @@ static int start_reader(void)
 
 	if (sigaction(STOP_SIGNAL, &sa, NULL) < 0 || pipe2(A.done, O_CLOEXEC) < 0)
 		return -errno;
+	attach_filter_init(&A.filter, A.utf8);
 	if ((rc = pthread_create(&A.reader, NULL, reader_main, NULL)) != 0)
 		return -rc;
 	A.reader_running = true;
@@ -127,6 +133,20 @@ static int open_signals(void)
 	return A.sig < 0 ? -errno : 0;
 }
 
+/* Whether the user's terminal reads UTF-8, judged as tmux judges it: inside tmux, or by the
+ * locale's name in the environment (the locale need not be installed here to be the
+ * terminal's). */
+static bool host_utf8(void)
+{
+	const char *names[] = {"LC_ALL", "LC_CTYPE", "LANG"}, *v = NULL;
+
+	if (getenv("TMUX"))
+		return true;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && (!v || !*v); i++)
+		v = getenv(names[i]);
+	return v && (strcasestr(v, "UTF-8") || strcasestr(v, "UTF8"));
+}
+
 static int send_size(void)
 {
 	unsigned rows, cols;
@@ -158,7 +178,8 @@ static int replay(void)
 			break;
 		free(screen);
 	}
-	rc = attach_tty_draw_screen(STDOUT_FILENO, screen, len, after.cursor_row, after.cursor_col);
+	rc = attach_tty_draw_screen(STDOUT_FILENO, screen, len, after.cursor_row, after.cursor_col,
+				    A.utf8);
 	free(screen);
 	A.out_pos = (off_t)after.bytes_out;
 	A.last_out = after.cursor_col == 0 ? '\n' : ' ';
@@ -343,6 +364,7 @@ int attach_main(int argc, char **argv)
 		fprintf(stderr, "sbxfs attach: standard input is not a terminal\n");
 		return 1;
 	}
+	A.utf8 = host_utf8();
 	if ((A.dir = attach_term_open_dir(argv[1])) < 0) {
 		fprintf(stderr, "sbxfs attach: %s: %s\n", argv[1], strerror(-A.dir));
 		return 1;
@@ -355,6 +377,7 @@ int attach_main(int argc, char **argv)
 	rc = attach_run(&signo);
 	stop_reader();
 	attach_tty_reset_modes(STDOUT_FILENO);
+	attach_tty_drain(STDIN_FILENO, STDOUT_FILENO);
 	attach_tty_restore(STDIN_FILENO, &A.saved);
 	status = report(rc, signo, argv[1]);
 	close_all();

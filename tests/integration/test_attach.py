@@ -275,3 +275,44 @@ def test_rmdir_of_the_terminal_ends_the_attach(sbx, term, panes):
     m = pane.wait_for(r"^attach-rc=(\d+)$")
     assert m.group(1) != "0", pane.text()
     assert stty_file(pane, "after") == modes
+
+
+# What the sandbox prints: an OSC 52 clipboard write, titles, queries (title report, cursor
+# position, DA1/DA2, XTVERSION, a colour, ENQ) and a DCS (XTGETTCAP). "cHduZWQ=" is "pwned".
+HOSTILE = (r"printf '\e]52;c;cHduZWQ=\a\e]0;evil0\a\e]2;evil2\e\\\e[21t\e[6n\e[c\e[>c\e[>q"
+           r"\e]10;?\a\005\eP+q544e\e\\'")
+
+
+def test_sandbox_output_does_not_control_the_pane(sbx, term, panes):
+    """Nothing the sandbox prints sets the pane's clipboard or title, or makes tmux answer:
+    the command reads its input for a while afterwards and gets nothing."""
+    pane = panes()
+    pane.tmux("set-option", "-g", "set-clipboard", "on")  # OSC 52 would make a buffer
+    pane.tmux("set-buffer", "known-buffer")
+    pane.tmux("select-pane", "-t", pane.name, "-T", "known-title")
+    buffers = pane.tmux("list-buffers", "-F", "#{buffer_name} #{buffer_sample}")
+    attach(pane, term)
+    got = uniq("got")
+    # Raw, so that a reply without a newline reaches read; %q shows any byte of it.
+    pane.type(f"stty raw -echo; {HOSTILE}; IFS= read -r -d '' -t 3 x; stty sane; "
+              f"printf '%s=%d[%q]\\n' {got} \"${{#x}}\" \"$x\"")
+    m = pane.wait_for(rf"^{got}=(\d+)\[(.*)\]$")
+    assert m.group(1) == "0", f"a reply reached the sandbox: {m.group(2)}"
+    assert pane.tmux("show-buffer") == "known-buffer"
+    assert pane.tmux("list-buffers", "-F", "#{buffer_name} #{buffer_sample}") == buffers
+    assert pane.tmux("display-message", "-p", "-t", pane.name,
+                     "#{pane_title}").strip() == "known-title"
+    detach(pane)
+    assert pane.tmux("show-buffer") == "known-buffer"
+
+
+def test_keys_with_the_detach_stay_out_of_the_shell(sbx, term, panes):
+    """Keys that come with or right after Ctrl-] d are dropped, not run by the pane's shell."""
+    pane = panes()
+    attach(pane, term)
+    pane.keys("C-]", "d", "echo leaked-$((1+1))", "Enter")
+    pane.wait_for(r"\[detached: .* runs on\]")
+    pane.wait_for(r"^attach-rc=0$")
+    pane.type("echo after-$((2+2))")
+    pane.wait_for(r"^after-4$")
+    assert "leaked-2" not in pane.text(), pane.text()
