@@ -324,6 +324,9 @@ FIND_CHANNEL = ("import gc\nchan = [o for o in gc.get_objects() "
     ("struct.pack('>I', 5) + b'{nope'", "malformed"),
     ("struct.pack('>I', 2) + b'{}'", "malformed"),
     ("struct.pack('>I', 14) + b'{\"ev\":\"ready\"}'", "a second ready"),
+    # Not RFC 8259's number: refused, never spliced into the cell's result.
+    ("(lambda b: struct.pack('>I', len(b)) + b)(b'{\"ev\":\"result\",\"data\":"
+     "{\"application/json\":01e+-5}}')", "malformed"),
 ])
 def test_a_forged_bad_frame_kills_only_its_own_interpreter(sbx, py, payload, why):
     run(py, "other = 'intact'")
