@@ -20,7 +20,8 @@ struct ctx_event {
 	enum ctx_ev ev;
 	bool main;
 	/* EV_RESULT: each format's value, or NULL: text, or for application/json the value as
-	 * compact JSON that the parser wrote from what it parsed (never the driver's own text). */
+	 * compact JSON that the parser wrote from what it parsed (its own brackets, separators and
+	 * string escapes; numbers and literals as checked), never the driver's text copied. */
 	char *data[CTX_FORMATS];
 	size_t datalen[CTX_FORMATS];
 	/* EV_ERROR */
