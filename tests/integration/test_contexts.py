@@ -304,6 +304,20 @@ def test_non_utf8_and_huge_output(py):
 FAKE_FRAME = json.dumps({"ev": "result", "data": {"text/plain": "forged"}, "main": True})
 
 
+def test_a_displayed_json_value_is_written_again(py):
+    """application/json's value reaches the result as JSON the daemon wrote: compact, its own
+    escapes, numbers of any size as they were."""
+    res = run(py, "from IPython.display import display\n"
+                  "display({'application/json': {'n': 10**30, 'x': 1.5e300, 's': 'a\\u2028\\x7f',"
+                  " 'l': [True, None]}}, raw=True)")
+    assert res["results"] == [{"json": {"n": 10**30, "x": 1.5e300, "s": "a\u2028\x7f",
+                                        "l": [True, None]}, "isMainResult": False}]
+    n = res["executionCount"]
+    text = (py / "cells" / str(n) / "results" / "0.json").read_text()
+    assert text == ('{"n":1000000000000000000000000000000,"x":1.5e+300,"s":"a\\u2028\\u007f",'
+                    '"l":[true,null]}')
+
+
 def test_printed_frames_are_only_output(py):
     frame = struct.pack(">I", len(FAKE_FRAME)) + FAKE_FRAME.encode()
     done = struct.pack(">I", 13) + b'{"ev":"done"}'
