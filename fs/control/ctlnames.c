@@ -130,37 +130,36 @@ static void lookup_job(fuse_req_t req, fuse_ino_t parent, const char *name)
 		session_unref(s);
 }
 
-/* "SESSION.NAME": both may hold dots, so try every split. */
+/* "SESSION:NAME": names never hold a colon, so the first one splits them, and no two processes
+ * share a link's name (with a dot, session a.b's process c and session a's b.c would). */
 static void lookup_joblink(fuse_req_t req, const char *name)
 {
-	char *copy;
+	const char *colon = strchr(name, ':');
+	struct session *s;
+	struct job *j = NULL;
+	char *sid;
 
 	if (strcmp(name, "ctl") == 0) {
 		reply_entry(req, ctl_ino(0, K_ALLJOBSCTL, 0), FIXED_TIMEOUT);
 		return;
 	}
-	copy = xstrdup(name);
-
-	for (char *dot = strchr(copy, '.'); dot; dot = strchr(dot + 1, '.')) {
-		struct session *s;
-		struct job *j;
-
-		*dot = '\0';
-		s = session_find(copy);
-		j = s ? job_find(s, dot + 1) : NULL;
-		*dot = '.';
-		if (j) {
-			reply_entry(req, job_ino(session_serial(s), K_JOBLINK, job_id(j)), 0);
-			job_unref(j);
-			session_unref(s);
-			free(copy);
-			return;
-		}
-		if (s)
-			session_unref(s);
+	if (!colon) {
+		fuse_reply_err(req, ENOENT);
+		return;
 	}
-	free(copy);
-	fuse_reply_err(req, ENOENT);
+	sid = xstrndup(name, (size_t)(colon - name));
+	s = session_find(sid);
+	free(sid);
+	if (s)
+		j = job_find(s, colon + 1);
+	if (j)
+		reply_entry(req, job_ino(session_serial(s), K_JOBLINK, job_id(j)), 0);
+	else
+		fuse_reply_err(req, ENOENT);
+	if (j)
+		job_unref(j);
+	if (s)
+		session_unref(s);
 }
 
 static void lookup_run(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -288,7 +287,7 @@ static void snap_jobs(struct dir_snap *d, fuse_ino_t ino)
 			snap_add(d, v[i].name, job_ino(v[i].serial, K_JOBDIR, v[i].id), S_IFDIR);
 			continue;
 		}
-		link = xasprintf("%s.%s", v[i].session, v[i].name);
+		link = xasprintf("%s:%s", v[i].session, v[i].name);
 		snap_add(d, link, job_ino(v[i].serial, K_JOBLINK, v[i].id), S_IFLNK);
 		free(link);
 	}

@@ -196,7 +196,7 @@ static void add_results(struct jbuf *b, const struct cell *c)
 				continue;
 			jbuf_printf(b, "%s\"%s\":", first ? "" : ",", ctx_format_field(f));
 			first = false;
-			if (f == 7) /* application/json: its value as is, checked at parse */
+			if (f == 7) /* application/json: JSON that the frame parser wrote */
 				jbuf_add(b, cr->data[f], cr->len[f]);
 			else
 				json_string(b, cr->data[f], cr->len[f]);

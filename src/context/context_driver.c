@@ -1,6 +1,7 @@
 /* A context's driver process (see context_priv.h): finding the driver of a language, starting it
- * through the launcher in the context's cgroup with fds 0-4 as the driver's protocol wants them,
- * writing requests, reading its frames and its output, killing it, and its exit. */
+ * through the launcher in the context's cgroup, never dumpable (context_loader.h), with fds 0-4
+ * as the driver's protocol wants them, writing requests, reading its frames and its output,
+ * killing it, and its exit. */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "context_loader.h"
 #include "context_priv.h"
 #include "fdres.h"
 #include "identity.h"
@@ -24,6 +26,10 @@
  * interpreter is executed on /proc/self/fd/5, which the interpreter opens. */
 #define DRIVER_FD   5
 #define DRIVER_EXEC "/proc/self/fd/5"
+/* The interpreter's loader, what is executed (context_loader.h): it runs the interpreter. */
+#define LOADER_FD   6
+#define LOADER_EXEC "/proc/self/fd/6"
+#define NFDS	    7
 /* Frames handled per wakeup, so that a flooding driver cannot hold the loop. */
 #define FRAMES_PER_WAKE 64
 
@@ -325,13 +331,13 @@ static void on_exit_drv(struct proc *p, int wstatus)
 	context_unref(c); /* the running driver's reference */
 }
 
-/* The descriptors of a start: fds[] for the driver (0-5), ours in d. -errno, nothing open.
- * The pipes are the sandbox user's: a driver or a cell may reopen them through /proc. */
-static int open_fds(struct context_driver *d, const char *path, int fds[6])
+/* The descriptors of a start: fds[] for the driver (0-6), ours in d. -errno, nothing open.
+ * The pipes are the sandbox user's: the driver may reopen its own through /proc/self. */
+static int open_fds(struct context_driver *d, const char *path, const char *interp, int fds[NFDS])
 {
 	int p[2], rc;
 
-	for (int i = 0; i < 6; i++)
+	for (int i = 0; i < NFDS; i++)
 		fds[i] = -1;
 	if ((fds[0] = rc = fdres_open("/dev/null", O_RDONLY, 0)) < 0)
 		goto fail;
@@ -356,20 +362,23 @@ static int open_fds(struct context_driver *d, const char *path, int fds[6])
 	fcntl(d->ev_r, F_SETPIPE_SZ, 1 << 20);
 	if ((fds[DRIVER_FD] = rc = fdres_open(path, O_RDONLY, 0)) < 0)
 		goto fail;
+	if ((fds[LOADER_FD] = rc = context_loader_open(interp)) < 0)
+		goto fail;
 	return 0;
 fail:
-	for (int i = 0; i < 6; i++)
+	for (int i = 0; i < NFDS; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
 	close_all(d);
 	return rc;
 }
 
-/* interpreter [its #! argument] [the language's flag] /proc/self/fd/5 [the language] */
-static void make_argv(enum ctx_lang lang, struct shebang *sb, char *argv[6])
+/* loader interpreter [its #! argument] [the language's flag] /proc/self/fd/5 [the language] */
+static void make_argv(enum ctx_lang lang, struct shebang *sb, char *argv[7])
 {
 	int n = 0;
 
+	argv[n++] = LOADER_EXEC;
 	argv[n++] = sb->interp;
 	if (sb->arg[0])
 		argv[n++] = sb->arg;
@@ -384,9 +393,9 @@ static void make_argv(enum ctx_lang lang, struct shebang *sb, char *argv[6])
 int context_driver_start(struct context *c, struct envlist *env)
 {
 	struct context_driver *d = &c->drv;
-	int fds[6], cgfds[4], ncg, rc;
+	int fds[NFDS], cgfds[4], ncg, rc;
 	struct shebang sb;
-	char *path, *argv[6];
+	char *path, *argv[7];
 
 	if ((rc = context_driver_resolve(c->lang, &path)) < 0)
 		return rc;
@@ -396,12 +405,12 @@ int context_driver_start(struct context *c, struct envlist *env)
 	}
 	make_argv(c->lang, &sb, argv);
 	d->req_w = d->ev_r = d->out_r[0] = d->out_r[1] = -1;
-	rc = open_fds(d, path, fds);
+	rc = open_fds(d, path, sb.interp, fds);
 	free(path);
 	if (rc < 0)
 		return rc;
 	if ((ncg = cgroup_join_fds(c->cg, cgfds, 4)) < 0) {
-		for (int i = 0; i < 6; i++)
+		for (int i = 0; i < NFDS; i++)
 			close(fds[i]);
 		close_all(d);
 		return ncg;
@@ -410,7 +419,7 @@ int context_driver_start(struct context *c, struct envlist *env)
 	d->note[0] = '\0';
 	d->kill = DK_NONE;
 	d->proc = (struct proc){.on_exit = on_exit_drv};
-	launch_start(&d->proc, c->cwd, argv, env->v, fds, 6, cgfds, ncg);
+	launch_start(&d->proc, c->cwd, argv, env->v, fds, NFDS, cgfds, ncg);
 	d->out_lf[0] = loop_add_fd(d->out_r[0], EPOLLIN, on_output, c);
 	d->out_lf[1] = loop_add_fd(d->out_r[1], EPOLLIN, on_output, c);
 	d->ev_lf = loop_add_fd(d->ev_r, EPOLLIN, on_events, c);

@@ -1,5 +1,9 @@
 /* The driver's frames (see context_frame.h): reading them off the pipe with their bounds, and a
- * strict JSON parser for the few shapes an event may have. */
+ * strict JSON parser for the few shapes an event may have. It is written here rather than taken
+ * from json-c or jansson because it needs no tree of a 32 MiB frame, bounds nesting itself, and
+ * keeps a number of any size exactly, where those libraries convert numbers to machine integers
+ * and doubles (jansson refuses an integer past 64 bits). It takes exactly RFC 8259's grammar
+ * with UTF-8 text and no lone surrogate, and tests/fuzz/fuzz_ctxframe.c holds it to that. */
 #include "context_frame.h"
 
 #include <errno.h>
@@ -173,29 +177,100 @@ static int string(struct parser *p, struct jbuf *b)
 	return -1;
 }
 
-static int number(struct parser *p)
+static bool digit(const struct parser *p)
+{
+	return p->i < p->n && p->s[p->i] >= '0' && p->s[p->i] <= '9';
+}
+
+static void digits(struct parser *p)
+{
+	while (digit(p))
+		p->i++;
+}
+
+/* RFC 8259's number, -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?, and nothing looser: no
+ * leading zero, no lone sign, no "1." or ".5", one exponent sign. Its text is kept as it is: any
+ * magnitude and precision is a valid number, and the reader decides what it makes of 1e999. */
+static int number(struct parser *p, struct jbuf *out)
 {
 	size_t start = p->i;
 
 	if (p->i < p->n && p->s[p->i] == '-')
 		p->i++;
-	while (p->i < p->n && strchr("0123456789+-.eE", p->s[p->i]) && p->s[p->i])
+	if (!digit(p))
+		return -1;
+	if (p->s[p->i++] != '0')
+		digits(p);
+	if (p->i < p->n && p->s[p->i] == '.') {
 		p->i++;
-	return p->i > start && p->s[p->i - 1] >= '0' && p->s[p->i - 1] <= '9' ? 0 : -1;
+		if (!digit(p))
+			return -1;
+		digits(p);
+	}
+	if (p->i < p->n && (p->s[p->i] == 'e' || p->s[p->i] == 'E')) {
+		p->i++;
+		if (p->i < p->n && (p->s[p->i] == '+' || p->s[p->i] == '-'))
+			p->i++;
+		if (!digit(p))
+			return -1;
+		digits(p);
+	}
+	if (out)
+		jbuf_add(out, p->s + start, p->i - start);
+	return 0;
 }
 
-static int literal(struct parser *p, const char *word)
+static int literal(struct parser *p, const char *word, struct jbuf *out)
 {
 	size_t len = strlen(word);
 
 	if (p->n - p->i < len || memcmp(p->s + p->i, word, len))
 		return -1;
 	p->i += len;
+	if (out)
+		jbuf_add(out, word, len);
 	return 0;
 }
 
-/* Any value, only checked; depth bounds nesting. */
-static int value(struct parser *p, int depth)
+/* A string inside a value: decoded, then written again with the writer's escapes. */
+static int string_value(struct parser *p, struct jbuf *out)
+{
+	struct jbuf b = {0};
+	int rc = string(p, out ? &b : NULL);
+
+	if (rc == 0 && out)
+		json_string(out, b.p ? b.p : "", b.len);
+	free(b.p);
+	return rc;
+}
+
+static int value(struct parser *p, int depth, struct jbuf *out);
+
+/* The members of an object or the elements of an array, after its opening bracket. */
+static int members(struct parser *p, char open, int depth, struct jbuf *out)
+{
+	char close = open == '{' ? '}' : ']';
+
+	if (eat(p, close))
+		return 0;
+	do {
+		if (open == '{' && (string_value(p, out) < 0 || !eat(p, ':')))
+			return -1;
+		if (open == '{' && out)
+			jbuf_add(out, ":", 1);
+		if (value(p, depth + 1, out) < 0)
+			return -1;
+		if (!eat(p, ','))
+			return eat(p, close) ? 0 : -1;
+		if (out)
+			jbuf_add(out, ",", 1);
+	} while (true);
+}
+
+/* Any value, checked and, unless out is NULL, written into out again from what was parsed
+ * (compact, strings escaped by the writer), so that what is kept of it is never the sender's
+ * text. depth bounds nesting. */
+static int value(struct parser *p, int depth, struct jbuf *out)
 {
 	char c;
 
@@ -204,28 +279,24 @@ static int value(struct parser *p, int depth)
 		return -1;
 	c = p->s[p->i];
 	if (c == '"')
-		return string(p, NULL);
+		return string_value(p, out);
 	if (c == '{' || c == '[') {
-		char close = c == '{' ? '}' : ']';
-
 		p->i++;
-		if (eat(p, close))
-			return 0;
-		do {
-			if (c == '{' && (string(p, NULL) < 0 || !eat(p, ':')))
-				return -1;
-			if (value(p, depth + 1) < 0)
-				return -1;
-		} while (eat(p, ','));
-		return eat(p, close) ? 0 : -1;
+		if (out)
+			jbuf_add(out, &c, 1);
+		if (members(p, c, depth, out) < 0)
+			return -1;
+		if (out)
+			jbuf_add(out, c == '{' ? "}" : "]", 1);
+		return 0;
 	}
 	if (c == 't')
-		return literal(p, "true");
+		return literal(p, "true", out);
 	if (c == 'f')
-		return literal(p, "false");
+		return literal(p, "false", out);
 	if (c == 'n')
-		return literal(p, "null");
-	return number(p);
+		return literal(p, "null", out);
+	return number(p, out);
 }
 
 static int take_string(struct parser *p, char **out, size_t *len)
@@ -252,7 +323,7 @@ static int format_index(const char *mime)
 	return -1;
 }
 
-/* "data": {MIME: VALUE}; application/json's value is kept as its JSON text. */
+/* "data": {MIME: VALUE}; application/json's value is kept as JSON text, written again. */
 static int data_object(struct parser *p, struct ctx_event *ev)
 {
 	if (!eat(p, '{'))
@@ -271,16 +342,18 @@ static int data_object(struct parser *p, struct ctx_event *ev)
 		free(mime);
 		ws(p);
 		if (i == 7) {
-			size_t start = p->i;
+			struct jbuf v = {0};
 
-			if (value(p, 1) < 0)
+			if (value(p, 1, &v) < 0) {
+				free(v.p);
 				return -1;
+			}
 			free(ev->data[i]);
-			ev->data[i] = xstrndup(p->s + start, p->i - start);
-			ev->datalen[i] = p->i - start;
+			ev->data[i] = v.p;
+			ev->datalen[i] = v.len;
 			continue;
 		}
-		rc = i < 0 ? value(p, 1) : take_string(p, &ev->data[i], &ev->datalen[i]);
+		rc = i < 0 ? value(p, 1, NULL) : take_string(p, &ev->data[i], &ev->datalen[i]);
 		if (rc < 0)
 			return -1;
 	} while (eat(p, ','));
@@ -311,8 +384,8 @@ static int member(struct parser *p, struct ctx_event *ev, bool *have_ev)
 		rc = take_string(p, &kind, NULL) < 0 || ev_kind(kind, &ev->ev) < 0 ? -1 : 0;
 		*have_ev = rc == 0;
 	} else if (!strcmp(key, "main")) {
-		ev->main = literal(p, "true") == 0;
-		rc = ev->main || literal(p, "false") == 0 ? 0 : -1;
+		ev->main = literal(p, "true", NULL) == 0;
+		rc = ev->main || literal(p, "false", NULL) == 0 ? 0 : -1;
 	} else if (!strcmp(key, "data")) {
 		rc = data_object(p, ev);
 	} else if (!strcmp(key, "name")) {
@@ -322,7 +395,7 @@ static int member(struct parser *p, struct ctx_event *ev, bool *have_ev)
 	} else if (!strcmp(key, "traceback")) {
 		rc = take_string(p, &ev->traceback, NULL);
 	} else {
-		rc = value(p, 1);
+		rc = value(p, 1, NULL);
 	}
 out:
 	free(key);

@@ -1,6 +1,7 @@
 /* The events a context's driver sends: length-prefixed JSON frames read from a nonblocking pipe
- * and parsed strictly. Every frame is attacker input (a cell runs in the driver's process): sizes
- * are bounded, nesting is bounded, and anything unexpected is an error, never a guess. */
+ * and parsed strictly (RFC 8259, UTF-8). Every frame is attacker input (a cell runs in the
+ * driver's process): sizes are bounded, nesting is bounded, anything unexpected is an error,
+ * never a guess, and nothing of a frame's text is passed on unparsed. */
 #ifndef SBX_CONTEXT_FRAME_H
 #define SBX_CONTEXT_FRAME_H
 
@@ -18,7 +19,9 @@ enum ctx_ev { EV_READY, EV_RESULT, EV_ERROR, EV_DONE };
 struct ctx_event {
 	enum ctx_ev ev;
 	bool main;
-	/* EV_RESULT: each format's value (text, or the JSON text of application/json), or NULL. */
+	/* EV_RESULT: each format's value, or NULL: text, or for application/json the value as
+	 * compact JSON that the parser wrote from what it parsed (its own brackets, separators and
+	 * string escapes; numbers and literals as checked), never the driver's text copied. */
 	char *data[CTX_FORMATS];
 	size_t datalen[CTX_FORMATS];
 	/* EV_ERROR */

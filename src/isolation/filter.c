@@ -7,11 +7,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/ioprio.h>
 #include <linux/sched.h>
 #include <seccomp.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 static const unsigned long ns_flags[] = {CLONE_NEWNS,  CLONE_NEWCGROUP, CLONE_NEWUTS,
@@ -63,9 +65,12 @@ static int refuse_if_arg(scmp_filter_ctx ctx, int err, int sc, unsigned arg, int
 /* The launcher, its stdin holder and bwrap's init are out of reach of commands (same user):
  * no signal to their pids or groups, nor to everyone (kill -1 would reach the launcher); no
  * pidfd, ptrace or memory access; no SIGIO aimed at them; no limits (RLIMIT_CPU kills) nor
- * scheduling set for them. pidfd_send_signal gets ENOSYS, as it
- * also takes a /proc/PID directory fd: callers fall back to kill. The launcher is also not
- * dumpable, which covers /proc/PID/mem and /proc/PID/fd. */
+ * scheduling or I/O priority set for them, by pid or for the whole user (PRIO_USER and
+ * IOPRIO_WHO_USER reach every process of the uid). The group forms need no rule of their own:
+ * the three are in init's group, whose id is init's pid, refused above, and a command cannot
+ * join it from its own session.
+ * pidfd_send_signal gets ENOSYS, as it also takes a /proc/PID directory fd: callers fall back
+ * to kill. The launcher is also not dumpable, which covers /proc/PID/mem and /proc/PID/fd. */
 static int add_launcher_rules(scmp_filter_ctx ctx)
 {
 	static const int pids[] = {FILTER_INIT_PID, FILTER_LAUNCHER_PID, FILTER_HOLDER_PID};
@@ -104,6 +109,10 @@ static int add_launcher_rules(scmp_filter_ctx ctx)
 			    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, F_SETOWN),
 			    SCMP_A2(SCMP_CMP_MASKED_EQ, 0xffffffffu, (uint32_t)(sign * pid)));
 	}
+	if (rc == 0)
+		rc = refuse_if_arg(ctx, EPERM, SCMP_SYS(setpriority), 0, PRIO_USER);
+	if (rc == 0)
+		rc = refuse_if_arg(ctx, EPERM, SCMP_SYS(ioprio_set), 0, IOPRIO_WHO_USER);
 	/* These name their target through a pointer, which a filter cannot read. */
 	if (rc == 0)
 		rc = refuse_if_arg(ctx, EPERM, SCMP_SYS(fcntl), 1, F_SETOWN_EX);

@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from sbxutil import (Background, ConfMount, SbxMount, errno_of, isolation_none, read_bytes,
-                     sbxfs_binary, wait_until, write_bytes, write_errno)
+from sbxutil import (Background, ConfMount, SbxMount, errno_of, isolation_none, put_script,
+                     read_bytes, sbxfs_binary, uniq, wait_until, write_bytes, write_errno)
 
 pytest.importorskip("IPython", reason="python3-ipython is not installed (scripts/bootstrap)")
 
@@ -304,6 +304,20 @@ def test_non_utf8_and_huge_output(py):
 FAKE_FRAME = json.dumps({"ev": "result", "data": {"text/plain": "forged"}, "main": True})
 
 
+def test_a_displayed_json_value_is_written_again(py):
+    """application/json's value reaches the result as JSON the daemon wrote: compact, its own
+    escapes, numbers of any size as they were."""
+    res = run(py, "from IPython.display import display\n"
+                  "display({'application/json': {'n': 10**30, 'x': 1.5e300, 's': 'a\\u2028\\x7f',"
+                  " 'l': [True, None]}}, raw=True)")
+    assert res["results"] == [{"json": {"n": 10**30, "x": 1.5e300, "s": "a\u2028\x7f",
+                                        "l": [True, None]}, "isMainResult": False}]
+    n = res["executionCount"]
+    text = (py / "cells" / str(n) / "results" / "0.json").read_text()
+    assert text == ('{"n":1000000000000000000000000000000,"x":1.5e+300,"s":"a\\u2028\\u007f",'
+                    '"l":[true,null]}')
+
+
 def test_printed_frames_are_only_output(py):
     frame = struct.pack(">I", len(FAKE_FRAME)) + FAKE_FRAME.encode()
     done = struct.pack(">I", 13) + b'{"ev":"done"}'
@@ -324,6 +338,9 @@ FIND_CHANNEL = ("import gc\nchan = [o for o in gc.get_objects() "
     ("struct.pack('>I', 5) + b'{nope'", "malformed"),
     ("struct.pack('>I', 2) + b'{}'", "malformed"),
     ("struct.pack('>I', 14) + b'{\"ev\":\"ready\"}'", "a second ready"),
+    # Not RFC 8259's number: refused, never spliced into the cell's result.
+    ("(lambda b: struct.pack('>I', len(b)) + b)(b'{\"ev\":\"result\",\"data\":"
+     "{\"application/json\":01e+-5}}')", "malformed"),
 ])
 def test_a_forged_bad_frame_kills_only_its_own_interpreter(sbx, py, payload, why):
     run(py, "other = 'intact'")
@@ -342,6 +359,158 @@ def test_a_forged_result_stays_in_its_own_cell(sbx):
     res = run(ctx, FIND_CHANNEL + "chan.send({'ev': 'result', 'data': {'text/plain': 'f'}, "
                   "'main': False})\n'real'")
     assert texts(res) == ["f", "'real'"]
+    os.rmdir(ctx)
+
+
+# Run in a session: finds every context driver of the sandbox (its command line names the script
+# on fd 5) and tries each way a process of the same user has to reach another one's descriptors
+# or memory, writing a forged result frame wherever a descriptor is got. One "what errno" line
+# per try, with "ok" for a success; then "found PIDS".
+REACH_DRIVERS_PY = r"""
+import ctypes, errno, json, os, struct
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+SYS_process_vm_readv, SYS_pidfd_getfd = 310, 438
+PTRACE_ATTACH, PTRACE_SEIZE = 16, 0x4206
+body = json.dumps({"ev": "result", "data": {"text/plain": "forged"}, "main": True}).encode()
+frame = struct.pack(">I", len(body)) + body
+
+def report(what, fn):
+    try:
+        r = fn()
+        print(what, errno.errorcode[ctypes.get_errno()] if isinstance(r, int) and r < 0 else "ok")
+    except OSError as e:
+        print(what, errno.errorcode[e.errno])
+
+def forge(fd):
+    try:
+        os.write(fd, frame)
+    finally:
+        os.close(fd)
+
+def through_proc(pid, n):
+    forge(os.open(f"/proc/{pid}/fd/{n}", os.O_WRONLY | os.O_NONBLOCK))
+
+def through_pidfd(pid, n):
+    pidfd = os.pidfd_open(pid)
+    try:
+        fd = libc.syscall(SYS_pidfd_getfd, pidfd, n, 0)
+        if fd < 0:
+            return fd
+        forge(fd)
+    finally:
+        os.close(pidfd)
+
+def cmdline(pid):
+    try:
+        return open(f"/proc/{pid}/cmdline", "rb").read()
+    except OSError:
+        return b""
+
+drivers = [int(p) for p in os.listdir("/proc") if p.isdigit()
+           and b"/proc/self/fd/5" in cmdline(p) and int(p) != os.getpid()]
+buf = ctypes.create_string_buffer(64)
+iov = (ctypes.c_void_p * 2)(ctypes.cast(buf, ctypes.c_void_p), 64)
+for pid in drivers:
+    report("listdir fd", lambda: os.listdir(f"/proc/{pid}/fd"))
+    for n in range(16):
+        report(f"open fd/{n}", lambda: through_proc(pid, n))
+        report(f"pidfd_getfd {n}", lambda: through_pidfd(pid, n))
+    report("mem", lambda: os.open(f"/proc/{pid}/mem", os.O_RDWR))
+    report("environ", lambda: os.open(f"/proc/{pid}/environ", os.O_RDONLY))
+    report("ptrace attach", lambda: libc.ptrace(PTRACE_ATTACH, pid, 0, 0))
+    report("ptrace seize", lambda: libc.ptrace(PTRACE_SEIZE, pid, 0, 0))
+    report("process_vm_readv", lambda: libc.syscall(*map(ctypes.c_long, (
+        SYS_process_vm_readv, pid, ctypes.addressof(iov), 1, ctypes.addressof(iov), 1, 0))))
+print("found", *drivers)
+"""
+
+
+def driver_pid(ctx):
+    return int(dict(l.split(" ", 1) for l in (ctx / "status").read_text().splitlines())["pid"])
+
+
+@pytest.mark.parametrize("lang", ["python", "javascript"])
+def test_a_session_cannot_reach_a_context_driver(sbx, lang):
+    """A command of a session finds a context's driver and tries its descriptors (/proc/PID/fd,
+    pidfd_getfd), memory and ptrace while a cell runs: each is refused, and the cell's result
+    is its own. The driver is never dumpable, so every one of them is closed to its user."""
+    if isolation_none():
+        pytest.skip("--isolation none: commands run as the daemon's user (root reaches anything)")
+    if lang == "javascript" and not js_available():
+        pytest.skip("sbxfs-jsdriver is not next to the binary, or node is not installed")
+    ctx = make(sbx, "victim-" + lang)
+    write_bytes(ctx / "language", lang + "\n")
+    go = "go-" + lang
+    if lang == "python":
+        n = submit(ctx, wait_file(sbx, go) + "'real'")
+    else:
+        path = os.path.join(sbx.cmd_ws, go)
+        n = submit(ctx, f"const fs = require('fs');\nwhile (!fs.existsSync({path!r})) "
+                        "Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);\n"
+                        "'real'")
+    wait_until(lambda: state(ctx, n) == "running", 30, "the cell to run")
+    s = sbx.new_session()
+    out, err, code = sbx.run(s, f"python3 {put_script(sbx, REACH_DRIVERS_PY)}", timeout=60)
+    out = out.decode()
+    assert code == 0, (out, err)
+    assert driver_pid(ctx) in [int(p) for p in out.splitlines()[-1].split()[1:]], out
+    got = {}
+    for line in out.splitlines()[:-1]:
+        what, outcome = line.rsplit(" ", 1)
+        got.setdefault(what.split()[0], set()).add(outcome)
+    assert got == {"listdir": {"EACCES"}, "open": {"EACCES"}, "pidfd_getfd": {"EPERM"},
+                   "mem": {"EACCES"}, "environ": {"EACCES"}, "ptrace": {"EPERM"},
+                   "process_vm_readv": {"EPERM"}}, out
+    sbx.touch(go)
+    res = result(ctx, n)
+    assert res["status"] == "done" and texts(res) == ["'real'"], res
+    # Run through its loader, the interpreter still knows its own path (and is not dumpable).
+    if lang == "python":
+        probe, want = ("import ctypes, sys\n(sys.executable, ctypes.CDLL(None).prctl(3, 0, 0, 0, 0))",
+                       "('/usr/bin/python3', 0)")
+    else:
+        probe, want = "[process.execPath, process.argv[0]].join()", "'/usr/bin/node,/usr/bin/node'"
+    assert texts(run(ctx, probe)) == [want]
+    os.rmdir(ctx)
+
+
+# Run in a session while contexts start: opens /proc/PID/mem of the newest processes of the
+# sandbox as fast as it can until the file STOP appears; prints how many drivers it opened.
+SPIN_PY = r"""
+import os, sys
+stop, hits = sys.argv[1], set()
+while not os.path.exists(stop):
+    last = int(open("/proc/sys/kernel/ns_last_pid").read())
+    for pid in range(last - 16, last + 1):
+        try:
+            os.close(os.open(f"/proc/{pid}/mem", os.O_RDONLY))
+            if b"/proc/self/fd/5" in open(f"/proc/{pid}/cmdline", "rb").read():
+                hits.add(pid)
+        except OSError:
+            pass
+print(len(hits))
+"""
+
+
+def test_a_driver_is_not_dumpable_from_its_start(sbx):
+    """An interpreter made undumpable by itself once started would be open to the sandbox's
+    user for a moment at each start; a command spinning on the newest pids meanwhile gets
+    nothing of three restarts."""
+    if isolation_none():
+        pytest.skip("--isolation none: commands run as the daemon's user (root reaches anything)")
+    ctx = make(sbx, "restarts")
+    assert run(ctx, "1")["results"][0]["text"] == "1"
+    s = sbx.new_session()
+    stop = uniq("stop")
+    spinner = Background(sbx.run, s, f"python3 {put_script(sbx, SPIN_PY)} "
+                                     f"{os.path.join(sbx.cmd_ws, stop)}", timeout=120)
+    for i in range(3):
+        write_bytes(ctx / "ctl", "restart\n")
+        assert run(ctx, f"{i} + 1")["results"][0]["text"] == str(i + 1)
+    sbx.touch(stop)
+    out, err, code = spinner.result(timeout=60)
+    assert code == 0 and out == b"0\n", (out, err)
     os.rmdir(ctx)
 
 

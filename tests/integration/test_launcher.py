@@ -4,6 +4,7 @@ holder; what reaches the daemon's log from inside the sandbox is prefixed, escap
 rate-limited; and a launcher that cannot start (chmod 000 /workspace, then its death) is
 restarted with backoff, its workspace root repaired, without flooding the log."""
 
+import ctypes
 import os
 import re
 import signal
@@ -136,6 +137,69 @@ def test_commands_cannot_signal_trace_or_read_the_launcher(fresh_mount):
     assert pid_alive(host_l) and pid_alive(host_h)
     assert host_launcher(m) == (host_l, host_h)
     assert sh(m, s, "echo next") == ("next\n", "", 0)
+
+
+# setpriority and ioprio_set name their targets by pid, by process group or by user. The user-wide
+# forms reach every process of the sandbox's uid, so they are refused; a group form reaches only
+# the group it names, and the one of init, the launcher and the holder (pgid 1) is refused as
+# init's pid. Prints one "what errno" per line, then the process groups of those three.
+PRIORITY_PY = r"""
+import ctypes, errno, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+SYS_ioprio_set = 251
+IOPRIO_WHO_PROCESS, IOPRIO_WHO_PGRP, IOPRIO_WHO_USER = 1, 2, 3
+IDLE = 3 << 13  # IOPRIO_PRIO_VALUE(IOPRIO_CLASS_IDLE, 0)
+
+def report(what, fn):
+    try:
+        r = fn()
+        print(what, errno.errorcode[ctypes.get_errno()] if isinstance(r, int) and r < 0 else "ok")
+    except OSError as e:
+        print(what, errno.errorcode[e.errno])
+
+def ioprio(which, who):
+    return libc.syscall(SYS_ioprio_set, which, who, IDLE)
+
+report("setpriority user 0", lambda: os.setpriority(os.PRIO_USER, 0, 19))
+report("setpriority user uid", lambda: os.setpriority(os.PRIO_USER, os.getuid(), 19))
+report("setpriority pgrp 1", lambda: os.setpriority(os.PRIO_PGRP, 1, 19))
+report("ioprio_set user 0", lambda: ioprio(IOPRIO_WHO_USER, 0))
+report("ioprio_set user uid", lambda: ioprio(IOPRIO_WHO_USER, os.getuid()))
+report("ioprio_set pgrp 1", lambda: ioprio(IOPRIO_WHO_PGRP, 1))
+report("setpriority self", lambda: os.setpriority(os.PRIO_PROCESS, 0, 5))
+report("ioprio_set self", lambda: ioprio(IOPRIO_WHO_PROCESS, 0))
+print("pgrps", *(open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[2] for p in (1, 2, 3)))
+"""
+
+
+def priorities(pid):
+    """(nice, ioprio) of host pid `pid`, as the host sees them."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    ioprio = libc.syscall(252, 1, pid)  # ioprio_get(IOPRIO_WHO_PROCESS, pid)
+    assert ioprio >= 0, os.strerror(ctypes.get_errno())
+    with open(f"/proc/{pid}/stat") as f:
+        nice = int(f.read().rsplit(")", 1)[1].split()[16])  # field 19
+    return nice, ioprio
+
+
+@needs_sandbox
+def test_user_and_group_wide_priorities_cannot_reach_the_launcher(fresh_mount):
+    m = fresh_mount()
+    s = m.new_session()
+    host_l, host_h = host_launcher(m)
+    host_init = proc_parent(host_l)
+    before = {p: priorities(p) for p in (host_init, host_l, host_h)}
+    out, err, code = sh(m, s, f"python3 {put_script(m, PRIORITY_PY)}")
+    assert code == 0, (out, err)
+    got = dict(line.rsplit(" ", 1) for line in out.splitlines() if not line.startswith("pgrps"))
+    assert got == {"setpriority user 0": "EPERM", "setpriority user uid": "EPERM",
+                   "setpriority pgrp 1": "EPERM", "ioprio_set user 0": "EPERM",
+                   "ioprio_set user uid": "EPERM", "ioprio_set pgrp 1": "EPERM",
+                   "setpriority self": "ok", "ioprio_set self": "ok"}, (out, err)
+    assert out.splitlines()[-1] == "pgrps 1 1 1", out
+    assert {p: priorities(p) for p in before} == before
 
 
 @needs_sandbox

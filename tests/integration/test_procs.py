@@ -551,7 +551,7 @@ def test_rmdir_of_a_running_process_ends_it(sbx):
         bounded(os.rmdir, p)
         assert_procs_gone(tags, why="rmdir")
         assert name not in bounded(os.listdir, s / "procs")
-        assert f"{s.name}.{name}" not in bounded(os.listdir, sbx.mnt / "procs")
+        assert f"{s.name}:{name}" not in bounded(os.listdir, sbx.mnt / "procs")
         assert errno_of(os.stat, p / "status") == errno.ENOENT
         # the name can be taken again, by a fresh process
         p = new_proc(s, name)
@@ -583,11 +583,11 @@ def test_rmdir_of_the_session_ends_its_processes(sbx):
         start(b, f"(setsid sleep {tb} &); exec sleep {tb}")
         wait_procs(tags)
         links = bounded(os.listdir, sbx.mnt / "procs")
-        assert f"{s.name}.a" in links and f"{s.name}.b" in links, links
+        assert f"{s.name}:a" in links and f"{s.name}:b" in links, links
         bounded(os.rmdir, s)
         assert_procs_gone(tags, why="rmdir of the session")
         links = bounded(os.listdir, sbx.mnt / "procs")
-        assert f"{s.name}.a" not in links and f"{s.name}.b" not in links, links
+        assert f"{s.name}:a" not in links and f"{s.name}:b" not in links, links
     finally:
         kill_tags(tags)
 
@@ -870,18 +870,42 @@ def test_root_procs_links_processes_of_two_sessions(sbx):
     root = sbx.mnt / "procs"
     names = bounded(os.listdir, root)
     for sess, proc in ((a, pa), (b, pb), (b, pc)):
-        link = f"{sess.name}.{proc.name}"
+        link = f"{sess.name}:{proc.name}"
         assert link in names, names
         assert bounded(os.readlink, root / link) == f"../sessions/{sess.name}/procs/{proc.name}"
         assert bounded(os.path.isdir, root / link), link
         assert bounded(os.path.islink, root / link), link
-    assert status(root / f"{a.name}.web")["name"] == "web"
-    assert read_bytes(root / f"{a.name}.web" / "stdout") == b"in-a\n"
-    assert status(root / f"{b.name}.x.y")["name"] == "x.y"
-    assert errno_of(os.lstat, root / f"{a.name}.nosuch") == errno.ENOENT
+    assert status(root / f"{a.name}:web")["name"] == "web"
+    assert read_bytes(root / f"{a.name}:web" / "stdout") == b"in-a\n"
+    assert status(root / f"{b.name}:x.y")["name"] == "x.y"
+    for nosuch in (f"{a.name}:nosuch", f"{a.name}.web", "nosuch:web", f"{a.name}:web:x", ":web",
+                   f"{a.name}:"):
+        assert errno_of(os.lstat, root / nosuch) == errno.ENOENT, nosuch
     bounded(os.rmdir, pb)
-    assert f"{b.name}.db" not in bounded(os.listdir, root)
-    assert errno_of(os.lstat, root / f"{b.name}.db") == errno.ENOENT
+    assert f"{b.name}:db" not in bounded(os.listdir, root)
+    assert errno_of(os.lstat, root / f"{b.name}:db") == errno.ENOENT
+
+
+def test_root_procs_names_are_unique(sbx):
+    """Session B.b's process c and session B's process b.c: with a dot between session and
+    process both would be B.b.c; each has its own name, resolving to its own process."""
+    base = uniq("amb")
+    s1 = sbx.new_session(base)
+    s2 = sbx.new_session(base + ".b")
+    p1, p2 = new_proc(s1, "b.c"), new_proc(s2, "c")
+    start(p1, "echo one")
+    start(p2, "echo two")
+    assert exit_of(p1) == 0 and exit_of(p2) == 0
+    root = sbx.mnt / "procs"
+    names = [n for n in bounded(os.listdir, root) if n.startswith(base)]
+    assert sorted(names) == sorted([f"{base}:b.c", f"{base}.b:c"]), names
+    for link, sess, proc, out in ((f"{base}:b.c", s1, "b.c", b"one\n"),
+                                  (f"{base}.b:c", s2, "c", b"two\n")):
+        assert bounded(os.readlink, root / link) == f"../sessions/{sess.name}/procs/{proc}"
+        assert status(root / link)["name"] == proc
+        assert read_bytes(root / link / "stdout") == out
+        assert (bounded(os.stat, root / link).st_ino
+                == bounded(os.stat, sess / "procs" / proc).st_ino)
 
 
 # --- known bugs (see the reasons; strict: they fail loudly once fixed) -------------------------
@@ -958,15 +982,3 @@ def test_ready_of_a_never_started_process_ends_with_rmdir(sbx):
         if cat.poll() is None:
             os.killpg(cat.pid, signal.SIGKILL)
             cat.wait(10)
-
-
-@pytest.mark.xfail(strict=True, reason="known limitation: <session>.<name> is ambiguous when names hold dots: "
-                   "the root procs/ lists the same name twice and both resolve to one process")
-def test_root_procs_names_are_unique(sbx):
-    base = uniq("amb")
-    s1 = sbx.new_session(base)
-    s2 = sbx.new_session(base + ".b")
-    new_proc(s1, "b.c")
-    new_proc(s2, "c")
-    names = [n for n in bounded(os.listdir, sbx.mnt / "procs") if n.startswith(base)]
-    assert len(names) == len(set(names)) == 2, names

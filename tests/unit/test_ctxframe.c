@@ -1,5 +1,6 @@
 /* Unit tests: the driver's frames (src/context/context_frame.c): events parsed strictly, bad ones
- * refused, the reader's bounds on a pipe. */
+ * refused, RFC 8259's numbers and nothing looser, a displayed JSON value written again rather
+ * than kept as sent, the reader's bounds on a pipe. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -86,6 +87,88 @@ static void test_refused(void)
 	free(deep);
 }
 
+/* The application/json value a result frame with `json` as that value keeps, or NULL if the
+ * frame is refused; caller frees. */
+static char *kept_json(const char *json)
+{
+	char *frame = malloc(strlen(json) + 64), *kept = NULL;
+	struct ctx_event ev;
+
+	sprintf(frame, "{\"ev\":\"result\",\"data\":{\"application/json\":%s}}", json);
+	if (parse(frame, &ev) == 0) {
+		kept = strdup(ev.data[7]);
+		CHECK(strlen(kept) == ev.datalen[7]);
+		ctx_event_free(&ev);
+	}
+	free(frame);
+	return kept;
+}
+
+static bool keeps(const char *json, const char *want)
+{
+	char *kept = kept_json(json);
+	bool same = kept && !strcmp(kept, want);
+
+	if (!same)
+		fprintf(stderr, "%s: kept %s, want %s\n", json, kept ? kept : "(refused)", want);
+	free(kept);
+	return same;
+}
+
+static bool json_refused(const char *json)
+{
+	char *kept = kept_json(json);
+
+	if (kept)
+		fprintf(stderr, "%s: kept as %s, want refused\n", json, kept);
+	free(kept);
+	return !kept;
+}
+
+static void test_numbers(void)
+{
+	static const char *const good[] = {
+	    "0",   "-0",  "1",	 "-1",	 "10",	 "1.5",	    "-0.0",
+	    "0e0", "1e5", "1E5", "1e+5", "1E-5", "2.5e003", "-1.25e+10",
+	};
+	/* Any size is a number: kept exactly, for the reader to make of it what it can. */
+	static const char *const huge[] = {
+	    "1e999999999999",
+	    "-1e-999999999999",
+	    "123456789012345678901234567890.000000000001",
+	};
+	static const char *const bad[] = {
+	    "01",   "-01",	  "00",	       "01e+-5", "+1",	      "-",	  "--1",
+	    "1.",   ".5",	  "-.5",       "1.e5",	 "1e",	      "1E",	  "1e+",
+	    "1e-",  "1e+-5",	  "1e--5",     "1e5.0",	 "1.5.2",     "0x10",	  "1_000",
+	    "NaN",  "Infinity",	  "-Infinity", "nan",	 "1 2",	      "[1,]",	  "[,1]",
+	    "[01]", "{\"a\":01}", "- 1",       "1e 5",	 "\"\\x41\"", "\"a\nb\"",
+	};
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		CHECK(keeps(good[i], good[i]));
+	for (size_t i = 0; i < sizeof(huge) / sizeof(huge[0]); i++)
+		CHECK(keeps(huge[i], huge[i]));
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK(json_refused(bad[i]));
+	/* A number elsewhere in a frame is held to the same grammar. */
+	CHECK(refused("{\"ev\":\"done\",\"x\":01e+-5}"));
+	CHECK(refused("{\"ev\":\"done\",\"x\":[1.]}"));
+}
+
+static void test_json_written_again(void)
+{
+	/* Compact: whitespace between tokens goes; numbers and literals stay as they are. */
+	CHECK(keeps(" { \"a\" : [ 1 , 2.5E+3 , null , true , false ] ,\"b\":{ } , \"c\":[ ] } ",
+		    "{\"a\":[1,2.5E+3,null,true,false],\"b\":{},\"c\":[]}"));
+	/* Strings are decoded and escaped again by the writer, whatever the sender escaped. */
+	CHECK(keeps("\"\\u0041\\/\\u00e9\\ud83d\\ude00\"", "\"A/\xc3\xa9\xf0\x9f\x98\x80\""));
+	CHECK(keeps("\"\\u0000\\u001f\\t\\u007f\\u2028\"", "\"\\u0000\\u001f\\t\\u007f\\u2028\""));
+	CHECK(keeps("{\"k\\u0022\":\"\\\\\"}", "{\"k\\\"\":\"\\\\\"}"));
+	/* A key given twice stays twice: the value is written as it was sent, not merged. */
+	CHECK(keeps("{\"a\":1,\"a\":2}", "{\"a\":1,\"a\":2}"));
+}
+
 static int frame(int fd, const char *body, uint32_t len)
 {
 	unsigned char head[4] = {len >> 24, len >> 16, len >> 8, len};
@@ -124,6 +207,8 @@ int main(void)
 {
 	test_events();
 	test_refused();
+	test_numbers();
+	test_json_written_again();
 	test_reader();
 	return check_done();
 }
