@@ -22,6 +22,7 @@
 #include "mountopts.h"
 #include "ops.h"
 #include "sandbox.h"
+#include "unmount.h"
 #include "workspace.h"
 #include "ws_mount.h"
 #include "xmalloc.h"
@@ -221,18 +222,6 @@ static int serve(struct fuse_session *se)
 	return rc;
 }
 
-/* `sbxfs -u`: the workspace mounted on the mount goes first, or the FUSE unmount meets EBUSY. */
-static void __attribute__((noreturn)) unmount_cmd(const char *mountpoint)
-{
-	char *argv[] = {"fusermount3", "-u", (char *)mountpoint, NULL};
-	int rc = ws_mount_unmount_at(mountpoint);
-
-	if (rc < 0 && rc != -EPERM) /* EPERM: not root, so there is no kernel mount to undo */
-		log_warnx("unmount %s/workspace: %s", mountpoint, strerror(-rc));
-	execvp(argv[0], argv);
-	fatal("%s", argv[0]);
-}
-
 /* The host's view of the workspace as a kernel mount: its detached mount, or -1 when
  * workspace/ stays the FUSE passthrough, with why (empty when so configured). */
 static int prepare_kernel_workspace(const struct config *cfg, bool swap, uid_t sb_uid,
@@ -276,10 +265,14 @@ static void *attach_thread(void *arg)
 	}
 	free(a->target);
 	free(a);
+	/* Only now is the mount whole: an unmount right after the start must find the workspace
+	 * mounted, or its FUSE unmount meets the workspace arriving (EBUSY). */
+	daemon_ready();
 	return NULL;
 }
 
-/* The move onto MOUNT/workspace needs its lookup answered: it runs while the session serves. */
+/* The move onto MOUNT/workspace needs its lookup answered: it runs while the session serves,
+ * and says the daemon is ready once it is done. */
 static void attach_kernel_workspace(int mfd, const char *mountpoint)
 {
 	struct ws_attach *a = xmalloc(sizeof(*a));
@@ -293,6 +286,7 @@ static void attach_kernel_workspace(int mfd, const char *mountpoint)
 		close(mfd);
 		free(a->target);
 		free(a);
+		daemon_ready();
 		return;
 	}
 	pthread_detach(t);
@@ -324,7 +318,7 @@ int main(int argc, char **argv)
 		return attach_main(argc - 1, argv + 1);
 	parse_cmdline(argc, argv, &cl);
 	if (cl.unmount)
-		unmount_cmd(cl.mountpoint);
+		unmount_main(cl.mountpoint);
 	load_config(&cl, &cfg);
 	log_init("sbxfs", cfg.log_level, NULL);
 	self = absolute("/proc/self/exe");
@@ -369,11 +363,13 @@ int main(int argc, char **argv)
 	ws_raise_nofile();
 	ws_dev_tune_mount(mnt_abs);
 	log_info("mounted on %s (workspace %s)", cl.mountpoint, cfg.workspace);
-	if (ws_mfd >= 0)
+	if (ws_mfd >= 0) {
 		attach_kernel_workspace(ws_mfd, mnt_abs);
-	else if (ws_why[0])
-		log_warnx("workspace/ is served through FUSE: %s", ws_why);
-	daemon_ready();
+	} else {
+		if (ws_why[0])
+			log_warnx("workspace/ is served through FUSE: %s", ws_why);
+		daemon_ready();
+	}
 	rc = serve(se);
 	sandbox_stop();
 	ws_mount_detach();

@@ -4,11 +4,13 @@ mount point clean. Each test runs its own private sbxfs."""
 import os
 import signal
 import subprocess
+import tempfile
 
 import pytest
 
-from sbxutil import (descendants, is_mounted, kill_quietly, pid_alive, procs_matching,
-                     read_pipe_until, sleep_tag, uniq, wait_file_sh, wait_until, cat_pipe)
+from sbxutil import (SbxMount, descendants, is_mounted, kill_quietly, pid_alive,
+                     procs_matching, read_pipe_until, run_proc, sbxfs_binary, sleep_tag, uniq,
+                     wait_file_sh, wait_until, cat_pipe)
 
 
 def _busy_sessions(m):
@@ -85,3 +87,79 @@ def test_remount_after_unmount(fresh_mount):
     assert (m.sessions / "default").is_dir()
     s2 = m.new_session()
     assert m.run(s2, "echo after") == (b"after\n", b"", 0)
+
+
+def _identity(pid):
+    """(pid, start time) of a process, its state aside, or None once it is reaped: a pid reused
+    by another process does not pass for the one that was there."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    return pid, int(data[data.rindex(b")") + 2:].split()[19])
+
+
+@pytest.mark.sbx_timeout(240)
+def test_unmount_returns_once_the_daemon_is_gone():
+    """`sbxfs MNT && sbxfs -u MNT && sbxfs MNT`, as a newcomer types it, 100 times: every mount
+    finds its state dir free, and when -u returns the daemon has exited and none of its
+    children is left behind (not even as a zombie: the daemon reaps them before it exits, so
+    none becomes init's to reap)."""
+    m = SbxMount(tempfile.mkdtemp(prefix="sbxfs-it-remount-"))
+    mount = [a for a in m.command_line() if a != "-f"]
+    unmount = [str(sbxfs_binary()), "-u", str(m.mnt)]
+    try:
+        for i in range(100):
+            res = run_proc(mount, timeout=30)
+            assert res.returncode == 0, f"mount {i}: {res.stderr.decode(errors='replace')}"
+            daemon = int((m.state / "sbxfs.pid").read_text())
+            family = [_identity(p) for p in descendants(daemon)]
+            assert family, "the daemon has no children (launcher, watchdog) to check"
+            res = run_proc(unmount, timeout=30)
+            assert res.returncode == 0, f"-u {i}: {res.stderr.decode(errors='replace')}"
+            assert not pid_alive(daemon), f"-u {i} returned while the daemon still ran"
+            left = [f for f in family if f and _identity(f[0]) == f]
+            assert not left, f"-u {i}: children of the daemon left: {left}"
+    finally:
+        if is_mounted(m.mnt):
+            run_proc(unmount, timeout=30)
+        m.cleanup_tmp()
+
+
+def test_a_second_mount_on_a_busy_state_dir_names_the_other_daemon(fresh_mount):
+    """A state dir in use by a mount that is not stopping: the second mount fails after a
+    moment, naming the daemon that holds it and what to pass instead."""
+    m = fresh_mount()
+    other = SbxMount(tempfile.mkdtemp(prefix="sbxfs-it-busy-"))
+    try:
+        args = [str(sbxfs_binary()), "--workspace", str(other.ws), "--state-dir",
+                str(m.state), str(other.mnt)]
+        res = run_proc(args, timeout=30)
+        err = res.stderr.decode(errors="replace")
+        assert res.returncode == 1, err
+        assert f"state dir {m.state}: in use by another sbxfs (pid {m.proc.pid})" in err, err
+        assert "--state-dir" in err, err
+        assert m.run(m.new_session(), "echo still") == (b"still\n", b"", 0)
+    finally:
+        other.cleanup_tmp()
+
+
+def test_a_mount_waits_for_the_daemon_still_stopping(fresh_mount):
+    """An unmount that does not wait (fusermount3 -u, umount) and a mount at once on the same
+    state dir: the new mount says the old daemon is still stopping, waits for it, and mounts."""
+    m = fresh_mount()
+    # A session with a command whose kill takes the grace: the old daemon stops slowly.
+    s = m.new_session()
+    m.submit(s, "trap '' TERM; sleep 1000")
+    if m.kernel_workspace():
+        subprocess.run(["umount", "-l", str(m.workspace)], check=True, timeout=10)
+    res = m.fusermount_unmount()
+    assert res.returncode == 0, res.stderr
+    res = run_proc([a for a in m.command_line() if a != "-f"], timeout=60)
+    err = res.stderr.decode(errors="replace")
+    try:
+        assert res.returncode == 0, err
+        assert m.wait_exit(10) == 0
+    finally:
+        run_proc([str(sbxfs_binary()), "-u", str(m.mnt)], timeout=30)
