@@ -173,6 +173,20 @@ static char *absolute(const char *path)
 	return abs;
 }
 
+/* libfuse installs its handlers only over SIG_DFL, and a daemon started in the background of a
+ * script inherits SIGINT (and SIGQUIT) ignored, as bash does to background jobs: it would then
+ * ignore kill -INT and Ctrl-C. An ignored SIGHUP is kept in the foreground only, where it is
+ * nohup's request to outlive the terminal; a daemon has no terminal to hang up. */
+static void default_stop_signals(bool foreground)
+{
+	struct sigaction sa;
+
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	if (!foreground || (sigaction(SIGHUP, NULL, &sa) == 0 && sa.sa_handler != SIG_IGN))
+		signal(SIGHUP, SIG_DFL);
+}
+
 static struct fuse_session *mount_fs(const struct cmdline *cl, const char *self)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
@@ -196,6 +210,7 @@ static struct fuse_session *mount_fs(const struct cmdline *cl, const char *self)
 	fuse_opt_free_args(&args);
 	if (!se)
 		fatalx("cannot create the FUSE session");
+	default_stop_signals(cl->foreground);
 	if (fuse_set_signal_handlers(se) < 0)
 		fatalx("cannot set signal handlers");
 	if (mkdir(cl->mountpoint, 0755) < 0 && errno != EEXIST)

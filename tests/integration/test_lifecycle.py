@@ -2,6 +2,7 @@
 mount point clean. Each test runs its own private sbxfs."""
 
 import os
+import shlex
 import signal
 import subprocess
 import tempfile
@@ -9,8 +10,8 @@ import tempfile
 import pytest
 
 from sbxutil import (SbxMount, descendants, is_mounted, kill_quietly, pid_alive,
-                     procs_matching, read_pipe_until, run_proc, sbxfs_binary, sleep_tag, uniq,
-                     wait_file_sh, wait_until, cat_pipe)
+                     procs_matching, read_pipe_until, run_proc, sbxfs_binary, sleep_tag, status,
+                     uniq, wait_file_sh, wait_until, write_bytes, cat_pipe)
 
 
 def _busy_sessions(m):
@@ -163,3 +164,56 @@ def test_a_mount_waits_for_the_daemon_still_stopping(fresh_mount):
         assert m.wait_exit(10) == 0
     finally:
         run_proc([str(sbxfs_binary()), "-u", str(m.mnt)], timeout=30)
+
+
+def _signals_caught(pid):
+    """The set of signals pid has a handler for (SigCgt of its status)."""
+    with open(f"/proc/{pid}/status") as f:
+        mask = int(next(line for line in f if line.startswith("SigCgt:")).split()[1], 16)
+    return {n for n in range(1, 65) if mask >> (n - 1) & 1}
+
+
+def test_sigint_stops_a_daemon_started_in_the_background_of_a_script():
+    """`sbxfs -f MNT &` in a script: bash starts background jobs with SIGINT ignored, and libfuse
+    sets its handler only over the default. The daemon handles SIGINT all the same, and a
+    kill -INT unmounts it."""
+    m = SbxMount(tempfile.mkdtemp(prefix="sbxfs-it-bg-"))
+    pidfile = m.tmp / "bg.pid"
+    script = f"{shlex.join(m.command_line())} 2>{shlex.quote(str(m.stderr_log))} & " \
+             f"echo $! > {shlex.quote(str(pidfile))}; wait"
+    shell = subprocess.Popen(["bash", "-c", script], start_new_session=True)
+    try:
+        wait_until(lambda: is_mounted(m.mnt) and pidfile.exists(), 10, "the mount",
+                   show=m.daemon_log)
+        daemon = int(pidfile.read_text())
+        assert signal.SIGINT in _signals_caught(daemon)
+        os.kill(daemon, signal.SIGINT)
+        assert shell.wait(timeout=15) == 0, m.daemon_log()
+        assert not is_mounted(m.mnt)
+    finally:
+        if shell.poll() is None:
+            os.killpg(shell.pid, signal.SIGKILL)
+            shell.wait(timeout=10)
+        if is_mounted(m.mnt):
+            run_proc([str(sbxfs_binary()), "-u", str(m.mnt)], timeout=30)
+        m.cleanup_tmp()
+
+
+@pytest.mark.parametrize("how", ["Ctrl-C", "SIGTERM"])
+def test_a_stop_by_signal_with_a_terminal_open_logs_no_warning(fresh_mount, how):
+    """Ctrl-C on the terminal of `sbxfs -f` (SIGINT to its whole process group: the launcher
+    is not in it) or SIGTERM to the daemon, with a terminal running: the shutdown logs only
+    that it unmounted, no launcher restart and no cgroup of the terminal already gone."""
+    m = fresh_mount()  # its own session: the daemon leads its process group, as in a shell
+    term = m.sessions / "default" / "terms" / uniq("t")
+    os.mkdir(term)
+    write_bytes(term / "cmd", "bash\n")
+    wait_until(lambda: status(term)["state"] == "running", 10, "the terminal")
+    before = m.stderr_log.read_text()
+    if how == "Ctrl-C":
+        os.killpg(m.proc.pid, signal.SIGINT)
+    else:
+        m.proc.send_signal(signal.SIGTERM)
+    assert m.wait_exit(15) == 0, m.daemon_log()
+    after = m.stderr_log.read_text()[len(before):]
+    assert after.splitlines() == ["sbxfs: unmounted"], after
