@@ -173,6 +173,24 @@ static char *absolute(const char *path)
 	return abs;
 }
 
+/* Before anything else is made: libfuse's own message for a /dev/fuse it cannot open says
+ * nothing of what to do. */
+static void check_fuse_device(void)
+{
+	if (access("/dev/fuse", R_OK | W_OK) == 0)
+		return;
+	if (errno == ENOENT)
+		fatalx(
+		    "/dev/fuse: %s (load the fuse module: modprobe fuse; in a container, pass the "
+		    "device: --device /dev/fuse)",
+		    strerror(errno));
+	if (errno == EACCES && getuid() != 0)
+		fatalx("/dev/fuse: %s: mounting as a normal user needs read and write access to it "
+		       "(Debian makes it mode 0666; as root: chmod 0666 /dev/fuse, or give it to a "
+		       "group of yours)",
+		       strerror(errno));
+}
+
 /* libfuse installs its handlers only over SIG_DFL, and a daemon started in the background of a
  * script inherits SIGINT (and SIGQUIT) ignored, as bash does to background jobs: it would then
  * ignore kill -INT and Ctrl-C. An ignored SIGHUP is kept in the foreground only, where it is
@@ -213,8 +231,9 @@ static struct fuse_session *mount_fs(const struct cmdline *cl, const char *self)
 	default_stop_signals(cl->foreground);
 	if (fuse_set_signal_handlers(se) < 0)
 		fatalx("cannot set signal handlers");
-	if (mkdir(cl->mountpoint, 0755) < 0 && errno != EEXIST)
-		fatal("mount point %s", cl->mountpoint);
+	if (mkdir(cl->mountpoint, 0755) < 0 && (rc = errno) != EEXIST)
+		fatalx("mount point %s: %s%s", cl->mountpoint, strerror(rc),
+		       rc == EACCES && getuid() != 0 ? " (mount on a directory you own)" : "");
 	if (fuse_session_mount(se, cl->mountpoint) < 0)
 		fatalx("cannot mount on %s", cl->mountpoint);
 	if ((rc = ws_dev_attach_session(se)) < 0)
@@ -336,6 +355,7 @@ int main(int argc, char **argv)
 		unmount_main(cl.mountpoint);
 	load_config(&cl, &cfg);
 	log_init("sbxfs", cfg.log_level, NULL);
+	check_fuse_device();
 	self = absolute("/proc/self/exe");
 	if (sandbox_prepare(&cfg, self, err, sizeof(err)) < 0)
 		fatalx("%s", err);

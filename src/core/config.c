@@ -4,9 +4,11 @@
 #include "config.h"
 
 #include <errno.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config_priv.h"
 #include "xmalloc.h"
@@ -28,11 +30,40 @@ void config_base_env_set(struct config *cfg, const char *name, const char *value
 	cfg->base_env[cfg->n_base_env] = NULL;
 }
 
+/* An XDG base directory: the variable's value if it is absolute (the spec has relative ones
+ * ignored), else HOME/fallback, HOME from the environment or else the passwd entry. */
+static char *xdg_dir(const char *var, const char *fallback)
+{
+	const char *v = getenv(var), *home = getenv("HOME");
+	struct passwd *pw;
+
+	if (v && v[0] == '/')
+		return xstrdup(v);
+	if ((!home || home[0] != '/') && (pw = getpwuid(getuid())))
+		home = pw->pw_dir;
+	return home && home[0] == '/' ? xasprintf("%s/%s", home, fallback) : NULL;
+}
+
+char *config_default_dir(const char *name)
+{
+	char *base = NULL, *dir;
+
+	if (getuid() != 0 && strcmp(name, "workspace") == 0)
+		base = xdg_dir("XDG_DATA_HOME", ".local/share");
+	else if (getuid() != 0)
+		base = xdg_dir("XDG_STATE_HOME", ".local/state");
+	if (!base)
+		return xasprintf("/var/lib/sbxfs/%s", name);
+	dir = xasprintf("%s/sbxfs/%s", base, name);
+	free(base);
+	return dir;
+}
+
 void config_defaults(struct config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
-	cfg->workspace = xstrdup("/var/lib/sbxfs/workspace");
-	cfg->state_dir = xstrdup("/var/lib/sbxfs/state");
+	cfg->workspace = config_default_dir("workspace");
+	cfg->state_dir = config_default_dir("state");
 	cfg->launcher = xstrdup("");
 	cfg->log_level = LOG_LVL_INFO;
 	cfg->cgroup = xstrdup("auto");

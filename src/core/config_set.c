@@ -106,12 +106,21 @@ static int parse_roots(const char *value, char ***out)
 	return 0;
 }
 
+/* An empty value is the default for the user sbxfs runs as (see config_default_dir). */
+static void set_dir(char **dst, const char *value, const char *name)
+{
+	char *dir = value[0] ? xstrdup(value) : config_default_dir(name);
+
+	free(*dst);
+	*dst = dir;
+}
+
 static int set_main(struct config *cfg, const char *key, const char *value)
 {
 	if (!strcmp(key, "workspace"))
-		set_str(&cfg->workspace, value);
+		set_dir(&cfg->workspace, value, "workspace");
 	else if (!strcmp(key, "state_dir"))
-		set_str(&cfg->state_dir, value);
+		set_dir(&cfg->state_dir, value, "state");
 	else if (!strcmp(key, "launcher"))
 		set_str(&cfg->launcher, value);
 	else if (!strcmp(key, "log_level"))

@@ -73,6 +73,13 @@ static int mkdir_p(const char *path, mode_t mode)
 	return rc;
 }
 
+/* A directory the user may not make: a config written for root (/var/lib/sbxfs), read by
+ * someone else. */
+static bool denied(int rc)
+{
+	return rc == -EACCES || rc == -EPERM || rc == -EROFS;
+}
+
 /* Spool files of an earlier daemon that died are stale: start from an empty spool. */
 static int reset_spool(const char *dir)
 {
@@ -125,11 +132,13 @@ int sandbox_prepare(struct config *c, const char *self_exe, char *err, size_t er
 
 	cfg = c;
 	if ((rc = mkdir_p(cfg->workspace, 0755)) < 0) {
-		snprintf(err, errlen, "workspace %s: %s", cfg->workspace, strerror(-rc));
+		snprintf(err, errlen, "workspace %s: %s%s", cfg->workspace, strerror(-rc),
+			 denied(rc) ? " (pass --workspace DIR, a directory you can write)" : "");
 		return rc;
 	}
 	if ((rc = mkdir_p(cfg->state_dir, 0700)) < 0) {
-		snprintf(err, errlen, "state dir %s: %s", cfg->state_dir, strerror(-rc));
+		snprintf(err, errlen, "state dir %s: %s%s", cfg->state_dir, strerror(-rc),
+			 denied(rc) ? " (pass --state-dir DIR, a directory you can write)" : "");
 		return rc;
 	}
 	if ((rc = state_lock_take(cfg->state_dir, err, errlen)) < 0)

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -46,6 +47,60 @@ static void test_defaults(void)
 	CHECK(env_of(&cfg, "PATH") != NULL);
 	CHECK(cfg.base_env[cfg.n_base_env] == NULL);
 	config_free(&cfg);
+}
+
+/* The workspace and state dir an ordinary user gets: under the XDG base directories when set
+ * (and absolute), else under HOME. */
+static bool user_defaults_ok(void)
+{
+	struct config cfg;
+	bool ok;
+
+	setenv("XDG_DATA_HOME", "/x/data", 1);
+	setenv("XDG_STATE_HOME", "/x/state", 1);
+	config_defaults(&cfg);
+	ok = !strcmp(cfg.workspace, "/x/data/sbxfs/workspace") &&
+	     !strcmp(cfg.state_dir, "/x/state/sbxfs/state");
+	config_free(&cfg);
+	setenv("XDG_STATE_HOME", "relative", 1);
+	unsetenv("XDG_DATA_HOME");
+	setenv("HOME", "/h", 1);
+	config_defaults(&cfg);
+	ok = ok && !strcmp(cfg.workspace, "/h/.local/share/sbxfs/workspace") &&
+	     !strcmp(cfg.state_dir, "/h/.local/state/sbxfs/state");
+	config_free(&cfg);
+	return ok;
+}
+
+/* Root's defaults are /var/lib/sbxfs/{workspace,state}, another user's its own (checked in a
+ * child that drops to nobody when run as root); an empty value sets the default back. */
+static void test_default_dirs(void)
+{
+	struct config cfg, def;
+	char err[256];
+	int status;
+	pid_t pid;
+
+	if (getuid() != 0) {
+		CHECK(user_defaults_ok());
+		return;
+	}
+	config_defaults(&def);
+	CHECK(!strcmp(def.workspace, "/var/lib/sbxfs/workspace"));
+	CHECK(!strcmp(def.state_dir, "/var/lib/sbxfs/state"));
+	config_defaults(&cfg);
+	CHECK(config_set(&cfg, "sbxfs", "state_dir", "/s", err, sizeof(err)) == 0);
+	CHECK(config_set(&cfg, "sbxfs", "workspace", "/w", err, sizeof(err)) == 0);
+	CHECK(config_set(&cfg, "sbxfs", "state_dir", "", err, sizeof(err)) == 0);
+	CHECK(config_set(&cfg, "sbxfs", "workspace", "", err, sizeof(err)) == 0);
+	CHECK(!strcmp(cfg.state_dir, def.state_dir) && !strcmp(cfg.workspace, def.workspace));
+	config_free(&cfg);
+	config_free(&def);
+	pid = fork();
+	if (pid == 0)
+		_exit(setgid(65534) == 0 && setuid(65534) == 0 && user_defaults_ok() ? 0 : 1);
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+	      WEXITSTATUS(status) == 0);
 }
 
 static void test_load(void)
@@ -298,6 +353,7 @@ static void test_not_a_number(void)
 int main(void)
 {
 	test_defaults();
+	test_default_dirs();
 	test_load();
 	test_errors();
 	test_git_policy();
