@@ -148,6 +148,21 @@ static int parse_size_in(const char *value, uint64_t min, uint64_t max, uint64_t
 	return 0;
 }
 
+/* A tmpfs size, or "auto": derived from memory_max (config_tmp_size). */
+static int parse_tmpfs_size(const char *value, uint64_t *out)
+{
+	uint64_t v;
+
+	if (!strcmp(value, "auto")) {
+		*out = CONFIG_SIZE_AUTO;
+		return 0;
+	}
+	if (config_parse_size(value, &v) < 0 || v == CONFIG_SIZE_AUTO)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
 static int set_session(struct config *cfg, const char *key, const char *value)
 {
 	if (!strcmp(key, "shell"))
@@ -322,9 +337,9 @@ static int set_sandbox(struct config *cfg, const char *key, const char *value)
 			   : 0;
 	}
 	if (!strcmp(key, "tmp_size"))
-		return config_parse_size(value, &cfg->tmp_size);
+		return parse_tmpfs_size(value, &cfg->tmp_size);
 	if (!strcmp(key, "shm_size"))
-		return config_parse_size(value, &cfg->shm_size);
+		return parse_tmpfs_size(value, &cfg->shm_size);
 	if (!strcmp(key, "uid_range"))
 		return parse_id_range(value, &cfg->uid_first, &cfg->uid_last);
 	if (!strcmp(key, "workspace_max"))

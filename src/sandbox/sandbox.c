@@ -289,12 +289,12 @@ static int make_etc_ids(char *err, size_t errlen)
 static int prepare_isolation(char *err, size_t errlen)
 {
 	struct bwrap_spec bs = {
-		.bwrap = "/usr/bin/bwrap",
-		.host_network = cfg->host_network,
-		.tmp_size = cfg->tmp_size,
-		.shm_size = cfg->shm_size,
-		.uid = identity.uid,
-		.gid = identity.gid,
+	    .bwrap = "/usr/bin/bwrap",
+	    .host_network = cfg->host_network,
+	    .tmp_size = config_tmp_size(cfg),
+	    .shm_size = config_shm_size(cfg),
+	    .uid = identity.uid,
+	    .gid = identity.gid,
 	};
 	int rc;
 

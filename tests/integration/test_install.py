@@ -186,6 +186,29 @@ def test_bad_option_or_mount_point_fails_with_the_reason(inst):
     assert not is_mounted(inst.mnt) and not inst.pids()
 
 
+def test_memory_max_alone_mounts_and_a_tmpfs_size_that_does_not_fit_is_refused(inst):
+    """`-o memory_max=1G` and nothing else: /tmp and /dev/shm follow it (256M and 64M), so it
+    mounts and a command runs; a tmp_size set too large for it is still refused, naming both
+    sizes and where the unset one came from."""
+    base = ["--workspace", str(inst.ws), "--state-dir", str(inst.state)]
+    res = start(inst, *base, "-o", ",".join(["memory_max=1G", *inst.isolation_opts()]),
+                str(inst.mnt))
+    assert res.returncode == 0, res.stderr.decode()
+    try:
+        out = inst.run("df -k --output=size /tmp /dev/shm | tail -n 2 | tr -d ' '; echo ran")
+        assert out.endswith(b"ran\n"), out
+        if not isolation_none():
+            assert out == b"262144\n65536\nran\n", out
+    finally:
+        assert inst.unmount().returncode == 0
+    res = start(inst, *base, "-o", "memory_max=1G,tmp_size=1000M", str(inst.mnt))
+    err = res.stderr.decode()
+    assert res.returncode == 1, err
+    assert "[sandbox] tmp_size (1000M) + shm_size (64M, from memory_max) must stay below " \
+           "memory_max (1G)" in err, err
+    assert not is_mounted(inst.mnt)
+
+
 def test_failure_after_the_fork_reaches_the_starting_process(inst):
     """The daemon fails once detached (its sandbox cannot start: a launcher that exits at
     once): the starting process prints why and exits non-zero, with nothing left mounted."""

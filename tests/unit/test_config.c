@@ -294,6 +294,41 @@ static void test_session_memory(void)
 	config_free(&cfg);
 }
 
+/* /tmp and /dev/shm follow memory_max unless set: a natural memory_max always fits; an explicit
+ * size that does not is refused, saying which sizes were set and which derived. */
+static void test_tmpfs_sizes(void)
+{
+	struct config cfg;
+	char err[512];
+
+	config_defaults(&cfg);
+	CHECK(config_tmp_size(&cfg) == 1ull << 30 && config_shm_size(&cfg) == 256ull << 20);
+	CHECK(config_set(&cfg, "sandbox", "memory_max", "1G", err, sizeof(err)) == 0);
+	CHECK(config_tmp_size(&cfg) == 256ull << 20 && config_shm_size(&cfg) == 64ull << 20);
+	CHECK(config_check(&cfg, err, sizeof(err)) == 0);
+	for (const char *const *m = (const char *const[]){"1M", "64M", "512M", "3G", "64G", NULL};
+	     *m; m++) {
+		CHECK(config_set(&cfg, "sandbox", "memory_max", *m, err, sizeof(err)) == 0);
+		CHECK(config_check(&cfg, err, sizeof(err)) == 0);
+	}
+	CHECK(config_tmp_size(&cfg) == 1ull << 30 && config_shm_size(&cfg) == 256ull << 20);
+	CHECK(config_set(&cfg, "sandbox", "memory_max", "max", err, sizeof(err)) == 0);
+	CHECK(config_tmp_size(&cfg) == 1ull << 30 && config_shm_size(&cfg) == 256ull << 20);
+	CHECK(config_set(&cfg, "sandbox", "memory_max", "1G", err, sizeof(err)) == 0);
+	CHECK(config_set(&cfg, "sandbox", "tmp_size", "1000M", err, sizeof(err)) == 0);
+	CHECK(config_check(&cfg, err, sizeof(err)) == -EINVAL);
+	CHECK(strstr(err, "tmp_size (1000M) + shm_size (64M, from memory_max) must stay below "
+			  "memory_max (1G)") != NULL);
+	CHECK(config_set(&cfg, "sandbox", "tmp_size", "900M", err, sizeof(err)) == 0);
+	CHECK(config_check(&cfg, err, sizeof(err)) == -EINVAL);
+	CHECK(strstr(err, "below a session's memory limit, memory_max - memory_reserve (768M)"));
+	CHECK(config_set(&cfg, "sandbox", "tmp_size", "auto", err, sizeof(err)) == 0);
+	CHECK(config_check(&cfg, err, sizeof(err)) == 0);
+	CHECK(config_set(&cfg, "sandbox", "tmp_size", "18446744073709551615", err, sizeof(err)) <
+	      0);
+	config_free(&cfg);
+}
+
 /* A number, a percentage of pids_max, or max/0 for none of its own. */
 static void test_session_pids(void)
 {
@@ -359,6 +394,7 @@ int main(void)
 	test_git_policy();
 	test_uid_range_and_env_bounds();
 	test_session_memory();
+	test_tmpfs_sizes();
 	test_session_pids();
 	test_not_a_number();
 	test_long_line();
