@@ -16,6 +16,8 @@ struct proc {
 	/* launch_start_pty: the pty's master (nonblocking, now the owner's) when it started;
 	 * loop thread, core lock held, before any on_exit. */
 	void (*on_pty)(struct proc *p, int master);
+	/* Optional: the launcher reported its pid (p->pid); loop thread, core lock held. */
+	void (*on_started)(struct proc *p);
 	/* Loop thread, core lock held. status is a wait status. */
 	void (*on_exit)(struct proc *p, int status);
 	void *arg;
