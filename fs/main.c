@@ -283,6 +283,7 @@ static int prepare_kernel_workspace(const struct config *cfg, bool swap, uid_t s
 struct ws_attach {
 	int mfd;
 	char *target;
+	bool symfollow;
 };
 
 static void *attach_thread(void *arg)
@@ -295,7 +296,13 @@ static void *attach_thread(void *arg)
 			  a->target, strerror(-rc));
 	else {
 		ws_kernel_mounted();
-		log_info("workspace/ is a kernel mount of the workspace");
+		/* The kernel refuses such opens without asking the daemon: this line is all it can
+		 * log. */
+		log_info("workspace/ is a kernel mount of the workspace%s",
+			 a->symfollow ? ""
+				      : "; the host follows no symlink in it (host_symlinks = "
+					"nofollow: opening one fails with ELOOP, \"Too many "
+					"levels of symbolic links\")");
 	}
 	free(a->target);
 	free(a);
@@ -307,7 +314,7 @@ static void *attach_thread(void *arg)
 
 /* The move onto MOUNT/workspace needs its lookup answered: it runs while the session serves,
  * and says the daemon is ready once it is done. */
-static void attach_kernel_workspace(int mfd, const char *mountpoint)
+static void attach_kernel_workspace(int mfd, const char *mountpoint, bool symfollow)
 {
 	struct ws_attach *a = xmalloc(sizeof(*a));
 	pthread_t t;
@@ -315,6 +322,7 @@ static void attach_kernel_workspace(int mfd, const char *mountpoint)
 
 	a->mfd = mfd;
 	a->target = xasprintf("%s/workspace", mountpoint);
+	a->symfollow = symfollow;
 	if ((rc = pthread_create(&t, NULL, attach_thread, a)) != 0) {
 		log_warnx("workspace/ is served through FUSE: %s", strerror(rc));
 		close(mfd);
@@ -399,7 +407,7 @@ int main(int argc, char **argv)
 	ws_dev_tune_mount(mnt_abs);
 	log_info("mounted on %s (workspace %s)", cl.mountpoint, cfg.workspace);
 	if (ws_mfd >= 0) {
-		attach_kernel_workspace(ws_mfd, mnt_abs);
+		attach_kernel_workspace(ws_mfd, mnt_abs, cfg.ws_symfollow);
 	} else {
 		if (ws_why[0])
 			log_warnx("workspace/ is served through FUSE: %s", ws_why);
