@@ -108,6 +108,8 @@ int state_lock_take(const char *state_dir, char *err, size_t errlen)
 		}
 		nanosleep(&poll, NULL);
 	}
+	/* What the last holder left ("PID stopping") is stale from now on. */
+	record("");
 	return 0;
 }
 
