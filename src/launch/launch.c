@@ -127,8 +127,8 @@ static void launcher_died(int status)
 	 * launcher (same user) and lie about them. */
 	cgroup_kill_all();
 	launch_msg_fail_all();
-	/* While the daemon stops, its death is expected: a signal to the whole group (systemd's
-	 * stop) or the shutdown itself. */
+	/* While the daemon stops, its death is expected: the shutdown itself, or a signal to
+	 * every process of the service (systemd's stop of its control group). */
 	if (!stopping)
 		schedule_restart(status);
 }
