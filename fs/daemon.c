@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,9 @@
 #include "log.h"
 #include "xmalloc.h"
 
+/* The thread that attaches the workspace says the daemon is ready, and may do so while the main
+ * thread ends: the two are serialized. */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int report_fd = -1; /* the child's end of the pipe to the parent; -1: foreground */
 static char *pid_path;	   /* written once ready, removed at the end; NULL: foreground */
 
@@ -107,19 +111,25 @@ static void write_pid_file(void)
 
 void daemon_ready(void)
 {
+	pthread_mutex_lock(&lock);
 	write_pid_file();
 	report("\n");
+	pthread_mutex_unlock(&lock);
 }
 
 void daemon_end(void)
 {
+	pthread_mutex_lock(&lock);
 	if (pid_path && unlink(pid_path) < 0 && errno != ENOENT)
 		log_warn("pid file %s", pid_path);
 	free(pid_path);
 	pid_path = NULL;
+	pthread_mutex_unlock(&lock);
 }
 
 void daemon_failed(const char *why)
 {
+	pthread_mutex_lock(&lock);
 	report(why[0] ? why : "failed");
+	pthread_mutex_unlock(&lock);
 }

@@ -22,6 +22,7 @@
 #include "mountopts.h"
 #include "ops.h"
 #include "sandbox.h"
+#include "unmount.h"
 #include "workspace.h"
 #include "ws_mount.h"
 #include "xmalloc.h"
@@ -36,44 +37,46 @@ struct cmdline {
 
 static void usage(FILE *out)
 {
-	fprintf(out,
-		"usage: sbxfs [-f] [-d] [-c CONFIG] [--workspace DIR] [--state-dir DIR]\n"
-		"             [--isolation bwrap|none] [--network host|none]\n"
-		"             [-o OPT[=VALUE],...] [SOURCE] MOUNTPOINT\n"
-		"       sbxfs -u MOUNTPOINT\n"
-		"       sbxfs attach MOUNTPOINT/sessions/ID/terms/NAME\n"
-		"\n"
-		"Mounts a sandbox at MOUNTPOINT: sessions/ holds shell sessions driven through\n"
-		"control files, workspace/ is the workspace their commands share (SOURCE, the\n"
-		"same as --workspace SOURCE; mount -t fuse.sbxfs SOURCE MOUNTPOINT runs this).\n"
-		"\n"
-		"  -f                stay in the foreground (default: become a daemon)\n"
-		"  -d                debug: log every FUSE request (implies -f)\n"
-		"  -c CONFIG         ini file (default " DEFAULT_CONFIG " if it exists)\n"
-		"  --workspace DIR   backing directory of workspace/\n"
-		"  --state-dir DIR   spool files and lock of this mount\n"
-		"  --isolation MODE  bwrap (default): commands run in a bubblewrap sandbox as an\n"
-		"                    unprivileged user, with seccomp, no network, cgroup limits;\n"
-		"                    none: they run as the daemon's user, unconfined, seeing the\n"
-		"                    whole host (only cgroup limits and kills still apply)\n"
-		"  --network MODE    host: commands reach the network; none (default): only lo\n"
-		"  -o OPTS           comma-separated: any config key as KEY=VALUE (or\n"
-		"                    SECTION.KEY=VALUE, env.NAME=VALUE), e.g. network=host,\n"
-		"                    memory_max=2G; config=PATH (as -c); syslog (log there);\n"
-		"                    FUSE's mount options (allow_other, nosuid, fsname=...);\n"
-		"                    fstab's own (defaults, nofail, x-*) are ignored.\n"
-		"                    Precedence: the ini file < -o < the flags above\n"
-		"  -u                unmount MOUNTPOINT: its kernel-mounted workspace, then the\n"
-		"                    sandbox (which ends every session)\n"
-		"  -h, --help        this text\n"
-		"  -V, --version     the version\n"
-		"  attach PATH       attach this terminal to the sandbox terminal PATH (made if\n"
-		"                    missing): Ctrl-] d detaches and leaves it running,\n"
-		"                    Ctrl-] Ctrl-] sends one Ctrl-]\n"
-		"\n"
+	fprintf(
+	    out,
+	    "usage: sbxfs [-f] [-d] [-c CONFIG] [--workspace DIR] [--state-dir DIR]\n"
+	    "             [--isolation bwrap|none] [--network host|none]\n"
+	    "             [-o OPT[=VALUE],...] [SOURCE] MOUNTPOINT\n"
+	    "       sbxfs -u MOUNTPOINT\n"
+	    "       sbxfs attach MOUNTPOINT/sessions/ID/terms/NAME\n"
+	    "\n"
+	    "Mounts a sandbox at MOUNTPOINT: sessions/ holds shell sessions driven through\n"
+	    "control files, workspace/ is the workspace their commands share (SOURCE, the\n"
+	    "same as --workspace SOURCE; mount -t fuse.sbxfs SOURCE MOUNTPOINT runs this).\n"
+	    "\n"
+	    "  -f                stay in the foreground (default: become a daemon)\n"
+	    "  -d                debug: log every FUSE request (implies -f)\n"
+	    "  -c CONFIG         ini file (default " DEFAULT_CONFIG " if it exists)\n"
+	    "  --workspace DIR   backing directory of workspace/\n"
+	    "  --state-dir DIR   spool files and lock of this mount\n"
+	    "  --isolation MODE  bwrap (default): commands run in a bubblewrap sandbox as an\n"
+	    "                    unprivileged user, with seccomp, no network, cgroup limits;\n"
+	    "                    none: they run as the daemon's user, unconfined, seeing the\n"
+	    "                    whole host (only cgroup limits and kills still apply)\n"
+	    "  --network MODE    host: commands reach the network; none (default): only lo\n"
+	    "  -o OPTS           comma-separated: any config key as KEY=VALUE (or\n"
+	    "                    SECTION.KEY=VALUE, env.NAME=VALUE), e.g. network=host,\n"
+	    "                    memory_max=2G; config=PATH (as -c); syslog (log there);\n"
+	    "                    FUSE's mount options (allow_other, nosuid, fsname=...);\n"
+	    "                    fstab's own (defaults, nofail, x-*) are ignored.\n"
+	    "                    Precedence: the ini file < -o < the flags above\n"
+	    "  -u                unmount MOUNTPOINT: its kernel-mounted workspace, then the\n"
+	    "                    sandbox (which ends every session); returns once its\n"
+	    "                    daemon has exited\n"
+	    "  -h, --help        this text\n"
+	    "  -V, --version     the version\n"
+	    "  attach PATH       attach this terminal to the sandbox terminal PATH (made if\n"
+	    "                    missing): Ctrl-] d detaches and leaves it running,\n"
+	    "                    Ctrl-] Ctrl-] sends one Ctrl-]\n"
+	    "\n"
 
-		"Unmount with: sbxfs -u MOUNTPOINT (or SIGTERM / SIGINT to the daemon). A workspace\n"
-		"the kernel mounts makes a plain fusermount3 -u fail with EBUSY.\n");
+	    "Unmount with: sbxfs -u MOUNTPOINT (or SIGTERM / SIGINT to the daemon). A workspace\n"
+	    "the kernel mounts makes a plain fusermount3 -u fail with EBUSY.\n");
 }
 
 static void parse_cmdline(int argc, char **argv, struct cmdline *cl)
@@ -172,6 +175,38 @@ static char *absolute(const char *path)
 	return abs;
 }
 
+/* Before anything else is made: libfuse's own message for a /dev/fuse it cannot open says
+ * nothing of what to do. */
+static void check_fuse_device(void)
+{
+	if (access("/dev/fuse", R_OK | W_OK) == 0)
+		return;
+	if (errno == ENOENT)
+		fatalx(
+		    "/dev/fuse: %s (load the fuse module: modprobe fuse; in a container, pass the "
+		    "device: --device /dev/fuse)",
+		    strerror(errno));
+	if (errno == EACCES && getuid() != 0)
+		fatalx("/dev/fuse: %s: mounting as a normal user needs read and write access to it "
+		       "(Debian makes it mode 0666; as root: chmod 0666 /dev/fuse, or give it to a "
+		       "group of yours)",
+		       strerror(errno));
+}
+
+/* libfuse installs its handlers only over SIG_DFL, and a daemon started in the background of a
+ * script inherits SIGINT (and SIGQUIT) ignored, as bash does to background jobs: it would then
+ * ignore kill -INT and Ctrl-C. An ignored SIGHUP is kept in the foreground only, where it is
+ * nohup's request to outlive the terminal; a daemon has no terminal to hang up. */
+static void default_stop_signals(bool foreground)
+{
+	struct sigaction sa;
+
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	if (!foreground || (sigaction(SIGHUP, NULL, &sa) == 0 && sa.sa_handler != SIG_IGN))
+		signal(SIGHUP, SIG_DFL);
+}
+
 static struct fuse_session *mount_fs(const struct cmdline *cl, const char *self)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
@@ -195,10 +230,12 @@ static struct fuse_session *mount_fs(const struct cmdline *cl, const char *self)
 	fuse_opt_free_args(&args);
 	if (!se)
 		fatalx("cannot create the FUSE session");
+	default_stop_signals(cl->foreground);
 	if (fuse_set_signal_handlers(se) < 0)
 		fatalx("cannot set signal handlers");
-	if (mkdir(cl->mountpoint, 0755) < 0 && errno != EEXIST)
-		fatal("mount point %s", cl->mountpoint);
+	if (mkdir(cl->mountpoint, 0755) < 0 && (rc = errno) != EEXIST)
+		fatalx("mount point %s: %s%s", cl->mountpoint, strerror(rc),
+		       rc == EACCES && getuid() != 0 ? " (mount on a directory you own)" : "");
 	if (fuse_session_mount(se, cl->mountpoint) < 0)
 		fatalx("cannot mount on %s", cl->mountpoint);
 	if ((rc = ws_dev_attach_session(se)) < 0)
@@ -219,18 +256,6 @@ static int serve(struct fuse_session *se)
 	rc = fuse_session_loop_mt(se, lc);
 	fuse_loop_cfg_destroy(lc);
 	return rc;
-}
-
-/* `sbxfs -u`: the workspace mounted on the mount goes first, or the FUSE unmount meets EBUSY. */
-static void __attribute__((noreturn)) unmount_cmd(const char *mountpoint)
-{
-	char *argv[] = {"fusermount3", "-u", (char *)mountpoint, NULL};
-	int rc = ws_mount_unmount_at(mountpoint);
-
-	if (rc < 0 && rc != -EPERM) /* EPERM: not root, so there is no kernel mount to undo */
-		log_warnx("unmount %s/workspace: %s", mountpoint, strerror(-rc));
-	execvp(argv[0], argv);
-	fatal("%s", argv[0]);
 }
 
 /* The host's view of the workspace as a kernel mount: its detached mount, or -1 when
@@ -260,6 +285,7 @@ static int prepare_kernel_workspace(const struct config *cfg, bool swap, uid_t s
 struct ws_attach {
 	int mfd;
 	char *target;
+	bool symfollow;
 };
 
 static void *attach_thread(void *arg)
@@ -272,15 +298,25 @@ static void *attach_thread(void *arg)
 			  a->target, strerror(-rc));
 	else {
 		ws_kernel_mounted();
-		log_info("workspace/ is a kernel mount of the workspace");
+		/* The kernel refuses such opens without asking the daemon: this line is all it can
+		 * log. */
+		log_info("workspace/ is a kernel mount of the workspace%s",
+			 a->symfollow ? ""
+				      : "; the host follows no symlink in it (host_symlinks = "
+					"nofollow: opening one fails with ELOOP, \"Too many "
+					"levels of symbolic links\")");
 	}
 	free(a->target);
 	free(a);
+	/* Only now is the mount whole: an unmount right after the start must find the workspace
+	 * mounted, or its FUSE unmount meets the workspace arriving (EBUSY). */
+	daemon_ready();
 	return NULL;
 }
 
-/* The move onto MOUNT/workspace needs its lookup answered: it runs while the session serves. */
-static void attach_kernel_workspace(int mfd, const char *mountpoint)
+/* The move onto MOUNT/workspace needs its lookup answered: it runs while the session serves,
+ * and says the daemon is ready once it is done. */
+static void attach_kernel_workspace(int mfd, const char *mountpoint, bool symfollow)
 {
 	struct ws_attach *a = xmalloc(sizeof(*a));
 	pthread_t t;
@@ -288,11 +324,13 @@ static void attach_kernel_workspace(int mfd, const char *mountpoint)
 
 	a->mfd = mfd;
 	a->target = xasprintf("%s/workspace", mountpoint);
+	a->symfollow = symfollow;
 	if ((rc = pthread_create(&t, NULL, attach_thread, a)) != 0) {
 		log_warnx("workspace/ is served through FUSE: %s", strerror(rc));
 		close(mfd);
 		free(a->target);
 		free(a);
+		daemon_ready();
 		return;
 	}
 	pthread_detach(t);
@@ -324,9 +362,10 @@ int main(int argc, char **argv)
 		return attach_main(argc - 1, argv + 1);
 	parse_cmdline(argc, argv, &cl);
 	if (cl.unmount)
-		unmount_cmd(cl.mountpoint);
+		unmount_main(cl.mountpoint);
 	load_config(&cl, &cfg);
 	log_init("sbxfs", cfg.log_level, NULL);
+	check_fuse_device();
 	self = absolute("/proc/self/exe");
 	if (sandbox_prepare(&cfg, self, err, sizeof(err)) < 0)
 		fatalx("%s", err);
@@ -369,11 +408,13 @@ int main(int argc, char **argv)
 	ws_raise_nofile();
 	ws_dev_tune_mount(mnt_abs);
 	log_info("mounted on %s (workspace %s)", cl.mountpoint, cfg.workspace);
-	if (ws_mfd >= 0)
-		attach_kernel_workspace(ws_mfd, mnt_abs);
-	else if (ws_why[0])
-		log_warnx("workspace/ is served through FUSE: %s", ws_why);
-	daemon_ready();
+	if (ws_mfd >= 0) {
+		attach_kernel_workspace(ws_mfd, mnt_abs, cfg.ws_symfollow);
+	} else {
+		if (ws_why[0])
+			log_warnx("workspace/ is served through FUSE: %s", ws_why);
+		daemon_ready();
+	}
 	rc = serve(se);
 	sandbox_stop();
 	ws_mount_detach();

@@ -4,9 +4,11 @@
 #include "config.h"
 
 #include <errno.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config_priv.h"
 #include "xmalloc.h"
@@ -28,11 +30,40 @@ void config_base_env_set(struct config *cfg, const char *name, const char *value
 	cfg->base_env[cfg->n_base_env] = NULL;
 }
 
+/* An XDG base directory: the variable's value if it is absolute (the spec has relative ones
+ * ignored), else HOME/fallback, HOME from the environment or else the passwd entry. */
+static char *xdg_dir(const char *var, const char *fallback)
+{
+	const char *v = getenv(var), *home = getenv("HOME");
+	struct passwd *pw;
+
+	if (v && v[0] == '/')
+		return xstrdup(v);
+	if ((!home || home[0] != '/') && (pw = getpwuid(getuid())))
+		home = pw->pw_dir;
+	return home && home[0] == '/' ? xasprintf("%s/%s", home, fallback) : NULL;
+}
+
+char *config_default_dir(const char *name)
+{
+	char *base = NULL, *dir;
+
+	if (getuid() != 0 && strcmp(name, "workspace") == 0)
+		base = xdg_dir("XDG_DATA_HOME", ".local/share");
+	else if (getuid() != 0)
+		base = xdg_dir("XDG_STATE_HOME", ".local/state");
+	if (!base)
+		return xasprintf("/var/lib/sbxfs/%s", name);
+	dir = xasprintf("%s/sbxfs/%s", base, name);
+	free(base);
+	return dir;
+}
+
 void config_defaults(struct config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
-	cfg->workspace = xstrdup("/var/lib/sbxfs/workspace");
-	cfg->state_dir = xstrdup("/var/lib/sbxfs/state");
+	cfg->workspace = config_default_dir("workspace");
+	cfg->state_dir = config_default_dir("state");
 	cfg->launcher = xstrdup("");
 	cfg->log_level = LOG_LVL_INFO;
 	cfg->cgroup = xstrdup("auto");
@@ -55,8 +86,8 @@ void config_defaults(struct config *cfg)
 	cfg->memory_max = 4ull << 30;
 	cfg->pids_max = 4096;
 	cfg->cpu_max = 0;
-	cfg->tmp_size = 1ull << 30;
-	cfg->shm_size = 256ull << 20;
+	cfg->tmp_size = CONFIG_SIZE_AUTO;
+	cfg->shm_size = CONFIG_SIZE_AUTO;
 	cfg->uid_first = 2000000000;
 	cfg->uid_last = 2000065535;
 	cfg->memory_reserve = 256ull << 20;
@@ -124,30 +155,68 @@ uint64_t config_session_memory(const struct config *cfg)
 	return cfg->memory_max - reserve;
 }
 
+static uint64_t derived(const struct config *cfg, uint64_t set, unsigned div, uint64_t cap)
+{
+	if (set != CONFIG_SIZE_AUTO)
+		return set;
+	return cfg->memory_max && cfg->memory_max / div < cap ? cfg->memory_max / div : cap;
+}
+
+uint64_t config_tmp_size(const struct config *cfg)
+{
+	return derived(cfg, cfg->tmp_size, 4, 1ull << 30);
+}
+
+uint64_t config_shm_size(const struct config *cfg)
+{
+	return derived(cfg, cfg->shm_size, 16, 256ull << 20);
+}
+
+/* A size as the ini file would give it: the largest unit that divides it. */
+static void size_text(uint64_t v, char *buf, size_t len)
+{
+	static const char units[] = "KMGT";
+	int u = -1;
+
+	while (u < 3 && v && v % 1024 == 0) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, len, "%llu%.*s", (unsigned long long)v, u >= 0, u >= 0 ? units + u : "");
+}
+
+/* Why tmp_size + shm_size does not fit below limit, the two named with where they came from. */
+static int tmpfs_too_big(const struct config *cfg, const char *what, uint64_t limit, char *err,
+			 size_t errlen)
+{
+	char tmp[32], shm[32], lim[32];
+
+	size_text(config_tmp_size(cfg), tmp, sizeof(tmp));
+	size_text(config_shm_size(cfg), shm, sizeof(shm));
+	size_text(limit, lim, sizeof(lim));
+	snprintf(err, errlen,
+		 "[sandbox] tmp_size (%s%s) + shm_size (%s%s) must stay below %s (%s): lower "
+		 "them, or leave them unset to derive them from memory_max",
+		 tmp, cfg->tmp_size == CONFIG_SIZE_AUTO ? ", from memory_max" : "", shm,
+		 cfg->shm_size == CONFIG_SIZE_AUTO ? ", from memory_max" : "", what, lim);
+	return -EINVAL;
+}
+
 int config_check(const struct config *cfg, char *err, size_t errlen)
 {
 	uint64_t session_max = config_session_memory(cfg);
+	uint64_t tmpfs = config_tmp_size(cfg) + config_shm_size(cfg);
 
 	if (check_base_env(cfg, err, errlen) < 0)
 		return -EINVAL;
 	/* tmpfs pages are charged to the sandbox and cannot be reclaimed: a full /tmp must not
 	 * be able to take the whole memory limit. */
-	if (cfg->memory_max && cfg->tmp_size + cfg->shm_size >= cfg->memory_max) {
-		snprintf(err, errlen,
-			 "[sandbox] tmp_size + shm_size (%llu) must stay below memory_max (%llu)",
-			 (unsigned long long)(cfg->tmp_size + cfg->shm_size),
-			 (unsigned long long)cfg->memory_max);
-		return -EINVAL;
-	}
+	if (cfg->memory_max && tmpfs >= cfg->memory_max)
+		return tmpfs_too_big(cfg, "memory_max", cfg->memory_max, err, errlen);
 	/* The same within a session: what it writes there is charged to its own group. */
-	if (session_max && cfg->tmp_size + cfg->shm_size >= session_max) {
-		snprintf(err, errlen,
-			 "[sandbox] tmp_size + shm_size (%llu) must stay below a session's memory "
-			 "limit, memory_max - memory_reserve (%llu)",
-			 (unsigned long long)(cfg->tmp_size + cfg->shm_size),
-			 (unsigned long long)session_max);
-		return -EINVAL;
-	}
+	if (session_max && tmpfs >= session_max)
+		return tmpfs_too_big(cfg, "a session's memory limit, memory_max - memory_reserve",
+				     session_max, err, errlen);
 	return 0;
 }
 

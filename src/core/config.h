@@ -12,6 +12,9 @@
  * past it, every exec of the env fails with E2BIG. */
 #define ENV_STRING_LIMIT (128u << 10)
 
+/* tmp_size or shm_size not set: derived from memory_max (config_tmp_size, config_shm_size). */
+#define CONFIG_SIZE_AUTO UINT64_MAX
+
 struct config {
 	char *workspace;      /* backing directory of workspace/ */
 	char *state_dir;      /* spool files and the lock */
@@ -45,8 +48,8 @@ struct config {
 	uint64_t memory_max;  /* bytes, 0 = no limit */
 	uint64_t pids_max;    /* 0 = no limit */
 	double cpu_max;       /* CPUs, 0 = no limit */
-	uint64_t tmp_size;    /* bytes of the sandbox's /tmp */
-	uint64_t shm_size;    /* bytes of its /dev/shm */
+	uint64_t tmp_size;    /* bytes of the sandbox's /tmp, or CONFIG_SIZE_AUTO */
+	uint64_t shm_size;    /* bytes of its /dev/shm, or CONFIG_SIZE_AUTO */
 	uint32_t uid_first, uid_last; /* uid_range: each instance's own uid when user is "" */
 	uint64_t workspace_max; /* bytes of the workspace (a loop-mounted image); 0 = no bound */
 	uint64_t memory_reserve; /* memory_max less a session's own limit; 0: sessions have none */
@@ -69,6 +72,12 @@ int config_check(const struct config *cfg, char *err, size_t errlen);
 /* The memory limit of each session's own group: memory_max less memory_reserve (at most a
  * quarter of memory_max); 0 for none. */
 uint64_t config_session_memory(const struct config *cfg);
+/* The sizes of the sandbox's /tmp and /dev/shm: as set, or derived from memory_max so that
+ * whatever memory_max is, both fit below it and below a session's limit: a quarter of it for
+ * /tmp and a sixteenth for /dev/shm, at most 1G and 256M (which 4G, the default, gives);
+ * 1G and 256M without a memory limit. */
+uint64_t config_tmp_size(const struct config *cfg);
+uint64_t config_shm_size(const struct config *cfg);
 /* Parses "123", "64K", "512M", "4G" (powers of 1024) or "max" (0). */
 int config_parse_size(const char *value, uint64_t *out);
 /* Sets one key as the ini file would ("section", "key", "value"). */

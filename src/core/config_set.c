@@ -106,12 +106,21 @@ static int parse_roots(const char *value, char ***out)
 	return 0;
 }
 
+/* An empty value is the default for the user sbxfs runs as (see config_default_dir). */
+static void set_dir(char **dst, const char *value, const char *name)
+{
+	char *dir = value[0] ? xstrdup(value) : config_default_dir(name);
+
+	free(*dst);
+	*dst = dir;
+}
+
 static int set_main(struct config *cfg, const char *key, const char *value)
 {
 	if (!strcmp(key, "workspace"))
-		set_str(&cfg->workspace, value);
+		set_dir(&cfg->workspace, value, "workspace");
 	else if (!strcmp(key, "state_dir"))
-		set_str(&cfg->state_dir, value);
+		set_dir(&cfg->state_dir, value, "state");
 	else if (!strcmp(key, "launcher"))
 		set_str(&cfg->launcher, value);
 	else if (!strcmp(key, "log_level"))
@@ -134,6 +143,21 @@ static int parse_size_in(const char *value, uint64_t min, uint64_t max, uint64_t
 	uint64_t v;
 
 	if (config_parse_size(value, &v) < 0 || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* A tmpfs size, or "auto": derived from memory_max (config_tmp_size). */
+static int parse_tmpfs_size(const char *value, uint64_t *out)
+{
+	uint64_t v;
+
+	if (!strcmp(value, "auto")) {
+		*out = CONFIG_SIZE_AUTO;
+		return 0;
+	}
+	if (config_parse_size(value, &v) < 0 || v == CONFIG_SIZE_AUTO)
 		return -EINVAL;
 	*out = v;
 	return 0;
@@ -313,9 +337,9 @@ static int set_sandbox(struct config *cfg, const char *key, const char *value)
 			   : 0;
 	}
 	if (!strcmp(key, "tmp_size"))
-		return config_parse_size(value, &cfg->tmp_size);
+		return parse_tmpfs_size(value, &cfg->tmp_size);
 	if (!strcmp(key, "shm_size"))
-		return config_parse_size(value, &cfg->shm_size);
+		return parse_tmpfs_size(value, &cfg->shm_size);
 	if (!strcmp(key, "uid_range"))
 		return parse_id_range(value, &cfg->uid_first, &cfg->uid_last);
 	if (!strcmp(key, "workspace_max"))

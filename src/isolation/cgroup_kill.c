@@ -35,6 +35,10 @@ static void set_frozen(const struct cgroup *cg, bool on)
 	int rc = cg_is_v1() ? cg_write_file(cg->dir[0], "freezer.state", on ? "FROZEN" : "THAWED")
 			    : cg_write_file(cg->dir[0], "cgroup.freeze", on ? "1" : "0");
 
+	/* A group already removed (a terminal's, ended while the daemon stops) has nothing left to
+	 * hold back. */
+	if (rc == -ENOENT)
+		return;
 	if (rc < 0) {
 		errno = -rc;
 		log_warn("cgroup %s: %s", cg->dir[0], on ? "freeze" : "thaw");

@@ -4,11 +4,13 @@
 #include "job.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "cgroup_mem.h"
 #include "cgroup.h"
@@ -22,6 +24,14 @@
 
 /* How often a parked `ready` reader looks for a listening port. */
 #define READY_POLL_MS 50
+/* A start returns once the launcher has given the process's pid, or said it did not start, so
+ * a client reading status right after its write never meets a running process with pid 0.
+ * Bounded: a launcher being restarted can take longer, and status says starting meanwhile. */
+#define START_WAIT_MS 2000
+
+/* Taken inside the core lock (by the loop thread), never the other way round. */
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t start_cond = PTHREAD_COND_INITIALIZER;
 
 static struct job *job_of(struct session_child *c)
 {
@@ -163,9 +173,44 @@ static void job_timer_fired(struct loop_timer *t)
 	}
 }
 
+/* Loop thread, core lock held: the start is settled (its pid is known, or it ended). */
+static void settle(struct job *j)
+{
+	pthread_mutex_lock(&start_lock);
+	j->settled = true;
+	pthread_cond_broadcast(&start_cond);
+	pthread_mutex_unlock(&start_lock);
+}
+
+static void on_started_job(struct proc *p)
+{
+	settle(container_of(p, struct job, proc));
+}
+
+/* Without the core lock: until the start is settled, at most START_WAIT_MS. */
+static void await_settled(struct job *j)
+{
+	struct timespec deadline;
+
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += START_WAIT_MS / 1000;
+	deadline.tv_nsec += (START_WAIT_MS % 1000) * 1000000L;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&start_lock);
+	while (!j->settled &&
+	       pthread_cond_timedwait(&start_cond, &start_lock, &deadline) != ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&start_lock);
+}
+
 static void on_exit_job(struct proc *p, int wstatus)
 {
 	struct job *j = container_of(p, struct job, proc);
+
+	settle(j);
 
 	if (p->start_err)
 		run_set_error(j->run, p->start_err, "the launcher could not start it");
@@ -194,6 +239,10 @@ static void spawn(struct job *j, int fds[3], int cgfds[4], int ncg, int in_w)
 	session_next_env(j->c.s, &env);
 	envlist_unset(&env, "SHLVL");
 	j->proc.on_exit = on_exit_job;
+	j->proc.on_started = on_started_job;
+	pthread_mutex_lock(&start_lock);
+	j->settled = false;
+	pthread_mutex_unlock(&start_lock);
 	/* Begun before it can run: the run hooks see its changes from its first one. */
 	run_begin(j->run);
 	j->run->oom_mark = cgroup_mem_oom_kills(j->c.cg, true);
@@ -284,6 +333,7 @@ int job_start(struct job *j, const char *cmd, size_t len, unsigned *n)
 	j->run = r;
 	spawn(j, fds, cgfds, ncg, in_w);
 	core_unlock();
+	await_settled(j);
 	return 0;
 }
 
@@ -436,6 +486,8 @@ static const char *state_of(const struct job *j, int *sig)
 	*sig = 0;
 	if (!r)
 		return "idle";
+	if (j->running && !j->proc.pid)
+		return "starting"; /* the launcher has not said its pid yet */
 	if (j->running)
 		return "running";
 	/* A shell wrapper reports its killed child as 128+N: a kill we sent counts too. */

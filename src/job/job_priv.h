@@ -23,6 +23,7 @@ struct job {
 	int term_sig;  /* the signal it died of, 0 if it exited */
 	int leftovers; /* what its tree still had when it ended (killed then) */
 	struct proc proc;
+	bool settled; /* start_lock: the latest start's pid is known, or it failed (job_start) */
 	int out[2];
 	struct loop_fd *out_lf[2];
 	struct feed in;

@@ -32,6 +32,7 @@ int launch_sock = -1;
 static struct backoff restarts;
 static bool failed_start; /* the last launcher never said hello */
 static struct loop_timer restart_timer;
+static bool stopping; /* core lock: the daemon is stopping; a dead launcher stays dead */
 
 /* The seccomp filter protects the launcher and its stdin holder by their pids. */
 void launch_hello(pid_t launcher, pid_t holder)
@@ -126,7 +127,10 @@ static void launcher_died(int status)
 	 * launcher (same user) and lie about them. */
 	cgroup_kill_all();
 	launch_msg_fail_all();
-	schedule_restart(status);
+	/* While the daemon stops, its death is expected: the shutdown itself, or a signal to
+	 * every process of the service (systemd's stop of its control group). */
+	if (!stopping)
+		schedule_restart(status);
 }
 
 struct child_watch {
@@ -196,6 +200,14 @@ int launch_init(const struct launch_spec *sp, char *err, size_t errlen)
 	return 0;
 }
 
+void launch_stopping(void)
+{
+	core_lock();
+	stopping = true;
+	loop_timer_cancel(&restart_timer);
+	core_unlock();
+}
+
 void launch_shutdown(void)
 {
 	struct timespec ts = {0, 10 * 1000 * 1000};
@@ -215,4 +227,20 @@ void launch_shutdown(void)
 	log_warnx("the launcher did not exit; killing it");
 	kill(launch_pid, SIGKILL);
 	waitpid(launch_pid, &status, 0);
+}
+
+void launch_reap_all(void)
+{
+	struct timespec ts = {0, 1000 * 1000};
+
+	/* About a second: bwrap's pid 1 ends a moment after its parent (--die-with-parent). */
+	for (int i = 0; i < 1000; i++) {
+		pid_t pid = waitpid(-1, NULL, WNOHANG);
+
+		if (pid < 0 && errno != EINTR)
+			return; /* ECHILD: none left */
+		if (pid == 0)
+			nanosleep(&ts, NULL);
+	}
+	log_warnx("children of the daemon still running at its exit");
 }

@@ -16,6 +16,8 @@ struct proc {
 	/* launch_start_pty: the pty's master (nonblocking, now the owner's) when it started;
 	 * loop thread, core lock held, before any on_exit. */
 	void (*on_pty)(struct proc *p, int master);
+	/* Optional: the launcher reported its pid (p->pid); loop thread, core lock held. */
+	void (*on_started)(struct proc *p);
 	/* Loop thread, core lock held. status is a wait status. */
 	void (*on_exit)(struct proc *p, int status);
 	void *arg;
@@ -71,7 +73,13 @@ void launch_detach(struct proc *p);
 void launch_watch_child(pid_t pid, void (*cb)(void *arg, int status), void *arg);
 /* Core lock held: the launcher has failed to start more than once in a row, and is not up. */
 bool launch_failing(void);
+/* The daemon is stopping: the launcher's death is no longer logged or repaired. */
+void launch_stopping(void);
 /* Closes the socket: the launcher kills everything and exits; waits for it (bounded). */
 void launch_shutdown(void);
+/* The daemon's last step, after the loop stopped: waits (about a second at most) for every
+ * child left, the watchdog and what the subreaper inherited, so that none is left a zombie
+ * for init to reap. */
+void launch_reap_all(void);
 
 #endif

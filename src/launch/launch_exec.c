@@ -36,6 +36,9 @@ exec_launcher(const struct launch_spec *spec, int sock_fd, int err_fd)
 
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* Out of the daemon's process group: Ctrl-C on the terminal of sbxfs -f (or a kill of
+	 * its group) is the daemon's to handle, and must not kill the launcher under it. */
+	setsid();
 	for (int i = 0; i < ncg; i++)
 		if (write(cgfds[i], "0", 1) < 0)
 			dprintf(err_fd, "sbxfs: cannot join the sandbox cgroup: %s\n",

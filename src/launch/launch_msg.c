@@ -138,6 +138,8 @@ static void handle_msg(const char *buf, size_t len)
 		if (m.b) { /* fork failed: report it as an exec failure would be */
 			p->start_err = m.b;
 			proc_exited(p, 127 << 8);
+		} else if (p->on_started) {
+			p->on_started(p);
 		}
 	} else if (p && m.type == MSG_EXITED) {
 		proc_exited(p, m.a);

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/mount.h>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -32,6 +31,7 @@
 #include "session.h"
 #include "spool.h"
 #include "spool_budget.h"
+#include "state_lock.h"
 #include "uidpool.h"
 #include "watchdog.h"
 #include "wsimage.h"
@@ -42,7 +42,6 @@ extern char **environ;
 static struct config *cfg;
 static char *spool_dir;
 static char *launcher;
-static int lock_fd = -1;
 static struct identity identity;
 static bool own_uid; /* identity is from uid_range: no passwd entry on the host */
 static char **bwrap;
@@ -72,6 +71,13 @@ static int mkdir_p(const char *path, mode_t mode)
 		rc = -errno;
 	free(copy);
 	return rc;
+}
+
+/* A directory the user may not make: a config written for root (/var/lib/sbxfs), read by
+ * someone else. */
+static bool denied(int rc)
+{
+	return rc == -EACCES || rc == -EPERM || rc == -EROFS;
 }
 
 /* Spool files of an earlier daemon that died are stale: start from an empty spool. */
@@ -105,19 +111,6 @@ static char *find_helper(const char *self_exe, const char *name)
 	return xasprintf("%s/%s", SBXFS_LIBEXECDIR, name);
 }
 
-static int take_lock(const char *state_dir)
-{
-	char *path = xasprintf("%s/lock", state_dir);
-
-	lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	free(path);
-	if (lock_fd < 0)
-		return -errno;
-	if (flock(lock_fd, LOCK_EX | LOCK_NB) < 0)
-		return errno == EWOULDBLOCK ? -EBUSY : -errno;
-	return 0;
-}
-
 /* A named user as configured; else, as root, this state dir's own uid. */
 static int resolve_identity(char *err, size_t errlen)
 {
@@ -139,18 +132,17 @@ int sandbox_prepare(struct config *c, const char *self_exe, char *err, size_t er
 
 	cfg = c;
 	if ((rc = mkdir_p(cfg->workspace, 0755)) < 0) {
-		snprintf(err, errlen, "workspace %s: %s", cfg->workspace, strerror(-rc));
+		snprintf(err, errlen, "workspace %s: %s%s", cfg->workspace, strerror(-rc),
+			 denied(rc) ? " (pass --workspace DIR, a directory you can write)" : "");
 		return rc;
 	}
 	if ((rc = mkdir_p(cfg->state_dir, 0700)) < 0) {
-		snprintf(err, errlen, "state dir %s: %s", cfg->state_dir, strerror(-rc));
+		snprintf(err, errlen, "state dir %s: %s%s", cfg->state_dir, strerror(-rc),
+			 denied(rc) ? " (pass --state-dir DIR, a directory you can write)" : "");
 		return rc;
 	}
-	if ((rc = take_lock(cfg->state_dir)) < 0) {
-		snprintf(err, errlen, "state dir %s: %s", cfg->state_dir,
-			 rc == -EBUSY ? "in use by another sbxfs" : strerror(-rc));
+	if ((rc = state_lock_take(cfg->state_dir, err, errlen)) < 0)
 		return rc;
-	}
 	spool_dir = xasprintf("%s/spool", cfg->state_dir);
 	if ((rc = reset_spool(spool_dir)) < 0) {
 		snprintf(err, errlen, "spool dir %s: %s", spool_dir, strerror(-rc));
@@ -297,12 +289,12 @@ static int make_etc_ids(char *err, size_t errlen)
 static int prepare_isolation(char *err, size_t errlen)
 {
 	struct bwrap_spec bs = {
-		.bwrap = "/usr/bin/bwrap",
-		.host_network = cfg->host_network,
-		.tmp_size = cfg->tmp_size,
-		.shm_size = cfg->shm_size,
-		.uid = identity.uid,
-		.gid = identity.gid,
+	    .bwrap = "/usr/bin/bwrap",
+	    .host_network = cfg->host_network,
+	    .tmp_size = config_tmp_size(cfg),
+	    .shm_size = config_shm_size(cfg),
+	    .uid = identity.uid,
+	    .gid = identity.gid,
 	};
 	int rc;
 
@@ -421,6 +413,7 @@ int sandbox_start(const char *mnt, char *err, size_t errlen)
 	struct launch_spec ls = {.launcher = launcher};
 	int rc;
 
+	state_lock_running(); /* the daemon's pid: sandbox_prepare ran before the fork */
 	if ((rc = loop_init()) < 0) {
 		snprintf(err, errlen, "event loop: %s", strerror(-rc));
 		return rc;
@@ -468,6 +461,10 @@ int sandbox_start(const char *mnt, char *err, size_t errlen)
 
 void sandbox_stop(void)
 {
+	/* From here on, a launcher that dies was told to (or signalled with the daemon) and a
+	 * mount waiting for the state dir knows this daemon is on its way out. */
+	state_lock_stopping();
+	launch_stopping();
 	contexts_shutdown();
 	sessions_shutdown();
 	loop_stop();
@@ -488,9 +485,9 @@ void sandbox_stop(void)
 	free(git_helper);
 	free(launcher);
 	free(spool_dir);
-	if (lock_fd >= 0)
-		close(lock_fd);
+	state_lock_release();
 	/* Only now: a daemon killed while it was stopping (a bomb slowing its kills, a second
 	 * signal) leaves the rest to the watchdog, which redoes what is done harmlessly. */
 	watchdog_disarm();
+	launch_reap_all();
 }

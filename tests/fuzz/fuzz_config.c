@@ -34,6 +34,7 @@ static char *write_back(const struct config *c, size_t *len)
 	static const char *levels[] = {"error", "warn", "info", "debug"};
 	char *out;
 	char *env = xstrdup(""), *roots = xstrdup(""), *t, pids[32], cpus[40], spids[32];
+	char tmp[32] = "auto", shm[32] = "auto";
 
 	for (size_t i = 0; i < c->n_base_env; i++) {
 		const char *eq = strchr(c->base_env[i], '=');
@@ -51,12 +52,16 @@ static char *write_back(const struct config *c, size_t *len)
 	/* 0 is no limit, which these keys spell max */
 	snprintf(pids, sizeof(pids), "%llu", (unsigned long long)c->pids_max);
 	snprintf(cpus, sizeof(cpus), "%.17g", c->cpu_max);
+	if (c->tmp_size != CONFIG_SIZE_AUTO)
+		snprintf(tmp, sizeof(tmp), "%llu", (unsigned long long)c->tmp_size);
+	if (c->shm_size != CONFIG_SIZE_AUTO)
+		snprintf(shm, sizeof(shm), "%llu", (unsigned long long)c->shm_size);
 	out = xasprintf(
 	    "[sbxfs]\nworkspace=%s\nstate_dir=%s\nlauncher=%s\nlog_level=%s\ncgroup=%s\n"
 	    "[session]\nshell=%s\ntimeout_ms=%llu\nkill_grace_ms=%llu\nhistory=%u\n"
 	    "output_cap=%llu\ngit_timeout_ms=%llu\ngit_allow_private=%s\ngit_local_roots=%s\n"
 	    "[sandbox]\nisolation=%s\nuser=%s\nnetwork=%s\nidmap=%s\nmemory_max=%llu\n"
-	    "pids_max=%s\ncpu_max=%s\ntmp_size=%llu\nshm_size=%llu\n"
+	    "pids_max=%s\ncpu_max=%s\ntmp_size=%s\nshm_size=%s\n"
 	    "[workspace]\ncache=%s\ncache_timeout=%.17g\npassthrough=%s\nmount=%s\n"
 	    "host_symlinks=%s\nmax_fds=%llu\n[env]\n%s",
 	    c->workspace, c->state_dir, c->launcher, levels[c->log_level], c->cgroup, c->shell,
@@ -65,8 +70,7 @@ static char *write_back(const struct config *c, size_t *len)
 	    yes(c->git_allow_private, "yes", "no"), roots, yes(c->isolate, "bwrap", "none"),
 	    c->user, yes(c->host_network, "host", "none"), yes(c->idmap, "user", "none"),
 	    (unsigned long long)c->memory_max, c->pids_max ? pids : "max",
-	    c->cpu_max ? cpus : "max", (unsigned long long)c->tmp_size,
-	    (unsigned long long)c->shm_size, yes(c->ws_cache, "yes", "no"), c->ws_timeout,
+	    c->cpu_max ? cpus : "max", tmp, shm, yes(c->ws_cache, "yes", "no"), c->ws_timeout,
 	    yes(c->ws_passthrough, "yes", "no"), yes(c->ws_kernel, "kernel", "fuse"),
 	    yes(c->ws_symfollow, "follow", "nofollow"), (unsigned long long)c->ws_max_fds, env);
 	if (c->session_pids_pct)

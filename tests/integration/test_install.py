@@ -3,9 +3,12 @@
 `sbxfs -u` in both workspace modes; the install tree, man pages, systemd unit and deployment
 recipes are checked offline at the end of this file."""
 
+import contextlib
 import json
 import os
+import pwd
 import re
+import stat
 import shutil
 import subprocess
 import tempfile
@@ -14,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from sbxutil import (REPO_ROOT, bounded, is_mounted, isolation_none, kill_quietly,
+from sbxutil import (REPO_ROOT, all_pids, bounded, is_mounted, isolation_none, kill_quietly,
                      procs_matching, run_proc, sbxfs_binary, uniq, wait_until)
 
 
@@ -183,6 +186,29 @@ def test_bad_option_or_mount_point_fails_with_the_reason(inst):
     assert not is_mounted(inst.mnt) and not inst.pids()
 
 
+def test_memory_max_alone_mounts_and_a_tmpfs_size_that_does_not_fit_is_refused(inst):
+    """`-o memory_max=1G` and nothing else: /tmp and /dev/shm follow it (256M and 64M), so it
+    mounts and a command runs; a tmp_size set too large for it is still refused, naming both
+    sizes and where the unset one came from."""
+    base = ["--workspace", str(inst.ws), "--state-dir", str(inst.state)]
+    res = start(inst, *base, "-o", ",".join(["memory_max=1G", *inst.isolation_opts()]),
+                str(inst.mnt))
+    assert res.returncode == 0, res.stderr.decode()
+    try:
+        out = inst.run("df -k --output=size /tmp /dev/shm | tail -n 2 | tr -d ' '; echo ran")
+        assert out.endswith(b"ran\n"), out
+        if not isolation_none():
+            assert out == b"262144\n65536\nran\n", out
+    finally:
+        assert inst.unmount().returncode == 0
+    res = start(inst, *base, "-o", "memory_max=1G,tmp_size=1000M", str(inst.mnt))
+    err = res.stderr.decode()
+    assert res.returncode == 1, err
+    assert "[sandbox] tmp_size (1000M) + shm_size (64M, from memory_max) must stay below " \
+           "memory_max (1G)" in err, err
+    assert not is_mounted(inst.mnt)
+
+
 def test_failure_after_the_fork_reaches_the_starting_process(inst):
     """The daemon fails once detached (its sandbox cannot start: a launcher that exits at
     once): the starting process prints why and exits non-zero, with nothing left mounted."""
@@ -191,6 +217,73 @@ def test_failure_after_the_fork_reaches_the_starting_process(inst):
     assert res.returncode != 0, res
     assert "launcher" in res.stderr.decode(), res.stderr.decode()
     assert not is_mounted(inst.mnt)
+
+
+@contextlib.contextmanager
+def fresh_user():
+    """A user made for the test (useradd -m), and removed with its home afterwards; the
+    processes it may have left are killed by pid first, as userdel requires."""
+    name = uniq("sbxu")[:16]
+    subprocess.run(["useradd", "-m", "-s", "/bin/bash", name], check=True, timeout=30)
+    pw = pwd.getpwnam(name)
+    try:
+        yield pw
+    finally:
+        def owned():
+            return [p for p in all_pids() if os.path.exists(f"/proc/{p}")
+                    and _uid_of(p) == pw.pw_uid]
+        kill_quietly(owned())
+        wait_until(lambda: not owned(), 10, f"the processes of {name} to end")
+        subprocess.run(["userdel", "-r", name], capture_output=True, timeout=30)
+
+
+def _uid_of(pid):
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return None
+
+
+def test_a_normal_user_mounts_with_nothing_but_the_mount_point():
+    """A newcomer's first mount as a normal user: `sbxfs ~/sbx`, no option. With /dev/fuse
+    closed to them (mode 0600), it fails saying what access it needs and how to give it; with
+    /dev/fuse open as Debian has it (0666), it mounts with its workspace and state under the
+    user's XDG directories, runs a command as that user, and `sbxfs -u` unmounts."""
+    if os.geteuid() != 0:
+        pytest.skip("makes a user: needs root")
+    sbxfs = str(sbxfs_binary())
+    fuse_mode = stat.S_IMODE(os.stat("/dev/fuse").st_mode)
+    with fresh_user() as pw:
+        home = Path(pw.pw_dir)
+        mnt = home / "sbx"
+        as_user = ["setpriv", f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}", "--init-groups",
+                   "env", "-i", f"HOME={home}", f"USER={pw.pw_name}",
+                   "PATH=/usr/local/bin:/usr/bin:/bin"]
+        assert run_proc(as_user + ["mkdir", str(mnt)]).returncode == 0
+        try:
+            os.chmod("/dev/fuse", fuse_mode & ~0o066)
+            res = run_proc(as_user + [sbxfs, str(mnt)])
+            err = res.stderr.decode(errors="replace")
+            assert res.returncode == 1, err
+            assert "/dev/fuse: Permission denied: mounting as a normal user needs read and " \
+                   "write access to it" in err, err
+            assert "chmod 0666 /dev/fuse" in err, err
+            os.chmod("/dev/fuse", 0o666)
+            res = run_proc(as_user + [sbxfs, str(mnt)])
+            err = res.stderr.decode(errors="replace")
+            assert res.returncode == 0, err
+            res = run_proc(as_user + ["sh", "-c", "cd ~/sbx && echo 'echo hi; id -u' > "
+                                      "sessions/default/cmd && cat sessions/default/stdout"])
+            assert res.stdout == f"hi\n{pw.pw_uid}\n".encode(), res.stderr
+            assert (home / ".local/state/sbxfs/state/sbxfs.pid").is_file()
+            assert (home / ".local/share/sbxfs/workspace").is_dir()
+            res = run_proc(as_user + [sbxfs, "-u", str(mnt)])
+            assert res.returncode == 0, res.stderr
+            assert not is_mounted(mnt)
+        finally:
+            if is_mounted(mnt):
+                run_proc(["fusermount3", "-u", "-z", str(mnt)])
+            os.chmod("/dev/fuse", fuse_mode)
 
 
 def test_precedence_file_then_o_then_flags(inst):

@@ -157,6 +157,24 @@ def test_process_that_prints_and_exits(sbx):
     assert t0 - 5 < started <= ended < time.time() + 5, st
 
 
+def test_pid_is_known_when_the_start_returns(sbx):
+    """A client reads status right after writing cmd, as the Node and Python clients do for
+    Process.pid: 100 starts (each ended before the next), and never `pid 0` beside `state
+    running`; the close of cmd returns once the launcher has given the pid, so it is there
+    at once (`state starting` with pid 0 would stand only for a launcher that takes more than
+    two seconds)."""
+    s = sbx.new_session()
+    p = new_proc(s)
+    for i in range(100):
+        start(p, "sleep 1000")
+        st = status(p)
+        assert st["state"] in ("starting", "running"), (i, st)
+        assert (st["pid"] == "0") == (st["state"] == "starting"), (i, st)
+        assert st["state"] == "running", (i, st)
+        assert ctl(p, "kill KILL", at_close=True) == 0
+        assert exit_of(p) == 137
+
+
 def test_output_of_a_process_that_ends_at_once_is_all_there(sbx):
     """No empty or partial logs: read right after the start and again after the exit."""
     s = sbx.new_session()

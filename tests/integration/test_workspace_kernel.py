@@ -14,7 +14,7 @@ import tempfile
 import pytest
 
 from posixutil import AllowOtherMount
-from sbxutil import ConfMount, is_mounted, isolation_none, stored_owner, uniq, wait_until, started
+from sbxutil import REPO_ROOT, ConfMount, is_mounted, isolation_none, stored_owner, uniq, wait_until, started
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a kernel mount needs root")
 
@@ -109,6 +109,28 @@ def test_planted_symlink_is_not_followed_from_the_host(sbx):
     # The sandbox's own view is unchanged: links there are followed as usual.
     assert sbx.run(s, f"ln -s {name}.t {name}.rel; echo in > {name}.t; cat {name}.rel") == \
         (b"in\n", b"", 0)
+
+
+def test_a_node_modules_bin_link_fails_on_the_host_with_eloop_and_says_why(sbx):
+    """npm's layout, made in the sandbox (`node_modules/.bin/x -> ../x/cli.js`): the sandbox
+    runs it, the host's exec of it fails with ELOOP (host_symlinks = nofollow). The daemon's
+    log and docs/troubleshooting.md lead from that message to host_symlinks."""
+    s = sbx.new_session()
+    d = uniq("npm")
+    assert sbx.run(s, f"mkdir {d} && cd {d} && "
+                      "mkdir -p node_modules/.bin node_modules/x && "
+                      "printf '#!/bin/sh\\necho cli\\n' > node_modules/x/cli.js && "
+                      "chmod +x node_modules/x/cli.js && "
+                      "ln -s ../x/cli.js node_modules/.bin/x && node_modules/.bin/x") == \
+        (b"cli\n", b"", 0)
+    with pytest.raises(OSError) as e:
+        subprocess.run([str(sbx.workspace / d / "node_modules/.bin/x")], timeout=30)
+    assert e.value.errno == errno.ELOOP
+    assert "host_symlinks = nofollow: opening one fails with ELOOP" in sbx.daemon_log()
+    doc = (REPO_ROOT / "docs/troubleshooting.md").read_text()
+    entry = doc[doc.index("## `Too many levels of symbolic links`"):]
+    entry = entry[:entry.index("\n## ")]
+    assert "host_symlinks = follow" in entry and "host_symlinks = nofollow" in entry
 
 
 def test_host_symlinks_follow(own_mount):

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -46,6 +47,60 @@ static void test_defaults(void)
 	CHECK(env_of(&cfg, "PATH") != NULL);
 	CHECK(cfg.base_env[cfg.n_base_env] == NULL);
 	config_free(&cfg);
+}
+
+/* The workspace and state dir an ordinary user gets: under the XDG base directories when set
+ * (and absolute), else under HOME. */
+static bool user_defaults_ok(void)
+{
+	struct config cfg;
+	bool ok;
+
+	setenv("XDG_DATA_HOME", "/x/data", 1);
+	setenv("XDG_STATE_HOME", "/x/state", 1);
+	config_defaults(&cfg);
+	ok = !strcmp(cfg.workspace, "/x/data/sbxfs/workspace") &&
+	     !strcmp(cfg.state_dir, "/x/state/sbxfs/state");
+	config_free(&cfg);
+	setenv("XDG_STATE_HOME", "relative", 1);
+	unsetenv("XDG_DATA_HOME");
+	setenv("HOME", "/h", 1);
+	config_defaults(&cfg);
+	ok = ok && !strcmp(cfg.workspace, "/h/.local/share/sbxfs/workspace") &&
+	     !strcmp(cfg.state_dir, "/h/.local/state/sbxfs/state");
+	config_free(&cfg);
+	return ok;
+}
+
+/* Root's defaults are /var/lib/sbxfs/{workspace,state}, another user's its own (checked in a
+ * child that drops to nobody when run as root); an empty value sets the default back. */
+static void test_default_dirs(void)
+{
+	struct config cfg, def;
+	char err[256];
+	int status;
+	pid_t pid;
+
+	if (getuid() != 0) {
+		CHECK(user_defaults_ok());
+		return;
+	}
+	config_defaults(&def);
+	CHECK(!strcmp(def.workspace, "/var/lib/sbxfs/workspace"));
+	CHECK(!strcmp(def.state_dir, "/var/lib/sbxfs/state"));
+	config_defaults(&cfg);
+	CHECK(config_set(&cfg, "sbxfs", "state_dir", "/s", err, sizeof(err)) == 0);
+	CHECK(config_set(&cfg, "sbxfs", "workspace", "/w", err, sizeof(err)) == 0);
+	CHECK(config_set(&cfg, "sbxfs", "state_dir", "", err, sizeof(err)) == 0);
+	CHECK(config_set(&cfg, "sbxfs", "workspace", "", err, sizeof(err)) == 0);
+	CHECK(!strcmp(cfg.state_dir, def.state_dir) && !strcmp(cfg.workspace, def.workspace));
+	config_free(&cfg);
+	config_free(&def);
+	pid = fork();
+	if (pid == 0)
+		_exit(setgid(65534) == 0 && setuid(65534) == 0 && user_defaults_ok() ? 0 : 1);
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+	      WEXITSTATUS(status) == 0);
 }
 
 static void test_load(void)
@@ -239,6 +294,41 @@ static void test_session_memory(void)
 	config_free(&cfg);
 }
 
+/* /tmp and /dev/shm follow memory_max unless set: a natural memory_max always fits; an explicit
+ * size that does not is refused, saying which sizes were set and which derived. */
+static void test_tmpfs_sizes(void)
+{
+	struct config cfg;
+	char err[512];
+
+	config_defaults(&cfg);
+	CHECK(config_tmp_size(&cfg) == 1ull << 30 && config_shm_size(&cfg) == 256ull << 20);
+	CHECK(config_set(&cfg, "sandbox", "memory_max", "1G", err, sizeof(err)) == 0);
+	CHECK(config_tmp_size(&cfg) == 256ull << 20 && config_shm_size(&cfg) == 64ull << 20);
+	CHECK(config_check(&cfg, err, sizeof(err)) == 0);
+	for (const char *const *m = (const char *const[]){"1M", "64M", "512M", "3G", "64G", NULL};
+	     *m; m++) {
+		CHECK(config_set(&cfg, "sandbox", "memory_max", *m, err, sizeof(err)) == 0);
+		CHECK(config_check(&cfg, err, sizeof(err)) == 0);
+	}
+	CHECK(config_tmp_size(&cfg) == 1ull << 30 && config_shm_size(&cfg) == 256ull << 20);
+	CHECK(config_set(&cfg, "sandbox", "memory_max", "max", err, sizeof(err)) == 0);
+	CHECK(config_tmp_size(&cfg) == 1ull << 30 && config_shm_size(&cfg) == 256ull << 20);
+	CHECK(config_set(&cfg, "sandbox", "memory_max", "1G", err, sizeof(err)) == 0);
+	CHECK(config_set(&cfg, "sandbox", "tmp_size", "1000M", err, sizeof(err)) == 0);
+	CHECK(config_check(&cfg, err, sizeof(err)) == -EINVAL);
+	CHECK(strstr(err, "tmp_size (1000M) + shm_size (64M, from memory_max) must stay below "
+			  "memory_max (1G)") != NULL);
+	CHECK(config_set(&cfg, "sandbox", "tmp_size", "900M", err, sizeof(err)) == 0);
+	CHECK(config_check(&cfg, err, sizeof(err)) == -EINVAL);
+	CHECK(strstr(err, "below a session's memory limit, memory_max - memory_reserve (768M)"));
+	CHECK(config_set(&cfg, "sandbox", "tmp_size", "auto", err, sizeof(err)) == 0);
+	CHECK(config_check(&cfg, err, sizeof(err)) == 0);
+	CHECK(config_set(&cfg, "sandbox", "tmp_size", "18446744073709551615", err, sizeof(err)) <
+	      0);
+	config_free(&cfg);
+}
+
 /* A number, a percentage of pids_max, or max/0 for none of its own. */
 static void test_session_pids(void)
 {
@@ -298,11 +388,13 @@ static void test_not_a_number(void)
 int main(void)
 {
 	test_defaults();
+	test_default_dirs();
 	test_load();
 	test_errors();
 	test_git_policy();
 	test_uid_range_and_env_bounds();
 	test_session_memory();
+	test_tmpfs_sizes();
 	test_session_pids();
 	test_not_a_number();
 	test_long_line();

@@ -23,6 +23,9 @@ const STATIC = {
 	'/app.js': [join(here, '../public/app.js'), 'text/javascript; charset=utf-8'],
 	'/ansi.js': [join(here, '../public/ansi.js'), 'text/javascript; charset=utf-8'],
 	'/style.css': [join(here, '../public/style.css'), 'text/css; charset=utf-8'],
+	/* The page names its icon; /favicon.ico is where a browser looks without the page. */
+	'/favicon.svg': [join(here, '../public/favicon.svg'), 'image/svg+xml'],
+	'/favicon.ico': [join(here, '../public/favicon.svg'), 'image/svg+xml'],
 	'/vendor/xterm.js': [xtermJs, 'text/javascript; charset=utf-8'],
 	'/vendor/xterm.css': [join(dirname(xtermJs), '../css/xterm.css'), 'text/css; charset=utf-8'],
 	'/vendor/addon-fit.js': [fitJs, 'text/javascript; charset=utf-8'],
@@ -91,9 +94,17 @@ async function serve(auth, m, req, res) {
 	if (url.pathname.startsWith('/api/')) return handleApi(m, req, res, url.pathname.slice(5));
 	const file = Object.hasOwn(STATIC, url.pathname) ? STATIC[url.pathname] : null;
 	if (!file || (req.method !== 'GET' && req.method !== 'HEAD')) return refuse(res, 404, 'not found');
-	const body = await readFile(file[0]);
+	const body = url.pathname === '/' ? await page(m, file[0]) : await readFile(file[0]);
 	res.writeHead(200, { 'Content-Type': file[1], 'Cache-Control': 'no-cache' });
 	res.end(req.method === 'HEAD' ? undefined : body);
+}
+
+/* The page with what its first paint needs from the mount: the Contexts section, shown at once
+ * if the mount has contexts/ (app.js alone would show it only after its first requests). */
+async function page(m, file) {
+	const html = await readFile(file, 'utf8');
+	if (!(await m.hasContexts())) return html;
+	return html.replace('<section id="contexts-nav" hidden>', '<section id="contexts-nav">');
 }
 
 /* A one-time login path: sets the cookie and sends the browser to the page. */

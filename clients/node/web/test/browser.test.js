@@ -64,6 +64,31 @@ test('on loopback the page is refused until the login URL is opened; it works on
 	await other.close();
 });
 
+test('the first paint: the Contexts section is there, and the icon is served', { skip }, async (t) => {
+	if (!existsSync(join(mount.mnt, 'contexts'))) return t.skip('the mount has no contexts/ (a build without issue 14)');
+	const missing = [];
+	const onResponse = (r) => r.status() === 404 && missing.push(r.url());
+	page.on('response', onResponse);
+	/* What the page shows before app.js has had any answer from the server. */
+	await page.addInitScript(() => document.addEventListener('DOMContentLoaded', () => {
+		window.contextsAtFirstPaint = !document.querySelector('#contexts-nav').hidden;
+	}));
+	await page.goto(`${web.base}/`);
+	await page.waitForSelector('#sessions li[data-session="default"]');
+	await page.waitForLoadState('networkidle');
+	page.off('response', onResponse);
+	assert.equal(await page.evaluate(() => window.contextsAtFirstPaint), true);
+	assert.deepEqual(missing, []);
+	/* Headless chromium asks for no icon at all; a browser with tabs asks for the one the page
+	 * names, or for /favicon.ico without it: neither is a 404. */
+	const href = await page.getAttribute('link[rel="icon"]', 'href');
+	for (const path of [href, '/favicon.ico']) {
+		const res = await page.request.get(`${web.base}${path}`);
+		assert.equal(res.status(), 200, path);
+		assert.equal(res.headers()['content-type'], 'image/svg+xml', path);
+	}
+});
+
 test('create a session, run echo hi, see hi and exit 0', { skip }, async () => {
 	await page.goto(`${web.base}/`);
 	await page.fill('#new-session-id', S);
