@@ -1,6 +1,7 @@
-/* The FUSE operation table. Workspace inodes are even, control inodes odd (ino.h): each
- * request goes to workspace.c or to the control tree. Control files never answer ENOSYS, since
- * the kernel would then stop sending that operation for the whole mount, workspace included. */
+/* The FUSE operation table, and the one place that routes requests: workspace inodes are even
+ * (workspace.h), the others odd (ino.h); among those, contexts/ has its own (ctxino.h), and the
+ * root's names come from every part (root.c). Control files never answer ENOSYS, since the
+ * kernel would then stop sending that operation for the whole mount, workspace included. */
 #include "ops.h"
 
 #include <errno.h>
@@ -10,11 +11,14 @@
 
 #include "ctl.h"
 #include "ctxfs.h"
+#include "dirsnap.h"
+#include "root.h"
 #include "workspace.h"
 #include "xmalloc.h"
 
-#define WS(ino) ws_is_ino(ino)
-#define CTX(ino) ctx_is_ino(ino)
+#define WS(ino)	  ws_is_ino(ino)
+#define CTX(ino)  ctx_is_ino(ino)
+#define ROOT(ino) ((ino) == FUSE_ROOT_ID)
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
@@ -26,6 +30,8 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	if (WS(parent))
 		ws_ops.lookup(req, parent, name);
+	else if (ROOT(parent))
+		root_lookup(req, name);
 	else if (CTX(parent))
 		ctxfs_lookup(req, parent, name);
 	else
@@ -47,29 +53,16 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 	fuse_reply_none(req);
 }
 
-/* The mount's root never changes (its names are fixed), and the kernel checks its search
- * permission at every path walk through the mount: let it keep the attributes, or every
- * open or stat of a path under workspace/ costs a GETATTR of the root first. */
-#define ROOT_ATTR_TIMEOUT 3600.0
-
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct stat st;
-	int rc;
-
-	if (WS(ino)) {
+	if (WS(ino))
 		ws_ops.getattr(req, ino, fi);
-	} else if (ino == FUSE_ROOT_ID) {
-		rc = ctl_stat(ino, &st, fi, true);
-		if (rc < 0)
-			fuse_reply_err(req, -rc);
-		else
-			fuse_reply_attr(req, &st, ROOT_ATTR_TIMEOUT);
-	} else if (CTX(ino)) {
+	else if (ROOT(ino))
+		root_getattr(req, fi);
+	else if (CTX(ino))
 		ctxfs_getattr(req, ino, fi);
-	} else {
+	else
 		ctl_getattr(req, ino, fi);
-	}
 }
 
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
@@ -238,6 +231,8 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
 	if (WS(ino))
 		ws_ops.opendir(req, ino, fi);
+	else if (ROOT(ino))
+		root_opendir(req, fi);
 	else if (CTX(ino))
 		ctxfs_opendir(req, ino, fi);
 	else
@@ -249,10 +244,12 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	if (WS(ino))
 		ws_ops.readdir(req, ino, size, off, fi);
+	else if (ROOT(ino))
+		root_readdir(req, size, off, fi, false);
 	else if (CTX(ino))
 		ctxfs_readdir(req, size, off, fi, false);
 	else
-		ctl_readdir(req, ino, size, off, fi);
+		ctl_readdir(req, size, off, fi, false);
 }
 
 static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -260,20 +257,21 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 {
 	if (WS(ino))
 		ws_ops.readdirplus(req, ino, size, off, fi);
+	else if (ROOT(ino))
+		root_readdir(req, size, off, fi, true);
 	else if (CTX(ino))
 		ctxfs_readdir(req, size, off, fi, true);
 	else
-		ctl_readdirplus(req, ino, size, off, fi);
+		ctl_readdir(req, size, off, fi, true);
 }
 
 static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	/* Every listing but the workspace's is a dirsnap. */
 	if (WS(ino))
 		ws_ops.releasedir(req, ino, fi);
-	else if (CTX(ino))
-		ctxfs_releasedir(req, fi);
 	else
-		ctl_releasedir(req, ino, fi);
+		dirsnap_release(req, fi);
 }
 
 static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 
+#include "dirsnap.h"
 #include "ino.h"
 
 struct session;
@@ -23,11 +24,12 @@ void ctl_readlink(fuse_req_t req, fuse_ino_t ino);
 void ctl_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
 void ctl_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
 void ctl_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void ctl_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		 struct fuse_file_info *fi);
-void ctl_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		     struct fuse_file_info *fi);
-void ctl_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+/* readdir (plus false) or readdirplus of a directory ctl_opendir opened (a dirsnap). */
+void ctl_readdir(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi, bool plus);
+/* The entry a lookup of a control inode answers. */
+int ctl_entry(fuse_ino_t ino, struct fuse_entry_param *e);
+/* The entry readdirplus gives of a control inode. */
+void ctl_plus_fill(const struct dirsnap_entry *de, struct fuse_entry_param *e);
 /* Fills st for a control inode; -ENOENT if it no longer exists, unless held (a getattr: the
  * kernel holds the inode, maybe open). */
 int ctl_stat(fuse_ino_t ino, struct stat *st, struct fuse_file_info *fi, bool held);

@@ -20,7 +20,7 @@ static void mkdir_job(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	j = rc == 0 ? job_find(s, name) : NULL;
 	if (j) {
-		reply_entry(req, job_ino(ino_serial(parent), K_JOBDIR, job_id(j)), 0);
+		reply_entry(req, job_ino(ino_serial(parent), K_JOBDIR, job_id(j)));
 		job_unref(j);
 	} else {
 		fuse_reply_err(req, rc < 0 ? -rc : ENOENT);
@@ -36,7 +36,7 @@ static void mkdir_term(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct term *t = rc == 0 ? term_find(s, name) : NULL;
 
 	if (t) {
-		reply_entry(req, job_ino(ino_serial(parent), K_TERMDIR, term_id(t)), 0);
+		reply_entry(req, job_ino(ino_serial(parent), K_TERMDIR, term_id(t)));
 		term_unref(t);
 	} else {
 		fuse_reply_err(req, rc < 0 ? -rc : ENOENT);
@@ -68,7 +68,7 @@ static int mkdir_attempt(struct park *p)
 	if (result < 0)
 		fuse_reply_err(park_req(p), -result);
 	else
-		reply_entry(park_req(p), mr->ino, ctl_entry_timeout(K_SDIR));
+		reply_entry(park_req(p), mr->ino);
 	return 0;
 }
 

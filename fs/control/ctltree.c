@@ -10,6 +10,7 @@
 
 #include "ctl.h"
 #include "ctltree_priv.h"
+#include "nodeattr.h"
 #include "job.h"
 #include "run.h"
 #include "session.h"
@@ -64,6 +65,7 @@ const struct kind_info kinds[K_MAX] = {
 
 #define STREAM_BLKSIZE	   (512 << 10)
 #define FIXED_ATTR_TIMEOUT 3600.0
+#define FIXED_TIMEOUT	   3600.0
 
 /* The root level has no session behind it. */
 static bool root_level(enum ctl_kind k)
@@ -83,8 +85,6 @@ static mode_t kind_mode(enum ctl_kind k, unsigned run)
 {
 	return run ? (kinds[k].mode & ~(mode_t)0222) : kinds[k].mode;
 }
-
-static struct timespec mount_time;
 
 struct session *ctl_session(fuse_ino_t ino)
 {
@@ -204,17 +204,12 @@ int ctl_stat(fuse_ino_t ino, struct stat *st, struct fuse_file_info *fi, bool he
 	/* fstat on a file of a removed session comes without its handle: the kernel still
 	 * holds the inode, so it gets attributes (size 0), not ENOENT, and `cat` keeps working. */
 	open_handle = ((fi && fi->fh) || held) && is_file(k);
-	memset(st, 0, sizeof(*st));
-	st->st_ino = ino;
-	st->st_mode = kind_mode(k, ino_run(ino));
-	st->st_nlink = S_ISDIR(st->st_mode) ? 2 : 1;
-	st->st_uid = getuid();
-	st->st_gid = getgid();
+	nodeattr_init(st, ino, kind_mode(k, ino_run(ino)), NULL);
 	/* Output streams: copiers (cat, cp) size their reads by it, and one 512 KiB read is one
 	 * FUSE request instead of four. Not 1 MiB: libfuse's splice pipe (at most 1 MiB) could not
 	 * hold the reply, and each read went through a malloc'd copy (RSS 65 MiB after a stream). */
-	st->st_blksize = k == K_STDOUT || k == K_STDERR || k == K_OUTPUT ? STREAM_BLKSIZE : 4096;
-	st->st_mtim = st->st_ctim = st->st_atim = mount_time;
+	if (k == K_STDOUT || k == K_STDERR || k == K_OUTPUT)
+		st->st_blksize = STREAM_BLKSIZE;
 	if (!root_level(k)) {
 		s = ctl_session(ino);
 		/* An open file outlives its session: fstat on it still works. */
@@ -238,7 +233,7 @@ int ctl_stat(fuse_ino_t ino, struct stat *st, struct fuse_file_info *fi, bool he
 		stat_session_file(s, ino, st);
 	if (s)
 		session_unref(s);
-	st->st_blocks = (st->st_size + 511) / 512;
+	nodeattr_blocks(st);
 	return 0;
 }
 
@@ -255,19 +250,49 @@ static double attr_timeout(fuse_ino_t ino)
 		   : 0;
 }
 
-void reply_entry(fuse_req_t req, fuse_ino_t ino, double timeout)
+/* How long the kernel may keep a name. Names at the root and in sessions/ never change. A
+ * session's directory goes only by rmdir, which drops the kernel's entry itself, so it is kept:
+ * a path walk to a session's file then costs no LOOKUP. Runs, processes and terminals go on
+ * their own (history, exit), and a name removed and made again is a new one: 0. */
+static double entry_timeout(enum ctl_kind k)
+{
+	return k == K_RUNDIR || k == K_JOBDIR || k == K_JOBLINK || k == K_TERMDIR ? 0
+										  : FIXED_TIMEOUT;
+}
+
+int ctl_entry(fuse_ino_t ino, struct fuse_entry_param *e)
+{
+	int rc = ctl_stat(ino, &e->attr, NULL, false);
+
+	if (rc < 0)
+		return rc;
+	e->ino = ino;
+	e->entry_timeout = entry_timeout(ino_kind(ino));
+	e->attr_timeout = attr_timeout(ino);
+	return 0;
+}
+
+/* Readdirplus entries count a lookup too, but give no attribute timeout (a getattr does). */
+void ctl_plus_fill(const struct dirsnap_entry *de, struct fuse_entry_param *e)
+{
+	struct stat st;
+
+	if (ctl_stat(de->ino, &st, NULL, false) < 0)
+		return;
+	e->attr = st;
+	e->ino = de->ino;
+	e->entry_timeout = entry_timeout(ino_kind(de->ino));
+}
+
+void reply_entry(fuse_req_t req, fuse_ino_t ino)
 {
 	struct fuse_entry_param e = {0};
-	int rc = ctl_stat(ino, &e.attr, NULL, false);
+	int rc = ctl_entry(ino, &e);
 
-	if (rc < 0) {
+	if (rc < 0)
 		fuse_reply_err(req, -rc);
-		return;
-	}
-	e.ino = ino;
-	e.entry_timeout = timeout;
-	e.attr_timeout = attr_timeout(ino);
-	fuse_reply_entry(req, &e);
+	else
+		fuse_reply_entry(req, &e);
 }
 
 void ctl_readlink(fuse_req_t req, fuse_ino_t ino)
@@ -298,21 +323,11 @@ void ctl_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 void ctl_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		 struct fuse_file_info *fi)
 {
-	const int harmless = FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |
-			     FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME;
 	mode_t mode = kind_mode(ino_kind(ino) < K_MAX ? ino_kind(ino) : K_ROOT, ino_run(ino));
 
-	/* `echo x > cmd` truncates and `touch` sets times: accept both as no-ops on the files one
-	 * writes to. Read-only files refuse even root. */
-	if (!S_ISREG(mode) || !(mode & S_IWUSR) || (to_set & ~harmless) ||
-	    ((to_set & FUSE_SET_ATTR_SIZE) && attr->st_size != 0)) {
+	if (!nodeattr_settable(mode, attr, to_set)) {
 		fuse_reply_err(req, EPERM);
 		return;
 	}
 	ctl_getattr(req, ino, fi);
-}
-
-__attribute__((constructor)) static void ctltree_init(void)
-{
-	clock_gettime(CLOCK_REALTIME, &mount_time);
 }

@@ -18,7 +18,7 @@ struct kind_info {
 
 extern const struct kind_info kinds[K_MAX];
 
-void reply_entry(fuse_req_t req, fuse_ino_t ino, double timeout);
-double ctl_entry_timeout(enum ctl_kind k);
+/* Replies the entry a lookup of ino answers (ctl_entry). */
+void reply_entry(fuse_req_t req, fuse_ino_t ino);
 
 #endif
