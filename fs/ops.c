@@ -1,7 +1,9 @@
-/* The FUSE operation table, and the one place that routes requests: workspace inodes are even
- * (workspace.h), the others odd (ino.h); among those, contexts/ has its own (ctxino.h), and the
- * root's names come from every part (root.c). Control files never answer ENOSYS, since the
- * kernel would then stop sending that operation for the whole mount, workspace included. */
+/* The FUSE operation table, and the one place that routes requests to the part that serves the
+ * inode: workspace inodes are even (workspace.h), the others odd; among those, contexts/ has
+ * its own (ctxino.h), the control tree's number says a kind (ino.h) and terms/'s kinds go to
+ * fs/terms, and the root's names come from every part (root.c). Files of ours never answer
+ * ENOSYS, since the kernel would then stop sending that operation for the whole mount,
+ * workspace included. */
 #include "ops.h"
 
 #include <errno.h>
@@ -13,12 +15,15 @@
 #include "ctxfs.h"
 #include "dirsnap.h"
 #include "root.h"
+#include "termfs.h"
 #include "workspace.h"
 #include "xmalloc.h"
 
 #define WS(ino)	  ws_is_ino(ino)
 #define CTX(ino)  ctx_is_ino(ino)
 #define ROOT(ino) ((ino) == FUSE_ROOT_ID)
+/* Only once WS and CTX said no: their numbers say no kind of the control tree. */
+#define TERM(ino) ino_is_term(ino)
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
@@ -34,6 +39,8 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		root_lookup(req, name);
 	else if (CTX(parent))
 		ctxfs_lookup(req, parent, name);
+	else if (TERM(parent))
+		termfs_lookup(req, parent, name);
 	else
 		ctl_lookup(req, parent, name);
 }
@@ -61,6 +68,8 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		root_getattr(req, fi);
 	else if (CTX(ino))
 		ctxfs_getattr(req, ino, fi);
+	else if (TERM(ino))
+		termfs_getattr(req, ino, fi);
 	else
 		ctl_getattr(req, ino, fi);
 }
@@ -72,6 +81,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		ws_ops.setattr(req, ino, attr, to_set, fi);
 	else if (CTX(ino))
 		ctxfs_setattr(req, ino, attr, to_set, fi);
+	else if (TERM(ino))
+		termfs_setattr(req, ino, attr, to_set, fi);
 	else
 		ctl_setattr(req, ino, attr, to_set, fi);
 }
@@ -80,8 +91,8 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 {
 	if (WS(ino))
 		ws_ops.readlink(req, ino);
-	else if (CTX(ino))
-		fuse_reply_err(req, EINVAL);
+	else if (CTX(ino) || TERM(ino))
+		fuse_reply_err(req, EINVAL); /* no links there */
 	else
 		ctl_readlink(req, ino);
 }
@@ -101,8 +112,10 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 		ws_ops.mkdir(req, parent, name, mode);
 	else if (CTX(parent))
 		ctxfs_mkdir(req, parent, name);
+	else if (TERM(parent))
+		termfs_mkdir(req, parent, name);
 	else
-		ctl_mkdir(req, parent, name, mode);
+		ctl_mkdir(req, parent, name);
 }
 
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -119,6 +132,8 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		ws_ops.rmdir(req, parent, name);
 	else if (CTX(parent))
 		ctxfs_rmdir(req, parent, name);
+	else if (TERM(parent))
+		termfs_rmdir(req, parent, name);
 	else
 		ctl_rmdir(req, parent, name);
 }
@@ -154,6 +169,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		ws_ops.open(req, ino, fi);
 	else if (CTX(ino))
 		ctxfile_open(req, ino, fi);
+	else if (TERM(ino))
+		termfile_open(req, ino, fi);
 	else
 		ctl_open(req, ino, fi);
 }
@@ -165,11 +182,25 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		ws_ops.read(req, ino, size, off, fi);
 	else if (CTX(ino))
 		ctxfile_read(req, size, off, fi);
+	else if (TERM(ino))
+		termfile_read(req, size, off, fi);
 	else
-		ctl_read(req, ino, size, off, fi);
+		ctl_read(req, size, off, fi);
 }
 
-/* Control files want the bytes in memory; the workspace takes the buffer as it comes. */
+/* Our files want the bytes in memory. */
+static void write_mem(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+		      struct fuse_file_info *fi)
+{
+	if (CTX(ino))
+		ctxfile_write(req, buf, size, fi);
+	else if (TERM(ino))
+		termfile_write(req, buf, size, fi);
+	else
+		ctl_write(req, buf, size, fi);
+}
+
+/* The workspace takes the buffer as it comes. */
 static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t off,
 			 struct fuse_file_info *fi)
 {
@@ -182,20 +213,15 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 		return;
 	}
 	if (in->count == 1 && !(in->buf[0].flags & FUSE_BUF_IS_FD)) {
-		if (CTX(ino))
-			ctxfile_write(req, in->buf[0].mem, in->buf[0].size, fi);
-		else
-			ctl_write(req, ino, in->buf[0].mem, in->buf[0].size, off, fi);
+		write_mem(req, ino, in->buf[0].mem, in->buf[0].size, fi);
 		return;
 	}
 	mem.buf[0].mem = xmalloc(size);
 	n = fuse_buf_copy(&mem, in, 0);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
-	else if (CTX(ino))
-		ctxfile_write(req, mem.buf[0].mem, (size_t)n, fi);
 	else
-		ctl_write(req, ino, mem.buf[0].mem, (size_t)n, off, fi);
+		write_mem(req, ino, mem.buf[0].mem, (size_t)n, fi);
 	free(mem.buf[0].mem);
 }
 
@@ -205,8 +231,10 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		ws_ops.flush(req, ino, fi);
 	else if (CTX(ino))
 		ctxfile_flush(req, fi);
+	else if (TERM(ino))
+		termfile_flush(req, fi);
 	else
-		ctl_flush(req, ino, fi);
+		ctl_flush(req, fi);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -215,8 +243,10 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		ws_ops.release(req, ino, fi);
 	else if (CTX(ino))
 		ctxfile_release(req, fi);
+	else if (TERM(ino))
+		termfile_release(req, fi);
 	else
-		ctl_release(req, ino, fi);
+		ctl_release(req, fi);
 }
 
 static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
@@ -235,6 +265,8 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		root_opendir(req, fi);
 	else if (CTX(ino))
 		ctxfs_opendir(req, ino, fi);
+	else if (TERM(ino))
+		termfs_opendir(req, ino, fi);
 	else
 		ctl_opendir(req, ino, fi);
 }
@@ -248,6 +280,8 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		root_readdir(req, size, off, fi, false);
 	else if (CTX(ino))
 		ctxfs_readdir(req, size, off, fi, false);
+	else if (TERM(ino))
+		termfs_readdir(req, size, off, fi, false);
 	else
 		ctl_readdir(req, size, off, fi, false);
 }
@@ -261,6 +295,8 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 		root_readdir(req, size, off, fi, true);
 	else if (CTX(ino))
 		ctxfs_readdir(req, size, off, fi, true);
+	else if (TERM(ino))
+		termfs_readdir(req, size, off, fi, true);
 	else
 		ctl_readdir(req, size, off, fi, true);
 }
@@ -347,18 +383,18 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 static void op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		    struct fuse_pollhandle *ph)
 {
-	if (CTX(ino)) {
+	if (WS(ino)) {
+		/* Regular files are always ready, as on a local filesystem. */
+		if (ph)
+			fuse_pollhandle_destroy(ph);
+		fuse_reply_poll(req, POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM);
+	} else if (CTX(ino)) {
 		ctxfile_poll(req, fi, ph);
-		return;
+	} else if (TERM(ino)) {
+		termfile_poll(req, fi, ph);
+	} else {
+		ctl_poll(req, fi, ph);
 	}
-	if (!WS(ino)) {
-		ctl_poll(req, ino, fi, ph);
-		return;
-	}
-	/* Regular files are always ready, as on a local filesystem. */
-	if (ph)
-		fuse_pollhandle_destroy(ph);
-	fuse_reply_poll(req, POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM);
 }
 
 static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,

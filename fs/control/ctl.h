@@ -21,7 +21,7 @@ void ctl_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void ctl_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		 struct fuse_file_info *fi);
 void ctl_readlink(fuse_req_t req, fuse_ino_t ino);
-void ctl_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
+void ctl_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name);
 void ctl_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
 void ctl_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 /* readdir (plus false) or readdirplus of a directory ctl_opendir opened (a dirsnap). */
@@ -38,13 +38,11 @@ struct session *ctl_session(fuse_ino_t ino);
 
 /* ctlfile.c, ctlread.c, ctlwrite.c */
 void ctl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void ctl_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
-void ctl_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
-	       struct fuse_file_info *fi);
-void ctl_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void ctl_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void ctl_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
-	      struct fuse_pollhandle *ph);
+void ctl_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi);
+void ctl_write(fuse_req_t req, const char *buf, size_t size, struct fuse_file_info *fi);
+void ctl_flush(fuse_req_t req, struct fuse_file_info *fi);
+void ctl_release(fuse_req_t req, struct fuse_file_info *fi);
+void ctl_poll(fuse_req_t req, struct fuse_file_info *fi, struct fuse_pollhandle *ph);
 /* Size and mtime the file shows through an open handle (fstat), if fi is one of ours. */
 int ctlfile_stat(struct fuse_file_info *fi, struct stat *st);
 
@@ -54,17 +52,6 @@ int ctl_rendered_size(fuse_ino_t ino, struct session *s, off_t *size);
 
 /* Frees handles the kernel never released (it sends no RELEASE after unmount). */
 void ctlfile_shutdown(void);
-
-/* termfile.c: a terminal's open files (the kinds ino_is_term says). */
-void termfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void termfile_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi);
-void termfile_write(fuse_req_t req, const char *buf, size_t size, struct fuse_file_info *fi);
-void termfile_flush(fuse_req_t req, struct fuse_file_info *fi);
-void termfile_release(fuse_req_t req, struct fuse_file_info *fi);
-void termfile_poll(fuse_req_t req, struct fuse_file_info *fi, struct fuse_pollhandle *ph);
-/* Size of a terminal's file now (what a read from 0 would give, or the output's end). */
-void termfile_stat(fuse_ino_t ino, struct session *s, struct stat *st);
-void termfile_shutdown(void);
 
 /* readme.c */
 extern const char readme_text[];

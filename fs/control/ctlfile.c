@@ -51,7 +51,6 @@ static void fh_free(struct fhandle *h)
 void ctlfile_shutdown(void)
 {
 	fhandle_shutdown(&open_files);
-	termfile_shutdown();
 }
 
 /* The text of a file rendered whole when opened (and when stat'ed, for its size), or NULL for
@@ -269,10 +268,6 @@ void ctl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct ctlfh *fh;
 	int rc = 0;
 
-	if (ino_is_term(ino)) {
-		termfile_open(req, ino, fi);
-		return;
-	}
 	if (k >= K_MAX || is_dir(k) || k == K_TERMS) {
 		fuse_reply_err(req, k >= K_MAX ? ENOENT : EISDIR);
 		return;
@@ -310,14 +305,10 @@ void ctl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_open(req, fi);
 }
 
-void ctl_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+void ctl_release(fuse_req_t req, struct fuse_file_info *fi)
 {
 	struct ctlfh *fh = fh_of(fi);
 
-	if (ino_is_term(ino)) {
-		termfile_release(req, fi);
-		return;
-	}
 	flush_pending(fh);
 	fhandle_release(&fh->h);
 	fuse_reply_err(req, 0);

@@ -1,5 +1,5 @@
-/* The control tree's mkdir and rmdir: sessions (answered once their shell is up or gone),
- * processes and terminals. */
+/* The control tree's mkdir and rmdir: sessions (answered once their shell is up or gone) and
+ * processes. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +9,6 @@
 #include "job.h"
 #include "park.h"
 #include "session.h"
-#include "term.h"
 #include "xmalloc.h"
 
 static void mkdir_job(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -22,22 +21,6 @@ static void mkdir_job(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (j) {
 		reply_entry(req, job_ino(ino_serial(parent), K_JOBDIR, job_id(j)));
 		job_unref(j);
-	} else {
-		fuse_reply_err(req, rc < 0 ? -rc : ENOENT);
-	}
-	if (s)
-		session_unref(s);
-}
-
-static void mkdir_term(fuse_req_t req, fuse_ino_t parent, const char *name)
-{
-	struct session *s = ctl_session(parent);
-	int rc = s ? term_create(s, name) : -ENOENT;
-	struct term *t = rc == 0 ? term_find(s, name) : NULL;
-
-	if (t) {
-		reply_entry(req, job_ino(ino_serial(parent), K_TERMDIR, term_id(t)));
-		term_unref(t);
 	} else {
 		fuse_reply_err(req, rc < 0 ? -rc : ENOENT);
 	}
@@ -72,18 +55,13 @@ static int mkdir_attempt(struct park *p)
 	return 0;
 }
 
-void ctl_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+void ctl_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct mkdir_req *mr;
 	struct ticket *ready;
 	struct session *s;
 	int rc;
 
-	(void)mode;
-	if (ino_kind(parent) == K_TERMS) {
-		mkdir_term(req, parent, name);
-		return;
-	}
 	if (ino_kind(parent) == K_JOBS) {
 		if (strcmp(name, "ctl") == 0)
 			fuse_reply_err(req, EEXIST); /* procs/ctl is a file */
@@ -127,16 +105,6 @@ void ctl_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct ticket *gone;
 	int rc;
 
-	if (ino_kind(parent) == K_TERMS) {
-		struct session *s = ctl_session(parent);
-
-		/* answered once its tree is gone */
-		rc = s ? term_remove(s, name) : -ENOENT;
-		fuse_reply_err(req, -rc);
-		if (s)
-			session_unref(s);
-		return;
-	}
 	if (ino_kind(parent) == K_JOBS) {
 		struct session *s = ctl_session(parent);
 

@@ -13,7 +13,6 @@
 #include "job.h"
 #include "run.h"
 #include "session.h"
-#include "term.h"
 #include "xmalloc.h"
 
 /* Builds an inode of the same owner (session, run or background process) as ino. */
@@ -49,22 +48,6 @@ static void lookup_file(fuse_req_t req, fuse_ino_t parent, const char *name, int
 		}
 	}
 	fuse_reply_err(req, ENOENT);
-}
-
-static void lookup_term(fuse_req_t req, fuse_ino_t parent, const char *name)
-{
-	struct session *s = ctl_session(parent);
-	struct term *t = s ? term_find(s, name) : NULL;
-
-	if (!t) {
-		fuse_reply_err(req, ENOENT);
-	} else {
-		/* Timeout 0: a name removed and made again is a new terminal. */
-		reply_entry(req, job_ino(ino_serial(parent), K_TERMDIR, term_id(t)));
-		term_unref(t);
-	}
-	if (s)
-		session_unref(s);
 }
 
 static void lookup_job(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -159,12 +142,6 @@ void ctl_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	case K_ALLJOBS:
 		lookup_joblink(req, name);
 		break;
-	case K_TERMS:
-		lookup_term(req, parent, name);
-		break;
-	case K_TERMDIR:
-		lookup_file(req, parent, name, IN_TERM);
-		break;
 	default:
 		fuse_reply_err(req, ENOTDIR);
 	}
@@ -236,21 +213,6 @@ static void snap_jobs(struct dirsnap *d, fuse_ino_t ino)
 		session_unref(s);
 }
 
-static void snap_terms(struct dirsnap *d, fuse_ino_t ino)
-{
-	struct session *s = ctl_session(ino);
-	struct term_info *v;
-	size_t n;
-
-	if (!s)
-		return;
-	n = term_list(s, &v);
-	for (size_t i = 0; i < n; i++)
-		dirsnap_add(d, v[i].name, job_ino(ino_serial(ino), K_TERMDIR, v[i].id), S_IFDIR);
-	free(v);
-	session_unref(s);
-}
-
 static fuse_ino_t parent_of(fuse_ino_t ino)
 {
 	switch (ino_kind(ino)) {
@@ -264,10 +226,6 @@ static fuse_ino_t parent_of(fuse_ino_t ino)
 		return ctl_ino(ino_serial(ino), K_SDIR, 0);
 	case K_JOBDIR:
 		return ctl_ino(ino_serial(ino), K_JOBS, 0);
-	case K_TERMS:
-		return ctl_ino(ino_serial(ino), K_SDIR, 0);
-	case K_TERMDIR:
-		return ctl_ino(ino_serial(ino), K_TERMS, 0);
 	default:
 		return ctl_ino(0, K_ROOT, 0);
 	}
@@ -294,14 +252,8 @@ void ctl_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		snap_runs(d, ino);
 	} else if (k == K_JOBS || k == K_ALLJOBS) {
 		snap_jobs(d, ino);
-	} else if (k == K_TERMS) {
-		snap_terms(d, ino);
 	} else {
-		snap_files(d, ino,
-			   k == K_SDIR	    ? IN_SESSION
-			   : k == K_RUNDIR  ? IN_RUN
-			   : k == K_TERMDIR ? IN_TERM
-					    : IN_JOB);
+		snap_files(d, ino, k == K_SDIR ? IN_SESSION : k == K_RUNDIR ? IN_RUN : IN_JOB);
 	}
 	dirsnap_open(req, d, fi);
 }

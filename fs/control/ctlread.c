@@ -106,15 +106,11 @@ static int read_answer(fuse_req_t req, struct ctlfh *fh, size_t size)
 	return 0;
 }
 
-void ctl_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+void ctl_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct ctlfh *fh = fh_of(fi);
 	int rc;
 
-	if (ino_is_term(ino)) {
-		termfile_read(req, size, off, fi);
-		return;
-	}
 	if (fh->handle && (rc = read_answer(req, fh, size)) != -ENODATA) {
 		if (rc < 0)
 			fuse_reply_err(req, -rc);
@@ -143,17 +139,12 @@ static bool poll_ready(struct fhandle *h, struct waiter *w)
 	return run_poll(fh->run, stream_of(fh->kind), fh->pos, w);
 }
 
-void ctl_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
-	      struct fuse_pollhandle *ph)
+void ctl_poll(fuse_req_t req, struct fuse_file_info *fi, struct fuse_pollhandle *ph)
 {
 	struct ctlfh *fh = fh_of(fi);
 	unsigned revents = POLLIN | POLLRDNORM;
 	bool pollable;
 
-	if (ino_is_term(ino)) {
-		termfile_poll(req, fi, ph);
-		return;
-	}
 	if (fh->writable)
 		revents |= POLLOUT | POLLWRNORM;
 	pollable = fh->run && (is_stream(fh->kind) || fh->kind == K_EXIT || fh->kind == K_RESULT);

@@ -14,53 +14,42 @@
 #include "job.h"
 #include "run.h"
 #include "session.h"
-#include "term.h"
 #include "xmalloc.h"
 
 const struct kind_info kinds[K_MAX] = {
-	[K_ROOT] = {"", S_IFDIR | 0755, 0},
-	[K_README] = {"README", S_IFREG | 0444, 0},
-	[K_LIMITS] = {"limits", S_IFREG | 0444, 0},
-	[K_SESSIONS] = {"sessions", S_IFDIR | 0755, 0},
-	[K_CLONE] = {"clone", S_IFREG | 0444, 0},
-	[K_SDIR] = {"", S_IFDIR | 0755, 0},
-	[K_RUNS] = {"runs", S_IFDIR | 0755, IN_SESSION},
-	[K_RUNDIR] = {"", S_IFDIR | 0755, 0},
-	[K_CMD] = {"cmd", S_IFREG | 0644, IN_SESSION | IN_RUN | IN_JOB},
-	[K_STDOUT] = {"stdout", S_IFREG | 0444, IN_SESSION | IN_RUN | IN_JOB},
-	[K_STDERR] = {"stderr", S_IFREG | 0444, IN_SESSION | IN_RUN | IN_JOB},
-	[K_EXIT] = {"exit", S_IFREG | 0444, IN_SESSION | IN_RUN | IN_JOB},
-	[K_STATUS] = {"status", S_IFREG | 0444, IN_SESSION | IN_RUN | IN_JOB},
-	[K_ENV] = {"env", S_IFREG | 0644, IN_SESSION},
-	[K_CWD] = {"cwd", S_IFREG | 0644, IN_SESSION},
-	[K_TIMEOUT] = {"timeout", S_IFREG | 0644, IN_SESSION},
-	[K_CTL] = {"ctl", S_IFREG | 0200, IN_SESSION | IN_JOB},
-	[K_STDIN] = {"stdin", S_IFREG | 0200, IN_SESSION | IN_JOB},
-	[K_JOBS] = {"procs", S_IFDIR | 0755, IN_SESSION},
-	[K_JOBDIR] = {"", S_IFDIR | 0755, 0},
-	[K_SIGNAL] = {"signal", S_IFREG | 0200, IN_JOB},
-	[K_PORTS] = {"ports", S_IFREG | 0444, IN_JOB},
-	[K_READY] = {"ready", S_IFREG | 0444, IN_JOB},
-	[K_ALLJOBS] = {"procs", S_IFDIR | 0755, 0},
-	[K_JOBLINK] = {"", S_IFLNK | 0777, 0},
-	[K_CHECKOUT] = {"checkout", S_IFREG | 0644, IN_SESSION},
-	[K_RESULT] = {"result", S_IFREG | 0444, IN_SESSION | IN_RUN},
-	[K_OUTPUT] = {"output", S_IFREG | 0444, IN_SESSION | IN_RUN | IN_JOB},
-	[K_JOBSCTL] = {"ctl", S_IFREG | 0200, 0},
-	[K_ALLJOBSCTL] = {"ctl", S_IFREG | 0200, 0},
-	[K_ROOTENV] = {"env", S_IFREG | 0644, 0},
-	[K_TERMS] = {"terms", S_IFDIR | 0755, IN_SESSION},
-	[K_TERMDIR] = {"", S_IFDIR | 0755, 0},
-	[K_TCMD] = {"cmd", S_IFREG | 0644, IN_TERM},
-	[K_TIN] = {"in", S_IFREG | 0200, IN_TERM},
-	[K_TOUT] = {"out", S_IFREG | 0444, IN_TERM},
-	[K_TSCREEN] = {"screen", S_IFREG | 0444, IN_TERM},
-	[K_TSIZE] = {"size", S_IFREG | 0644, IN_TERM},
-	[K_TCTL] = {"ctl", S_IFREG | 0200, IN_TERM},
-	[K_TEXIT] = {"exit", S_IFREG | 0444, IN_TERM},
-	[K_TWAIT] = {"wait", S_IFREG | 0644, IN_TERM},
-	[K_TSTATUS] = {"status", S_IFREG | 0444, IN_TERM},
-	[K_TTY] = {"tty", S_IFREG | 0644, IN_JOB},
+    [K_ROOT] = {"", S_IFDIR | 0755, 0},
+    [K_README] = {"README", S_IFREG | 0444, 0},
+    [K_LIMITS] = {"limits", S_IFREG | 0444, 0},
+    [K_SESSIONS] = {"sessions", S_IFDIR | 0755, 0},
+    [K_CLONE] = {"clone", S_IFREG | 0444, 0},
+    [K_SDIR] = {"", S_IFDIR | 0755, 0},
+    [K_RUNS] = {"runs", S_IFDIR | 0755, IN_SESSION},
+    [K_RUNDIR] = {"", S_IFDIR | 0755, 0},
+    [K_CMD] = {"cmd", S_IFREG | 0644, IN_SESSION | IN_RUN | IN_JOB},
+    [K_STDOUT] = {"stdout", S_IFREG | 0444, IN_SESSION | IN_RUN | IN_JOB},
+    [K_STDERR] = {"stderr", S_IFREG | 0444, IN_SESSION | IN_RUN | IN_JOB},
+    [K_EXIT] = {"exit", S_IFREG | 0444, IN_SESSION | IN_RUN | IN_JOB},
+    [K_STATUS] = {"status", S_IFREG | 0444, IN_SESSION | IN_RUN | IN_JOB},
+    [K_ENV] = {"env", S_IFREG | 0644, IN_SESSION},
+    [K_CWD] = {"cwd", S_IFREG | 0644, IN_SESSION},
+    [K_TIMEOUT] = {"timeout", S_IFREG | 0644, IN_SESSION},
+    [K_CTL] = {"ctl", S_IFREG | 0200, IN_SESSION | IN_JOB},
+    [K_STDIN] = {"stdin", S_IFREG | 0200, IN_SESSION | IN_JOB},
+    [K_JOBS] = {"procs", S_IFDIR | 0755, IN_SESSION},
+    [K_JOBDIR] = {"", S_IFDIR | 0755, 0},
+    [K_SIGNAL] = {"signal", S_IFREG | 0200, IN_JOB},
+    [K_PORTS] = {"ports", S_IFREG | 0444, IN_JOB},
+    [K_READY] = {"ready", S_IFREG | 0444, IN_JOB},
+    [K_ALLJOBS] = {"procs", S_IFDIR | 0755, 0},
+    [K_JOBLINK] = {"", S_IFLNK | 0777, 0},
+    [K_CHECKOUT] = {"checkout", S_IFREG | 0644, IN_SESSION},
+    [K_RESULT] = {"result", S_IFREG | 0444, IN_SESSION | IN_RUN},
+    [K_OUTPUT] = {"output", S_IFREG | 0444, IN_SESSION | IN_RUN | IN_JOB},
+    [K_JOBSCTL] = {"ctl", S_IFREG | 0200, 0},
+    [K_ALLJOBSCTL] = {"ctl", S_IFREG | 0200, 0},
+    [K_ROOTENV] = {"env", S_IFREG | 0644, 0},
+    /* served by fs/terms, which answers the same attributes as a session's directory has */
+    [K_TERMS] = {"terms", S_IFDIR | 0755, IN_SESSION},
 };
 
 #define STREAM_BLKSIZE	   (512 << 10)
@@ -168,15 +157,7 @@ static int check_exists(struct session *s, fuse_ino_t ino)
 {
 	struct run *r;
 	struct job *j;
-	struct term *t;
 
-	if (ino_is_term(ino)) {
-		t = term_find_id(s, ino_term(ino));
-		if (!t)
-			return -ENOENT;
-		term_unref(t);
-		return 0;
-	}
 	if (ino_job(ino)) {
 		j = job_find_id(s, ino_job(ino));
 		if (!j)
@@ -199,7 +180,7 @@ int ctl_stat(fuse_ino_t ino, struct stat *st, struct fuse_file_info *fi, bool he
 	struct session *s = NULL;
 	bool open_handle;
 
-	if (k >= K_MAX)
+	if (k >= K_MAX || !kinds[k].mode)
 		return -ENOENT;
 	/* fstat on a file of a removed session comes without its handle: the kernel still
 	 * holds the inode, so it gets attributes (size 0), not ENOENT, and `cat` keeps working. */
@@ -223,9 +204,7 @@ int ctl_stat(fuse_ino_t ino, struct stat *st, struct fuse_file_info *fi, bool he
 	}
 	if (k == K_README)
 		st->st_size = (off_t)strlen(readme_text);
-	else if (s && ino_is_term(ino))
-		termfile_stat(ino, s, st);
-	else if (open_handle && fi && fi->fh && !ino_is_term(ino) && ctlfile_stat(fi, st) == 0)
+	else if (open_handle && fi && fi->fh && ctlfile_stat(fi, st) == 0)
 		;
 	else if (ctl_rendered_size(ino, s, &st->st_size) == 0)
 		;
@@ -237,7 +216,7 @@ int ctl_stat(fuse_ino_t ino, struct stat *st, struct fuse_file_info *fi, bool he
 	return 0;
 }
 
-/* Directories other than a terminal's have attributes fixed for their life (mode, owner, size 0,
+/* Directories have attributes fixed for their life (mode, owner, size 0,
  * the mount's or their session's time): the kernel may keep them, and a path walk then asks
  * for them once instead of at every component. Files keep 0: their sizes are true ones. */
 static double attr_timeout(fuse_ino_t ino)
@@ -256,8 +235,7 @@ static double attr_timeout(fuse_ino_t ino)
  * their own (history, exit), and a name removed and made again is a new one: 0. */
 static double entry_timeout(enum ctl_kind k)
 {
-	return k == K_RUNDIR || k == K_JOBDIR || k == K_JOBLINK || k == K_TERMDIR ? 0
-										  : FIXED_TIMEOUT;
+	return k == K_RUNDIR || k == K_JOBDIR || k == K_JOBLINK ? 0 : FIXED_TIMEOUT;
 }
 
 int ctl_entry(fuse_ino_t ino, struct fuse_entry_param *e)

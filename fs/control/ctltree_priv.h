@@ -8,7 +8,7 @@
 #include "ctl.h"
 
 /* where: which directories hold the file: a session's, a run's, a background process's. */
-enum { IN_SESSION = 1, IN_RUN = 2, IN_JOB = 4, IN_TERM = 8 };
+enum { IN_SESSION = 1, IN_RUN = 2, IN_JOB = 4 };
 
 struct kind_info {
 	const char *name;

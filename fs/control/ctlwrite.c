@@ -323,18 +323,12 @@ static ssize_t stdin_write(struct fhandle *h, const char *buf, size_t size, stru
 		       : session_stdin_write(fh->s, buf, size, w);
 }
 
-void ctl_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
-	       struct fuse_file_info *fi)
+void ctl_write(fuse_req_t req, const char *buf, size_t size, struct fuse_file_info *fi)
 {
 	struct ctlfh *fh = fh_of(fi);
 	struct ticket *t;
 	int rc = -EBADF;
 
-	(void)off;
-	if (ino_is_term(ino)) {
-		termfile_write(req, buf, size, fi);
-		return;
-	}
 	if (fh->kind == K_STDIN) {
 		fhandle_write(req, &fh->h, buf, size, 0, stdin_write);
 		return;
@@ -446,16 +440,12 @@ int flush_pending(struct ctlfh *fh)
 	return rc;
 }
 
-void ctl_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+void ctl_flush(fuse_req_t req, struct fuse_file_info *fi)
 {
 	struct ctlfh *fh = fh_of(fi);
 	struct ticket *t;
 	int rc;
 
-	if (ino_is_term(ino)) {
-		termfile_flush(req, fi);
-		return;
-	}
 	if (fh->kind == K_CWD) {
 		/* a path without its newline goes at close, which answers when the shell did it */
 		pthread_mutex_lock(&fh->h.lock);

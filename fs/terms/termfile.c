@@ -14,12 +14,13 @@
 #include <string.h>
 #include <sys/queue.h>
 
-#include "ctl.h"
 #include "fhandle.h"
 #include "loop.h"
 #include "reply.h"
 #include "session.h"
 #include "term.h"
+#include "termfs.h"
+#include "termkind.h"
 #include "xmalloc.h"
 
 /* a ctl or size write longer than any line it takes */
@@ -151,7 +152,7 @@ void termfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	bool writing = (fi->flags & O_ACCMODE) != O_RDONLY;
 	struct termfh *fh;
 
-	if (k == K_TERMDIR) {
+	if (S_ISDIR(term_kinds[k].mode)) {
 		fuse_reply_err(req, EISDIR);
 		return;
 	}
@@ -162,7 +163,7 @@ void termfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fh = xcalloc(1, sizeof(*fh));
 	fh->kind = k;
 	fhandle_init(&fh->h, &open_files, fh_free);
-	fh->s = ctl_session(ino);
+	fh->s = session_find_serial(ino_serial(ino));
 	fh->t = fh->s ? term_find_id(fh->s, ino_term(ino)) : NULL;
 	if (!fh->t) {
 		fhandle_unref(&fh->h);
@@ -434,3 +435,17 @@ void termfile_poll(fuse_req_t req, struct fuse_file_info *fi, struct fuse_pollha
 		revents |= POLLOUT | POLLWRNORM;
 	fhandle_poll(req, &fh->h, ph, revents, pollable ? poll_ready : NULL);
 }
+
+const struct term_kind term_kinds[K_MAX] = {
+	[K_TERMS] = {"terms", S_IFDIR | 0755},
+	[K_TERMDIR] = {"", S_IFDIR | 0755},
+	[K_TCMD] = {"cmd", S_IFREG | 0644},
+	[K_TIN] = {"in", S_IFREG | 0200},
+	[K_TOUT] = {"out", S_IFREG | 0444},
+	[K_TSCREEN] = {"screen", S_IFREG | 0444},
+	[K_TSIZE] = {"size", S_IFREG | 0644},
+	[K_TCTL] = {"ctl", S_IFREG | 0200},
+	[K_TEXIT] = {"exit", S_IFREG | 0444},
+	[K_TWAIT] = {"wait", S_IFREG | 0644},
+	[K_TSTATUS] = {"status", S_IFREG | 0444},
+};
