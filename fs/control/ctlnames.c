@@ -1,5 +1,6 @@
-/* The control tree's names: lookup, and directory listings (opendir, readdir, readdirplus,
- * releasedir) built from the table of files in ctltree.c and the core's sessions. */
+/* The control tree's names: lookup, and directory listings built at opendir (dirsnap.h), from
+ * the rows of the files a directory holds (ctlkinds.c), or its own names: sessions, runs,
+ * background processes. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -8,10 +9,9 @@
 #include <sys/stat.h>
 
 #include "ctl.h"
-#include "ctltree_priv.h"
+#include "ctlkind.h"
 #include "dirsnap.h"
 #include "job.h"
-#include "run.h"
 #include "session.h"
 #include "xmalloc.h"
 
@@ -22,10 +22,11 @@ static fuse_ino_t sibling(fuse_ino_t ino, enum ctl_kind k)
 			    : ctl_ino(ino_serial(ino), k, ino_run(ino));
 }
 
-static void lookup_sessions(fuse_req_t req, const char *name)
+void ctl_lookup_sessions(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct session *s;
 
+	(void)parent;
 	if (strcmp(name, "clone") == 0) {
 		reply_entry(req, ctl_ino(0, K_CLONE, 0));
 		return;
@@ -41,8 +42,8 @@ static void lookup_sessions(fuse_req_t req, const char *name)
 
 static void lookup_file(fuse_req_t req, fuse_ino_t parent, const char *name, int where)
 {
-	for (int k = K_RUNS; k < K_MAX; k++) {
-		if ((kinds[k].where & where) && strcmp(name, kinds[k].name) == 0) {
+	for (int k = 0; k < K_MAX; k++) {
+		if ((kind_row(k)->where & where) && strcmp(name, kind_row(k)->name) == 0) {
 			reply_entry(req, sibling(parent, k));
 			return;
 		}
@@ -50,7 +51,7 @@ static void lookup_file(fuse_req_t req, fuse_ino_t parent, const char *name, int
 	fuse_reply_err(req, ENOENT);
 }
 
-static void lookup_job(fuse_req_t req, fuse_ino_t parent, const char *name)
+void ctl_lookup_jobs(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct session *s;
 	struct job *j;
@@ -64,7 +65,6 @@ static void lookup_job(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (!j) {
 		fuse_reply_err(req, ENOENT);
 	} else {
-		/* Timeout 0: a name removed and made again is a new process. */
 		reply_entry(req, job_ino(ino_serial(parent), K_JOBDIR, job_id(j)));
 		job_unref(j);
 	}
@@ -73,10 +73,11 @@ static void lookup_job(fuse_req_t req, fuse_ino_t parent, const char *name)
 }
 
 /* "SESSION.NAME": both may hold dots, so try every split. */
-static void lookup_joblink(fuse_req_t req, const char *name)
+void ctl_lookup_links(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	char *copy;
 
+	(void)parent;
 	if (strcmp(name, "ctl") == 0) {
 		reply_entry(req, ctl_ino(0, K_ALLJOBSCTL, 0));
 		return;
@@ -105,7 +106,7 @@ static void lookup_joblink(fuse_req_t req, const char *name)
 	fuse_reply_err(req, ENOENT);
 }
 
-static void lookup_run(fuse_req_t req, fuse_ino_t parent, const char *name)
+void ctl_lookup_runs(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	char *end;
 	unsigned long n = strtoul(name, &end, 10);
@@ -114,51 +115,34 @@ static void lookup_run(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	/* Timeout 0: the run may leave the history at any time. */
 	reply_entry(req, ctl_ino(ino_serial(parent), K_RUNDIR, (unsigned)n));
 }
 
 void ctl_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	switch (ino_kind(parent)) {
-	case K_SESSIONS:
-		lookup_sessions(req, name);
-		break;
-	case K_SDIR:
-		lookup_file(req, parent, name, IN_SESSION);
-		break;
-	case K_RUNS:
-		lookup_run(req, parent, name);
-		break;
-	case K_RUNDIR:
-		lookup_file(req, parent, name, IN_RUN);
-		break;
-	case K_JOBS:
-		lookup_job(req, parent, name);
-		break;
-	case K_JOBDIR:
-		lookup_file(req, parent, name, IN_JOB);
-		break;
-	case K_ALLJOBS:
-		lookup_joblink(req, name);
-		break;
-	default:
+	const struct kind_info *k = kind_row(ino_kind(parent));
+
+	if (k->holds)
+		lookup_file(req, parent, name, k->holds);
+	else if (k->lookup)
+		k->lookup(req, parent, name);
+	else
 		fuse_reply_err(req, ENOTDIR);
-	}
 }
 
-static void snap_sessions(struct dirsnap *d)
+void ctl_list_sessions(struct dirsnap *d, fuse_ino_t ino)
 {
 	struct session_info *v;
 	size_t n = session_list(&v);
 
+	(void)ino;
 	dirsnap_add(d, "clone", ctl_ino(0, K_CLONE, 0), S_IFREG);
 	for (size_t i = 0; i < n; i++)
 		dirsnap_add(d, v[i].id, ctl_ino(v[i].serial, K_SDIR, 0), S_IFDIR);
 	free(v);
 }
 
-static void snap_runs(struct dirsnap *d, fuse_ino_t ino)
+void ctl_list_runs(struct dirsnap *d, fuse_ino_t ino)
 {
 	struct session *s = ctl_session(ino);
 	unsigned *ns;
@@ -177,63 +161,59 @@ static void snap_runs(struct dirsnap *d, fuse_ino_t ino)
 	session_unref(s);
 }
 
-static void snap_files(struct dirsnap *d, fuse_ino_t ino, int where)
+static void list_files(struct dirsnap *d, fuse_ino_t ino, int where)
 {
-	for (int k = K_RUNS; k < K_MAX; k++)
-		if (kinds[k].where & where)
-			dirsnap_add(d, kinds[k].name, sibling(ino, k), kinds[k].mode & S_IFMT);
+	for (int k = 0; k < K_MAX; k++)
+		if (kind_row(k)->where & where)
+			dirsnap_add(d, kind_row(k)->name, sibling(ino, k),
+				    kind_row(k)->mode & S_IFMT);
 }
 
-/* A session's procs/, or (s NULL) the root's procs/ of links. */
-static void snap_jobs(struct dirsnap *d, fuse_ino_t ino)
+/* A session's procs/: its ctl and a directory per process. */
+void ctl_list_jobs(struct dirsnap *d, fuse_ino_t ino)
 {
-	struct session *s = ino_kind(ino) == K_JOBS ? ctl_session(ino) : NULL;
+	struct session *s = ctl_session(ino);
 	struct job_info *v;
 	size_t n;
 
-	if (ino_kind(ino) == K_JOBS && !s)
+	if (!s)
 		return;
-	dirsnap_add(d, "ctl",
-		    s ? ctl_ino(session_serial(s), K_JOBSCTL, 0) : ctl_ino(0, K_ALLJOBSCTL, 0),
-		    S_IFREG);
+	dirsnap_add(d, "ctl", ctl_ino(session_serial(s), K_JOBSCTL, 0), S_IFREG);
 	n = job_list(s, &v);
-	for (size_t i = 0; i < n; i++) {
-		char *link;
+	for (size_t i = 0; i < n; i++)
+		dirsnap_add(d, v[i].name, job_ino(v[i].serial, K_JOBDIR, v[i].id), S_IFDIR);
+	free(v);
+	session_unref(s);
+}
 
-		if (s) {
-			dirsnap_add(d, v[i].name, job_ino(v[i].serial, K_JOBDIR, v[i].id), S_IFDIR);
-			continue;
-		}
-		link = xasprintf("%s.%s", v[i].session, v[i].name);
+/* The root's procs/: its ctl and a SESSION.NAME link per process of every session. */
+void ctl_list_links(struct dirsnap *d, fuse_ino_t ino)
+{
+	struct job_info *v;
+	size_t n = job_list(NULL, &v);
+
+	(void)ino;
+	dirsnap_add(d, "ctl", ctl_ino(0, K_ALLJOBSCTL, 0), S_IFREG);
+	for (size_t i = 0; i < n; i++) {
+		char *link = xasprintf("%s.%s", v[i].session, v[i].name);
+
 		dirsnap_add(d, link, job_ino(v[i].serial, K_JOBLINK, v[i].id), S_IFLNK);
 		free(link);
 	}
 	free(v);
-	if (s)
-		session_unref(s);
 }
 
+/* A directory's "..": the root's and a session's are at serial 0. */
 static fuse_ino_t parent_of(fuse_ino_t ino)
 {
-	switch (ino_kind(ino)) {
-	case K_SDIR:
-		return ctl_ino(0, K_SESSIONS, 0);
-	case K_RUNS:
-		return ctl_ino(ino_serial(ino), K_SDIR, 0);
-	case K_RUNDIR:
-		return ctl_ino(ino_serial(ino), K_RUNS, 0);
-	case K_JOBS:
-		return ctl_ino(ino_serial(ino), K_SDIR, 0);
-	case K_JOBDIR:
-		return ctl_ino(ino_serial(ino), K_JOBS, 0);
-	default:
-		return ctl_ino(0, K_ROOT, 0);
-	}
+	enum ctl_kind p = kind_row(ino_kind(ino))->parent;
+
+	return ctl_ino(kind_row(p)->flags & KF_ROOT ? 0 : ino_serial(ino), p, 0);
 }
 
 void ctl_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	enum ctl_kind k = ino_kind(ino);
+	const struct kind_info *k = kind_row(ino_kind(ino));
 	struct dirsnap *d;
 	struct stat st;
 
@@ -246,15 +226,10 @@ void ctl_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	d = dirsnap_new(ino, parent_of(ino));
-	if (k == K_SESSIONS) {
-		snap_sessions(d);
-	} else if (k == K_RUNS) {
-		snap_runs(d, ino);
-	} else if (k == K_JOBS || k == K_ALLJOBS) {
-		snap_jobs(d, ino);
-	} else {
-		snap_files(d, ino, k == K_SDIR ? IN_SESSION : k == K_RUNDIR ? IN_RUN : IN_JOB);
-	}
+	if (k->holds)
+		list_files(d, ino, k->holds);
+	else if (k->list)
+		k->list(d, ino);
 	dirsnap_open(req, d, fi);
 }
 
