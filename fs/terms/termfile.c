@@ -1,7 +1,8 @@
-/* A terminal's open files (sessions/ID/terms/NAME/): cmd, in, out, screen, size, ctl, exit and
- * status. Readers of out and exit are parked (park.h) rather than blocked, a writer to a full
- * input queue too; writes are checked in write() itself so tools see the errno, and a write
- * that fails applies nothing. */
+/* A terminal's open files (sessions/ID/terms/NAME/): cmd, in, out, screen, size, ctl, exit,
+ * wait and status, each kind as its row says (termkind.h; the rows are at the end). Readers of
+ * out and exit are parked (park.h) rather than blocked, a writer to a full input queue too;
+ * writes are checked in write() itself so tools see the errno, and a write that fails applies
+ * nothing. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -50,6 +51,11 @@ static struct termfh *fh_of(struct fuse_file_info *fi)
 	return (struct termfh *)(uintptr_t)fi->fh;
 }
 
+static const struct term_kind *fh_row(const struct termfh *fh)
+{
+	return term_row(fh->kind);
+}
+
 static void fh_free(struct fhandle *h)
 {
 	struct termfh *fh = container_of(h, struct termfh, h);
@@ -70,53 +76,56 @@ void termfile_shutdown(void)
 	fhandle_shutdown(&open_files);
 }
 
-/* The text a read of the file gives whole, or NULL for the other kinds. */
-static char *render(enum ctl_kind k, struct term *t, size_t *len)
+static char *render_size(struct term *t, size_t *len)
 {
-	char *text;
+	char *text = term_size_text(t);
 
-	switch (k) {
-	case K_TCMD:
-		return term_cmd(t, len);
-	case K_TSCREEN:
-		return term_screen(t, len);
-	case K_TSIZE:
-		text = term_size_text(t);
-		break;
-	case K_TSTATUS:
-		text = term_status(t);
-		break;
-	default:
-		return NULL;
-	}
 	*len = strlen(text);
 	return text;
 }
 
+static char *render_status(struct term *t, size_t *len)
+{
+	char *text = term_status(t);
+
+	*len = strlen(text);
+	return text;
+}
+
+static void size_out(struct term *t, struct stat *st)
+{
+	st->st_size = (off_t)term_out_end(t);
+}
+
+static void size_exit(struct term *t, struct stat *st)
+{
+	int status;
+
+	if (term_wait_exit(t, &status, NULL) == 0)
+		st->st_size = snprintf(NULL, 0, "%d\n", status);
+}
+
 void termfile_stat(fuse_ino_t ino, struct session *s, struct stat *st)
 {
+	const struct term_kind *k = term_row(ino_kind(ino));
 	struct term *t = term_find_id(s, ino_term(ino));
 	size_t len = 0;
 	char *text;
-	int status;
 
 	if (!t)
 		return;
-	if (ino_kind(ino) == K_TOUT) {
-		st->st_size = (off_t)term_out_end(t);
-	} else if (ino_kind(ino) == K_TEXIT) {
-		if (term_wait_exit(t, &status, NULL) == 0)
-			st->st_size = snprintf(NULL, 0, "%d\n", status);
-	} else if ((text = render(ino_kind(ino), t, &len))) {
+	if (k->size) {
+		k->size(t, st);
+	} else if (k->render && (text = k->render(t, &len))) {
 		st->st_size = (off_t)len;
 		free(text);
 	}
 	term_unref(t);
 }
 
-static bool writable(enum ctl_kind k)
+static bool writable(const struct term_kind *k)
 {
-	return k == K_TCMD || k == K_TIN || k == K_TSIZE || k == K_TCTL || k == K_TWAIT;
+	return k->write || k->add;
 }
 
 /* Compiles a wait pattern (without its newline): 0 or -EINVAL. */
@@ -136,11 +145,15 @@ static int compile_pattern(const char *text, size_t len, regex_t *rx)
 }
 
 /* wait opened for reading: the terminal's pattern of now; -EINVAL if none was written. */
-static int open_pattern(struct termfh *fh)
+static int open_pattern(struct termfh *fh, int flags)
 {
-	char *pattern = term_pattern(fh->t);
-	int rc = pattern ? compile_pattern(pattern, strlen(pattern), &fh->rx) : -EINVAL;
+	char *pattern;
+	int rc;
 
+	if ((flags & O_ACCMODE) != O_RDONLY)
+		return 0;
+	pattern = term_pattern(fh->t);
+	rc = pattern ? compile_pattern(pattern, strlen(pattern), &fh->rx) : -EINVAL;
 	free(pattern);
 	fh->has_rx = rc == 0;
 	return rc;
@@ -148,12 +161,12 @@ static int open_pattern(struct termfh *fh)
 
 void termfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	enum ctl_kind k = ino_kind(ino);
+	const struct term_kind *k = term_row(ino_kind(ino));
 	bool writing = (fi->flags & O_ACCMODE) != O_RDONLY;
 	struct termfh *fh;
 
-	if (S_ISDIR(term_kinds[k].mode)) {
-		fuse_reply_err(req, EISDIR);
+	if (!S_ISREG(k->mode)) {
+		fuse_reply_err(req, k->mode ? EISDIR : ENOENT);
 		return;
 	}
 	if (writing && !writable(k)) {
@@ -161,7 +174,7 @@ void termfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	fh = xcalloc(1, sizeof(*fh));
-	fh->kind = k;
+	fh->kind = ino_kind(ino);
 	fhandle_init(&fh->h, &open_files, fh_free);
 	fh->s = session_find_serial(ino_serial(ino));
 	fh->t = fh->s ? term_find_id(fh->s, ino_term(ino)) : NULL;
@@ -170,8 +183,9 @@ void termfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	fh->snap = render(k, fh->t, &fh->snaplen);
-	if (k == K_TWAIT && (fi->flags & O_ACCMODE) == O_RDONLY && open_pattern(fh) < 0) {
+	if (k->render)
+		fh->snap = k->render(fh->t, &fh->snaplen);
+	if (k->open && k->open(fh, fi->flags) < 0) {
 		fhandle_unref(&fh->h);
 		fuse_reply_err(req, EINVAL);
 		return;
@@ -182,27 +196,34 @@ void termfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_open(req, fi);
 }
 
-/* Answers a read of out or exit, or returns -EAGAIN (w queued if given). A read below the
- * oldest byte held starts there, and the open's later offsets follow on from it. */
-static int try_read(fuse_req_t req, struct fhandle *h, size_t size, off_t off, struct waiter *w)
+/* Answers a read of exit, or returns -EAGAIN (w queued if given). */
+static int try_exit(fuse_req_t req, struct fhandle *h, size_t size, off_t off, struct waiter *w)
 {
 	struct termfh *fh = container_of(h, struct termfh, h);
-	char text[16], *buf;
-	uint64_t at;
-	size_t n;
+	char text[16];
 	int status, rc;
 
-	if (fh->kind == K_TEXIT) {
-		rc = term_wait_exit(fh->t, &status, w);
-		if (rc == -EAGAIN)
-			return rc;
-		if (rc == 0)
-			snprintf(text, sizeof(text), "%d\n", status);
-		else
-			text[0] = '\0';
-		reply_slice(req, text, strlen(text), size, off);
-		return 0;
-	}
+	rc = term_wait_exit(fh->t, &status, w);
+	if (rc == -EAGAIN)
+		return rc;
+	if (rc == 0)
+		snprintf(text, sizeof(text), "%d\n", status);
+	else
+		text[0] = '\0';
+	reply_slice(req, text, strlen(text), size, off);
+	return 0;
+}
+
+/* Answers a read of out, or returns -EAGAIN (w queued if given). A read below the oldest byte
+ * held starts there, and the open's later offsets follow on from it. */
+static int try_out(fuse_req_t req, struct fhandle *h, size_t size, off_t off, struct waiter *w)
+{
+	struct termfh *fh = container_of(h, struct termfh, h);
+	char *buf;
+	uint64_t at;
+	size_t n;
+	int rc;
+
 	pthread_mutex_lock(&fh->h.lock);
 	at = (uint64_t)off + fh->shift;
 	pthread_mutex_unlock(&fh->h.lock);
@@ -261,31 +282,39 @@ static int try_wait(fuse_req_t req, struct fhandle *h, size_t size, off_t off, s
 	return 0;
 }
 
+/* wait: a read needs the pattern it was opened with, and its deadline starts at the first. */
+static int wait_begin(struct termfh *fh)
+{
+	if (!fh->has_rx)
+		return -EINVAL; /* opened to write the pattern */
+	pthread_mutex_lock(&fh->h.lock);
+	if (!fh->deadline_ns)
+		fh->deadline_ns = loop_now_ns() + term_wait_ms() * 1000000u;
+	pthread_mutex_unlock(&fh->h.lock);
+	return 0;
+}
+
 void termfile_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct termfh *fh = fh_of(fi);
+	const struct term_kind *k = fh_row(fh);
+	int rc;
 
-	if (fh->kind == K_TWAIT && !fh->has_rx) {
-		fuse_reply_err(req, EINVAL); /* opened to write the pattern */
+	if (k->read_begin && (rc = k->read_begin(fh)) < 0) {
+		fuse_reply_err(req, -rc);
 		return;
 	}
 	/* Once answered, the file may be released at once: hold fh until we are done with it. */
 	fhandle_ref(&fh->h);
-	if (fh->kind != K_TOUT && fh->kind != K_TEXIT && fh->kind != K_TWAIT) {
-		if (fh->snap)
-			reply_slice(req, fh->snap, fh->snaplen, size, off);
-		else
-			fuse_reply_err(req, EBADF);
-		fhandle_unref(&fh->h);
+	if (k->read) {
+		fhandle_read(req, &fh->h, size, off, fi->flags, k->read);
 		return;
 	}
-	if (fh->kind == K_TWAIT) {
-		pthread_mutex_lock(&fh->h.lock);
-		if (!fh->deadline_ns)
-			fh->deadline_ns = loop_now_ns() + term_wait_ms() * 1000000u;
-		pthread_mutex_unlock(&fh->h.lock);
-	}
-	fhandle_read(req, &fh->h, size, off, fi->flags, fh->kind == K_TWAIT ? try_wait : try_read);
+	if (fh->snap)
+		reply_slice(req, fh->snap, fh->snaplen, size, off);
+	else
+		fuse_reply_err(req, EBADF);
+	fhandle_unref(&fh->h);
 }
 
 /* Keys go to the queue as typed; a full queue parks the writer as a full pty would block it
@@ -295,27 +324,37 @@ static ssize_t input(struct fhandle *h, const char *buf, size_t size, struct wai
 	return term_input(container_of(h, struct termfh, h)->t, buf, size, w);
 }
 
-/* fh->h.lock held: adds a write to the pending bytes. */
-static int append(struct termfh *fh, const char *buf, size_t size, size_t max)
+static int write_input(fuse_req_t req, struct termfh *fh, const char *buf, size_t size, int flags)
+{
+	fhandle_write(req, &fh->h, buf, size, flags, input);
+	return TERM_REPLIED;
+}
+
+/* fh->h.lock held: adds a write to the pending bytes; too_big if past max. */
+static int append(struct termfh *fh, const char *buf, size_t size, size_t max, int too_big)
 {
 	if (memchr(buf, '\0', size))
 		return -EINVAL;
 	if (fh->wlen + size > max)
-		return fh->kind == K_TCMD ? -EFBIG : -EINVAL;
+		return too_big;
 	fh->wbuf = xrealloc(fh->wbuf, fh->wlen + size + 1);
 	memcpy(fh->wbuf + fh->wlen, buf, size);
 	fh->wlen += size;
 	return 0;
 }
 
-/* Each complete line of a size or ctl file: checked (apply false) or applied. */
-static int line_do(struct termfh *fh, const char *line, size_t len, bool apply)
+/* A complete line of ctl: checked (apply false) or applied; an empty one is no verb. */
+static int line_ctl(struct termfh *fh, const char *line, size_t len, bool apply)
+{
+	return len == 0 ? 0 : term_ctl(apply ? fh->t : NULL, line, len);
+}
+
+/* A complete line of size: checked (apply false) or applied. */
+static int line_size(struct termfh *fh, const char *line, size_t len, bool apply)
 {
 	unsigned rows, cols;
 	int rc;
 
-	if (fh->kind == K_TCTL)
-		return len == 0 ? 0 : term_ctl(apply ? fh->t : NULL, line, len);
 	rc = term_size_parse(line, len, &rows, &cols);
 	return rc < 0 || !apply ? rc : term_resize(fh->t, rows, cols);
 }
@@ -337,7 +376,7 @@ static int apply_lines(struct termfh *fh, bool all)
 			const char *nl = memchr(fh->wbuf + pos, '\n', end - pos);
 
 			n = nl ? (size_t)(nl - (fh->wbuf + pos)) : end - pos;
-			rc = line_do(fh, fh->wbuf + pos, n, pass == 1);
+			rc = fh_row(fh)->line(fh, fh->wbuf + pos, n, pass == 1);
 		}
 	}
 	memmove(fh->wbuf, fh->wbuf + end, fh->wlen - end);
@@ -346,41 +385,67 @@ static int apply_lines(struct termfh *fh, bool all)
 }
 
 /* Each write is one pattern, checked and kept for the reads of wait that open after it. */
-static void write_pattern(fuse_req_t req, struct termfh *fh, const char *buf, size_t size)
+static int write_pattern(fuse_req_t req, struct termfh *fh, const char *buf, size_t size, int flags)
 {
 	regex_t rx;
 	int rc = size > LINE_MAX_BYTES ? -EINVAL : compile_pattern(buf, size, &rx);
 
-	if (rc < 0) {
-		fuse_reply_err(req, -rc);
-		return;
-	}
+	(void)req;
+	(void)flags;
+	if (rc < 0)
+		return rc;
 	regfree(&rx);
 	term_set_pattern(fh->t, buf, size && buf[size - 1] == '\n' ? size - 1 : size);
-	fuse_reply_write(req, size);
+	return 0;
+}
+
+/* cmd: kept whole and started at close, while the terminal has not started. */
+static int add_cmd(struct termfh *fh, const char *buf, size_t size)
+{
+	int rc = term_cmd_settable(fh->t);
+
+	return rc < 0 ? rc : append(fh, buf, size, SESSION_CMD_MAX, -EFBIG);
+}
+
+static int start_cmd(struct termfh *fh)
+{
+	return term_start(fh->t, fh->wbuf, fh->wlen);
+}
+
+/* size and ctl: each complete line is checked and applied at once, the rest kept. */
+static int add_lines(struct termfh *fh, const char *buf, size_t size)
+{
+	int rc = append(fh, buf, size, LINE_MAX_BYTES, -EINVAL);
+
+	return rc < 0 ? rc : apply_lines(fh, false);
+}
+
+/* At close, a last line without its newline applies. */
+static int apply_rest(struct termfh *fh)
+{
+	return apply_lines(fh, true);
 }
 
 void termfile_write(fuse_req_t req, const char *buf, size_t size, struct fuse_file_info *fi)
 {
 	struct termfh *fh = fh_of(fi);
+	const struct term_kind *k = fh_row(fh);
 	int rc;
 
-	if (fh->kind == K_TIN) {
-		fhandle_write(req, &fh->h, buf, size, fi->flags, input);
-		return;
-	}
-	if (fh->kind == K_TWAIT) {
-		write_pattern(req, fh, buf, size);
+	if (k->write) {
+		rc = k->write(req, fh, buf, size, fi->flags);
+		if (rc == TERM_REPLIED)
+			return;
+		if (rc < 0)
+			fuse_reply_err(req, -rc);
+		else
+			fuse_reply_write(req, size);
 		return;
 	}
 	pthread_mutex_lock(&fh->h.lock);
 	rc = fh->werr;
-	if (rc == 0 && fh->kind == K_TCMD)
-		rc = term_cmd_settable(fh->t);
 	if (rc == 0)
-		rc = append(fh, buf, size, fh->kind == K_TCMD ? SESSION_CMD_MAX : LINE_MAX_BYTES);
-	if (rc == 0 && fh->kind != K_TCMD)
-		rc = apply_lines(fh, false);
+		rc = k->add(fh, buf, size);
 	/* ESRCH: nothing to signal, no fault of the line */
 	if (rc < 0 && rc != -ESRCH && rc != -EBUSY && !fh->werr)
 		fh->werr = rc;
@@ -399,9 +464,8 @@ void termfile_flush(fuse_req_t req, struct fuse_file_info *fi)
 	int rc = 0;
 
 	pthread_mutex_lock(&fh->h.lock);
-	if (fh->wlen && !fh->werr)
-		rc = fh->kind == K_TCMD ? term_start(fh->t, fh->wbuf, fh->wlen)
-					: apply_lines(fh, true);
+	if (fh->wlen && !fh->werr && fh_row(fh)->apply)
+		rc = fh_row(fh)->apply(fh);
 	fh->wlen = 0;
 	pthread_mutex_unlock(&fh->h.lock);
 	fuse_reply_err(req, rc == -ESRCH ? ESRCH : -rc);
@@ -415,13 +479,17 @@ void termfile_release(fuse_req_t req, struct fuse_file_info *fi)
 	fuse_reply_err(req, 0);
 }
 
-static bool poll_ready(struct fhandle *h, struct waiter *w)
+static bool poll_exit(struct fhandle *h, struct waiter *w)
 {
-	struct termfh *fh = container_of(h, struct termfh, h);
 	int status;
 
-	if (fh->kind == K_TEXIT)
-		return term_wait_exit(fh->t, &status, w) != -EAGAIN;
+	return term_wait_exit(container_of(h, struct termfh, h)->t, &status, w) != -EAGAIN;
+}
+
+static bool poll_out(struct fhandle *h, struct waiter *w)
+{
+	struct termfh *fh = container_of(h, struct termfh, h);
+
 	return term_out_poll(fh->t, fh->pos, w);
 }
 
@@ -429,23 +497,111 @@ void termfile_poll(fuse_req_t req, struct fuse_file_info *fi, struct fuse_pollha
 {
 	struct termfh *fh = fh_of(fi);
 	unsigned revents = POLLIN | POLLRDNORM;
-	bool pollable = fh->kind == K_TOUT || fh->kind == K_TEXIT;
 
-	if (writable(fh->kind))
+	if (writable(fh_row(fh)))
 		revents |= POLLOUT | POLLWRNORM;
-	fhandle_poll(req, &fh->h, ph, revents, pollable ? poll_ready : NULL);
+	fhandle_poll(req, &fh->h, ph, revents, fh_row(fh)->poll);
 }
 
-const struct term_kind term_kinds[K_MAX] = {
-	[K_TERMS] = {"terms", S_IFDIR | 0755},
-	[K_TERMDIR] = {"", S_IFDIR | 0755},
-	[K_TCMD] = {"cmd", S_IFREG | 0644},
-	[K_TIN] = {"in", S_IFREG | 0200},
-	[K_TOUT] = {"out", S_IFREG | 0444},
-	[K_TSCREEN] = {"screen", S_IFREG | 0444},
-	[K_TSIZE] = {"size", S_IFREG | 0644},
-	[K_TCTL] = {"ctl", S_IFREG | 0200},
-	[K_TEXIT] = {"exit", S_IFREG | 0444},
-	[K_TWAIT] = {"wait", S_IFREG | 0644},
-	[K_TSTATUS] = {"status", S_IFREG | 0444},
+/* The rows. */
+
+#define DIR_MODE (S_IFDIR | 0755)
+
+/* a session's terms/: listed in the session's directory by fs/control, which answers the
+ * attributes of a session's directory for it, as termfs.c does */
+static const struct term_kind terms_row = {
+    .name = "terms",
+    .mode = DIR_MODE,
 };
+
+static const struct term_kind termdir_row = {
+    .name = "",
+    .mode = DIR_MODE,
+};
+
+/* the command it runs (the session's shell if none), written before it starts */
+static const struct term_kind cmd_row = {
+    .name = "cmd",
+    .mode = S_IFREG | 0644,
+    .render = term_cmd,
+    .add = add_cmd,
+    .apply = start_cmd,
+};
+
+/* keys */
+static const struct term_kind in_row = {
+    .name = "in",
+    .mode = S_IFREG | 0200,
+    .write = write_input,
+};
+
+/* what it wrote, as a stream */
+static const struct term_kind out_row = {
+    .name = "out",
+    .mode = S_IFREG | 0444,
+    .size = size_out,
+    .read = try_out,
+    .poll = poll_out,
+};
+
+static const struct term_kind screen_row = {
+    .name = "screen",
+    .mode = S_IFREG | 0444,
+    .render = term_screen,
+};
+
+static const struct term_kind size_row = {
+    .name = "size",
+    .mode = S_IFREG | 0644,
+    .render = render_size,
+    .add = add_lines,
+    .line = line_size,
+    .apply = apply_rest,
+};
+
+static const struct term_kind ctl_row = {
+    .name = "ctl",
+    .mode = S_IFREG | 0200,
+    .add = add_lines,
+    .line = line_ctl,
+    .apply = apply_rest,
+};
+
+static const struct term_kind exit_row = {
+    .name = "exit",
+    .mode = S_IFREG | 0444,
+    .size = size_exit,
+    .read = try_exit,
+    .poll = poll_exit,
+};
+
+/* write a pattern; read: the screen's first line it matches, once there is one */
+static const struct term_kind wait_row = {
+    .name = "wait",
+    .mode = S_IFREG | 0644,
+    .open = open_pattern,
+    .read_begin = wait_begin,
+    .read = try_wait,
+    .write = write_pattern,
+};
+
+static const struct term_kind status_row = {
+    .name = "status",
+    .mode = S_IFREG | 0444,
+    .render = render_status,
+};
+
+/* Indexed by kind; a terminal's directory lists its files in the order of enum ctl_kind. */
+static const struct term_kind *const term_kinds[K_MAX] = {
+    [K_TERMS] = &terms_row, [K_TERMDIR] = &termdir_row, [K_TCMD] = &cmd_row,
+    [K_TIN] = &in_row,	    [K_TOUT] = &out_row,	[K_TSCREEN] = &screen_row,
+    [K_TSIZE] = &size_row,  [K_TCTL] = &ctl_row,	[K_TEXIT] = &exit_row,
+    [K_TWAIT] = &wait_row,  [K_TSTATUS] = &status_row,
+};
+
+const struct term_kind *term_row(enum ctl_kind k)
+{
+	static const struct term_kind none = {.name = ""};
+
+	return (unsigned)k < K_MAX && term_kinds[k] ? term_kinds[k] : &none;
+}

@@ -25,7 +25,7 @@ static struct session *session_of(fuse_ino_t ino)
 
 static mode_t mode_of(fuse_ino_t ino)
 {
-	return term_kinds[ino_kind(ino)].mode;
+	return term_row(ino_kind(ino))->mode;
 }
 
 static bool exists(struct session *s, fuse_ino_t ino)
@@ -111,7 +111,7 @@ static void lookup_term(fuse_req_t req, fuse_ino_t parent, const char *name)
 static void lookup_file(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	for (int k = 0; k < K_MAX; k++)
-		if (S_ISREG(term_kinds[k].mode) && strcmp(name, term_kinds[k].name) == 0) {
+		if (S_ISREG(term_row(k)->mode) && strcmp(name, term_row(k)->name) == 0) {
 			reply_entry(req, job_ino(ino_serial(parent), k, ino_term(parent)));
 			return;
 		}
@@ -206,8 +206,8 @@ static void list_terms(struct dirsnap *d, fuse_ino_t ino)
 static void list_files(struct dirsnap *d, fuse_ino_t ino)
 {
 	for (int k = 0; k < K_MAX; k++)
-		if (S_ISREG(term_kinds[k].mode))
-			dirsnap_add(d, term_kinds[k].name,
+		if (S_ISREG(term_row(k)->mode))
+			dirsnap_add(d, term_row(k)->name,
 				    job_ino(ino_serial(ino), k, ino_term(ino)), S_IFREG);
 }
 
