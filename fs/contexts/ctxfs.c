@@ -1,5 +1,5 @@
-/* contexts/ (see ctxfs.h): the table of its files, lookup, attributes, listings built at
- * opendir, mkdir and rmdir of contexts. */
+/* contexts/ (see ctxfs.h): lookup, attributes (from its kinds' rows, ctxkind.h), listings
+ * built at opendir, mkdir and rmdir of contexts. */
 #include "ctxfs.h"
 
 #include <errno.h>
@@ -9,6 +9,7 @@
 
 #include "cell.h"
 #include "context.h"
+#include "ctxkind.h"
 #include "dirsnap.h"
 #include "nodeattr.h"
 #include "run.h"
@@ -16,34 +17,6 @@
 
 /* Fixed names: let the kernel keep them. */
 #define FIXED_TIMEOUT 3600.0
-
-enum { IN_CTX = 1, IN_CELL = 2 };
-
-static const struct {
-	const char *name;
-	mode_t mode;
-	int where;
-} xkinds[X_MAX] = {
-	[X_DIR] = {"contexts", S_IFDIR | 0755, 0},
-	[X_CLONE] = {"clone", S_IFREG | 0444, 0},
-	[X_CTX] = {"", S_IFDIR | 0755, 0},
-	[X_LANGUAGE] = {"language", S_IFREG | 0644, IN_CTX},
-	[X_CWD] = {"cwd", S_IFREG | 0644, IN_CTX},
-	[X_ENV] = {"env", S_IFREG | 0644, IN_CTX},
-	[X_TIMEOUT] = {"timeout", S_IFREG | 0644, IN_CTX},
-	[X_CTL] = {"ctl", S_IFREG | 0200, IN_CTX},
-	[X_STATUS] = {"status", S_IFREG | 0444, IN_CTX},
-	[X_CODE] = {"code", S_IFREG | 0644, IN_CTX | IN_CELL},
-	[X_STDOUT] = {"stdout", S_IFREG | 0444, IN_CTX | IN_CELL},
-	[X_STDERR] = {"stderr", S_IFREG | 0444, IN_CTX | IN_CELL},
-	[X_RESULT] = {"result", S_IFREG | 0444, IN_CTX | IN_CELL},
-	[X_ERROR] = {"error", S_IFREG | 0444, IN_CTX | IN_CELL},
-	[X_CSTATUS] = {"status", S_IFREG | 0444, IN_CELL},
-	[X_RESULTS] = {"results", S_IFDIR | 0755, IN_CTX | IN_CELL},
-	[X_RESFILE] = {"", S_IFREG | 0444, 0},
-	[X_CELLS] = {"cells", S_IFDIR | 0755, IN_CTX},
-	[X_CELLDIR] = {"", S_IFDIR | 0755, 0},
-};
 
 fuse_ino_t ctxfs_root_ino(void)
 {
@@ -55,22 +28,21 @@ static mode_t mode_of(fuse_ino_t ino)
 {
 	enum ctx_kind k = ctx_ino_kind(ino);
 
-	return ctx_ino_cell(ino) ? xkinds[k].mode & ~(mode_t)0222 : xkinds[k].mode;
+	return ctx_ino_cell(ino) ? ctx_row(k)->mode & ~(mode_t)0222 : ctx_row(k)->mode;
 }
 
 int ctxfs_resolve(fuse_ino_t ino, struct context **c, struct cell **cell)
 {
-	enum ctx_kind k = ctx_ino_kind(ino);
+	unsigned flags = ctx_row(ctx_ino_kind(ino))->flags;
 
 	*c = NULL;
 	*cell = NULL;
-	if (k == X_DIR || k == X_CLONE)
+	if (flags & XF_TOP)
 		return 0;
 	*c = context_find_serial(ctx_ino_serial(ino));
 	if (!*c)
 		return -ENOENT;
-	if (k == X_CTX || k == X_CELLS || k == X_LANGUAGE || k == X_CWD || k == X_ENV ||
-	    k == X_TIMEOUT || k == X_CTL || k == X_STATUS)
+	if (!(flags & XF_CELL))
 		return 0;
 	*cell = context_cell(*c, ctx_ino_cell(ino));
 	if (*cell || !ctx_ino_cell(ino))
@@ -88,34 +60,18 @@ static void release_pair(struct context *c, struct cell *cell)
 		context_unref(c);
 }
 
-/* Size of the file now, where it is cheap to know. */
+/* Size of the file now, as its row says. */
 static void size_now(fuse_ino_t ino, struct context *c, struct cell *cell, struct stat *st)
 {
-	enum ctx_kind k = ctx_ino_kind(ino);
+	const struct xkind *k = ctx_row(ctx_ino_kind(ino));
 	char *text = NULL;
 	size_t len = 0;
 
-	if (k == X_LANGUAGE || k == X_CWD || k == X_ENV || k == X_TIMEOUT)
-		text = context_attr(c, k == X_LANGUAGE ? CA_LANGUAGE
-				       : k == X_CWD    ? CA_CWD
-				       : k == X_ENV    ? CA_ENV
-						       : CA_TIMEOUT,
-				    &len);
-	else if (k == X_STATUS)
-		text = context_status(c, &len);
-	else if (k == X_CSTATUS && cell)
-		text = cell_status(cell, &len);
-	else if (k == X_CODE && cell)
-		len = cell->run->cmdlen;
-	else if ((k == X_STDOUT || k == X_STDERR) && cell)
-		run_stream_stat(cell->run, k == X_STDOUT ? RUN_STDOUT : RUN_STDERR, &st->st_size,
-				&st->st_mtim);
-	else if (k == X_RESFILE && cell && cell_result_file(cell, ctx_ino_res(ino),
-							   ctx_ino_fmt(ino), &text, &len) < 0)
-		text = NULL;
-	free(text);
-	if (k != X_STDOUT && k != X_STDERR)
+	if (k->size)
+		k->size(cell, ino, st);
+	else if (k->render && k->render(c, cell, ino, &text, &len) == 0 && text)
 		st->st_size = (off_t)len;
+	free(text);
 }
 
 int ctxfs_stat(fuse_ino_t ino, struct stat *st, struct fuse_file_info *fi, bool held)
@@ -198,7 +154,7 @@ static void lookup_in(fuse_req_t req, fuse_ino_t parent, const char *name, int w
 	unsigned n = ctx_ino_cell(parent);
 
 	for (int k = X_LANGUAGE; k < X_MAX; k++)
-		if ((xkinds[k].where & where) && !strcmp(name, xkinds[k].name)) {
+		if ((ctx_row(k)->where & where) && !strcmp(name, ctx_row(k)->name)) {
 			reply_entry_to(req, ctx_ino(serial, k, n, 0, 0),
 				       k == X_RESULTS ? 0 : FIXED_TIMEOUT);
 			return;
@@ -400,11 +356,11 @@ void ctxfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		int where = k == X_CTX ? IN_CTX : IN_CELL;
 
 		for (int x = X_LANGUAGE; x < X_MAX; x++)
-			if (xkinds[x].where & where)
+			if (ctx_row(x)->where & where)
 				dirsnap_add(
-				    d, xkinds[x].name,
+				    d, ctx_row(x)->name,
 				    ctx_ino(ctx_ino_serial(ino), x, ctx_ino_cell(ino), 0, 0),
-				    xkinds[x].mode & S_IFMT);
+				    ctx_row(x)->mode & S_IFMT);
 	}
 	release_pair(c, cell);
 	dirsnap_open(req, d, fi);
