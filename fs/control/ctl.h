@@ -15,8 +15,6 @@
 #include "dirsnap.h"
 #include "ino.h"
 
-struct session;
-
 /* ctltree.c */
 void ctl_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void ctl_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
@@ -29,8 +27,6 @@ int ctl_stat(fuse_ino_t ino, struct stat *st, struct fuse_file_info *fi, bool he
 int ctl_entry(fuse_ino_t ino, struct fuse_entry_param *e);
 /* The entry readdirplus gives of a control inode. */
 void ctl_plus_fill(const struct dirsnap_entry *de, struct fuse_entry_param *e);
-/* The session a per-session inode belongs to (referenced), or NULL. */
-struct session *ctl_session(fuse_ino_t ino);
 
 /* ctlnames.c */
 void ctl_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);

@@ -80,6 +80,8 @@ const struct kind_info *kind_row(enum ctl_kind k);
 /* The functions the rows name, by file. */
 
 /* ctltree.c: attributes and entries */
+/* The session a per-session inode belongs to (referenced), or NULL. */
+struct session *ctl_session(fuse_ino_t ino);
 void reply_entry(fuse_req_t req, fuse_ino_t ino);
 void ctl_size_cmd(struct ctlfh *fh, struct stat *st);
 void ctl_size_stream(struct ctlfh *fh, struct stat *st);
