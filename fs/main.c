@@ -22,6 +22,7 @@
 #include "mountopts.h"
 #include "ops.h"
 #include "sandbox.h"
+#include "termfs.h"
 #include "unmount.h"
 #include "workspace.h"
 #include "ws_mount.h"
@@ -423,6 +424,7 @@ int main(int argc, char **argv)
 	ws_dev_detach_session(se);
 	fuse_session_destroy(se);
 	ctlfile_shutdown();
+	termfile_shutdown();
 	ctxfile_shutdown();
 	ws_close();
 	daemon_end();

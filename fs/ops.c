@@ -1,6 +1,9 @@
-/* The FUSE operation table. Workspace inodes are even, control inodes odd (ino.h): each
- * request goes to workspace.c or to the control tree. Control files never answer ENOSYS, since
- * the kernel would then stop sending that operation for the whole mount, workspace included. */
+/* The FUSE operation table, and the one place that routes requests to the part that serves the
+ * inode: workspace inodes are even (workspace.h), the others odd; among those, contexts/ has
+ * its own (ctxino.h), the control tree's number says a kind (ino.h) and terms/'s kinds go to
+ * fs/terms, and the root's names come from every part (root.c). Files of ours never answer
+ * ENOSYS, since the kernel would then stop sending that operation for the whole mount,
+ * workspace included. */
 #include "ops.h"
 
 #include <errno.h>
@@ -10,11 +13,17 @@
 
 #include "ctl.h"
 #include "ctxfs.h"
+#include "dirsnap.h"
+#include "root.h"
+#include "termfs.h"
 #include "workspace.h"
 #include "xmalloc.h"
 
-#define WS(ino) ws_is_ino(ino)
-#define CTX(ino) ctx_is_ino(ino)
+#define WS(ino)	  ws_is_ino(ino)
+#define CTX(ino)  ctx_is_ino(ino)
+#define ROOT(ino) ((ino) == FUSE_ROOT_ID)
+/* Only once WS and CTX said no: their numbers say no kind of the control tree. */
+#define TERM(ino) ino_is_term(ino)
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
@@ -26,8 +35,12 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	if (WS(parent))
 		ws_ops.lookup(req, parent, name);
+	else if (ROOT(parent))
+		root_lookup(req, name);
 	else if (CTX(parent))
 		ctxfs_lookup(req, parent, name);
+	else if (TERM(parent))
+		termfs_lookup(req, parent, name);
 	else
 		ctl_lookup(req, parent, name);
 }
@@ -47,29 +60,18 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 	fuse_reply_none(req);
 }
 
-/* The mount's root never changes (its names are fixed), and the kernel checks its search
- * permission at every path walk through the mount: let it keep the attributes, or every
- * open or stat of a path under workspace/ costs a GETATTR of the root first. */
-#define ROOT_ATTR_TIMEOUT 3600.0
-
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct stat st;
-	int rc;
-
-	if (WS(ino)) {
+	if (WS(ino))
 		ws_ops.getattr(req, ino, fi);
-	} else if (ino == FUSE_ROOT_ID) {
-		rc = ctl_stat(ino, &st, fi, true);
-		if (rc < 0)
-			fuse_reply_err(req, -rc);
-		else
-			fuse_reply_attr(req, &st, ROOT_ATTR_TIMEOUT);
-	} else if (CTX(ino)) {
+	else if (ROOT(ino))
+		root_getattr(req, fi);
+	else if (CTX(ino))
 		ctxfs_getattr(req, ino, fi);
-	} else {
+	else if (TERM(ino))
+		termfs_getattr(req, ino, fi);
+	else
 		ctl_getattr(req, ino, fi);
-	}
 }
 
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
@@ -79,6 +81,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		ws_ops.setattr(req, ino, attr, to_set, fi);
 	else if (CTX(ino))
 		ctxfs_setattr(req, ino, attr, to_set, fi);
+	else if (TERM(ino))
+		termfs_setattr(req, ino, attr, to_set, fi);
 	else
 		ctl_setattr(req, ino, attr, to_set, fi);
 }
@@ -87,8 +91,8 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 {
 	if (WS(ino))
 		ws_ops.readlink(req, ino);
-	else if (CTX(ino))
-		fuse_reply_err(req, EINVAL);
+	else if (CTX(ino) || TERM(ino))
+		fuse_reply_err(req, EINVAL); /* no links there */
 	else
 		ctl_readlink(req, ino);
 }
@@ -108,8 +112,10 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 		ws_ops.mkdir(req, parent, name, mode);
 	else if (CTX(parent))
 		ctxfs_mkdir(req, parent, name);
+	else if (TERM(parent))
+		termfs_mkdir(req, parent, name);
 	else
-		ctl_mkdir(req, parent, name, mode);
+		ctl_mkdir(req, parent, name);
 }
 
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -126,6 +132,8 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		ws_ops.rmdir(req, parent, name);
 	else if (CTX(parent))
 		ctxfs_rmdir(req, parent, name);
+	else if (TERM(parent))
+		termfs_rmdir(req, parent, name);
 	else
 		ctl_rmdir(req, parent, name);
 }
@@ -161,6 +169,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		ws_ops.open(req, ino, fi);
 	else if (CTX(ino))
 		ctxfile_open(req, ino, fi);
+	else if (TERM(ino))
+		termfile_open(req, ino, fi);
 	else
 		ctl_open(req, ino, fi);
 }
@@ -172,11 +182,25 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		ws_ops.read(req, ino, size, off, fi);
 	else if (CTX(ino))
 		ctxfile_read(req, size, off, fi);
+	else if (TERM(ino))
+		termfile_read(req, size, off, fi);
 	else
-		ctl_read(req, ino, size, off, fi);
+		ctl_read(req, size, off, fi);
 }
 
-/* Control files want the bytes in memory; the workspace takes the buffer as it comes. */
+/* Our files want the bytes in memory. */
+static void write_mem(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+		      struct fuse_file_info *fi)
+{
+	if (CTX(ino))
+		ctxfile_write(req, buf, size, fi);
+	else if (TERM(ino))
+		termfile_write(req, buf, size, fi);
+	else
+		ctl_write(req, buf, size, fi);
+}
+
+/* The workspace takes the buffer as it comes. */
 static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t off,
 			 struct fuse_file_info *fi)
 {
@@ -189,20 +213,15 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 		return;
 	}
 	if (in->count == 1 && !(in->buf[0].flags & FUSE_BUF_IS_FD)) {
-		if (CTX(ino))
-			ctxfile_write(req, in->buf[0].mem, in->buf[0].size, fi);
-		else
-			ctl_write(req, ino, in->buf[0].mem, in->buf[0].size, off, fi);
+		write_mem(req, ino, in->buf[0].mem, in->buf[0].size, fi);
 		return;
 	}
 	mem.buf[0].mem = xmalloc(size);
 	n = fuse_buf_copy(&mem, in, 0);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
-	else if (CTX(ino))
-		ctxfile_write(req, mem.buf[0].mem, (size_t)n, fi);
 	else
-		ctl_write(req, ino, mem.buf[0].mem, (size_t)n, off, fi);
+		write_mem(req, ino, mem.buf[0].mem, (size_t)n, fi);
 	free(mem.buf[0].mem);
 }
 
@@ -212,8 +231,10 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		ws_ops.flush(req, ino, fi);
 	else if (CTX(ino))
 		ctxfile_flush(req, fi);
+	else if (TERM(ino))
+		termfile_flush(req, fi);
 	else
-		ctl_flush(req, ino, fi);
+		ctl_flush(req, fi);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -222,8 +243,10 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		ws_ops.release(req, ino, fi);
 	else if (CTX(ino))
 		ctxfile_release(req, fi);
+	else if (TERM(ino))
+		termfile_release(req, fi);
 	else
-		ctl_release(req, ino, fi);
+		ctl_release(req, fi);
 }
 
 static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
@@ -238,8 +261,12 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
 	if (WS(ino))
 		ws_ops.opendir(req, ino, fi);
+	else if (ROOT(ino))
+		root_opendir(req, fi);
 	else if (CTX(ino))
 		ctxfs_opendir(req, ino, fi);
+	else if (TERM(ino))
+		termfs_opendir(req, ino, fi);
 	else
 		ctl_opendir(req, ino, fi);
 }
@@ -249,10 +276,14 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	if (WS(ino))
 		ws_ops.readdir(req, ino, size, off, fi);
+	else if (ROOT(ino))
+		root_readdir(req, size, off, fi, false);
 	else if (CTX(ino))
 		ctxfs_readdir(req, size, off, fi, false);
+	else if (TERM(ino))
+		termfs_readdir(req, size, off, fi, false);
 	else
-		ctl_readdir(req, ino, size, off, fi);
+		ctl_readdir(req, size, off, fi, false);
 }
 
 static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -260,20 +291,23 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 {
 	if (WS(ino))
 		ws_ops.readdirplus(req, ino, size, off, fi);
+	else if (ROOT(ino))
+		root_readdir(req, size, off, fi, true);
 	else if (CTX(ino))
 		ctxfs_readdir(req, size, off, fi, true);
+	else if (TERM(ino))
+		termfs_readdir(req, size, off, fi, true);
 	else
-		ctl_readdirplus(req, ino, size, off, fi);
+		ctl_readdir(req, size, off, fi, true);
 }
 
 static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	/* Every listing but the workspace's is a dirsnap. */
 	if (WS(ino))
 		ws_ops.releasedir(req, ino, fi);
-	else if (CTX(ino))
-		ctxfs_releasedir(req, fi);
 	else
-		ctl_releasedir(req, ino, fi);
+		dirsnap_release(req, fi);
 }
 
 static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
@@ -349,18 +383,18 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 static void op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		    struct fuse_pollhandle *ph)
 {
-	if (CTX(ino)) {
+	if (WS(ino)) {
+		/* Regular files are always ready, as on a local filesystem. */
+		if (ph)
+			fuse_pollhandle_destroy(ph);
+		fuse_reply_poll(req, POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM);
+	} else if (CTX(ino)) {
 		ctxfile_poll(req, fi, ph);
-		return;
+	} else if (TERM(ino)) {
+		termfile_poll(req, fi, ph);
+	} else {
+		ctl_poll(req, fi, ph);
 	}
-	if (!WS(ino)) {
-		ctl_poll(req, ino, fi, ph);
-		return;
-	}
-	/* Regular files are always ready, as on a local filesystem. */
-	if (ph)
-		fuse_pollhandle_destroy(ph);
-	fuse_reply_poll(req, POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM);
 }
 
 static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,

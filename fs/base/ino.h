@@ -101,15 +101,16 @@ static inline unsigned ino_job(fuse_ino_t ino)
 	return (ino & JOB_FLAG) ? ino_num(ino) : 0;
 }
 
-/* A terminal's directory or file: its number is the terminal's id. */
+/* terms/ of a session, a terminal's directory or file (fs/terms serves them all). */
 static inline bool ino_is_term(fuse_ino_t ino)
 {
-	return ino_kind(ino) >= K_TERMDIR && ino_kind(ino) <= K_TSTATUS;
+	return ino_kind(ino) >= K_TERMS && ino_kind(ino) <= K_TSTATUS;
 }
 
+/* The terminal a directory or file belongs to (0: terms/ itself). */
 static inline unsigned ino_term(fuse_ino_t ino)
 {
-	return ino_is_term(ino) ? ino_num(ino) : 0;
+	return ino_num(ino);
 }
 
 static inline uint64_t ino_serial(fuse_ino_t ino)

@@ -1,51 +1,22 @@
-/* contexts/ (see ctxfs.h): the table of its files, lookup, attributes, listings built at
- * opendir, mkdir and rmdir of contexts. */
+/* contexts/ (see ctxfs.h): lookup, attributes (from its kinds' rows, ctxkind.h), listings
+ * built at opendir, mkdir and rmdir of contexts. */
 #include "ctxfs.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "cell.h"
 #include "context.h"
+#include "ctxkind.h"
+#include "dirsnap.h"
+#include "nodeattr.h"
 #include "run.h"
 #include "xmalloc.h"
 
 /* Fixed names: let the kernel keep them. */
 #define FIXED_TIMEOUT 3600.0
-
-enum { IN_CTX = 1, IN_CELL = 2 };
-
-static const struct {
-	const char *name;
-	mode_t mode;
-	int where;
-} xkinds[X_MAX] = {
-	[X_DIR] = {"contexts", S_IFDIR | 0755, 0},
-	[X_CLONE] = {"clone", S_IFREG | 0444, 0},
-	[X_CTX] = {"", S_IFDIR | 0755, 0},
-	[X_LANGUAGE] = {"language", S_IFREG | 0644, IN_CTX},
-	[X_CWD] = {"cwd", S_IFREG | 0644, IN_CTX},
-	[X_ENV] = {"env", S_IFREG | 0644, IN_CTX},
-	[X_TIMEOUT] = {"timeout", S_IFREG | 0644, IN_CTX},
-	[X_CTL] = {"ctl", S_IFREG | 0200, IN_CTX},
-	[X_STATUS] = {"status", S_IFREG | 0444, IN_CTX},
-	[X_CODE] = {"code", S_IFREG | 0644, IN_CTX | IN_CELL},
-	[X_STDOUT] = {"stdout", S_IFREG | 0444, IN_CTX | IN_CELL},
-	[X_STDERR] = {"stderr", S_IFREG | 0444, IN_CTX | IN_CELL},
-	[X_RESULT] = {"result", S_IFREG | 0444, IN_CTX | IN_CELL},
-	[X_ERROR] = {"error", S_IFREG | 0444, IN_CTX | IN_CELL},
-	[X_CSTATUS] = {"status", S_IFREG | 0444, IN_CELL},
-	[X_RESULTS] = {"results", S_IFDIR | 0755, IN_CTX | IN_CELL},
-	[X_RESFILE] = {"", S_IFREG | 0444, 0},
-	[X_CELLS] = {"cells", S_IFDIR | 0755, IN_CTX},
-	[X_CELLDIR] = {"", S_IFDIR | 0755, 0},
-};
-
-static struct timespec mount_time;
 
 fuse_ino_t ctxfs_root_ino(void)
 {
@@ -57,22 +28,21 @@ static mode_t mode_of(fuse_ino_t ino)
 {
 	enum ctx_kind k = ctx_ino_kind(ino);
 
-	return ctx_ino_cell(ino) ? xkinds[k].mode & ~(mode_t)0222 : xkinds[k].mode;
+	return ctx_ino_cell(ino) ? ctx_row(k)->mode & ~(mode_t)0222 : ctx_row(k)->mode;
 }
 
 int ctxfs_resolve(fuse_ino_t ino, struct context **c, struct cell **cell)
 {
-	enum ctx_kind k = ctx_ino_kind(ino);
+	unsigned flags = ctx_row(ctx_ino_kind(ino))->flags;
 
 	*c = NULL;
 	*cell = NULL;
-	if (k == X_DIR || k == X_CLONE)
+	if (flags & XF_TOP)
 		return 0;
 	*c = context_find_serial(ctx_ino_serial(ino));
 	if (!*c)
 		return -ENOENT;
-	if (k == X_CTX || k == X_CELLS || k == X_LANGUAGE || k == X_CWD || k == X_ENV ||
-	    k == X_TIMEOUT || k == X_CTL || k == X_STATUS)
+	if (!(flags & XF_CELL))
 		return 0;
 	*cell = context_cell(*c, ctx_ino_cell(ino));
 	if (*cell || !ctx_ino_cell(ino))
@@ -90,34 +60,18 @@ static void release_pair(struct context *c, struct cell *cell)
 		context_unref(c);
 }
 
-/* Size of the file now, where it is cheap to know. */
+/* Size of the file now, as its row says. */
 static void size_now(fuse_ino_t ino, struct context *c, struct cell *cell, struct stat *st)
 {
-	enum ctx_kind k = ctx_ino_kind(ino);
+	const struct xkind *k = ctx_row(ctx_ino_kind(ino));
 	char *text = NULL;
 	size_t len = 0;
 
-	if (k == X_LANGUAGE || k == X_CWD || k == X_ENV || k == X_TIMEOUT)
-		text = context_attr(c, k == X_LANGUAGE ? CA_LANGUAGE
-				       : k == X_CWD    ? CA_CWD
-				       : k == X_ENV    ? CA_ENV
-						       : CA_TIMEOUT,
-				    &len);
-	else if (k == X_STATUS)
-		text = context_status(c, &len);
-	else if (k == X_CSTATUS && cell)
-		text = cell_status(cell, &len);
-	else if (k == X_CODE && cell)
-		len = cell->run->cmdlen;
-	else if ((k == X_STDOUT || k == X_STDERR) && cell)
-		run_stream_stat(cell->run, k == X_STDOUT ? RUN_STDOUT : RUN_STDERR, &st->st_size,
-				&st->st_mtim);
-	else if (k == X_RESFILE && cell && cell_result_file(cell, ctx_ino_res(ino),
-							   ctx_ino_fmt(ino), &text, &len) < 0)
-		text = NULL;
-	free(text);
-	if (k != X_STDOUT && k != X_STDERR)
+	if (k->size)
+		k->size(cell, ino, st);
+	else if (k->render && k->render(c, cell, ino, &text, &len) == 0 && text)
 		st->st_size = (off_t)len;
+	free(text);
 }
 
 int ctxfs_stat(fuse_ino_t ino, struct stat *st, struct fuse_file_info *fi, bool held)
@@ -129,14 +83,7 @@ int ctxfs_stat(fuse_ino_t ino, struct stat *st, struct fuse_file_info *fi, bool 
 
 	if (k >= X_MAX)
 		return -ENOENT;
-	memset(st, 0, sizeof(*st));
-	st->st_ino = ino;
-	st->st_mode = mode_of(ino);
-	st->st_nlink = S_ISDIR(st->st_mode) ? 2 : 1;
-	st->st_uid = getuid();
-	st->st_gid = getgid();
-	st->st_blksize = 4096;
-	st->st_mtim = st->st_ctim = st->st_atim = mount_time;
+	nodeattr_init(st, ino, mode_of(ino), NULL);
 	rc = ctxfs_resolve(ino, &c, &cell);
 	if (rc == 0 && k == X_RESFILE &&
 	    (!cell || !cell_result_has(cell, ctx_ino_res(ino), ctx_ino_fmt(ino))))
@@ -153,27 +100,35 @@ int ctxfs_stat(fuse_ino_t ino, struct stat *st, struct fuse_file_info *fi, bool 
 	else if (c && S_ISREG(st->st_mode))
 		size_now(ino, c, cell, st);
 	release_pair(c, cell);
-	st->st_blocks = (st->st_size + 511) / 512;
+	nodeattr_blocks(st);
+	return 0;
+}
+
+static int entry_of(fuse_ino_t ino, double timeout, struct fuse_entry_param *e)
+{
+	int rc = ctxfs_stat(ino, &e->attr, NULL, false);
+
+	if (rc < 0)
+		return rc;
+	e->ino = ino;
+	e->entry_timeout = timeout;
 	return 0;
 }
 
 static void reply_entry_to(fuse_req_t req, fuse_ino_t ino, double timeout)
 {
 	struct fuse_entry_param e = {0};
-	int rc = ctxfs_stat(ino, &e.attr, NULL, false);
+	int rc = entry_of(ino, timeout, &e);
 
-	if (rc < 0) {
+	if (rc < 0)
 		fuse_reply_err(req, -rc);
-		return;
-	}
-	e.ino = ino;
-	e.entry_timeout = timeout;
-	fuse_reply_entry(req, &e);
+	else
+		fuse_reply_entry(req, &e);
 }
 
-void ctxfs_root_entry(fuse_req_t req)
+int ctxfs_root_entry(struct fuse_entry_param *e)
 {
-	reply_entry_to(req, ctxfs_root_ino(), FIXED_TIMEOUT);
+	return entry_of(ctxfs_root_ino(), FIXED_TIMEOUT, e);
 }
 
 /* "K.EXT" of a displayed value: 0 and its index and format, or -ENOENT. */
@@ -199,7 +154,7 @@ static void lookup_in(fuse_req_t req, fuse_ino_t parent, const char *name, int w
 	unsigned n = ctx_ino_cell(parent);
 
 	for (int k = X_LANGUAGE; k < X_MAX; k++)
-		if ((xkinds[k].where & where) && !strcmp(name, xkinds[k].name)) {
+		if ((ctx_row(k)->where & where) && !strcmp(name, ctx_row(k)->name)) {
 			reply_entry_to(req, ctx_ino(serial, k, n, 0, 0),
 				       k == X_RESULTS ? 0 : FIXED_TIMEOUT);
 			return;
@@ -269,14 +224,10 @@ void ctxfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 void ctxfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		   struct fuse_file_info *fi)
 {
-	const int harmless = FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |
-			     FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW |
-			     FUSE_SET_ATTR_CTIME;
 	mode_t mode = ctx_ino_kind(ino) < X_MAX ? mode_of(ino) : 0;
 
 	/* `echo x > code` truncates: a no-op on the files one writes to. */
-	if (!S_ISREG(mode) || !(mode & S_IWUSR) || (to_set & ~harmless) ||
-	    ((to_set & FUSE_SET_ATTR_SIZE) && attr->st_size != 0)) {
+	if (!nodeattr_settable(mode, attr, to_set)) {
 		fuse_reply_err(req, EPERM);
 		return;
 	}
@@ -317,35 +268,18 @@ void ctxfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, -context_remove(name));
 }
 
-struct xdirent {
-	char *name;
-	fuse_ino_t ino;
-	mode_t mode;
-};
-
-struct xdir {
-	struct xdirent *e;
-	size_t n;
-};
-
-static void add(struct xdir *d, const char *name, fuse_ino_t ino, mode_t mode)
-{
-	d->e = xrealloc(d->e, (d->n + 1) * sizeof(*d->e));
-	d->e[d->n++] = (struct xdirent){xstrdup(name), ino, mode};
-}
-
-static void list_contexts(struct xdir *d)
+static void list_contexts(struct dirsnap *d)
 {
 	struct context_info *v;
 	size_t n = context_list(&v);
 
-	add(d, "clone", ctx_ino(0, X_CLONE, 0, 0, 0), S_IFREG);
+	dirsnap_add(d, "clone", ctx_ino(0, X_CLONE, 0, 0, 0), S_IFREG);
 	for (size_t i = 0; i < n; i++)
-		add(d, v[i].name, ctx_ino(v[i].serial, X_CTX, 0, 0, 0), S_IFDIR);
+		dirsnap_add(d, v[i].name, ctx_ino(v[i].serial, X_CTX, 0, 0, 0), S_IFDIR);
 	free(v);
 }
 
-static void list_cells(struct xdir *d, fuse_ino_t ino, struct context *c)
+static void list_cells(struct dirsnap *d, fuse_ino_t ino, struct context *c)
 {
 	unsigned *ns;
 	size_t n = context_cells(c, &ns);
@@ -353,12 +287,12 @@ static void list_cells(struct xdir *d, fuse_ino_t ino, struct context *c)
 
 	for (size_t i = 0; i < n; i++) {
 		snprintf(name, sizeof(name), "%u", ns[i]);
-		add(d, name, ctx_ino(ctx_ino_serial(ino), X_CELLDIR, ns[i], 0, 0), S_IFDIR);
+		dirsnap_add(d, name, ctx_ino(ctx_ino_serial(ino), X_CELLDIR, ns[i], 0, 0), S_IFDIR);
 	}
 	free(ns);
 }
 
-static void list_results(struct xdir *d, fuse_ino_t ino, struct cell *cell)
+static void list_results(struct dirsnap *d, fuse_ino_t ino, struct cell *cell)
 {
 	size_t n = cell ? cell_result_count(cell) : 0;
 	char name[32];
@@ -368,10 +302,10 @@ static void list_results(struct xdir *d, fuse_ino_t ino, struct cell *cell)
 			if (!cell_result_has(cell, (unsigned)k, f))
 				continue;
 			snprintf(name, sizeof(name), "%zu.%s", k, ctx_format_ext(f));
-			add(d, name,
-			    ctx_ino(ctx_ino_serial(ino), X_RESFILE, ctx_ino_cell(ino), (unsigned)k,
-				    f),
-			    S_IFREG);
+			dirsnap_add(d, name,
+				    ctx_ino(ctx_ino_serial(ino), X_RESFILE, ctx_ino_cell(ino),
+					    (unsigned)k, f),
+				    S_IFREG);
 		}
 }
 
@@ -399,7 +333,7 @@ void ctxfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	enum ctx_kind k = ctx_ino_kind(ino);
 	struct context *c;
 	struct cell *cell;
-	struct xdir *d;
+	struct dirsnap *d;
 	struct stat st;
 
 	if (ctxfs_stat(ino, &st, NULL, false) < 0 || ctxfs_resolve(ino, &c, &cell) < 0) {
@@ -411,9 +345,7 @@ void ctxfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, ENOTDIR);
 		return;
 	}
-	d = xcalloc(1, sizeof(*d));
-	add(d, ".", ino, S_IFDIR);
-	add(d, "..", parent_of(ino), S_IFDIR);
+	d = dirsnap_new(ino, parent_of(ino));
 	if (k == X_DIR) {
 		list_contexts(d);
 	} else if (k == X_CELLS) {
@@ -424,54 +356,30 @@ void ctxfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		int where = k == X_CTX ? IN_CTX : IN_CELL;
 
 		for (int x = X_LANGUAGE; x < X_MAX; x++)
-			if (xkinds[x].where & where)
-				add(d, xkinds[x].name,
+			if (ctx_row(x)->where & where)
+				dirsnap_add(
+				    d, ctx_row(x)->name,
 				    ctx_ino(ctx_ino_serial(ino), x, ctx_ino_cell(ino), 0, 0),
-				    xkinds[x].mode & S_IFMT);
+				    ctx_row(x)->mode & S_IFMT);
 	}
 	release_pair(c, cell);
-	fi->fh = (uint64_t)(uintptr_t)d;
-	fuse_reply_open(req, fi);
+	dirsnap_open(req, d, fi);
+}
+
+/* Readdirplus entries count a lookup, with no timeouts. */
+static void plus_fill(const struct dirsnap_entry *de, struct fuse_entry_param *e)
+{
+	struct stat st;
+
+	if (ctxfs_stat(de->ino, &st, NULL, false) < 0)
+		return;
+	e->attr = st;
+	e->ino = de->ino;
 }
 
 void ctxfs_readdir(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi, bool plus)
 {
-	struct xdir *d = (struct xdir *)(uintptr_t)fi->fh;
-	char *buf = xmalloc(size);
-	size_t used = 0;
+	static const struct dirsnap_plus ctx_plus = {plus_fill, NULL};
 
-	for (size_t i = (size_t)off; i < d->n; i++) {
-		struct fuse_entry_param e = {.attr = {.st_ino = d->e[i].ino,
-						      .st_mode = d->e[i].mode}};
-		bool dots = !strcmp(d->e[i].name, ".") || !strcmp(d->e[i].name, "..");
-		size_t need;
-
-		if (plus && !dots && ctxfs_stat(d->e[i].ino, &e.attr, NULL, false) == 0)
-			e.ino = d->e[i].ino;
-		need = plus ? fuse_add_direntry_plus(req, buf + used, size - used, d->e[i].name,
-						     &e, (off_t)(i + 1))
-			    : fuse_add_direntry(req, buf + used, size - used, d->e[i].name,
-						&e.attr, (off_t)(i + 1));
-		if (need > size - used)
-			break;
-		used += need;
-	}
-	fuse_reply_buf(req, buf, used);
-	free(buf);
-}
-
-void ctxfs_releasedir(fuse_req_t req, struct fuse_file_info *fi)
-{
-	struct xdir *d = (struct xdir *)(uintptr_t)fi->fh;
-
-	for (size_t i = 0; i < d->n; i++)
-		free(d->e[i].name);
-	free(d->e);
-	free(d);
-	fuse_reply_err(req, 0);
-}
-
-__attribute__((constructor)) static void ctxfs_init(void)
-{
-	clock_gettime(CLOCK_REALTIME, &mount_time);
+	dirsnap_read(req, fi, size, off, plus ? &ctx_plus : NULL);
 }

@@ -12,8 +12,8 @@ struct context;
 struct cell;
 
 /* ctxfs.c */
-/* The root's "contexts" entry. */
-void ctxfs_root_entry(fuse_req_t req);
+/* The root's "contexts" entry, as a lookup answers it. */
+int ctxfs_root_entry(struct fuse_entry_param *e);
 fuse_ino_t ctxfs_root_ino(void);
 int ctxfs_stat(fuse_ino_t ino, struct stat *st, struct fuse_file_info *fi, bool held);
 void ctxfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
@@ -23,8 +23,8 @@ void ctxfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 void ctxfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name);
 void ctxfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
 void ctxfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+/* readdir (plus false) or readdirplus of a directory ctxfs_opendir opened (a dirsnap). */
 void ctxfs_readdir(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi, bool plus);
-void ctxfs_releasedir(fuse_req_t req, struct fuse_file_info *fi);
 /* The context (referenced) and, for a cell's file, the cell (referenced; latest when n is 0,
  * may be NULL before the first cell): -ENOENT when gone. */
 int ctxfs_resolve(fuse_ino_t ino, struct context **c, struct cell **cell);

@@ -1,5 +1,7 @@
-/* The control tree: root, README, sessions/ and each session's control files. ctltree.c owns
- * names, attributes and directories; ctlfile.c, ctlread.c and ctlwrite.c own open files. */
+/* The control tree: sessions/ and each session's files, procs/, and the root's files (fs/root.c
+ * lists them). Its inodes' kinds (ino.h) each have a row (ctlkind.h) that says what the kind
+ * is and does: ctltree.c owns attributes and entries, ctlnames.c lookups and listings,
+ * ctlmkdir.c mkdir and rmdir, ctlfile.c, ctlread.c and ctlwrite.c open files. */
 #ifndef SBX_CTL_H
 #define SBX_CTL_H
 
@@ -10,61 +12,40 @@
 
 #include <stdbool.h>
 
+#include "dirsnap.h"
 #include "ino.h"
 
-struct session;
-
 /* ctltree.c */
-void ctl_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
 void ctl_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void ctl_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		 struct fuse_file_info *fi);
 void ctl_readlink(fuse_req_t req, fuse_ino_t ino);
-void ctl_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
-void ctl_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
-void ctl_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void ctl_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		 struct fuse_file_info *fi);
-void ctl_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		     struct fuse_file_info *fi);
-void ctl_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 /* Fills st for a control inode; -ENOENT if it no longer exists, unless held (a getattr: the
  * kernel holds the inode, maybe open). */
 int ctl_stat(fuse_ino_t ino, struct stat *st, struct fuse_file_info *fi, bool held);
-/* The session a per-session inode belongs to (referenced), or NULL. */
-struct session *ctl_session(fuse_ino_t ino);
+/* The entry a lookup of a control inode answers. */
+int ctl_entry(fuse_ino_t ino, struct fuse_entry_param *e);
+/* The entry readdirplus gives of a control inode. */
+void ctl_plus_fill(const struct dirsnap_entry *de, struct fuse_entry_param *e);
+
+/* ctlnames.c */
+void ctl_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+void ctl_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+/* readdir (plus false) or readdirplus of a directory ctl_opendir opened (a dirsnap). */
+void ctl_readdir(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi, bool plus);
+
+/* ctlmkdir.c */
+void ctl_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+void ctl_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
 
 /* ctlfile.c, ctlread.c, ctlwrite.c */
 void ctl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void ctl_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
-void ctl_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
-	       struct fuse_file_info *fi);
-void ctl_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void ctl_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void ctl_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
-	      struct fuse_pollhandle *ph);
-/* Size and mtime the file shows through an open handle (fstat), if fi is one of ours. */
-int ctlfile_stat(struct fuse_file_info *fi, struct stat *st);
-
-/* The size a file rendered at open (env, cwd, status, ...) would have now; -ENOENT for the
- * other kinds. s may be NULL for the root's files. */
-int ctl_rendered_size(fuse_ino_t ino, struct session *s, off_t *size);
-
+void ctl_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi);
+void ctl_write(fuse_req_t req, const char *buf, size_t size, struct fuse_file_info *fi);
+void ctl_flush(fuse_req_t req, struct fuse_file_info *fi);
+void ctl_release(fuse_req_t req, struct fuse_file_info *fi);
+void ctl_poll(fuse_req_t req, struct fuse_file_info *fi, struct fuse_pollhandle *ph);
 /* Frees handles the kernel never released (it sends no RELEASE after unmount). */
 void ctlfile_shutdown(void);
-
-/* termfile.c: a terminal's open files (the kinds ino_is_term says). */
-void termfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void termfile_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi);
-void termfile_write(fuse_req_t req, const char *buf, size_t size, struct fuse_file_info *fi);
-void termfile_flush(fuse_req_t req, struct fuse_file_info *fi);
-void termfile_release(fuse_req_t req, struct fuse_file_info *fi);
-void termfile_poll(fuse_req_t req, struct fuse_file_info *fi, struct fuse_pollhandle *ph);
-/* Size of a terminal's file now (what a read from 0 would give, or the output's end). */
-void termfile_stat(fuse_ino_t ino, struct session *s, struct stat *st);
-void termfile_shutdown(void);
-
-/* readme.c */
-extern const char readme_text[];
 
 #endif

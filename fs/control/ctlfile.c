@@ -1,7 +1,7 @@
-/* Open control files' handles: what each kind binds and renders on open, the table of open
- * handles and their references, release and fstat. Reads and poll are in ctlread.c, writes in
- * ctlwrite.c. Readers of output and exit are parked (park.h) rather than blocked; writes are
- * checked in write() itself so tools see the errno. Every handle is direct_io and uncached. */
+/* Open control files' handles: the open (its kind's row binds it and renders its snapshot),
+ * the table of open handles and their references, release and fstat. Reads and poll are in
+ * ctlread.c, writes in ctlwrite.c. Readers of output are parked (park.h) rather than blocked
+ * at open; every handle is direct_io and uncached. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -10,26 +10,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/queue.h>
 
 #include "ctl.h"
 #include "ctlfile_priv.h"
 #include "envlist.h"
 #include "job.h"
 #include "park.h"
-#include "result.h"
-#include "rootenv.h"
 #include "run.h"
-#include "sandbox.h"
 #include "session.h"
 #include "xmalloc.h"
 
 static struct fhandle_list open_files = FHANDLE_LIST_INIT(open_files);
 
-static void fh_free(struct fhandle *h)
+void ctl_unbind(struct ctlfh *fh)
 {
-	struct ctlfh *fh = container_of(h, struct ctlfh, h);
-
 	if (fh->run)
 		run_unref(fh->run);
 	if (fh->stdin_writer && fh->job)
@@ -40,6 +34,13 @@ static void fh_free(struct fhandle *h)
 		job_unref(fh->job);
 	if (fh->s)
 		session_unref(fh->s);
+}
+
+static void fh_free(struct fhandle *h)
+{
+	struct ctlfh *fh = container_of(h, struct ctlfh, h);
+
+	ctl_unbind(fh);
 	if (fh->ready)
 		ticket_unref(fh->ready);
 	free(fh->snap);
@@ -51,133 +52,12 @@ static void fh_free(struct fhandle *h)
 void ctlfile_shutdown(void)
 {
 	fhandle_shutdown(&open_files);
-	termfile_shutdown();
 }
 
-/* The text of a file rendered whole when opened (and when stat'ed, for its size), or NULL for
- * the other kinds. A run's files need r, a process's need j. */
-static char *render(enum ctl_kind k, struct session *s, unsigned n, struct run *r, struct job *j,
-		    size_t *len)
+int ctl_bind(struct ctlfh *fh, fuse_ino_t ino)
 {
-	char *text;
-	int status;
+	const struct kind_info *k = fh_row(fh);
 
-	switch (k) {
-	case K_README:
-		text = xstrdup(readme_text);
-		break;
-	case K_LIMITS:
-		text = sandbox_describe();
-		break;
-	case K_ENV:
-		return session_env(s, len);
-	case K_ROOTENV:
-		return rootenv_read(len);
-	case K_CWD:
-		return session_cwd(s, len);
-	case K_CMD:
-		if (!r)
-			return NULL;
-		*len = r->cmdlen;
-		return xmemdup(r->cmd, r->cmdlen);
-	case K_TIMEOUT:
-		text = xasprintf("%llu\n", (unsigned long long)session_timeout(s));
-		break;
-	case K_PORTS:
-		text = job_ports(j);
-		break;
-	case K_TTY:
-		text = xstrdup(job_tty(j) ? "yes\n" : "no\n");
-		break;
-	case K_STATUS:
-		text = j ? job_status(j) : n ? run_status(r) : session_status(s, len);
-		break;
-	case K_RESULT:
-		/* only once the run ended; before, a read waits and renders it then */
-		if (!r || run_wait_exit(r, &status, NULL) < 0 ||
-		    result_render(r, session_id(s), &text, len) < 0)
-			return NULL;
-		return text;
-	default:
-		return NULL;
-	}
-	*len = strlen(text);
-	return text;
-}
-
-int ctl_rendered_size(fuse_ino_t ino, struct session *s, off_t *size)
-{
-	enum ctl_kind k = ino_kind(ino);
-	struct job *j = NULL;
-	struct run *r = NULL;
-	size_t len = 0;
-	char *text;
-
-	if (k != K_README && k != K_LIMITS && k != K_ROOTENV && !s)
-		return -ENOENT;
-	if (k == K_PORTS || k == K_TTY || (k == K_STATUS && ino_job(ino))) {
-		j = job_find_id(s, ino_job(ino));
-		if (!j)
-			return -ENOENT;
-	} else if (k == K_STATUS && ino_run(ino)) {
-		r = session_run(s, ino_run(ino));
-		if (!r)
-			return -ENOENT;
-	} else if (k == K_RESULT) {
-		r = ino_run(ino) ? session_run(s, ino_run(ino)) : session_latest(s);
-	} else if (k == K_CMD) {
-		return -ENOENT; /* a run's cmd has its size without rendering */
-	}
-	text = render(k, s, ino_run(ino), r, j, &len);
-	if (r)
-		run_unref(r);
-	if (j)
-		job_unref(j);
-	if (!text)
-		return -ENOENT;
-	free(text);
-	*size = (off_t)len;
-	return 0;
-}
-
-static int open_snapshot(struct ctlfh *fh)
-{
-	char id[SESSION_ID_MAX + 1];
-	int rc;
-
-	switch (fh->kind) {
-	case K_CLONE:
-		rc = session_clone(id, &fh->ready);
-		if (rc < 0)
-			return rc;
-		fh->snap = xasprintf("%s\n", id);
-		fh->snaplen = strlen(fh->snap);
-		break;
-	default:
-		fh->snap = render(fh->kind, fh->s, fh->n, fh->run, fh->job, &fh->snaplen);
-		break;
-	}
-	return 0;
-}
-
-static bool is_dir(enum ctl_kind k)
-{
-	return k == K_ROOT || k == K_SESSIONS || k == K_SDIR || k == K_RUNS || k == K_RUNDIR;
-}
-
-static bool is_writable(enum ctl_kind k, fuse_ino_t ino)
-{
-	if (ino_job(ino))
-		return k == K_CMD || k == K_CTL || k == K_STDIN || k == K_SIGNAL || k == K_TTY;
-	return ino_run(ino) == 0 && (k == K_CMD || k == K_ENV || k == K_CWD || k == K_TIMEOUT ||
-				     k == K_CTL || k == K_STDIN || k == K_CHECKOUT ||
-				     k == K_JOBSCTL || k == K_ALLJOBSCTL || k == K_ROOTENV);
-}
-
-/* Binds a per-session handle to its session and run (or background process); -ENOENT if
- * either is gone. */
-static int bind_session(struct ctlfh *fh, fuse_ino_t ino, bool writing)
-{
 	fh->s = ctl_session(ino);
 	if (!fh->s)
 		return -ENOENT;
@@ -186,21 +66,48 @@ static int bind_session(struct ctlfh *fh, fuse_ino_t ino, bool writing)
 		if (!fh->job)
 			return -ENOENT;
 		fh->run = job_run(fh->job);
-	} else if (fh->kind == K_CHECKOUT) {
-		fh->run = session_checkout_run(fh->s);
+	} else if (k->run) {
+		fh->run = k->run(fh->s);
 	} else {
 		fh->run = fh->n ? session_run(fh->s, fh->n) : session_latest(fh->s);
 		if (fh->n && !fh->run)
 			return -ENOENT;
 	}
-	if (writing && fh->kind == K_STDIN) {
-		int rc = fh->job ? job_stdin_open(fh->job) : session_stdin_open(fh->s);
-
-		if (rc < 0)
-			return rc;
-		fh->stdin_writer = true;
-	}
 	return 0;
+}
+
+/* clone's open makes the session; the open answers once its shell is up. */
+int ctl_open_clone(struct ctlfh *fh, bool writing)
+{
+	char id[SESSION_ID_MAX + 1];
+	int rc = session_clone(id, &fh->ready);
+
+	(void)writing;
+	if (rc < 0)
+		return rc;
+	fh->snap = xasprintf("%s\n", id);
+	fh->snaplen = strlen(fh->snap);
+	return 0;
+}
+
+/* A writer of stdin is counted: the command's stdin ends when the last one closes. */
+int ctl_open_stdin(struct ctlfh *fh, bool writing)
+{
+	int rc;
+
+	if (!writing)
+		return 0;
+	rc = fh->job ? job_stdin_open(fh->job) : session_stdin_open(fh->s);
+	if (rc < 0)
+		return rc;
+	fh->stdin_writer = true;
+	return 0;
+}
+
+/* A run's files are history, read-only; the others as their row says. */
+static bool is_writable(const struct kind_info *k, fuse_ino_t ino)
+{
+	return k->write && ino_run(ino) == 0;
 }
 
 /* Whether the stream has a first byte or has ended; else w (if given) is queued. */
@@ -209,7 +116,7 @@ static bool stream_started(struct ctlfh *fh, struct waiter *w)
 	size_t n;
 	int fd;
 
-	return run_read_extent(fh->run, stream_of(fh->kind), 0, 1, &fd, &n, w) == 0;
+	return run_read_extent(fh->run, fh_row(fh)->stream, 0, 1, &fd, &n, w) == 0;
 }
 
 struct open_req {
@@ -262,19 +169,38 @@ static void park_open(fuse_req_t req, struct ctlfh *fh, struct fuse_file_info *f
 	park_request(req, open_attempt, orq, open_req_free);
 }
 
-void ctl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+/* What the open binds and renders, as its row says: 0 or -errno. */
+static int open_bind(struct ctlfh *fh, fuse_ino_t ino, bool writing)
 {
-	enum ctl_kind k = ino_kind(ino);
-	bool writing = (fi->flags & O_ACCMODE) != O_RDONLY;
-	struct ctlfh *fh;
+	const struct kind_info *k = fh_row(fh);
 	int rc = 0;
 
-	if (ino_is_term(ino)) {
-		termfile_open(req, ino, fi);
-		return;
-	}
-	if (k >= K_MAX || is_dir(k) || k == K_TERMS) {
-		fuse_reply_err(req, k >= K_MAX ? ENOENT : EISDIR);
+	if (!(k->flags & KF_ROOT))
+		rc = ctl_bind(fh, ino);
+	if (rc == 0 && k->open)
+		rc = k->open(fh, writing);
+	else if (rc == 0 && k->render)
+		fh->snap = k->render(fh, &fh->snaplen);
+	return rc;
+}
+
+/* Whether the open waits (park_open) before it answers. */
+static bool open_waits(struct ctlfh *fh, struct fuse_file_info *fi, bool writing)
+{
+	/* A writer (a checkout's, or its handle) does not wait for the last checkout's output. */
+	return fh->ready || ((fh_row(fh)->flags & KF_STREAM) && fh->run && !writing &&
+			     !(fi->flags & O_NONBLOCK) && !stream_started(fh, NULL));
+}
+
+void ctl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	const struct kind_info *k = kind_row(ino_kind(ino));
+	bool writing = (fi->flags & O_ACCMODE) != O_RDONLY;
+	struct ctlfh *fh;
+	int rc;
+
+	if (!S_ISREG(k->mode)) {
+		fuse_reply_err(req, k->mode ? EISDIR : ENOENT);
 		return;
 	}
 	if (writing && !is_writable(k, ino)) {
@@ -282,15 +208,12 @@ void ctl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	fh = xcalloc(1, sizeof(*fh));
-	fh->kind = k;
+	fh->kind = ino_kind(ino);
 	fh->n = ino_run(ino);
 	fh->writable = is_writable(k, ino);
-	fh->handle = (fi->flags & O_ACCMODE) == O_RDWR && (k == K_CMD || k == K_CHECKOUT);
+	fh->handle = (fi->flags & O_ACCMODE) == O_RDWR && (k->flags & KF_HANDLE);
 	fhandle_init(&fh->h, &open_files, fh_free);
-	if (k > K_RUNDIR && k != K_ALLJOBSCTL && k != K_ROOTENV)
-		rc = bind_session(fh, ino, writing);
-	if (rc == 0)
-		rc = open_snapshot(fh);
+	rc = open_bind(fh, ino, writing);
 	if (rc < 0) {
 		fhandle_unref(&fh->h);
 		fuse_reply_err(req, -rc);
@@ -301,54 +224,59 @@ void ctl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fi->keep_cache = 0;
 	/* A reader's close has nothing to apply: no FLUSH request for it (one per `cat exit`). */
 	fi->noflush = !writing;
-	/* A writer (a checkout's, or its handle) does not wait for the last checkout's output. */
-	if (fh->ready || (is_stream(k) && fh->run && !writing && !(fi->flags & O_NONBLOCK) &&
-			  !stream_started(fh, NULL))) {
+	if (open_waits(fh, fi, writing))
 		park_open(req, fh, fi);
-		return;
-	}
-	fuse_reply_open(req, fi);
+	else
+		fuse_reply_open(req, fi);
 }
 
-void ctl_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+void ctl_release(fuse_req_t req, struct fuse_file_info *fi)
 {
 	struct ctlfh *fh = fh_of(fi);
 
-	if (ino_is_term(ino)) {
-		termfile_release(req, fi);
-		return;
-	}
 	flush_pending(fh);
 	fhandle_release(&fh->h);
 	fuse_reply_err(req, 0);
 }
 
-int ctlfile_stat(struct fuse_file_info *fi, struct stat *st)
+int ctl_fstat_stream(struct ctlfh *fh, struct stat *st)
 {
-	struct ctlfh *fh = fh_of(fi);
-	int status;
+	if (!fh->run)
+		return -ENOENT;
+	run_stream_stat(fh->run, fh_row(fh)->stream, &st->st_size, &st->st_mtim);
+	return 0;
+}
 
-	if (fh->snap && !is_stream(fh->kind) && !is_awaited(fh->kind)) {
-		st->st_size = (off_t)fh->snaplen; /* what this open reads, to the byte */
-		return 0;
-	}
+int ctl_fstat_exit(struct ctlfh *fh, struct stat *st)
+{
+	int status;
 
 	if (!fh->run)
 		return -ENOENT;
-	if (is_stream(fh->kind)) {
-		run_stream_stat(fh->run, stream_of(fh->kind), &st->st_size, &st->st_mtim);
-		return 0;
-	}
-	if (fh->kind == K_EXIT) {
-		if (run_wait_exit(fh->run, &status, NULL) == 0)
-			st->st_size = snprintf(NULL, 0, "%d\n", status);
-		return 0;
-	}
-	if (fh->kind == K_RESULT) {
-		pthread_mutex_lock(&fh->h.lock);
-		st->st_size = (off_t)fh->snaplen; /* 0 until the first read rendered it */
-		pthread_mutex_unlock(&fh->h.lock);
-		return 0;
-	}
-	return -ENOENT;
+	if (run_wait_exit(fh->run, &status, NULL) == 0)
+		st->st_size = snprintf(NULL, 0, "%d\n", status);
+	return 0;
+}
+
+int ctl_fstat_result(struct ctlfh *fh, struct stat *st)
+{
+	if (!fh->run)
+		return -ENOENT;
+	pthread_mutex_lock(&fh->h.lock);
+	st->st_size = (off_t)fh->snaplen; /* 0 until the first read rendered it */
+	pthread_mutex_unlock(&fh->h.lock);
+	return 0;
+}
+
+int ctl_fstat(struct fuse_file_info *fi, struct stat *st)
+{
+	struct ctlfh *fh = fh_of(fi);
+	const struct kind_info *k = fh_row(fh);
+
+	if (k->fstat)
+		return k->fstat(fh, st);
+	if (!fh->snap)
+		return -ENOENT;
+	st->st_size = (off_t)fh->snaplen; /* what this open reads, to the byte */
+	return 0;
 }

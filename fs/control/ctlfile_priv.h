@@ -1,5 +1,5 @@
-/* What ctlfile.c (the handles: open, release, fstat), ctlread.c (reads and poll) and
- * ctlwrite.c (writes, applied at close) share: an open control file and its kinds. */
+/* An open control file, as ctlfile.c (the handles: open, release, fstat), ctlrender.c (texts),
+ * ctlread.c (reads and poll), ctlwrite.c and ctlverb.c (writes, applied at close) share it. */
 #ifndef SBX_CTLFILE_PRIV_H
 #define SBX_CTLFILE_PRIV_H
 
@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <sys/queue.h>
 
-#include "ctl.h"
+#include "ctlkind.h"
 #include "envlist.h"
 #include "fhandle.h"
 #include "run.h"
@@ -46,24 +46,22 @@ static inline struct ctlfh *fh_of(struct fuse_file_info *fi)
 	return (struct ctlfh *)(uintptr_t)fi->fh;
 }
 
-/* Files whose read waits for the run (or process) to get somewhere, then answers once. */
-static inline bool is_awaited(enum ctl_kind k)
+static inline const struct kind_info *fh_row(const struct ctlfh *fh)
 {
-	return k == K_EXIT || k == K_READY || k == K_RESULT;
+	return kind_row(fh->kind);
 }
 
-/* Files that read like a growing output: a checkout's progress is one too. */
-static inline bool is_stream(enum ctl_kind k)
-{
-	return k == K_STDOUT || k == K_STDERR || k == K_OUTPUT || k == K_CHECKOUT;
-}
-
-static inline enum run_stream stream_of(enum ctl_kind k)
-{
-	return k == K_STDERR ? RUN_STDERR : k == K_OUTPUT ? RUN_OUTPUT : RUN_STDOUT;
-}
+/* ctlfile.c */
+/* Binds fh (its kind and n set) to the session, run and process of ino: 0, or -ENOENT if one
+ * is gone. ctl_unbind drops what it holds. */
+int ctl_bind(struct ctlfh *fh, fuse_ino_t ino);
+void ctl_unbind(struct ctlfh *fh);
+/* Size and mtime the file shows through an open handle (fstat), if fi is one of ours. */
+int ctl_fstat(struct fuse_file_info *fi, struct stat *st);
 
 /* ctlwrite.c */
+/* fh->h.lock held: adds a write to what the open applies at close (at most max bytes). */
+int ctl_pending_append(struct ctlfh *fh, const char *buf, size_t size, size_t max);
 int submit_answer(struct ctlfh *fh);
 int flush_pending(struct ctlfh *fh);
 

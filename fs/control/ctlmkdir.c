@@ -1,43 +1,32 @@
-/* The control tree's mkdir and rmdir: sessions (answered once their shell is up or gone),
- * processes and terminals. */
+/* The control tree's mkdir and rmdir, where a directory's row allows them: sessions (answered
+ * once their shell is up or gone) and background processes. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ctl.h"
-#include "ctltree_priv.h"
+#include "ctlkind.h"
 #include "job.h"
 #include "park.h"
 #include "session.h"
-#include "term.h"
 #include "xmalloc.h"
 
-static void mkdir_job(fuse_req_t req, fuse_ino_t parent, const char *name)
+void ctl_mkdir_job(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	struct session *s = ctl_session(parent);
+	struct session *s;
 	struct job *j;
-	int rc = s ? job_create(s, name) : -ENOENT;
+	int rc;
 
+	if (strcmp(name, "ctl") == 0) {
+		fuse_reply_err(req, EEXIST); /* procs/ctl is a file */
+		return;
+	}
+	s = ctl_session(parent);
+	rc = s ? job_create(s, name) : -ENOENT;
 	j = rc == 0 ? job_find(s, name) : NULL;
 	if (j) {
-		reply_entry(req, job_ino(ino_serial(parent), K_JOBDIR, job_id(j)), 0);
+		reply_entry(req, job_ino(ino_serial(parent), K_JOBDIR, job_id(j)));
 		job_unref(j);
-	} else {
-		fuse_reply_err(req, rc < 0 ? -rc : ENOENT);
-	}
-	if (s)
-		session_unref(s);
-}
-
-static void mkdir_term(fuse_req_t req, fuse_ino_t parent, const char *name)
-{
-	struct session *s = ctl_session(parent);
-	int rc = s ? term_create(s, name) : -ENOENT;
-	struct term *t = rc == 0 ? term_find(s, name) : NULL;
-
-	if (t) {
-		reply_entry(req, job_ino(ino_serial(parent), K_TERMDIR, term_id(t)), 0);
-		term_unref(t);
 	} else {
 		fuse_reply_err(req, rc < 0 ? -rc : ENOENT);
 	}
@@ -68,33 +57,18 @@ static int mkdir_attempt(struct park *p)
 	if (result < 0)
 		fuse_reply_err(park_req(p), -result);
 	else
-		reply_entry(park_req(p), mr->ino, ctl_entry_timeout(K_SDIR));
+		reply_entry(park_req(p), mr->ino);
 	return 0;
 }
 
-void ctl_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+void ctl_mkdir_session(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct mkdir_req *mr;
 	struct ticket *ready;
 	struct session *s;
 	int rc;
 
-	(void)mode;
-	if (ino_kind(parent) == K_TERMS) {
-		mkdir_term(req, parent, name);
-		return;
-	}
-	if (ino_kind(parent) == K_JOBS) {
-		if (strcmp(name, "ctl") == 0)
-			fuse_reply_err(req, EEXIST); /* procs/ctl is a file */
-		else
-			mkdir_job(req, parent, name);
-		return;
-	}
-	if (ino_kind(parent) != K_SESSIONS) {
-		fuse_reply_err(req, EPERM);
-		return;
-	}
+	(void)parent;
 	rc = session_create(name, &s, &ready);
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
@@ -105,6 +79,16 @@ void ctl_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 	*mr = (struct mkdir_req){ready, ctl_ino(session_serial(s), K_SDIR, 0)};
 	session_unref(s);
 	park_request(req, mkdir_attempt, mr, mkdir_req_free);
+}
+
+void ctl_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	const struct kind_info *k = kind_row(ino_kind(parent));
+
+	if (k->mkdir)
+		k->mkdir(req, parent, name);
+	else
+		fuse_reply_err(req, EPERM);
 }
 
 static int rmdir_attempt(struct park *p)
@@ -122,34 +106,22 @@ static void ticket_release(void *t)
 	ticket_unref(t);
 }
 
-void ctl_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+void ctl_rmdir_job(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct session *s = ctl_session(parent);
+	int rc = strcmp(name, "ctl") == 0 ? -ENOTDIR : s ? job_remove(s, name) : -ENOENT;
+
+	fuse_reply_err(req, -rc);
+	if (s)
+		session_unref(s);
+}
+
+void ctl_rmdir_session(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct ticket *gone;
 	int rc;
 
-	if (ino_kind(parent) == K_TERMS) {
-		struct session *s = ctl_session(parent);
-
-		/* answered once its tree is gone */
-		rc = s ? term_remove(s, name) : -ENOENT;
-		fuse_reply_err(req, -rc);
-		if (s)
-			session_unref(s);
-		return;
-	}
-	if (ino_kind(parent) == K_JOBS) {
-		struct session *s = ctl_session(parent);
-
-		rc = strcmp(name, "ctl") == 0 ? -ENOTDIR : s ? job_remove(s, name) : -ENOENT;
-		fuse_reply_err(req, -rc);
-		if (s)
-			session_unref(s);
-		return;
-	}
-	if (ino_kind(parent) != K_SESSIONS) {
-		fuse_reply_err(req, EPERM);
-		return;
-	}
+	(void)parent;
 	if (strcmp(name, "clone") == 0) {
 		fuse_reply_err(req, ENOTDIR);
 		return;
@@ -161,4 +133,14 @@ void ctl_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	/* Answer once the shell is gone, so `rmdir s && pgrep ...` finds nothing. */
 	park_request(req, rmdir_attempt, gone, ticket_release);
+}
+
+void ctl_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	const struct kind_info *k = kind_row(ino_kind(parent));
+
+	if (k->rmdir)
+		k->rmdir(req, parent, name);
+	else
+		fuse_reply_err(req, EPERM);
 }

@@ -1,5 +1,5 @@
 /* The text of the mount's README file. */
-#include "ctl.h"
+#include "ctlkind.h"
 
 const char readme_text[] =
 	"sbxfs: a sandbox you drive with echo, cat and ls\n"

@@ -1,0 +1,60 @@
+/* The kinds of contexts/'s inodes: a row each (ctxfile.c holds them), with its name, its mode,
+ * the directories that hold it, and what a file of that kind does at open, stat, read, write,
+ * close and poll. ctxfs.c (names, attributes, directories) and ctxfile.c (open files) follow
+ * the rows instead of testing kinds, so a new kind of file is a new row and its functions. */
+#ifndef SBX_CTXKIND_H
+#define SBX_CTXKIND_H
+
+#include <stdbool.h>
+#include <sys/stat.h>
+
+#include "context.h"
+#include "ctxino.h"
+#include "fhandle.h"
+#include "run.h"
+
+struct cell;
+struct xfh;
+
+/* where: a context's directory, a cell's (cells/N/). */
+enum { IN_CTX = 1, IN_CELL = 2 };
+
+enum {
+	XF_TOP = 1 << 0,     /* of no context: contexts/ itself and its clone */
+	XF_CELL = 1 << 1,    /* a cell's: the one its number says, or the latest (maybe none) */
+	XF_HANDLE = 1 << 2,  /* opened read-write, a read answers the cell's number */
+	XF_STREAM = 1 << 3,  /* an output of the cell's run */
+	XF_NO_READ = 1 << 4, /* write-only, even for root */
+};
+
+struct xkind {
+	const char *name;
+	mode_t mode; /* 0: no such kind */
+	int where;   /* IN_*: the directories that hold it */
+	unsigned flags;
+	enum context_attr attr; /* the setting a setting's file shows and sets */
+	enum run_stream stream; /* XF_STREAM: which output */
+
+	/* At open instead of render: 0 or -errno. */
+	int (*open)(struct xfh *fh);
+	/* Its text, read whole: rendered at open, and at stat for the size; 0 or -errno (the open
+	 * fails), *text NULL: none (yet). */
+	int (*render)(struct context *c, struct cell *cell, fuse_ino_t ino, char **text,
+		      size_t *len);
+	/* The size (and mtime) now of a file not rendered. */
+	void (*size)(struct cell *cell, fuse_ino_t ino, struct stat *st);
+	fhandle_try_fn read;   /* a read that waits for the cell; NULL: the snapshot */
+	fhandle_ready_fn poll; /* NULL: always ready */
+	/* result and error: the text, once the cell ended. */
+	int (*await)(struct cell *cell, char **text, size_t *len);
+	/* Writes: at most wmax bytes an open, checked as they come (fh->h.lock held), applied at
+	 * close; *n a cell's number. apply NULL: the file is read-only. */
+	size_t wmax;
+	int (*check)(struct xfh *fh);
+	int (*apply)(struct xfh *fh, const char *text, size_t len, unsigned *n);
+};
+
+/* k's row; one of mode 0 for a number of no kind. */
+const struct xkind *ctx_row(enum ctx_kind k);
+
+#endif

@@ -1,0 +1,114 @@
+/* Files of verbs: a session's or a process's ctl and procs/ctl, one verb a line, each checked
+ * when its newline arrives and all applied at close, or none; signal and tty, applied at the
+ * write itself. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "ctl.h"
+#include "ctlfile_priv.h"
+#include "job.h"
+#include "session.h"
+#include "signame.h"
+
+/* ctl_line_split's limit: a ctl line without its newline can be no longer */
+#define CTL_LINE_MAX sizeof(((struct ctl_line *)NULL)->buf)
+
+/* A session's ctl, or a process's. */
+int ctl_verb_ctl(struct ctlfh *fh, const char *line, size_t len, bool apply)
+{
+	if (fh->job)
+		return apply ? job_ctl(fh->job, line, len) : job_ctl_check(line, len);
+	return apply ? session_ctl(fh->s, line, len) : session_ctl_check(line, len);
+}
+
+/* procs/ctl: the session's background processes, or (the root's) every one. */
+int ctl_verb_kill(struct ctlfh *fh, const char *line, size_t len, bool apply)
+{
+	return apply ? jobs_kill(fh->s, line, len) : jobs_kill_check(line, len);
+}
+
+/* An empty line is no verb. */
+static int verb(struct ctlfh *fh, const char *line, size_t len, bool apply)
+{
+	return len ? fh_row(fh)->verb(fh, line, len, apply) : 0;
+}
+
+/* The size is checked last, so a bad line reads EINVAL however long the write: the buffer
+ * holds at most one write past the limit. A tail longer than any line fails at once. */
+int ctl_write_verbs(fuse_req_t req, struct ctlfh *fh, const char *buf, size_t size)
+{
+	const char *nl;
+	size_t end;
+	int rc;
+
+	(void)req;
+	pthread_mutex_lock(&fh->h.lock);
+	rc = ctl_pending_append(fh, buf, size, SIZE_MAX);
+	while (rc == 0 && (nl = memchr(fh->wbuf + fh->wchecked, '\n', fh->wlen - fh->wchecked))) {
+		end = (size_t)(nl - fh->wbuf);
+		rc = verb(fh, fh->wbuf + fh->wchecked, end - fh->wchecked, false);
+		if (rc == 0)
+			fh->wchecked = end + 1;
+	}
+	if (rc == 0 && fh->wlen - fh->wchecked >= CTL_LINE_MAX)
+		rc = -EINVAL;
+	if (rc == 0 && fh->wlen > SESSION_CMD_MAX)
+		rc = -EFBIG;
+	pthread_mutex_unlock(&fh->h.lock);
+	return rc;
+}
+
+/* At close: every line is checked first (the last may lack its newline), so a bad one applies
+ * nothing; then they apply in order, and the first that fails (ESRCH: nothing to kill) stops
+ * the rest, as what went before cannot be undone. */
+int ctl_apply_verbs(struct ctlfh *fh, const char *text, size_t len, unsigned *n)
+{
+	size_t pos, linelen;
+	int pass, rc;
+
+	(void)n;
+	for (pass = 0; pass < 2; pass++) {
+		for (pos = 0; pos < len; pos += linelen + 1) {
+			const char *nl = memchr(text + pos, '\n', len - pos);
+
+			linelen = nl ? (size_t)(nl - (text + pos)) : len - pos;
+			rc = verb(fh, text + pos, linelen, pass == 1);
+			if (rc < 0)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+int ctl_write_signal(fuse_req_t req, struct ctlfh *fh, const char *buf, size_t size)
+{
+	char name[32];
+	int sig;
+
+	(void)req;
+	while (size > 0 && (buf[size - 1] == '\n' || buf[size - 1] == ' '))
+		size--;
+	if (size == 0 || size >= sizeof(name))
+		return -EINVAL;
+	memcpy(name, buf, size);
+	name[size] = '\0';
+	if (signal_parse(name, &sig) < 0)
+		return -EINVAL;
+	return job_signal(fh->job, sig);
+}
+
+/* `yes` or `no`, applied at the write: a process on a pty or on pipes from its next start. */
+int ctl_write_tty(fuse_req_t req, struct ctlfh *fh, const char *buf, size_t size)
+{
+	(void)req;
+	if (size > 0 && buf[size - 1] == '\n')
+		size--;
+	if (size == 3 && !memcmp(buf, "yes", 3))
+		return job_set_tty(fh->job, true);
+	if (size == 2 && !memcmp(buf, "no", 2))
+		return job_set_tty(fh->job, false);
+	return -EINVAL;
+}

@@ -1,0 +1,607 @@
+/* A terminal's open files (sessions/ID/terms/NAME/): cmd, in, out, screen, size, ctl, exit,
+ * wait and status, each kind as its row says (termkind.h; the rows are at the end). Readers of
+ * out and exit are parked (park.h) rather than blocked, a writer to a full input queue too;
+ * writes are checked in write() itself so tools see the errno, and a write that fails applies
+ * nothing. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <regex.h>
+#include <string.h>
+#include <sys/queue.h>
+
+#include "fhandle.h"
+#include "loop.h"
+#include "reply.h"
+#include "session.h"
+#include "term.h"
+#include "termfs.h"
+#include "termkind.h"
+#include "xmalloc.h"
+
+/* a ctl or size write longer than any line it takes */
+#define LINE_MAX_BYTES 4096
+
+struct termfh {
+	struct fhandle h; /* h.lock: wbuf, shift, pos and poll state */
+	enum ctl_kind kind;
+	struct session *s;
+	struct term *t;
+	char *snap;	      /* cmd, screen, size, status: the text read back */
+	size_t snaplen;
+	char *wbuf; /* cmd: applied at close; size, ctl: a line not yet complete */
+	size_t wlen;
+	int werr;	/* the first failed write's -errno: the open applies nothing more */
+	uint64_t shift; /* out: how far the ring moved past this open's offsets */
+	uint64_t pos;	/* out: end of the last read, for poll */
+	regex_t rx;	/* wait: the pattern when opened for reading */
+	bool has_rx;
+	uint64_t deadline_ns; /* wait: set by the first read */
+};
+
+static struct fhandle_list open_files = FHANDLE_LIST_INIT(open_files);
+
+static struct termfh *fh_of(struct fuse_file_info *fi)
+{
+	return (struct termfh *)(uintptr_t)fi->fh;
+}
+
+static const struct term_kind *fh_row(const struct termfh *fh)
+{
+	return term_row(fh->kind);
+}
+
+static void fh_free(struct fhandle *h)
+{
+	struct termfh *fh = container_of(h, struct termfh, h);
+
+	if (fh->t)
+		term_unref(fh->t);
+	if (fh->s)
+		session_unref(fh->s);
+	if (fh->has_rx)
+		regfree(&fh->rx);
+	free(fh->snap);
+	free(fh->wbuf);
+	free(fh);
+}
+
+void termfile_shutdown(void)
+{
+	fhandle_shutdown(&open_files);
+}
+
+static char *render_size(struct term *t, size_t *len)
+{
+	char *text = term_size_text(t);
+
+	*len = strlen(text);
+	return text;
+}
+
+static char *render_status(struct term *t, size_t *len)
+{
+	char *text = term_status(t);
+
+	*len = strlen(text);
+	return text;
+}
+
+static void size_out(struct term *t, struct stat *st)
+{
+	st->st_size = (off_t)term_out_end(t);
+}
+
+static void size_exit(struct term *t, struct stat *st)
+{
+	int status;
+
+	if (term_wait_exit(t, &status, NULL) == 0)
+		st->st_size = snprintf(NULL, 0, "%d\n", status);
+}
+
+void termfile_stat(fuse_ino_t ino, struct session *s, struct stat *st)
+{
+	const struct term_kind *k = term_row(ino_kind(ino));
+	struct term *t = term_find_id(s, ino_term(ino));
+	size_t len = 0;
+	char *text;
+
+	if (!t)
+		return;
+	if (k->size) {
+		k->size(t, st);
+	} else if (k->render && (text = k->render(t, &len))) {
+		st->st_size = (off_t)len;
+		free(text);
+	}
+	term_unref(t);
+}
+
+static bool writable(const struct term_kind *k)
+{
+	return k->write || k->add;
+}
+
+/* Compiles a wait pattern (without its newline): 0 or -EINVAL. */
+static int compile_pattern(const char *text, size_t len, regex_t *rx)
+{
+	char *pattern;
+	int rc;
+
+	if (len && text[len - 1] == '\n')
+		len--;
+	if (len == 0 || memchr(text, '\0', len) || memchr(text, '\n', len))
+		return -EINVAL;
+	pattern = xstrndup(text, len);
+	rc = regcomp(rx, pattern, REG_EXTENDED | REG_NEWLINE);
+	free(pattern);
+	return rc == 0 ? 0 : -EINVAL;
+}
+
+/* wait opened for reading: the terminal's pattern of now; -EINVAL if none was written. */
+static int open_pattern(struct termfh *fh, int flags)
+{
+	char *pattern;
+	int rc;
+
+	if ((flags & O_ACCMODE) != O_RDONLY)
+		return 0;
+	pattern = term_pattern(fh->t);
+	rc = pattern ? compile_pattern(pattern, strlen(pattern), &fh->rx) : -EINVAL;
+	free(pattern);
+	fh->has_rx = rc == 0;
+	return rc;
+}
+
+void termfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	const struct term_kind *k = term_row(ino_kind(ino));
+	bool writing = (fi->flags & O_ACCMODE) != O_RDONLY;
+	struct termfh *fh;
+
+	if (!S_ISREG(k->mode)) {
+		fuse_reply_err(req, k->mode ? EISDIR : ENOENT);
+		return;
+	}
+	if (writing && !writable(k)) {
+		fuse_reply_err(req, EACCES);
+		return;
+	}
+	fh = xcalloc(1, sizeof(*fh));
+	fh->kind = ino_kind(ino);
+	fhandle_init(&fh->h, &open_files, fh_free);
+	fh->s = session_find_serial(ino_serial(ino));
+	fh->t = fh->s ? term_find_id(fh->s, ino_term(ino)) : NULL;
+	if (!fh->t) {
+		fhandle_unref(&fh->h);
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	if (k->render)
+		fh->snap = k->render(fh->t, &fh->snaplen);
+	if (k->open && k->open(fh, fi->flags) < 0) {
+		fhandle_unref(&fh->h);
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	fi->fh = (uint64_t)(uintptr_t)fh;
+	fi->direct_io = 1;
+	fi->keep_cache = 0;
+	fuse_reply_open(req, fi);
+}
+
+/* Answers a read of exit, or returns -EAGAIN (w queued if given). */
+static int try_exit(fuse_req_t req, struct fhandle *h, size_t size, off_t off, struct waiter *w)
+{
+	struct termfh *fh = container_of(h, struct termfh, h);
+	char text[16];
+	int status, rc;
+
+	rc = term_wait_exit(fh->t, &status, w);
+	if (rc == -EAGAIN)
+		return rc;
+	if (rc == 0)
+		snprintf(text, sizeof(text), "%d\n", status);
+	else
+		text[0] = '\0';
+	reply_slice(req, text, strlen(text), size, off);
+	return 0;
+}
+
+/* Answers a read of out, or returns -EAGAIN (w queued if given). A read below the oldest byte
+ * held starts there, and the open's later offsets follow on from it. */
+static int try_out(fuse_req_t req, struct fhandle *h, size_t size, off_t off, struct waiter *w)
+{
+	struct termfh *fh = container_of(h, struct termfh, h);
+	char *buf;
+	uint64_t at;
+	size_t n;
+	int rc;
+
+	pthread_mutex_lock(&fh->h.lock);
+	at = (uint64_t)off + fh->shift;
+	pthread_mutex_unlock(&fh->h.lock);
+	buf = xmalloc(size ? size : 1);
+	rc = term_out_read(fh->t, &at, buf, size, &n, w);
+	if (rc == 0) {
+		pthread_mutex_lock(&fh->h.lock);
+		if (at > (uint64_t)off + fh->shift)
+			fh->shift = at - (uint64_t)off;
+		fh->pos = at + n;
+		pthread_mutex_unlock(&fh->h.lock);
+		fuse_reply_buf(req, buf, n);
+	}
+	free(buf);
+	return rc;
+}
+
+/* The first line of the screen the pattern matches, with its newline; NULL if none. */
+static char *match_line(struct termfh *fh)
+{
+	size_t len;
+	char *screen = term_screen(fh->t, &len), *line, *match = NULL;
+
+	for (line = screen; *line && !match; line = strchr(line, '\n') + 1) {
+		char *nl = strchr(line, '\n');
+
+		*nl = '\0';
+		if (regexec(&fh->rx, line, 0, NULL, 0) == 0)
+			match = xasprintf("%s\n", line);
+		*nl = '\n';
+	}
+	free(screen);
+	return match;
+}
+
+/* wait: the matching line once the screen has one; ETIMEDOUT after term_wait_ms, EOF once
+ * the terminal ended without one. */
+static int try_wait(fuse_req_t req, struct fhandle *h, size_t size, off_t off, struct waiter *w)
+{
+	struct termfh *fh = container_of(h, struct termfh, h);
+	char *line = match_line(fh);
+	int rc;
+
+	if (line) {
+		reply_slice(req, line, strlen(line), size, off);
+		free(line);
+		return 0;
+	}
+	rc = term_screen_wait(fh->t, fh->deadline_ns, w);
+	if (rc == -EAGAIN)
+		return rc;
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_buf(req, NULL, 0);
+	return 0;
+}
+
+/* wait: a read needs the pattern it was opened with, and its deadline starts at the first. */
+static int wait_begin(struct termfh *fh)
+{
+	if (!fh->has_rx)
+		return -EINVAL; /* opened to write the pattern */
+	pthread_mutex_lock(&fh->h.lock);
+	if (!fh->deadline_ns)
+		fh->deadline_ns = loop_now_ns() + term_wait_ms() * 1000000u;
+	pthread_mutex_unlock(&fh->h.lock);
+	return 0;
+}
+
+void termfile_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct termfh *fh = fh_of(fi);
+	const struct term_kind *k = fh_row(fh);
+	int rc;
+
+	if (k->read_begin && (rc = k->read_begin(fh)) < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	/* Once answered, the file may be released at once: hold fh until we are done with it. */
+	fhandle_ref(&fh->h);
+	if (k->read) {
+		fhandle_read(req, &fh->h, size, off, fi->flags, k->read);
+		return;
+	}
+	if (fh->snap)
+		reply_slice(req, fh->snap, fh->snaplen, size, off);
+	else
+		fuse_reply_err(req, EBADF);
+	fhandle_unref(&fh->h);
+}
+
+/* Keys go to the queue as typed; a full queue parks the writer as a full pty would block it
+ * (O_NONBLOCK: EAGAIN). */
+static ssize_t input(struct fhandle *h, const char *buf, size_t size, struct waiter *w)
+{
+	return term_input(container_of(h, struct termfh, h)->t, buf, size, w);
+}
+
+static int write_input(fuse_req_t req, struct termfh *fh, const char *buf, size_t size, int flags)
+{
+	fhandle_write(req, &fh->h, buf, size, flags, input);
+	return TERM_REPLIED;
+}
+
+/* fh->h.lock held: adds a write to the pending bytes; too_big if past max. */
+static int append(struct termfh *fh, const char *buf, size_t size, size_t max, int too_big)
+{
+	if (memchr(buf, '\0', size))
+		return -EINVAL;
+	if (fh->wlen + size > max)
+		return too_big;
+	fh->wbuf = xrealloc(fh->wbuf, fh->wlen + size + 1);
+	memcpy(fh->wbuf + fh->wlen, buf, size);
+	fh->wlen += size;
+	return 0;
+}
+
+/* A complete line of ctl: checked (apply false) or applied; an empty one is no verb. */
+static int line_ctl(struct termfh *fh, const char *line, size_t len, bool apply)
+{
+	return len == 0 ? 0 : term_ctl(apply ? fh->t : NULL, line, len);
+}
+
+/* A complete line of size: checked (apply false) or applied. */
+static int line_size(struct termfh *fh, const char *line, size_t len, bool apply)
+{
+	unsigned rows, cols;
+	int rc;
+
+	rc = term_size_parse(line, len, &rows, &cols);
+	return rc < 0 || !apply ? rc : term_resize(fh->t, rows, cols);
+}
+
+/* fh->h.lock held: every complete line is checked, then all of them apply, and they leave the
+ * buffer; with all, the rest too (at close). */
+static int apply_lines(struct termfh *fh, bool all)
+{
+	size_t end = fh->wlen, pos, n;
+	int pass, rc = 0;
+
+	if (!all) {
+		const char *nl = memrchr(fh->wbuf, '\n', fh->wlen);
+
+		end = nl ? (size_t)(nl - fh->wbuf) + 1 : 0;
+	}
+	for (pass = 0; pass < 2 && rc == 0; pass++) {
+		for (pos = 0; pos < end && rc == 0; pos += n + 1) {
+			const char *nl = memchr(fh->wbuf + pos, '\n', end - pos);
+
+			n = nl ? (size_t)(nl - (fh->wbuf + pos)) : end - pos;
+			rc = fh_row(fh)->line(fh, fh->wbuf + pos, n, pass == 1);
+		}
+	}
+	memmove(fh->wbuf, fh->wbuf + end, fh->wlen - end);
+	fh->wlen -= end;
+	return rc;
+}
+
+/* Each write is one pattern, checked and kept for the reads of wait that open after it. */
+static int write_pattern(fuse_req_t req, struct termfh *fh, const char *buf, size_t size, int flags)
+{
+	regex_t rx;
+	int rc = size > LINE_MAX_BYTES ? -EINVAL : compile_pattern(buf, size, &rx);
+
+	(void)req;
+	(void)flags;
+	if (rc < 0)
+		return rc;
+	regfree(&rx);
+	term_set_pattern(fh->t, buf, size && buf[size - 1] == '\n' ? size - 1 : size);
+	return 0;
+}
+
+/* cmd: kept whole and started at close, while the terminal has not started. */
+static int add_cmd(struct termfh *fh, const char *buf, size_t size)
+{
+	int rc = term_cmd_settable(fh->t);
+
+	return rc < 0 ? rc : append(fh, buf, size, SESSION_CMD_MAX, -EFBIG);
+}
+
+static int start_cmd(struct termfh *fh)
+{
+	return term_start(fh->t, fh->wbuf, fh->wlen);
+}
+
+/* size and ctl: each complete line is checked and applied at once, the rest kept. */
+static int add_lines(struct termfh *fh, const char *buf, size_t size)
+{
+	int rc = append(fh, buf, size, LINE_MAX_BYTES, -EINVAL);
+
+	return rc < 0 ? rc : apply_lines(fh, false);
+}
+
+/* At close, a last line without its newline applies. */
+static int apply_rest(struct termfh *fh)
+{
+	return apply_lines(fh, true);
+}
+
+void termfile_write(fuse_req_t req, const char *buf, size_t size, struct fuse_file_info *fi)
+{
+	struct termfh *fh = fh_of(fi);
+	const struct term_kind *k = fh_row(fh);
+	int rc;
+
+	if (k->write) {
+		rc = k->write(req, fh, buf, size, fi->flags);
+		if (rc == TERM_REPLIED)
+			return;
+		if (rc < 0)
+			fuse_reply_err(req, -rc);
+		else
+			fuse_reply_write(req, size);
+		return;
+	}
+	pthread_mutex_lock(&fh->h.lock);
+	rc = fh->werr;
+	if (rc == 0)
+		rc = k->add(fh, buf, size);
+	/* ESRCH: nothing to signal, no fault of the line */
+	if (rc < 0 && rc != -ESRCH && rc != -EBUSY && !fh->werr)
+		fh->werr = rc;
+	pthread_mutex_unlock(&fh->h.lock);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_write(req, size);
+}
+
+/* What is pending applies at close: cmd starts the terminal, a last line without its newline
+ * applies. */
+void termfile_flush(fuse_req_t req, struct fuse_file_info *fi)
+{
+	struct termfh *fh = fh_of(fi);
+	int rc = 0;
+
+	pthread_mutex_lock(&fh->h.lock);
+	if (fh->wlen && !fh->werr && fh_row(fh)->apply)
+		rc = fh_row(fh)->apply(fh);
+	fh->wlen = 0;
+	pthread_mutex_unlock(&fh->h.lock);
+	fuse_reply_err(req, rc == -ESRCH ? ESRCH : -rc);
+}
+
+void termfile_release(fuse_req_t req, struct fuse_file_info *fi)
+{
+	struct termfh *fh = fh_of(fi);
+
+	fhandle_release(&fh->h);
+	fuse_reply_err(req, 0);
+}
+
+static bool poll_exit(struct fhandle *h, struct waiter *w)
+{
+	int status;
+
+	return term_wait_exit(container_of(h, struct termfh, h)->t, &status, w) != -EAGAIN;
+}
+
+static bool poll_out(struct fhandle *h, struct waiter *w)
+{
+	struct termfh *fh = container_of(h, struct termfh, h);
+
+	return term_out_poll(fh->t, fh->pos, w);
+}
+
+void termfile_poll(fuse_req_t req, struct fuse_file_info *fi, struct fuse_pollhandle *ph)
+{
+	struct termfh *fh = fh_of(fi);
+	unsigned revents = POLLIN | POLLRDNORM;
+
+	if (writable(fh_row(fh)))
+		revents |= POLLOUT | POLLWRNORM;
+	fhandle_poll(req, &fh->h, ph, revents, fh_row(fh)->poll);
+}
+
+/* The rows. */
+
+#define DIR_MODE (S_IFDIR | 0755)
+
+/* a session's terms/: listed in the session's directory by fs/control, which answers the
+ * attributes of a session's directory for it, as termfs.c does */
+static const struct term_kind terms_row = {
+    .name = "terms",
+    .mode = DIR_MODE,
+};
+
+static const struct term_kind termdir_row = {
+    .name = "",
+    .mode = DIR_MODE,
+};
+
+/* the command it runs (the session's shell if none), written before it starts */
+static const struct term_kind cmd_row = {
+    .name = "cmd",
+    .mode = S_IFREG | 0644,
+    .render = term_cmd,
+    .add = add_cmd,
+    .apply = start_cmd,
+};
+
+/* keys */
+static const struct term_kind in_row = {
+    .name = "in",
+    .mode = S_IFREG | 0200,
+    .write = write_input,
+};
+
+/* what it wrote, as a stream */
+static const struct term_kind out_row = {
+    .name = "out",
+    .mode = S_IFREG | 0444,
+    .size = size_out,
+    .read = try_out,
+    .poll = poll_out,
+};
+
+static const struct term_kind screen_row = {
+    .name = "screen",
+    .mode = S_IFREG | 0444,
+    .render = term_screen,
+};
+
+static const struct term_kind size_row = {
+    .name = "size",
+    .mode = S_IFREG | 0644,
+    .render = render_size,
+    .add = add_lines,
+    .line = line_size,
+    .apply = apply_rest,
+};
+
+static const struct term_kind ctl_row = {
+    .name = "ctl",
+    .mode = S_IFREG | 0200,
+    .add = add_lines,
+    .line = line_ctl,
+    .apply = apply_rest,
+};
+
+static const struct term_kind exit_row = {
+    .name = "exit",
+    .mode = S_IFREG | 0444,
+    .size = size_exit,
+    .read = try_exit,
+    .poll = poll_exit,
+};
+
+/* write a pattern; read: the screen's first line it matches, once there is one */
+static const struct term_kind wait_row = {
+    .name = "wait",
+    .mode = S_IFREG | 0644,
+    .open = open_pattern,
+    .read_begin = wait_begin,
+    .read = try_wait,
+    .write = write_pattern,
+};
+
+static const struct term_kind status_row = {
+    .name = "status",
+    .mode = S_IFREG | 0444,
+    .render = render_status,
+};
+
+/* Indexed by kind; a terminal's directory lists its files in the order of enum ctl_kind. */
+static const struct term_kind *const term_kinds[K_MAX] = {
+    [K_TERMS] = &terms_row, [K_TERMDIR] = &termdir_row, [K_TCMD] = &cmd_row,
+    [K_TIN] = &in_row,	    [K_TOUT] = &out_row,	[K_TSCREEN] = &screen_row,
+    [K_TSIZE] = &size_row,  [K_TCTL] = &ctl_row,	[K_TEXIT] = &exit_row,
+    [K_TWAIT] = &wait_row,  [K_TSTATUS] = &status_row,
+};
+
+const struct term_kind *term_row(enum ctl_kind k)
+{
+	static const struct term_kind none = {.name = ""};
+
+	return (unsigned)k < K_MAX && term_kinds[k] ? term_kinds[k] : &none;
+}
