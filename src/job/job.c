@@ -608,6 +608,9 @@ static void forget(struct session_child *c)
 	session_child_unlink(&j->c);
 	kill_job(j, SIGKILL);
 	feed_wake(&j->in);
+	/* Its ready readers learn it is gone now; a never started one has no exit to stop the poll,
+	 * and the last reference may go before the timer would fire. */
+	loop_timer_cancel(&j->ready_timer);
 	waitq_wake(&j->readyq);
 	job_unref(j);
 }
