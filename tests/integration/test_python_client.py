@@ -2,10 +2,14 @@
 concurrency on one session, and every method once."""
 
 import base64
+import importlib.util
 import os
 import re
+import shutil
+import subprocess
 import sys
 import threading
+import tomllib
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -23,6 +27,41 @@ pytestmark = pytest.mark.client
 def sandbox(sbx):
     # Under --isolation none commands see the backing directory: the client is told so.
     return sdk.get_sandbox(sbx.mnt, workspace_path=sbx.cmd_ws if isolation_none() else None)
+
+
+@pytest.mark.no_daemon
+@pytest.mark.sbx_timeout(180)
+def test_installs_offline_with_debian_packages_only(tmp_path):
+    """`pip install --no-build-isolation clients/python` in a venv that sees the system's
+    packages, as docs/clients.md says, with no index, no find-links and no pip config: what
+    builds it is Debian's setuptools and wheel, and what it installs imports as `sbxfs`."""
+    if importlib.util.find_spec("ensurepip") is None:
+        pytest.skip("python3-venv is not installed (scripts/bootstrap installs it): "
+                    "no venv with pip to install into")
+    # A copy, because setuptools builds in place: the build/ and egg-info a root run leaves
+    # stay out of the tree.
+    src = tmp_path / "python"
+    shutil.copytree(REPO_ROOT / "clients" / "python", src,
+                    ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)],
+                   check=True, timeout=120)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_") and
+           k != "PYTHONPATH"}
+    env.update(PIP_NO_INDEX="1", PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1")
+    py = str(venv / "bin" / "python")
+    pip = subprocess.run([py, "-m", "pip", "install", "--no-build-isolation", str(src)],
+                         env=env, cwd=tmp_path, capture_output=True, text=True, timeout=150)
+    assert pip.returncode == 0, pip.stdout[-4000:] + pip.stderr[-4000:]
+    out = subprocess.run(
+        [py, "-c", "import importlib.metadata as m, sbxfs; "
+                   "print(sbxfs.__name__, m.version('sbxfs'), sbxfs.__file__)"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    name, version, path = out.stdout.split()
+    project = tomllib.loads((src / "pyproject.toml").read_text())["project"]
+    assert (name, version) == ("sbxfs", project["version"])  # distribution named as imported
+    assert path.startswith(str(venv)), path  # the installed copy, not the tree's
 
 
 def npm_project(sbx, name, env_name):
