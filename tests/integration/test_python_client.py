@@ -259,8 +259,9 @@ def test_processes(sandbox):
 def test_files(sbx, sandbox):
     d = f"{sbx.cmd_ws}/files"
     sandbox.mkdir(f"{d}/a/b", recursive=True)
-    with pytest.raises(sdk.FileNotFoundError):
+    with pytest.raises(sdk.FileNotFoundError) as info:
         sandbox.mkdir(f"{d}/x/y")
+    assert info.value.path == f"{d}/x/y" and str(sbx.mnt) not in str(info.value)
     sandbox.write_file(f"{d}/a/t.txt", "hello\n")
     sandbox.exec(f"chmod 755 {d}/a/t.txt")
     sandbox.write_file(f"{d}/a/t.txt", "hello again\n")
@@ -272,8 +273,15 @@ def test_files(sbx, sandbox):
     assert sandbox.read_file("files/a/t.txt")["content"] == "hello again\n"
     assert sandbox.read_file(f"{d}/a/t.txt", encoding="base64")["content"] == \
         base64.b64encode(b"hello again\n").decode()
-    with pytest.raises(FileNotFoundError):
-        sandbox.read_file(f"{d}/missing")
+    # A file error names the path the caller gave, in its message and in `path`, never the
+    # host's; it is Python's own FileNotFoundError too.
+    for path in (f"{d}/missing", "files/missing"):
+        with pytest.raises(FileNotFoundError) as info:
+            sandbox.read_file(path)
+        err = info.value
+        assert isinstance(err, sdk.FileNotFoundError)
+        assert (err.path, err.errno, err.code) == (path, "ENOENT", "FILE_NOT_FOUND")
+        assert str(err) == f"{path}: No such file or directory"
     with pytest.raises(sdk.ValidationError):
         sandbox.read_file("/etc/passwd")
     events = list(sandbox.read_file_stream(f"{d}/a/t.txt"))
@@ -350,12 +358,32 @@ def test_code_contexts(sbx, sandbox):
         pytest.skip("this sbxfs has no contexts/ (issue 14): only the clear error was checked")
     c = sandbox.create_code_context(language="python")
     try:
+        # The SDK's shapes in Python naming: a context with the cwd it runs in (the workspace
+        # unless given), an execution whose keys are snake_case down to is_main_result.
+        assert sorted(c) == ["created_at", "cwd", "id", "language", "last_used"]
+        assert (c["language"], c["cwd"]) == ("python", sbx.cmd_ws)
         sandbox.run_code("x = 20", context=c)
-        assert sandbox.run_code("x + 22", context=c)["results"][0]["text"] == "42"
+        seen = []
+        r = sandbox.run_code('print("hi"); x + 22', context=c, on_result=seen.append)
+        assert r == {"results": [{"text": "42", "is_main_result": True}],
+                     "logs": {"stdout": ["hi\n"], "stderr": []}, "error": None,
+                     "execution_count": 2}
+        assert seen == r["results"]
+        failed = sandbox.run_code("1/0", context=c)
+        assert (failed["error"]["name"], failed["results"], failed["execution_count"]) == \
+            ("ZeroDivisionError", [], 3)
         plot = sandbox.run_code("import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])", context=c)
         png = base64.b64decode(next(r["png"] for r in plot["results"] if r.get("png")))
         assert png[1:4] == b"PNG" and len(png) > 1000
         assert any(x["id"] == c["id"] for x in sandbox.list_code_contexts())
+        there = sandbox.create_code_context(language="python", cwd="/tmp")
+        assert there["cwd"] == "/tmp"
+        sandbox.delete_code_context(there["id"])
+        # A context the daemon refused a setting of is not left behind.
+        before = len(sandbox.list_code_contexts())
+        with pytest.raises(sdk.ValidationError):
+            sandbox.create_code_context(cwd="not/absolute")
+        assert len(sandbox.list_code_contexts()) == before
     finally:
         sandbox.delete_code_context(c["id"])
 
