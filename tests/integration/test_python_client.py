@@ -138,6 +138,10 @@ def test_seed_get_session_resumes_and_set_env_vars_unsets(sbx, sandbox):
         sandbox.get_session("resume")
     with pytest.raises(sdk.SessionNotFoundError):
         sandbox.delete_session("resume")
+    # A path relative to a session that is gone: its error, naming no host file.
+    with pytest.raises(sdk.SessionNotFoundError) as info:
+        created.read_file("x")
+    assert str(sbx.mnt) not in str(info.value), info.value
 
 
 def test_sandbox_env_reaches_sessions(sandbox):

@@ -117,6 +117,10 @@ describe('the seed examples', { timeout: 120000 }, () => {
 		}
 		await assert.rejects(sandbox.getSession('resume'), SessionNotFoundError);
 		await assert.rejects(sandbox.deleteSession('resume'), SessionNotFoundError);
+		// A path relative to a session that is gone: its error, naming no host file.
+		const gone = await created.readFile('x').then(() => assert.fail('read'), (e) => e);
+		assert.ok(gone instanceof SessionNotFoundError, String(gone));
+		assert.ok(!gone.message.includes(m.mnt), gone.message);
 	});
 });
 
