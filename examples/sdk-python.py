@@ -3,14 +3,17 @@
 sbxfs mount with clients/python (sbxfs, standard library only).
 
 usage: examples/sdk-python.py [MOUNTPOINT]     (default /mnt/sbx; sbxfs must be mounted)
+with sbxfs importable: installed (docs/clients.md), or from the tree with
+    PYTHONPATH=clients/python examples/sdk-python.py [MOUNTPOINT]
 """
 
-import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "clients",
-                                "python"))
-import sbxfs as sdk  # noqa: E402
+try:
+    import sbxfs as sdk
+except ModuleNotFoundError:
+    sys.exit("sdk-python.py: no sbxfs module: install clients/python (docs/clients.md) or run "
+             "with PYTHONPATH=clients/python")
 
 sandbox = sdk.get_sandbox(sys.argv[1] if len(sys.argv) > 1 else "/mnt/sbx")
 session = sandbox.create_session(id="example-py", env={"APP_ENV": "test"},

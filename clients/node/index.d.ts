@@ -54,6 +54,7 @@ export interface ProcessLogs {
 	processId: string;
 }
 
+/** JSON.stringify gives the SDK's Process: these fields, dates as ISO 8601. */
 export declare class Process {
 	readonly id: string;
 	readonly sessionId: string;
@@ -163,6 +164,7 @@ export type CodeLanguage = 'python' | 'javascript' | 'typescript';
 export interface CodeContext {
 	id: string;
 	language: CodeLanguage;
+	/** The directory its interpreter starts in: the workspace unless one was given. */
 	cwd: string;
 	createdAt: Date;
 	lastUsed: Date;
@@ -193,6 +195,8 @@ export interface Result {
 	json?: unknown;
 	chart?: unknown;
 	data?: unknown;
+	/** True for the value of the cell's last expression. */
+	isMainResult?: boolean;
 }
 
 export interface ExecutionError {
@@ -293,6 +297,8 @@ export declare class SandboxError extends Error {
 	/** The errno's name of the file operation that failed (ENOENT, EEXIST, ...). */
 	errno?: string;
 	details?: unknown;
+	/** A file call's error: the path the caller gave (never the host's). */
+	path?: string;
 }
 export declare class SessionNotFoundError extends SandboxError {}
 export declare class SessionAlreadyExistsError extends SandboxError {}

@@ -2,10 +2,14 @@
 concurrency on one session, and every method once."""
 
 import base64
+import importlib.util
 import os
 import re
+import shutil
+import subprocess
 import sys
 import threading
+import tomllib
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -23,6 +27,41 @@ pytestmark = pytest.mark.client
 def sandbox(sbx):
     # Under --isolation none commands see the backing directory: the client is told so.
     return sdk.get_sandbox(sbx.mnt, workspace_path=sbx.cmd_ws if isolation_none() else None)
+
+
+@pytest.mark.no_daemon
+@pytest.mark.sbx_timeout(180)
+def test_installs_offline_with_debian_packages_only(tmp_path):
+    """`pip install --no-build-isolation clients/python` in a venv that sees the system's
+    packages, as docs/clients.md says, with no index, no find-links and no pip config: what
+    builds it is Debian's setuptools and wheel, and what it installs imports as `sbxfs`."""
+    if importlib.util.find_spec("ensurepip") is None:
+        pytest.skip("python3-venv is not installed (scripts/bootstrap installs it): "
+                    "no venv with pip to install into")
+    # A copy, because setuptools builds in place: the build/ and egg-info a root run leaves
+    # stay out of the tree.
+    src = tmp_path / "python"
+    shutil.copytree(REPO_ROOT / "clients" / "python", src,
+                    ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)],
+                   check=True, timeout=120)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_") and
+           k != "PYTHONPATH"}
+    env.update(PIP_NO_INDEX="1", PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1")
+    py = str(venv / "bin" / "python")
+    pip = subprocess.run([py, "-m", "pip", "install", "--no-build-isolation", str(src)],
+                         env=env, cwd=tmp_path, capture_output=True, text=True, timeout=150)
+    assert pip.returncode == 0, pip.stdout[-4000:] + pip.stderr[-4000:]
+    out = subprocess.run(
+        [py, "-c", "import importlib.metadata as m, sbxfs; "
+                   "print(sbxfs.__name__, m.version('sbxfs'), sbxfs.__file__)"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    name, version, path = out.stdout.split()
+    project = tomllib.loads((src / "pyproject.toml").read_text())["project"]
+    assert (name, version) == ("sbxfs", project["version"])  # distribution named as imported
+    assert path.startswith(str(venv)), path  # the installed copy, not the tree's
 
 
 def npm_project(sbx, name, env_name):
@@ -99,6 +138,10 @@ def test_seed_get_session_resumes_and_set_env_vars_unsets(sbx, sandbox):
         sandbox.get_session("resume")
     with pytest.raises(sdk.SessionNotFoundError):
         sandbox.delete_session("resume")
+    # A path relative to a session that is gone: its error, naming no host file.
+    with pytest.raises(sdk.SessionNotFoundError) as info:
+        created.read_file("x")
+    assert str(sbx.mnt) not in str(info.value), info.value
 
 
 def test_sandbox_env_reaches_sessions(sandbox):
@@ -220,8 +263,9 @@ def test_processes(sandbox):
 def test_files(sbx, sandbox):
     d = f"{sbx.cmd_ws}/files"
     sandbox.mkdir(f"{d}/a/b", recursive=True)
-    with pytest.raises(sdk.FileNotFoundError):
+    with pytest.raises(sdk.FileNotFoundError) as info:
         sandbox.mkdir(f"{d}/x/y")
+    assert info.value.path == f"{d}/x/y" and str(sbx.mnt) not in str(info.value)
     sandbox.write_file(f"{d}/a/t.txt", "hello\n")
     sandbox.exec(f"chmod 755 {d}/a/t.txt")
     sandbox.write_file(f"{d}/a/t.txt", "hello again\n")
@@ -233,8 +277,15 @@ def test_files(sbx, sandbox):
     assert sandbox.read_file("files/a/t.txt")["content"] == "hello again\n"
     assert sandbox.read_file(f"{d}/a/t.txt", encoding="base64")["content"] == \
         base64.b64encode(b"hello again\n").decode()
-    with pytest.raises(FileNotFoundError):
-        sandbox.read_file(f"{d}/missing")
+    # A file error names the path the caller gave, in its message and in `path`, never the
+    # host's; it is Python's own FileNotFoundError too.
+    for path in (f"{d}/missing", "files/missing"):
+        with pytest.raises(FileNotFoundError) as info:
+            sandbox.read_file(path)
+        err = info.value
+        assert isinstance(err, sdk.FileNotFoundError)
+        assert (err.path, err.errno, err.code) == (path, "ENOENT", "FILE_NOT_FOUND")
+        assert str(err) == f"{path}: No such file or directory"
     with pytest.raises(sdk.ValidationError):
         sandbox.read_file("/etc/passwd")
     events = list(sandbox.read_file_stream(f"{d}/a/t.txt"))
@@ -311,12 +362,32 @@ def test_code_contexts(sbx, sandbox):
         pytest.skip("this sbxfs has no contexts/ (issue 14): only the clear error was checked")
     c = sandbox.create_code_context(language="python")
     try:
+        # The SDK's shapes in Python naming: a context with the cwd it runs in (the workspace
+        # unless given), an execution whose keys are snake_case down to is_main_result.
+        assert sorted(c) == ["created_at", "cwd", "id", "language", "last_used"]
+        assert (c["language"], c["cwd"]) == ("python", sbx.cmd_ws)
         sandbox.run_code("x = 20", context=c)
-        assert sandbox.run_code("x + 22", context=c)["results"][0]["text"] == "42"
+        seen = []
+        r = sandbox.run_code('print("hi"); x + 22', context=c, on_result=seen.append)
+        assert r == {"results": [{"text": "42", "is_main_result": True}],
+                     "logs": {"stdout": ["hi\n"], "stderr": []}, "error": None,
+                     "execution_count": 2}
+        assert seen == r["results"]
+        failed = sandbox.run_code("1/0", context=c)
+        assert (failed["error"]["name"], failed["results"], failed["execution_count"]) == \
+            ("ZeroDivisionError", [], 3)
         plot = sandbox.run_code("import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])", context=c)
         png = base64.b64decode(next(r["png"] for r in plot["results"] if r.get("png")))
         assert png[1:4] == b"PNG" and len(png) > 1000
         assert any(x["id"] == c["id"] for x in sandbox.list_code_contexts())
+        there = sandbox.create_code_context(language="python", cwd="/tmp")
+        assert there["cwd"] == "/tmp"
+        sandbox.delete_code_context(there["id"])
+        # A context the daemon refused a setting of is not left behind.
+        before = len(sandbox.list_code_contexts())
+        with pytest.raises(sdk.ValidationError):
+            sandbox.create_code_context(cwd="not/absolute")
+        assert len(sandbox.list_code_contexts()) == before
     finally:
         sandbox.delete_code_context(c["id"])
 

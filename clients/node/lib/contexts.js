@@ -24,23 +24,30 @@ function fail(err, id) {
 export async function createCodeContext(sandbox, opts = {}) {
 	const language = opts.language ?? 'python';
 	if (!LANGUAGES.includes(language)) throw new ValidationError(`unknown language: ${language}`);
+	const env = Object.entries(opts.envVars ?? {});
+	for (const [name] of env) if (!ENV_NAME.test(name)) throw new ValidationError(`invalid environment variable name: ${name}`);
 	if (opts.id !== undefined) checkName(opts.id, 'code context');
 	const root = await contextsDir(sandbox);
 	let id = opts.id;
 	try {
 		if (id === undefined) id = (await readText(join(root, 'clone'))).trim();
 		else await mkdir(join(root, id));
-		const dir = join(root, id);
+	} catch (err) {
+		throw fail(err, id);
+	}
+	const dir = join(root, id);
+	try {
 		await writeControl(join(dir, 'language'), `${language}\n`);
 		if (opts.cwd) await writeControl(join(dir, 'cwd'), `${opts.cwd}\n`);
-		const env = Object.entries(opts.envVars ?? {});
-		for (const [name] of env) if (!ENV_NAME.test(name)) throw new ValidationError(`invalid environment variable name: ${name}`);
 		if (env.length) await writeControl(join(dir, 'env'), env.map(([k, v]) => `${k}=${envValue(v)}\n`).join(''));
 		if (opts.timeout) await writeControl(join(dir, 'timeout'), `${opts.timeout}\n`);
-		const cwd = (await readText(join(dir, 'cwd')).catch(() => `${opts.cwd ?? ''}\n`)).replace(/\n$/, '');
+		// Read back: with none given it is the one the interpreter starts in, the workspace.
+		const cwd = (await readText(join(dir, 'cwd'))).replace(/\n$/, '');
 		const now = new Date();
 		return { id, language, cwd, createdAt: now, lastUsed: now };
 	} catch (err) {
+		// Removed again, so that a bad cwd or env leaves none of the mount's 16 contexts taken.
+		await rmdir(dir).catch(() => {});
 		throw fail(err, id);
 	}
 }

@@ -1,12 +1,13 @@
 // The SDK's error classes, thrown with the errno of the file operation that failed.
 
 export class SandboxError extends Error {
-	constructor(message, { code = 'INTERNAL_ERROR', errno, cause, details } = {}) {
+	constructor(message, { code = 'INTERNAL_ERROR', errno, cause, details, path } = {}) {
 		super(message, cause ? { cause } : undefined);
 		this.name = new.target.name;
 		this.code = code;
 		if (errno !== undefined) this.errno = errno;
 		if (details !== undefined) this.details = details;
+		if (path !== undefined) this.path = path;
 	}
 }
 
@@ -103,11 +104,13 @@ function reason(err) {
 }
 
 /* A Node fs error (err.code is the errno's name) as the SDK's error for `kind`. A file error
- * keeps no cause: the cause's message and path are the host's. */
+ * (`what` is then the path the caller gave) keeps that path in `path`, as the SDK's file errors
+ * do, and no cause: the cause's message and path are the host's. */
 export function mapError(err, kind, what) {
 	if (err instanceof SandboxError || !err || typeof err.code !== 'string') return err;
 	const cls = byErrno[kind]?.[err.code] ?? common[err.code] ?? SandboxError;
-	return new cls(`${what}: ${reason(err)}`, { errno: err.code, cause: kind === 'file' ? undefined : err });
+	const opts = kind === 'file' ? { path: what } : { cause: err };
+	return new cls(`${what}: ${reason(err)}`, { errno: err.code, ...opts });
 }
 
 const gitErrors = {

@@ -17,6 +17,16 @@ export function fail(err, path) {
 	return mapError(err, 'file', path);
 }
 
+/* A session that is gone is a SessionNotFoundError, not an error naming its file on the host. */
+function sessionCwd(session) {
+	return readText(join(session.dir, 'cwd')).then(
+		(text) => text.replace(/\n$/, ''),
+		(err) => {
+			throw mapError(err, 'session', `session ${session.id}`);
+		},
+	);
+}
+
 /* The names of a sandbox path beneath the workspace: absolute ones must be in it, relative
  * ones are taken from the session's cwd. */
 export async function workspaceParts(session, path) {
@@ -24,7 +34,7 @@ export async function workspaceParts(session, path) {
 	if (path.includes('\0')) throw new ValidationError(`${JSON.stringify(path)}: a path cannot hold a NUL byte`);
 	const roots = session.sandbox.workspaceRoots;
 	let abs = path;
-	if (!path.startsWith('/')) abs = posix.join((await readText(join(session.dir, 'cwd'))).replace(/\n$/, ''), path);
+	if (!path.startsWith('/')) abs = posix.join(await sessionCwd(session), path);
 	abs = posix.normalize(abs);
 	for (const root of roots) {
 		if (abs === root || abs.startsWith(root + '/')) return abs.slice(root.length).split('/').filter(Boolean);

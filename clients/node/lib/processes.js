@@ -36,10 +36,14 @@ async function withTimeout(read, ms, onTimeout) {
 
 export class Process {
 	constructor(session, id) {
-		this.session = session;
 		this.id = checkName(id, 'process');
+		// Not enumerable: the session leads back to the sandbox, which refers to itself, and the
+		// directory is the host's, so JSON.stringify(process) could not give the SDK's shape.
+		Object.defineProperties(this, {
+			session: { value: session },
+			dir: { value: join(session.dir, 'procs', id) },
+		});
 		this.sessionId = session.id;
-		this.dir = join(session.dir, 'procs', id);
 		this.pid = 0;
 		this.command = '';
 		this.status = 'starting';

@@ -24,7 +24,8 @@ export function envLines(vars) {
 
 export class ExecutionSession {
 	constructor(sandbox, id) {
-		this.sandbox = sandbox;
+		// Not enumerable: the sandbox refers to itself, and JSON.stringify(session) would throw.
+		Object.defineProperty(this, 'sandbox', { value: sandbox, writable: true });
 		this.id = checkName(id, 'session');
 		this.dir = join(sandbox.mountpoint, 'sessions', id);
 		this._lock = Promise.resolve();

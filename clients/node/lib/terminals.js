@@ -8,9 +8,12 @@ import { checkName } from './names.js';
 
 export class Terminal {
 	constructor(session, id) {
-		this.session = session;
 		this.id = checkName(id, 'terminal');
-		this.dir = join(session.dir, 'terms', id);
+		// Not enumerable, as a Process's: JSON.stringify(terminal) gives its id, not a cycle.
+		Object.defineProperties(this, {
+			session: { value: session },
+			dir: { value: join(session.dir, 'terms', id) },
+		});
 	}
 
 	_fail(err) {

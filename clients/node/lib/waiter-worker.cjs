@@ -39,7 +39,7 @@ parentPort.on('message', ({ op, path, abort, poll }) => {
 		}
 		parentPort.postMessage({ done: Buffer.concat(chunks) });
 	} catch (err) {
-		parentPort.postMessage({ error: { code: err.code, message: err.message } });
+		parentPort.postMessage({ error: { code: err.code, syscall: err.syscall, message: err.message } });
 	} finally {
 		if (fd !== undefined) fs.closeSync(fd);
 	}

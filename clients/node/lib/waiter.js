@@ -25,9 +25,12 @@ function giveBack(w) {
 	idle.push(w);
 }
 
-function asError({ code, message }) {
+/* The worker's error as fs gives it: with its syscall, by which errors.js cuts the host path
+ * off the message. */
+function asError({ code, syscall, message }) {
 	const err = new Error(message);
 	err.code = code;
+	err.syscall = syscall;
 	return err;
 }
 

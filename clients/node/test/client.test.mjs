@@ -117,6 +117,10 @@ describe('the seed examples', { timeout: 120000 }, () => {
 		}
 		await assert.rejects(sandbox.getSession('resume'), SessionNotFoundError);
 		await assert.rejects(sandbox.deleteSession('resume'), SessionNotFoundError);
+		// A path relative to a session that is gone: its error, naming no host file.
+		const gone = await created.readFile('x').then(() => assert.fail('read'), (e) => e);
+		assert.ok(gone instanceof SessionNotFoundError, String(gone));
+		assert.ok(!gone.message.includes(m.mnt), gone.message);
 	});
 });
 
@@ -214,6 +218,19 @@ describe('processes', { timeout: 120000 }, () => {
 			const quick = await s.startProcess('echo out; echo err >&2; exit 3', { processId: 'quick', env: { Q: 1 }, cwd: '/' });
 			assert.deepEqual(await quick.waitForExit(10000), { exitCode: 3 });
 			assert.equal(quick.status, 'failed');
+			// A Process serialises as the SDK's Process: no back-reference, no host path.
+			assert.deepEqual(JSON.parse(JSON.stringify(quick)), {
+				id: 'quick',
+				sessionId: 'procs',
+				pid: quick.pid,
+				command: 'echo out; echo err >&2; exit 3',
+				status: 'failed',
+				startTime: quick.startTime.toISOString(),
+				endTime: quick.endTime.toISOString(),
+				exitCode: 3,
+			});
+			assert.deepEqual(JSON.parse(JSON.stringify(await s.listProcesses())).map((p) => p.id).sort(), ['quick', 'web']);
+			assert.equal(JSON.parse(JSON.stringify(s)).id, 'procs');
 			const logs = await s.getProcessLogs('quick');
 			assert.deepEqual(logs, { stdout: 'out\n', stderr: 'err\n', processId: 'quick' });
 
@@ -285,7 +302,10 @@ describe('files', { timeout: 120000 }, () => {
 	it('writes, reads, lists, moves and deletes workspace files', async () => {
 		const dir = `${wsPath}/files`;
 		await sandbox.mkdir(`${dir}/a/b`, { recursive: true });
-		await assert.rejects(sandbox.mkdir(`${dir}/x/y`), FileNotFoundError);
+		const noParent = await sandbox.mkdir(`${dir}/x/y`).then(() => assert.fail('mkdir'), (e) => e);
+		assert.ok(noParent instanceof FileNotFoundError, String(noParent));
+		assert.equal(noParent.path, `${dir}/x/y`);
+		assert.ok(!noParent.message.includes(m.mnt), noParent.message);
 		await sandbox.writeFile(`${dir}/a/t.txt`, 'hello\n');
 		await sandbox.exec(`chmod 755 ${dir}/a/t.txt`);
 		await sandbox.writeFile(`${dir}/a/t.txt`, 'hello again\n');
@@ -297,7 +317,13 @@ describe('files', { timeout: 120000 }, () => {
 		assert.deepEqual([text.encoding, text.content], ['utf-8', 'hello again\n']);
 		assert.equal((await sandbox.readFile(`${dir}/a/t.txt`, { encoding: 'base64' })).content, Buffer.from('hello again\n').toString('base64'));
 		assert.equal((await sandbox.readFile('files/a/t.txt')).content, 'hello again\n');
-		await assert.rejects(sandbox.readFile(`${dir}/missing`), FileNotFoundError);
+		// A file error names the path the caller gave, in its message and in `path`, never the host's.
+		for (const path of [`${dir}/missing`, 'files/missing']) {
+			const err = await sandbox.readFile(path).then(() => assert.fail('read'), (e) => e);
+			assert.ok(err instanceof FileNotFoundError, String(err));
+			assert.deepEqual([err.path, err.errno, err.code], [path, 'ENOENT', 'FILE_NOT_FOUND']);
+			assert.equal(err.message, `${path}: ENOENT: no such file or directory`);
+		}
 		await assert.rejects(sandbox.readFile('/etc/passwd'), ValidationError);
 
 		const events = await collect(sandbox.readFileStream(`${dir}/a/t.txt`));
@@ -365,6 +391,7 @@ describe('terminals and code contexts', { timeout: 120000 }, () => {
 		try {
 			await t.write('echo $((6*7))$COLUMNS\r');
 			assert.equal(await t.waitFor('^42'), '42100');
+			assert.deepEqual(JSON.parse(JSON.stringify(t)), { id: t.id });
 			assert.equal((await t.getStatus()).rows, '30');
 			await t.resize(120, 40);
 			assert.match(await t.screen(), /42100/);
@@ -402,12 +429,33 @@ describe('terminals and code contexts', { timeout: 120000 }, () => {
 		}
 		const c = await sandbox.createCodeContext({ language: 'python' });
 		try {
+			// The SDK's shapes: a CodeContext with the cwd it runs in (the workspace unless given),
+			// an Execution with results[] (isMainResult), logs, error and executionCount.
+			assert.deepEqual(Object.keys(c).sort(), ['createdAt', 'cwd', 'id', 'language', 'lastUsed']);
+			assert.deepEqual([c.language, c.cwd], ['python', wsPath]);
 			await sandbox.runCode('x = 20', { context: c });
-			assert.equal((await sandbox.runCode('x + 22', { context: c })).results[0].text, '42');
+			const seen = [];
+			const r = await sandbox.runCode('print("hi"); x + 22', { context: c, onResult: (v) => seen.push(v) });
+			assert.deepEqual(r, {
+				results: [{ text: '42', isMainResult: true }],
+				logs: { stdout: ['hi\n'], stderr: [] },
+				error: undefined,
+				executionCount: 2,
+			});
+			assert.deepEqual(seen, r.results);
+			const failed = await sandbox.runCode('1/0', { context: c });
+			assert.deepEqual([failed.error.name, failed.results, failed.executionCount], ['ZeroDivisionError', [], 3]);
 			const plot = await sandbox.runCode('import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])', { context: c });
 			const png = Buffer.from(plot.results.find((r) => r.png).png, 'base64');
 			assert.equal(png.subarray(1, 4).toString(), 'PNG');
 			assert.ok((await sandbox.listCodeContexts()).some((x) => x.id === c.id));
+			const there = await sandbox.createCodeContext({ language: 'python', cwd: '/tmp' });
+			assert.equal(there.cwd, '/tmp');
+			await sandbox.deleteCodeContext(there.id);
+			// A context the daemon refused a setting of is not left behind.
+			const before = (await sandbox.listCodeContexts()).length;
+			await assert.rejects(sandbox.createCodeContext({ cwd: 'not/absolute' }), ValidationError);
+			assert.equal((await sandbox.listCodeContexts()).length, before);
 		} finally {
 			await sandbox.deleteCodeContext(c.id);
 		}

@@ -4,6 +4,7 @@ import {
 	ExecEvent,
 	ExecResult,
 	ExecutionSession,
+	FileNotFoundError,
 	SessionNotFoundError,
 	getSandbox,
 	parseSSEStream,
@@ -31,11 +32,13 @@ export async function seed(mount: string): Promise<number> {
 		const t = await s.createTerminal({ command: ['bash'], cols: 80, rows: 24 });
 		await t.write('ls\r');
 		const ctx = await s.createCodeContext({ language: 'python' });
-		const ex = await s.runCode('1+1', { context: ctx });
-		return r.exitCode + line.length + f.size + (ex.results[0]?.text?.length ?? 0);
+		const ex = await s.runCode('1+1', { context: ctx, onResult: (v) => console.log(v.isMainResult) });
+		console.log(ctx.cwd.length, JSON.stringify(p));
+		return r.exitCode + line.length + f.size + (ex.results.find((v) => v.isMainResult)?.text?.length ?? 0);
 	} catch (err) {
 		if (err instanceof CommandTimeoutError) return err.result?.exitCode ?? 124;
 		if (err instanceof SessionNotFoundError) return -1;
+		if (err instanceof FileNotFoundError) return err.path?.length ?? -2;
 		throw err;
 	} finally {
 		await sandbox.deleteSession('test');

@@ -3,6 +3,7 @@ handle."""
 
 import json
 import os
+import re
 import threading
 import time
 from datetime import datetime, timezone
@@ -12,6 +13,7 @@ from .fsio import ENV_NAME, env_value, follow, read_text, submit, write_control
 from .names import check_name, is_name
 
 LANGUAGES = ("python", "javascript", "typescript")
+_CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
 
 
 def _root(sandbox):
@@ -41,7 +43,10 @@ def create_code_context(sandbox, language="python", cwd=None, env_vars=None, tim
             id = read_text(os.path.join(root, "clone")).strip()
         else:
             os.mkdir(os.path.join(root, id))
-        d = os.path.join(root, id)
+    except OSError as exc:
+        raise _fail(exc, id) from None
+    d = os.path.join(root, id)
+    try:
         write_control(os.path.join(d, "language"), f"{language}\n")
         if cwd:
             write_control(os.path.join(d, "cwd"), f"{cwd}\n")
@@ -50,7 +55,14 @@ def create_code_context(sandbox, language="python", cwd=None, env_vars=None, tim
                           "".join(f"{k}={env_value(v)}\n" for k, v in env_vars.items()))
         if timeout:
             write_control(os.path.join(d, "timeout"), f"{timeout}\n")
+        # Read back: with none given it is the one the interpreter starts in, the workspace.
+        cwd = read_text(os.path.join(d, "cwd")).removesuffix("\n")
     except OSError as exc:
+        # Removed again, so that a bad cwd or env leaves none of the mount's 16 contexts taken.
+        try:
+            os.rmdir(d)
+        except OSError:
+            pass
         raise _fail(exc, id) from None
     now = datetime.now(timezone.utc)
     return {"id": id, "language": language, "cwd": cwd, "created_at": now, "last_used": now}
@@ -80,6 +92,12 @@ def delete_code_context(sandbox, id):
         raise _fail(exc, id) from None
 
 
+def _snake_keys(result):
+    """A displayed value's keys in Python naming (`isMainResult` -> `is_main_result`); the
+    format names are lowercase already, and the values (a `json` one included) stay as given."""
+    return {_CAMEL.sub(r"_\1", k).lower(): v for k, v in result.items()}
+
+
 def _context_id(sandbox, context, language):
     """The context given, else one per language kept by the sandbox."""
     if context is not None:
@@ -92,7 +110,8 @@ def _context_id(sandbox, context, language):
 
 def run_code(sandbox, code, context=None, language="python", timeout=None, on_stdout=None,
              on_stderr=None, on_result=None, on_error=None):
-    """The SDK's Execution: results, logs {stdout, stderr}, error, execution_count."""
+    """The SDK's Execution in Python naming: results (`is_main_result`, formats), logs
+    {stdout, stderr}, error, execution_count."""
     id = _context_id(sandbox, context, language)
     d = os.path.join(_root(sandbox), id)
     try:
@@ -114,11 +133,11 @@ def run_code(sandbox, code, context=None, language="python", timeout=None, on_st
     result = json.loads(read_text(os.path.join(cell, "result")))
     for t in threads:
         t.join()
-    for r in result.get("results") or []:
+    results = [_snake_keys(r) for r in result.get("results") or []]
+    for r in results:
         if on_result:
             on_result(r)
     if result.get("error") and on_error:
         on_error(result["error"])
-    return {"results": result.get("results") or [],
-            "logs": result.get("logs") or {"stdout": [], "stderr": []},
+    return {"results": results, "logs": result.get("logs") or {"stdout": [], "stderr": []},
             "error": result.get("error"), "execution_count": result.get("executionCount", n)}

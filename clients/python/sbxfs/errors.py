@@ -7,10 +7,11 @@ import errno as _errno
 class SandboxError(Exception):
     code = "INTERNAL_ERROR"
 
-    def __init__(self, message, *, errno=None, details=None):
+    def __init__(self, message, *, errno=None, details=None, path=None):
         super().__init__(message)
         self.errno = errno
         self.details = details
+        self.path = path
 
 
 def _kind(name, code):
@@ -76,12 +77,14 @@ _COMMON = {
 
 def map_error(exc, kind, what):
     """An OSError as the SDK's error for `kind` (session, process, file, ...): its message is
-    `what` and the errno's words, never the host's path; a file error keeps no cause, whose
+    `what` and the errno's words, never the host's path. A file error (`what` is then the path
+    the caller gave) keeps that path in `path`, as the SDK's file errors do, and no cause, whose
     filename is the host's."""
     if not isinstance(exc, OSError) or exc.errno is None:
         return exc
     cls = _BY_ERRNO.get(kind, {}).get(exc.errno) or _COMMON.get(exc.errno, SandboxError)
-    err = cls(f"{what}: {exc.strerror}", errno=_errno.errorcode.get(exc.errno, str(exc.errno)))
+    err = cls(f"{what}: {exc.strerror}", errno=_errno.errorcode.get(exc.errno, str(exc.errno)),
+              path=what if kind == "file" else None)
     if kind != "file":
         err.__cause__ = exc
     return err

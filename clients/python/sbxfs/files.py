@@ -42,7 +42,12 @@ def workspace_parts(session, path):
     roots = session.sandbox.workspace_roots
     abs_path = path
     if not path.startswith("/"):
-        abs_path = posixpath.join(read_text(os.path.join(session.dir, "cwd")).rstrip("\n"), path)
+        try:
+            cwd = read_text(os.path.join(session.dir, "cwd")).rstrip("\n")
+        except OSError as exc:
+            # A session that is gone: its error, not one naming its file on the host.
+            raise map_error(exc, "session", f"session {session.id}") from None
+        abs_path = posixpath.join(cwd, path)
     abs_path = posixpath.normpath(abs_path)
     for root in roots:
         if abs_path == root or abs_path.startswith(root + "/"):
