@@ -22,6 +22,7 @@
 #include "run.h"
 #include "sandbox.h"
 #include "session.h"
+#include "ws_view.h"
 #include "xmalloc.h"
 
 static struct fhandle_list open_files = FHANDLE_LIST_INIT(open_files);
@@ -66,9 +67,14 @@ static char *render(enum ctl_kind k, struct session *s, unsigned n, struct run *
 	case K_README:
 		text = xstrdup(readme_text);
 		break;
-	case K_LIMITS:
-		text = sandbox_describe();
+	case K_LIMITS: {
+		char *sb = sandbox_describe(), *ws = ws_view_describe();
+
+		text = xasprintf("%s%s", sb, ws);
+		free(sb);
+		free(ws);
 		break;
+	}
 	case K_ENV:
 		return session_env(s, len);
 	case K_ROOTENV:
