@@ -155,7 +155,7 @@ int ws_mount_prepare_nofollow(const char *target, char *why, size_t whylen)
 	return mfd;
 }
 
-int ws_mount_attach(int mfd, const char *target)
+int ws_mount_attach(int mfd, const char *target, bool keep)
 {
 	int rc = 0;
 
@@ -163,6 +163,10 @@ int ws_mount_attach(int mfd, const char *target)
 		rc = -errno;
 		close(mfd);
 		return rc;
+	}
+	if (!keep) {
+		close(mfd);
+		return 0;
 	}
 	pthread_mutex_lock(&lock);
 	attached_fd = mfd;

@@ -30,8 +30,11 @@ int ws_mount_prepare(const struct ws_mount_spec *s, char *why, size_t whylen);
 int ws_mount_prepare_nofollow(const char *target, char *why, size_t whylen);
 
 /* Attaches a prepared mount at target, the FUSE mount's workspace entry, whose lookup the FUSE
- * session must answer meanwhile. Closes mfd. Returns 0 or -errno. */
-int ws_mount_attach(int mfd, const char *target);
+ * session must answer meanwhile. With keep, mfd is kept for ws_mount_detach; else it is closed
+ * (a mount of the FUSE filesystem itself must not be held: the held mount would keep the FUSE
+ * connection alive after the FUSE mount's own unmount, so the session would never end; the
+ * FUSE unmount, lazy, takes it along). Returns 0 or -errno. */
+int ws_mount_attach(int mfd, const char *target, bool keep);
 
 /* Detaches the attached workspace (lazily: open files stay usable) without a path walk through
  * the FUSE mount, so it works once the FUSE session stopped serving. No-op if none. */

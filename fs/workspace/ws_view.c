@@ -68,7 +68,7 @@ static int bind_nofollow(const char *target)
 
 	if (mfd < 0)
 		return mfd;
-	if ((rc = ws_mount_attach(mfd, target)) < 0)
+	if ((rc = ws_mount_attach(mfd, target, false)) < 0)
 		snprintf(links_why, sizeof(links_why), "cannot mount on %s: %s", target,
 			 strerror(-rc));
 	return rc;
@@ -81,7 +81,7 @@ static void settle(const char *target)
 	int rc;
 
 	if (kernel_mfd >= 0) {
-		rc = ws_mount_attach(kernel_mfd, target);
+		rc = ws_mount_attach(kernel_mfd, target, true);
 		kernel_mfd = -1;
 		if (rc == 0) {
 			ws_kernel_mounted();

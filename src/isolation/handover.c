@@ -27,6 +27,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -460,6 +461,7 @@ void handover_run(void)
 
 int handover_start(const char *workspace, uid_t owner_u, gid_t owner_g, uid_t to_u, gid_t to_g)
 {
+	sigset_t all, old;
 	struct stat st;
 	int rc;
 
@@ -477,7 +479,12 @@ int handover_start(const char *workspace, uid_t owner_u, gid_t owner_g, uid_t to
 		goto fail;
 	nbuckets = 1024;
 	buckets = xcalloc(nbuckets, sizeof(*buckets));
-	if ((rc = pthread_create(&thread, NULL, watcher, NULL)) != 0) {
+	/* The thread takes no signal: a SIGTERM it swallowed would not stop the daemon. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&thread, NULL, watcher, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
 		errno = rc;
 		goto fail;
 	}
