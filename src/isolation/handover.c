@@ -11,9 +11,11 @@
  * command rather than the event, so a host tool is never raced while it still sets the owner
  * or mode of what it is writing (cp -p, tar, install -o).
  *
- * Each watched directory keeps an O_PATH descriptor, every name is resolved relative to one with
- * O_NOFOLLOW and every change is made on a descriptor of the very inode checked, so a symlink
- * or a swapped directory of the sandbox's never leads the daemon out of the workspace. Files
+ * Watched directories are kept by handle or descriptor (handover_dirs.c), every name is
+ * resolved relative to a directory's descriptor with O_NOFOLLOW, every change is made on a
+ * descriptor of the very inode checked, and a directory is checked to be below the workspace's
+ * root before anything in it is given, so a symlink or a swapped directory of the sandbox's
+ * never leads the daemon out of the workspace. Files
  * with other links (a local git clone's objects, hard-linked from outside) and device nodes
  * (their new owner could open them to everyone: the backing directory is not nodev) stay the
  * owner's; set-id bits go (chown clears them on files), so nothing the host put there runs as
@@ -39,17 +41,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "handover_priv.h"
 #include "log.h"
 #include "xmalloc.h"
 
 #define WATCH_MASK (IN_CREATE | IN_MOVED_TO | IN_ONLYDIR)
 #define MAX_DEPTH  4096 /* bound of the walk up to the root (PATH_MAX allows ~2048) */
-#define GC_MIN	   1024 /* watched directories before the first sweep of deleted ones */
-
-struct dir {
-	int wd, fd; /* its watch and O_PATH descriptor */
-	struct dir *next;
-};
 
 /* An entry of the owner's seen in a watched directory, given away at the next handover_run. */
 struct note {
@@ -70,88 +67,8 @@ static dev_t root_dev;
 static ino_t root_ino;
 static uid_t owner_uid, to_uid;
 static gid_t owner_gid, to_gid;
-static struct dir **buckets;
-static size_t nbuckets, ndirs, gc_at = GC_MIN;
 static struct note *notes;
 static size_t nnotes, notes_cap;
-
-/* ---- watched directories, by watch descriptor ---- */
-
-static struct dir **bucket(int wd)
-{
-	return &buckets[(unsigned)wd & (nbuckets - 1)];
-}
-
-static struct dir *dir_find(int wd)
-{
-	struct dir *d;
-
-	for (d = *bucket(wd); d; d = d->next)
-		if (d->wd == wd)
-			return d;
-	return NULL;
-}
-
-static void dir_add(int wd, int fd)
-{
-	struct dir *d = xmalloc(sizeof(*d)), **old = buckets, *x;
-	size_t n = nbuckets;
-
-	if (ndirs >= nbuckets) {
-		nbuckets *= 2;
-		buckets = xcalloc(nbuckets, sizeof(*buckets));
-		for (size_t i = 0; i < n; i++)
-			while ((x = old[i])) {
-				old[i] = x->next;
-				x->next = *bucket(x->wd);
-				*bucket(x->wd) = x;
-			}
-		free(old);
-	}
-	d->wd = wd;
-	d->fd = fd;
-	d->next = *bucket(wd);
-	*bucket(wd) = d;
-	ndirs++;
-}
-
-static void dir_drop(int wd)
-{
-	struct dir **p, *d;
-
-	for (p = bucket(wd); (d = *p); p = &d->next)
-		if (d->wd == wd) {
-			*p = d->next;
-			close(d->fd);
-			free(d);
-			ndirs--;
-			return;
-		}
-}
-
-/* A deleted directory whose descriptor we hold never gets its IN_IGNORED (the descriptor keeps
- * it alive): once the table doubled, drop the watches of directories without links. */
-static void dir_sweep(void)
-{
-	struct stat st;
-	struct dir **p, *d;
-
-	if (ndirs < gc_at)
-		return;
-	for (size_t i = 0; i < nbuckets; i++)
-		for (p = &buckets[i]; (d = *p);) {
-			if (fstat(d->fd, &st) == 0 && st.st_nlink > 0) {
-				p = &d->next;
-				continue;
-			}
-			inotify_rm_watch(ifd, d->wd); /* its IN_IGNORED finds nothing */
-			*p = d->next;
-			close(d->fd);
-			free(d);
-			ndirs--;
-		}
-	gc_at = ndirs * 2 > GC_MIN ? ndirs * 2 : GC_MIN;
-}
 
 /* ---- what is handed over ---- */
 
@@ -238,29 +155,21 @@ static void degrade(int err)
 	degraded = true;
 }
 
-/* Watches directory fd (taking it). Returns its watch, or -errno; *fd becomes the descriptor the
- * table keeps for it (-1 if none) and *fresh says whether it was new. */
-static int watch(int *fd, bool *fresh)
+/* Watches directory fd (not taken). Returns its watch, or -errno; *fresh says whether the
+ * directory was not watched yet. */
+static int watch(int fd, bool *fresh)
 {
 	char path[40];
-	struct dir *d;
-	int wd;
+	int wd, rc;
 
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", *fd);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	wd = inotify_add_watch(ifd, path, WATCH_MASK);
-	if (wd < 0) {
-		wd = -errno;
-		close(*fd);
-		*fd = -1;
-		return wd;
-	}
-	d = dir_find(wd);
-	*fresh = !d;
-	if (d) {
-		close(*fd);
-		*fd = d->fd;
-	} else {
-		dir_add(wd, *fd);
+	if (wd < 0)
+		return -errno;
+	*fresh = !handover_dirs_has(wd);
+	if (*fresh && (rc = handover_dirs_add(wd, fd)) < 0) {
+		inotify_rm_watch(ifd, wd);
+		return rc;
 	}
 	return wd;
 }
@@ -335,15 +244,12 @@ static size_t walk(int top, bool give_now, bool all)
 			close(fd);
 			continue;
 		}
-		if (degraded) {
-			close(fd);
-			continue;
-		}
-		wd = watch(&fd, &fresh);
-		if (wd < 0)
+		wd = degraded ? -1 : watch(fd, &fresh);
+		if (wd < 0 && !degraded)
 			degrade(-wd);
-		else if (fresh || all)
+		else if (wd >= 0 && (fresh || all))
 			read_dir(fd, wd, &s);
+		close(fd);
 	}
 	free(s.fds);
 	return given;
@@ -351,25 +257,24 @@ static size_t walk(int top, bool give_now, bool all)
 
 static void on_event(const struct inotify_event *ev)
 {
-	struct dir *d;
 	struct stat st;
-	int fd;
+	int dfd, fd;
 
 	if (ev->mask & IN_Q_OVERFLOW) {
 		rescan = true;
 		return;
 	}
 	if (ev->mask & IN_IGNORED) {
-		dir_drop(ev->wd);
+		handover_dirs_drop(ev->wd);
 		return;
 	}
-	if (!ev->len || !(d = dir_find(ev->wd)) ||
-	    fstatat(d->fd, ev->name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+	if (!ev->len || (dfd = handover_dirs_fd(ev->wd)) < 0 ||
+	    fstatat(dfd, ev->name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return;
 	if (is_owners(&st))
-		note(d->wd, ev->name);
+		note(ev->wd, ev->name);
 	if (S_ISDIR(st.st_mode) && st.st_dev == root_dev && !degraded) {
-		fd = openat(d->fd, ev->name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		fd = openat(dfd, ev->name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd >= 0)
 			walk(fd, false, false);
 	}
@@ -414,7 +319,7 @@ static void *watcher(void *arg)
 			break;
 		pthread_mutex_lock(&mu);
 		drain();
-		dir_sweep();
+		handover_dirs_sweep(ifd);
 		pthread_mutex_unlock(&mu);
 	}
 	return NULL;
@@ -425,9 +330,8 @@ static void *watcher(void *arg)
 void handover_run(void)
 {
 	size_t given = 0;
-	int last_wd = -1;
+	int last_wd = -1, dfd;
 	bool last_in = false;
-	struct dir *d;
 
 	if (!atomic_load(&active))
 		return;
@@ -443,14 +347,14 @@ void handover_run(void)
 		given = walk(openat(root_fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC), true, true);
 	else
 		for (size_t i = 0; i < nnotes; i++) {
-			if (!(d = dir_find(notes[i].wd)))
+			if ((dfd = handover_dirs_fd(notes[i].wd)) < 0)
 				continue;
 			if (notes[i].wd != last_wd) {
 				last_wd = notes[i].wd;
-				last_in = inside(d->fd);
+				last_in = inside(dfd);
 			}
 			if (last_in)
-				given += (size_t)give(d->fd, notes[i].name);
+				given += (size_t)give(dfd, notes[i].name);
 		}
 	notes_clear();
 	pthread_mutex_unlock(&mu);
@@ -477,8 +381,7 @@ int handover_start(const char *workspace, uid_t owner_u, gid_t owner_g, uid_t to
 	if ((ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0 ||
 	    (stop_fd = eventfd(0, EFD_CLOEXEC)) < 0)
 		goto fail;
-	nbuckets = 1024;
-	buckets = xcalloc(nbuckets, sizeof(*buckets));
+	handover_dirs_init(root_fd);
 	/* The thread takes no signal: a SIGTERM it swallowed would not stop the daemon. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -501,7 +404,6 @@ fail:
 void handover_stop(void)
 {
 	uint64_t one = 1;
-	struct dir *d;
 
 	if (atomic_exchange(&active, false)) {
 		if (write(stop_fd, &one, sizeof(one)) != sizeof(one))
@@ -509,15 +411,7 @@ void handover_stop(void)
 		pthread_join(thread, NULL);
 	}
 	pthread_mutex_lock(&mu);
-	for (size_t i = 0; i < nbuckets; i++)
-		while ((d = buckets[i])) {
-			buckets[i] = d->next;
-			close(d->fd);
-			free(d);
-		}
-	free(buckets);
-	buckets = NULL;
-	nbuckets = ndirs = 0;
+	handover_dirs_clear();
 	notes_clear();
 	free(notes);
 	notes = NULL;
