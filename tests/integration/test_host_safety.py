@@ -327,6 +327,19 @@ def test_hard_links_and_device_nodes_of_the_host_are_not_handed_over(hm):
     assert os.stat(hm.ws / d).st_uid == hm.sandbox_ids()[0]
 
 
+def test_a_directory_moved_out_of_the_workspace_is_not_the_sandboxs(hm):
+    if hm.ramfs:
+        pytest.skip("the workspace is a filesystem of its own: nothing moves out of it")
+    d = uniq("leaves")
+    must(hm, f"mkdir {d}")
+    # The host moves it out through the backing directory, then writes in it: the watch that
+    # followed it there hands nothing over.
+    os.rename(hm.ws / d, hm.outside / d)
+    (hm.outside / d / "host").write_text("host\n")
+    must(hm, "true")
+    assert os.stat(hm.outside / d / "host").st_uid == 0
+
+
 # ---- links, FIFOs, sockets, sparse files ---------------------------------------------------
 
 

@@ -277,3 +277,16 @@ def test_a_backing_filesystem_that_cannot_be_idmapped_is_kernel_mounted_with_pla
         wait_until(lambda: not is_mounted(m.mnt), 10, "the mount to go")
         subprocess.run(["umount", str(m.ws)], check=True)
     shutil.rmtree(m.tmp, ignore_errors=True)
+
+
+@pytest.mark.skipif(isolation_none(), reason="without a sandbox user nothing is handed over")
+def test_idmap_none_keeps_the_hosts_files_the_hosts(own_mount):
+    m = start(own_mount("[sandbox]\nidmap = none\n"))
+    assert "idmapped" not in mount_options(m.workspace)
+    (m.workspace / "hostfile").write_text("h\n")
+    s = m.new_session()
+    out, err, code = m.run(s, "echo x >> hostfile")
+    assert code != 0 and b"Permission denied" in err, (out, err)
+    st = os.stat(m.ws / "hostfile")
+    assert (st.st_uid, st.st_gid) == (0, 0)
+    assert "handover" not in m.daemon_log()
