@@ -47,6 +47,7 @@
 
 #define WATCH_MASK (IN_CREATE | IN_MOVED_TO | IN_ONLYDIR)
 #define MAX_DEPTH  4096 /* bound of the walk up to the root (PATH_MAX allows ~2048) */
+#define MAX_LEVELS 256	/* directories below the root a walk descends */
 
 /* An entry of the owner's seen in a watched directory, given away at the next handover_run. */
 struct note {
@@ -174,84 +175,80 @@ static int watch(int fd, bool *fresh)
 	return wd;
 }
 
-struct stack {
-	int *fds;
-	size_t n, cap;
+/* One directory being read by walk: its O_PATH descriptor, its stream and its watch. */
+struct frame {
+	int fd, wd;
+	DIR *dir;
 };
 
-static void push(struct stack *s, int fd)
+/* Opens directory fd (taken) for walk: watched (wd) unless give_now, and read when new or all.
+ * Returns 1 with *f set if it is to be read, else 0 (fd closed). */
+static int enter(int fd, bool give_now, bool all, struct frame *f)
 {
-	if (s->n == s->cap) {
-		s->cap = s->cap ? s->cap * 2 : 64;
-		s->fds = xrealloc(s->fds, s->cap * sizeof(int));
-	}
-	s->fds[s->n++] = fd;
-}
-
-/* Reads directory fd: the owner's entries are noted under wd (or, with wd < 0, given away at
- * once); subdirectories on the workspace's filesystem are pushed. Returns how many were given. */
-static size_t read_dir(int fd, int wd, struct stack *s)
-{
-	int rfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), sub;
-	struct dirent *de;
-	struct stat st;
-	size_t given = 0;
-	DIR *dir;
-
-	if (rfd < 0 || !(dir = fdopendir(rfd))) {
-		if (rfd >= 0)
-			close(rfd);
-		return 0;
-	}
-	while ((de = readdir(dir))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-			continue;
-		if (is_owners(&st)) {
-			if (wd >= 0)
-				note(wd, de->d_name);
-			else
-				given += (size_t)give(fd, de->d_name);
-		}
-		if (!S_ISDIR(st.st_mode) || st.st_dev != root_dev)
-			continue;
-		sub = openat(fd, de->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (sub >= 0)
-			push(s, sub);
-		else if (errno == EMFILE || errno == ENFILE)
-			degrade(errno);
-	}
-	closedir(dir);
-	return given;
-}
-
-/* The tree below directory top (taken). With give_now, the owner's entries are given away at
- * once and nothing is watched; else every directory gets a watch and its owner's entries are
- * noted, and directories watched already are read again only with all. */
-static size_t walk(int top, bool give_now, bool all)
-{
-	struct stack s = {0};
-	size_t given = 0;
 	bool fresh = false;
-	int fd, wd;
+	int wd = -1, rfd;
 
-	push(&s, top);
-	while (s.n) {
-		fd = s.fds[--s.n];
-		if (give_now) {
-			given += read_dir(fd, -1, &s);
-			close(fd);
-			continue;
-		}
+	if (!give_now) {
 		wd = degraded ? -1 : watch(fd, &fresh);
 		if (wd < 0 && !degraded)
 			degrade(-wd);
-		else if (wd >= 0 && (fresh || all))
-			read_dir(fd, wd, &s);
-		close(fd);
+		if (wd < 0 || !(fresh || all)) {
+			close(fd);
+			return 0;
+		}
 	}
-	free(s.fds);
+	rfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	f->dir = rfd >= 0 ? fdopendir(rfd) : NULL;
+	if (!f->dir) {
+		if (rfd >= 0)
+			close(rfd);
+		close(fd);
+		return 0;
+	}
+	f->fd = fd;
+	f->wd = wd;
+	return 1;
+}
+
+/* The tree below directory top (taken), depth first, two descriptors a level. With give_now,
+ * the owner's entries are given away at once and nothing is watched; else every directory
+ * gets a watch and its owner's entries are noted, and directories watched already are read
+ * again only with all. Below MAX_LEVELS nothing is watched (a chain a command made that deep
+ * would only cost descriptors; no host tool writes there). Returns how many were given. */
+static size_t walk(int top, bool give_now, bool all)
+{
+	struct frame stack[MAX_LEVELS], *f;
+	struct dirent *de;
+	struct stat st;
+	size_t n = 0, given = 0;
+	int sub;
+
+	n += (size_t)enter(top, give_now, all, &stack[0]);
+	while (n) {
+		f = &stack[n - 1];
+		if (!(de = readdir(f->dir))) {
+			closedir(f->dir);
+			close(f->fd);
+			n--;
+			continue;
+		}
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    fstatat(f->fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (is_owners(&st)) {
+			if (give_now)
+				given += (size_t)give(f->fd, de->d_name);
+			else
+				note(f->wd, de->d_name);
+		}
+		if (!S_ISDIR(st.st_mode) || st.st_dev != root_dev || n == MAX_LEVELS)
+			continue;
+		sub = openat(f->fd, de->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub >= 0)
+			n += (size_t)enter(sub, give_now, all, &stack[n]);
+		else if (errno == EMFILE || errno == ENFILE)
+			degrade(errno);
+	}
 	return given;
 }
 
