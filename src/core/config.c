@@ -82,7 +82,7 @@ void config_defaults(struct config *cfg)
 	cfg->isolate = true;
 	cfg->user = xstrdup("");
 	cfg->host_network = false;
-	cfg->idmap = true;
+	cfg->idmap = IDMAP_HANDOVER;
 	cfg->memory_max = 4ull << 30;
 	cfg->pids_max = 4096;
 	cfg->cpu_max = 0;

@@ -15,6 +15,14 @@
 /* tmp_size or shm_size not set: derived from memory_max (config_tmp_size, config_shm_size). */
 #define CONFIG_SIZE_AUTO UINT64_MAX
 
+/* [sandbox] idmap: ownership between the mount owner (the daemon's user) and the sandbox's. */
+enum idmap {
+	IDMAP_NONE,	/* plain ids: a file belongs to whoever made it */
+	IDMAP_HANDOVER, /* plain ids, and the owner's files are handed to the sandbox's user
+			 * before each command starts (handover.h) */
+	IDMAP_USER,	/* the two users' ids swapped through workspace/ (unsafe for host tools) */
+};
+
 struct config {
 	char *workspace;      /* backing directory of workspace/ */
 	char *state_dir;      /* spool files and the lock */
@@ -44,7 +52,7 @@ struct config {
 	bool isolate;         /* isolation = bwrap (true) or none */
 	char *user;           /* a named user sandboxed commands run as; "": from uid_range */
 	bool host_network;    /* network = host; else only lo */
-	bool idmap;           /* idmap = user: swap the mount owner and the sandbox user */
+	enum idmap idmap;     /* how the mount owner's and the sandbox user's ids meet */
 	uint64_t memory_max;  /* bytes, 0 = no limit */
 	uint64_t pids_max;    /* 0 = no limit */
 	double cpu_max;       /* CPUs, 0 = no limit */

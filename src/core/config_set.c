@@ -263,6 +263,19 @@ static int set_choice(const char *value, const char *yes, const char *no, bool *
 	return 0;
 }
 
+static int set_idmap(const char *value, enum idmap *out)
+{
+	if (!strcmp(value, "handover"))
+		*out = IDMAP_HANDOVER;
+	else if (!strcmp(value, "user"))
+		*out = IDMAP_USER;
+	else if (!strcmp(value, "none"))
+		*out = IDMAP_NONE;
+	else
+		return -EINVAL;
+	return 0;
+}
+
 /* "FIRST-LAST", inclusive: above root, and never (uid_t)-1, which is no id. */
 static int parse_id_range(const char *value, uint32_t *first, uint32_t *last)
 {
@@ -315,7 +328,7 @@ static int set_sandbox(struct config *cfg, const char *key, const char *value)
 	if (!strcmp(key, "network"))
 		return set_choice(value, "host", "none", &cfg->host_network);
 	if (!strcmp(key, "idmap"))
-		return set_choice(value, "user", "none", &cfg->idmap);
+		return set_idmap(value, &cfg->idmap);
 	if (!strcmp(key, "user")) {
 		set_str(&cfg->user, value);
 		return 0;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "fdres.h"
+#include "handover.h"
 #include "identity.h"
 #include "launch.h"
 #include "log.h"
@@ -242,6 +243,7 @@ struct checkout_run *checkout_run_start(struct session *s, struct run *r, struct
 	session_ref(s);
 	run_ref(r);
 	run_begin(r);
+	handover_run(); /* a directory the host just made is the sandbox's to clone into */
 	if ((rc = fdres_pipe(p)) < 0) {
 		errno = -rc;
 		fail_start(g, req, tok);

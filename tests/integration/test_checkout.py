@@ -939,6 +939,18 @@ def test_checkout_after_cd_uses_the_new_cwd(sbx, src):
 # --- where and as whom it runs -----------------------------------------------------------------
 
 
+@pytest.mark.skipif(isolation_none() or os.geteuid() != 0,
+                    reason="the host's files are handed to a sandbox user of its own")
+def test_clones_into_a_directory_the_host_just_made(sbx, src):
+    # The clone runs as the sandbox's user: root's new directory is handed over first.
+    s = sbx.new_session()
+    rel = uniq("hostmade")
+    os.mkdir(sbx.workspace / rel)
+    assert checkout(s, f"{src.work} dir={rel}/clone")[1].startswith("ok ")
+    assert os.stat(sbx.ws / rel).st_uid == sbx.sandbox_ids()[0]
+    assert (sbx.ws / rel / "clone" / ".git" / "HEAD").exists()
+
+
 def test_runs_as_the_sandbox_user(sbx, src):
     s = sbx.new_session()
     rel = uniq("owner")
