@@ -37,6 +37,7 @@
 #include "gitlocal.h"
 #include "gitnet.h"
 #include "gitpath.h"
+#include "xmalloc.h"
 
 /* Under LeakSanitizer (the CI's ASan build): pcre2, which libgit2 uses for its config,
  * keeps match data until exit; that is not ours to free. */
@@ -44,6 +45,14 @@ const char *__lsan_default_suppressions(void);
 const char *__lsan_default_suppressions(void)
 {
 	return "leak:libpcre2-8.so\n";
+}
+
+/* Under AddressSanitizer: its quarantine of freed blocks (256 MiB by default, and the daemon
+ * passes no ASAN_OPTIONS on) would count against the checkout's memory limit. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+	return "quarantine_size_mb=4";
 }
 
 /* libgit2's own memory: its object cache, and the pack windows it maps (1 GiB each and 8 GiB
@@ -147,7 +156,7 @@ static int on_notify(git_checkout_notify_t why, const char *path, const git_diff
 	git_odb_free(odb);
 	if (rc < 0 || type != GIT_OBJECT_BLOB || size <= p->max)
 		return 0;
-	p->large = strdup(path ? path : "");
+	p->large = xstrdup(path ? path : "");
 	p->size = size;
 	return 1; /* cancels the checkout before anything is written */
 }

@@ -59,17 +59,16 @@ static int write_value(const char *dir, const char *name, uint64_t value)
 	return rc;
 }
 
-int cgroup_mem_limit(struct cgroup *cg, uint64_t max)
+void cgroup_mem_limit(struct cgroup *cg, uint64_t max)
 {
 	const char *dir = cgroup_memory_dir(cg);
 	int rc;
 
 	if (!dir || !max)
-		return 0;
+		return;
 	rc = write_value(dir, is_v1() ? "memory.limit_in_bytes" : "memory.max", max);
 	if (rc < 0)
 		log_warnx("cgroup %s: memory limit: %s", dir, strerror(-rc));
-	return rc;
 }
 
 void cgroup_mem_limit_session(struct cgroup *cg)
