@@ -67,7 +67,8 @@ void cgroup_mem_limit(struct cgroup *cg, uint64_t max)
 	if (!dir || !max)
 		return;
 	rc = write_value(dir, is_v1() ? "memory.limit_in_bytes" : "memory.max", max);
-	if (rc < 0)
+	/* No such file: v2 has no memory controller there, its parent's limit is the one. */
+	if (rc < 0 && rc != -ENOENT)
 		log_warnx("cgroup %s: memory limit: %s", dir, strerror(-rc));
 }
 

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cgroup.h"
@@ -53,12 +54,16 @@ int checkout_limit_prepare(struct checkout_limit *l, struct cgroup *session, uin
 	l->fsize = bound(file_max);
 	if (!session)
 		return 0;
+	l->session = session;
+	l->session_ooms = cgroup_mem_oom_kills(session, true);
 	snprintf(name, sizeof(name), "git%u", ++next_id);
 	l->cg = cgroup_create(session, name);
 	if (!l->cg)
 		return 0;
 	/* Its own limit, so a checkout that needs more is killed among its own processes
-	 * whatever the session's limit leaves, and a hostile one cannot take the session's. */
+	 * whatever the session's limit leaves, and a hostile one cannot take the session's. (v2
+	 * enables no controller below a session, whose group holds processes: there the
+	 * session's limit is the one.) */
 	cgroup_mem_limit(l->cg, l->memory);
 	l->nfds = cgroup_join_fds(l->cg, l->fds, 4);
 	if (l->nfds < 0) {
@@ -92,9 +97,14 @@ void checkout_limit_forked(struct checkout_limit *l)
 		close(l->fds[--l->nfds]);
 }
 
-bool checkout_limit_oom(const struct checkout_limit *l)
+bool checkout_limit_oom(const struct checkout_limit *l, int status)
 {
-	return l->cg && cgroup_mem_oom_kills(l->cg, true) > 0;
+	if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL)
+		return false;
+	/* v2 counts a kill in the group whose limit was hit, the session's when the checkout's
+	 * own has no memory controller. */
+	return (l->cg && cgroup_mem_oom_kills(l->cg, true) > 0) ||
+	       (l->session && cgroup_mem_oom_kills(l->session, true) > l->session_ooms);
 }
 
 void checkout_limit_release(struct checkout_limit *l)

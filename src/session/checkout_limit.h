@@ -13,8 +13,10 @@
 struct cgroup;
 
 struct checkout_limit {
-	struct cgroup *cg; /* NULL without cgroups */
-	int fds[4];	   /* its cgroup.procs files, from prepare until the fork */
+	struct cgroup *cg;	/* NULL without cgroups */
+	struct cgroup *session; /* the session's group it is below */
+	uint64_t session_ooms;	/* the OOM kills in the session's tree before it */
+	int fds[4];		/* its cgroup.procs files, from prepare until the fork */
 	int nfds;
 	uint64_t memory; /* its memory limit in bytes, 0: none */
 	struct rlimit as, fsize;
@@ -29,8 +31,8 @@ int checkout_limit_prepare(struct checkout_limit *l, struct cgroup *session, uin
 int checkout_limit_enter(const struct checkout_limit *l);
 /* In the parent, once the child is forked (or could not be): closes the join files. */
 void checkout_limit_forked(struct checkout_limit *l);
-/* Whether the OOM killer killed a process in the group. */
-bool checkout_limit_oom(const struct checkout_limit *l);
+/* Whether the OOM killer ended the process, which ended with status (from wait). */
+bool checkout_limit_oom(const struct checkout_limit *l, int status);
 /* Kills what is left in the group and removes it. */
 void checkout_limit_release(struct checkout_limit *l);
 

@@ -146,7 +146,7 @@ static void on_exit_git(void *arg, int status)
 		final_line(g, "error timeout: no result within %llu ms\n",
 			   (unsigned long long)session_cfg->git_timeout_ms);
 	else if (strncmp(g->last, "ok ", 3) && strncmp(g->last, "error ", 6) &&
-		 checkout_limit_oom(&g->lim))
+		 checkout_limit_oom(&g->lim, status))
 		final_line(g, "error too-large: out of memory: sbxfs-git was killed at the "
 			      "checkout's or the session's memory limit\n");
 	else if (strncmp(g->last, "ok ", 3) && strncmp(g->last, "error ", 6))
