@@ -158,7 +158,8 @@ static int on_notify(git_checkout_notify_t why, const char *path, const git_diff
 		return 0;
 	p->large = xstrdup(path ? path : "");
 	p->size = size;
-	return 1; /* cancels the checkout before anything is written */
+	/* Cancels the checkout before anything is written; negative, as the callers test. */
+	return GIT_EUSER;
 }
 
 static void set_checkout_callbacks(git_checkout_options *co, struct progress *p)

@@ -91,6 +91,8 @@ def base():
     d = Path(tempfile.mkdtemp(prefix="sbxfs-lim-src-"))
     try:
         repo_with_blob(d / "big", BIG)
+        git(d / "big", "branch", "other")
+        git(d / "big", "tag", "tg")
         repo_with_blob(d / "medium", MEDIUM)
         wide_repo(d / "wide")
         (d / "tiny").mkdir()
@@ -268,6 +270,19 @@ def test_blob_past_git_object_max_is_refused_before_it_is_read(default, session,
     # sbxfs-git, the session's shell and the sleeper: far below the blob.
     assert s.peak() < 64 << 20, s.peak()
     s.still_works(base)
+
+
+@pytest.mark.parametrize("ref", ["main", "other", "tg"])
+def test_blob_past_git_object_max_is_refused_on_a_branch_or_tag(default, session, base, ref):
+    """branch=: the remote's default branch, another one, a tag (each checked out its own
+    way)."""
+    s = session(default)
+    rel = uniq("bigref")
+    text, final = checkout(s.s, f"{base}/big branch={ref} dir={rel}")
+    assert final == (f"error too-large: {shown(default, rel)}/zeros is {BIG} bytes, more than "
+                     f"the {OBJECT_MAX} a checkout takes ([session] git_object_max)"), text
+    assert os.listdir(default.ws / rel) == []
+    assert s.peak() < 64 << 20, s.peak()
 
 
 def no_swap():
