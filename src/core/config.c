@@ -75,6 +75,8 @@ void config_defaults(struct config *cfg)
 	cfg->git_timeout_ms = 600000;
 	cfg->git_allow_private = false;
 	cfg->git_local_roots = xcalloc(1, sizeof(char *));
+	cfg->git_object_max = 100ull << 20;
+	cfg->git_file_max = 8ull << 30;
 	cfg->env_value_max = 128ull << 10;
 	cfg->env_max = 1ull << 20;
 	cfg->term_ring = 1ull << 20;

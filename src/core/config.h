@@ -40,6 +40,8 @@ struct config {
 	uint64_t git_timeout_ms; /* a checkout's time limit */
 	bool git_allow_private;  /* checkouts may connect to loopback, private, ... addresses */
 	char **git_local_roots;  /* NULL-terminated: host directories checkouts may read */
+	uint64_t git_object_max; /* bytes of the largest object a checkout takes; 0 = no bound */
+	uint64_t git_file_max;	 /* bytes of the largest file a checkout writes; 0 = no bound */
 	uint64_t spool_max;   /* bytes of all runs' spool files together; 0 = no bound */
 	char **base_env;      /* NAME=VALUE, NULL-terminated: a new session's environment */
 	size_t n_base_env;

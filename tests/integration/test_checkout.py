@@ -39,7 +39,7 @@ FINAL_RE = re.compile(r"(ok ([0-9a-f]{40}) (\S+) (\S+)|error ([a-z-]+): (.*))")
 PROGRESS_RE = re.compile(
     r"(receiving objects|resolving deltas|checking out files) ([0-9]+)% \(([0-9]+)/([0-9]+)\)")
 ERROR_CODES = {"not-found", "branch-not-found", "auth", "invalid-url", "network", "timeout",
-               "exists", "io", "unsupported", "policy"}
+               "exists", "io", "unsupported", "policy", "too-large"}
 
 
 # --- host git ----------------------------------------------------------------------------------
