@@ -1,5 +1,6 @@
 /* Replies shared by the open files of the control tree (ctlread.c), of terminals (termfile.c)
- * and of contexts (ctxfile.c): a read of a text rendered whole, of an output's extent. */
+ * and of contexts (ctxfile.c): a read of a text rendered whole, of a run handle's answer, of an
+ * output's extent. */
 #ifndef SBX_REPLY_H
 #define SBX_REPLY_H
 
@@ -16,6 +17,17 @@ static inline void reply_slice(fuse_req_t req, const char *text, size_t len, siz
 		return;
 	}
 	fuse_reply_buf(req, text + off, len - (size_t)off < size ? len - (size_t)off : size);
+}
+
+/* Replies the next bytes of a run handle's answer, whatever the read's offset: the answer is
+ * read in order (its number, then EOF), as a pipe is. */
+static inline void reply_answer(fuse_req_t req, const char *ans, size_t len, size_t *off,
+				size_t size)
+{
+	size_t n = len - *off < size ? len - *off : size;
+
+	fuse_reply_buf(req, ans + *off, n);
+	*off += n;
 }
 
 /* Replies n bytes of fd at off, spliced (n 0: end of file). */

@@ -93,7 +93,6 @@ static int submit_locked(struct xfh *fh);
 /* A run handle's read: what was written is submitted, and "N\n" read back once. */
 static int read_answer(fuse_req_t req, struct xfh *fh, size_t size)
 {
-	size_t len;
 	int rc = 0;
 
 	pthread_mutex_lock(&fh->h.lock);
@@ -105,9 +104,7 @@ static int read_answer(fuse_req_t req, struct xfh *fh, size_t size)
 		pthread_mutex_unlock(&fh->h.lock);
 		return rc;
 	}
-	len = fh->anslen - fh->ansoff < size ? fh->anslen - fh->ansoff : size;
-	fuse_reply_buf(req, fh->answer + fh->ansoff, len);
-	fh->ansoff += len;
+	reply_answer(req, fh->answer, fh->anslen, &fh->ansoff, size);
 	pthread_mutex_unlock(&fh->h.lock);
 	return 0;
 }

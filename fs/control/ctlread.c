@@ -97,7 +97,6 @@ int ctl_read_result(fuse_req_t req, struct fhandle *h, size_t size, off_t off, s
  * submitted nothing: the file then reads as a plain one. */
 static int read_answer(fuse_req_t req, struct ctlfh *fh, size_t size)
 {
-	size_t len;
 	int rc = 0;
 
 	pthread_mutex_lock(&fh->h.lock);
@@ -109,9 +108,7 @@ static int read_answer(fuse_req_t req, struct ctlfh *fh, size_t size)
 		pthread_mutex_unlock(&fh->h.lock);
 		return rc;
 	}
-	len = fh->anslen - fh->ansoff < size ? fh->anslen - fh->ansoff : size;
-	fuse_reply_buf(req, fh->answer + fh->ansoff, len);
-	fh->ansoff += len;
+	reply_answer(req, fh->answer, fh->anslen, &fh->ansoff, size);
 	pthread_mutex_unlock(&fh->h.lock);
 	return 0;
 }
