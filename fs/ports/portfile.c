@@ -23,6 +23,7 @@ struct portfh {
 	char *wbuf; /* name: what applies at close */
 	size_t wlen;
 	bool apply; /* name: written (or truncated) since the last close */
+	int werr;   /* name: a failed write's -errno: the open applies nothing */
 };
 
 static struct fhandle_list open_files = FHANDLE_LIST_INIT(open_files);
@@ -136,8 +137,10 @@ static int write_name(struct portfh *fh, const char *buf, size_t size)
 {
 	int rc;
 
+	if (fh->werr)
+		return fh->werr;
 	if (fh->wlen + size > EXPOSE_NAME_MAX + 1 || memchr(buf, '\0', size))
-		return -EINVAL;
+		return fh->werr = -EINVAL;
 	fh->wbuf = xrealloc(fh->wbuf, fh->wlen + size);
 	memcpy(fh->wbuf + fh->wlen, buf, size);
 	rc = expose_set_name(ino_num(fh->ino), (uint32_t)ino_serial(fh->ino), fh->wbuf,
@@ -145,6 +148,8 @@ static int write_name(struct portfh *fh, const char *buf, size_t size)
 	if (rc == 0) {
 		fh->wlen += size;
 		fh->apply = true;
+	} else {
+		fh->werr = rc;
 	}
 	return rc;
 }
@@ -167,14 +172,16 @@ void portfile_write(fuse_req_t req, const char *buf, size_t size, struct fuse_fi
 		fuse_reply_write(req, size);
 }
 
-/* name: what was written applies at close ("" clears it). */
+/* name: what was written applies at close ("" clears it), unless a write failed. */
 void portfile_flush(fuse_req_t req, struct fuse_file_info *fi)
 {
 	struct portfh *fh = fh_of(fi);
 	int rc = 0;
 
 	pthread_mutex_lock(&fh->h.lock);
-	if (fh->apply)
+	if (fh->werr)
+		rc = fh->werr;
+	else if (fh->apply)
 		rc = expose_set_name(ino_num(fh->ino), (uint32_t)ino_serial(fh->ino),
 				     fh->wbuf ? fh->wbuf : "", fh->wlen, false);
 	fh->apply = false;
