@@ -1,9 +1,9 @@
 /* The FUSE operation table, and the one place that routes requests to the part that serves the
  * inode: workspace inodes are even (workspace.h), the others odd; among those, contexts/ has
  * its own (ctxino.h), the control tree's number says a kind (ino.h), terms/'s kinds go to
- * fs/terms and ports/'s to fs/ports, and the root's names come from every part (root.c). Files of ours never answer
- * ENOSYS, since the kernel would then stop sending that operation for the whole mount,
- * workspace included. */
+ * fs/terms and ports/'s to fs/ports, and the root's names come from every part (root.c). Files of
+ * ours never answer ENOSYS, since the kernel would then stop sending that operation for the whole
+ * mount, workspace included. */
 #include "ops.h"
 
 #include <errno.h>

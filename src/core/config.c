@@ -238,8 +238,8 @@ static int check_expose(const struct config *cfg, char *err, size_t errlen)
 {
 	bool loopback;
 
-	if (config_expose_addr(cfg->expose_address, NULL, NULL, &loopback) < 0 ||
-	    loopback || cfg->expose_public)
+	if (config_expose_addr(cfg->expose_address, NULL, NULL, &loopback) < 0 || loopback ||
+	    cfg->expose_public)
 		return 0;
 	snprintf(err, errlen,
 		 "[network] expose_address %s is not a loopback address: anyone who reaches it "

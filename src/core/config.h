@@ -15,7 +15,7 @@
 
 /* The most [network] expose_max_ports and expose_max_connections take: a relayed connection
  * costs the daemon six descriptors (two sockets, two pipes). */
-#define EXPOSE_PORTS_LIMIT 1024
+#define EXPOSE_PORTS_LIMIT	 1024
 #define EXPOSE_CONNECTIONS_LIMIT 4096
 
 /* tmp_size or shm_size not set: derived from memory_max (config_tmp_size, config_shm_size). */
@@ -70,9 +70,9 @@ struct config {
 	uint64_t ws_max_fds;  /* descriptors the FUSE workspace may keep open; 0: half the limit */
 
 	/* [network]: exposed ports (ports/) */
-	char *expose_address;  /* the host address exposed ports listen on */
-	bool expose_public;    /* an expose_address other than loopback is allowed */
-	unsigned expose_max_ports;       /* ports exposed at once */
+	char *expose_address;		 /* the host address exposed ports listen on */
+	bool expose_public;		 /* an expose_address other than loopback is allowed */
+	unsigned expose_max_ports;	 /* ports exposed at once */
 	unsigned expose_max_connections; /* connections relayed at once, all ports together */
 };
 

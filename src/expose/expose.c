@@ -268,20 +268,18 @@ char *expose_url(const struct expose_info *info)
 char *expose_status(const struct expose_info *info)
 {
 	char *url = expose_url(info);
-	char *text = xasprintf("port %u\nurl %s\naddress %s\nhost_port %u\nrelayed %s\n"
-			       "connections %u\naccepted %llu\nrefused %llu\n%s%s%s",
-			       info->port, url, info->address, info->host_port,
-			       info->relayed ? "yes" : "no", info->active,
-			       (unsigned long long)info->accepted,
-			       (unsigned long long)info->refused, info->name[0] ? "name " : "",
-			       info->name, info->name[0] ? "\n" : "");
+	char *text = xasprintf(
+	    "port %u\nurl %s\naddress %s\nhost_port %u\nrelayed %s\n"
+	    "connections %u\naccepted %llu\nrefused %llu\n%s%s%s",
+	    info->port, url, info->address, info->host_port, info->relayed ? "yes" : "no",
+	    info->active, (unsigned long long)info->accepted, (unsigned long long)info->refused,
+	    info->name[0] ? "name " : "", info->name, info->name[0] ? "\n" : "");
 
 	free(url);
 	return text;
 }
 
-int expose_set_name(unsigned port, uint32_t serial, const char *name, size_t len,
-		    bool check_only)
+int expose_set_name(unsigned port, uint32_t serial, const char *name, size_t len, bool check_only)
 {
 	bool found;
 	size_t at;

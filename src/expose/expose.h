@@ -23,16 +23,16 @@
 #define EXPOSE_NAME_MAX 128
 
 struct expose_info {
-	unsigned port;	    /* in the sandbox */
-	uint32_t serial;    /* this exposure's, never 0; a port exposed again gets a new one */
-	char *name;	    /* "" if none */
+	unsigned port;	 /* in the sandbox */
+	uint32_t serial; /* this exposure's, never 0; a port exposed again gets a new one */
+	char *name;	 /* "" if none */
 	char address[INET6_ADDRSTRLEN]; /* where the host reaches it */
 	unsigned host_port;
-	bool relayed;	    /* false: the sandbox has the host's network */
+	bool relayed; /* false: the sandbox has the host's network */
 	struct timespec created;
-	unsigned active;    /* connections relayed now */
-	uint64_t accepted;  /* connections relayed since exposed */
-	uint64_t refused;   /* connections reset: nothing listened inside, or the cap */
+	unsigned active;   /* connections relayed now */
+	uint64_t accepted; /* connections relayed since exposed */
+	uint64_t refused;  /* connections reset: nothing listened inside, or the cap */
 };
 
 /* Reads the [network] keys; starts the relay unless the sandbox has the host's network. */
@@ -59,7 +59,6 @@ char *expose_status(const struct expose_info *info);
 /* Names the exposure (serial) of port: a line of at most EXPOSE_NAME_MAX bytes without control
  * characters, its newline dropped ("" clears it): 0, -EINVAL or -ENOENT. check_only: only
  * whether it would be taken. */
-int expose_set_name(unsigned port, uint32_t serial, const char *name, size_t len,
-		    bool check_only);
+int expose_set_name(unsigned port, uint32_t serial, const char *name, size_t len, bool check_only);
 
 #endif

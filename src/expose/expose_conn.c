@@ -23,7 +23,7 @@
 #include "xmalloc.h"
 
 /* Bytes a connection may move in one go before the others get their turn. */
-#define SHARE (1u << 20)
+#define SHARE	   (1u << 20)
 #define PIPE_BYTES (1u << 16)
 
 enum { HOST, SANDBOX };
@@ -33,22 +33,22 @@ enum conn_state { CONNECTING4, CONNECTING6, OPEN };
 struct conn {
 	struct relay_listener *l;
 	enum conn_state state;
-	int fd[2];	   /* HOST, SANDBOX */
-	int pipe[2][2];	   /* pipe[d] carries what fd[d] reads to fd[!d] */
-	size_t queued[2];  /* bytes in pipe[d] */
-	bool eof[2];	   /* fd[d] read its end */
-	bool shut[2];	   /* fd[!d] got shutdown(SHUT_WR) once pipe[d] was empty */
-	bool closed;	   /* fds gone; freed by conn_reap */
-	bool busy;	   /* in the busy list */
-	struct tag tag[2]; /* TAG_HOST, TAG_SANDBOX */
-	LIST_ENTRY(conn) link;	   /* the listener's */
+	int fd[2];	       /* HOST, SANDBOX */
+	int pipe[2][2];	       /* pipe[d] carries what fd[d] reads to fd[!d] */
+	size_t queued[2];      /* bytes in pipe[d] */
+	bool eof[2];	       /* fd[d] read its end */
+	bool shut[2];	       /* fd[!d] got shutdown(SHUT_WR) once pipe[d] was empty */
+	bool closed;	       /* fds gone; freed by conn_reap */
+	bool busy;	       /* in the busy list */
+	struct tag tag[2];     /* TAG_HOST, TAG_SANDBOX */
+	LIST_ENTRY(conn) link; /* the listener's */
 	TAILQ_ENTRY(conn) busy_link;
 	TAILQ_ENTRY(conn) dead_link;
 };
 
 static TAILQ_HEAD(conn_list, conn) busy = TAILQ_HEAD_INITIALIZER(busy);
 static TAILQ_HEAD(, conn) dead = TAILQ_HEAD_INITIALIZER(dead);
-static unsigned active; /* open connections, all listeners */
+static unsigned active;	   /* open connections, all listeners */
 static unsigned netns_gen; /* the namespace this thread is in, as launch_netns named it */
 static bool in_sandbox;
 static unsigned warned_gen = ~0u; /* a failed setns is logged once per namespace */
@@ -101,7 +101,8 @@ static int watch(struct conn *c, int side)
  * made, or -errno (ECONNREFUSED: nothing listens there). */
 static int connect_inside(struct conn *c, int family)
 {
-	struct sockaddr_in in = {.sin_family = AF_INET, .sin_port = htons((uint16_t)c->l->port),
+	struct sockaddr_in in = {.sin_family = AF_INET,
+				 .sin_port = htons((uint16_t)c->l->port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	struct sockaddr_in6 in6 = {.sin6_family = AF_INET6,
 				   .sin6_port = htons((uint16_t)c->l->port),

@@ -23,7 +23,7 @@
 
 /* Accepts per listener and event: the rest wait for the next round (level-triggered). */
 #define ACCEPT_BATCH 32
-#define MAX_EVENTS 64
+#define MAX_EVENTS   64
 
 int relay_epfd = -1;
 static int wake_fd = -1;
@@ -31,7 +31,7 @@ static struct tag wake_tag = {TAG_WAKE, NULL};
 static pthread_t thread;
 static bool running;
 static unsigned max_conns;
-static bool stopping; /* relay thread */
+static bool stopping;	  /* relay thread */
 static int spare_fd = -1; /* given up to accept, and reset, a connection past EMFILE */
 static LIST_HEAD(, relay_listener) listeners = LIST_HEAD_INITIALIZER(listeners);
 static LIST_HEAD(, relay_listener) dead_listeners = LIST_HEAD_INITIALIZER(dead_listeners);
@@ -43,7 +43,7 @@ static struct call {
 	void (*fn)(void *arg);
 	void *arg;
 	bool done;
-} *pending;
+} * pending;
 
 /* Runs fn(arg) on the relay thread and returns once it has. */
 static void relay_call(void (*fn)(void *), void *arg)
@@ -175,8 +175,8 @@ static void do_listen(void *arg)
 	struct relay_listener *l = xcalloc(1, sizeof(*l));
 	struct epoll_event ev = {.events = EPOLLIN};
 
-	*l = (struct relay_listener){.tag = {TAG_LISTENER, l}, .fd = c->fd, .port = c->port,
-				     .st = c->st};
+	*l = (struct relay_listener){
+	    .tag = {TAG_LISTENER, l}, .fd = c->fd, .port = c->port, .st = c->st};
 	LIST_INIT(&l->conns);
 	ev.data.ptr = &l->tag;
 	if (epoll_ctl(relay_epfd, EPOLL_CTL_ADD, l->fd, &ev) < 0)

@@ -10,7 +10,7 @@
 
 /* What a listener's connections did, written by the relay thread, read by anyone. */
 struct relay_stats {
-	atomic_uint active;	/* relayed now */
+	atomic_uint active;		/* relayed now */
 	atomic_uint_least64_t accepted; /* relayed since the port was exposed */
 	atomic_uint_least64_t refused;	/* reset: nothing listened inside, or the cap was reached */
 };

@@ -18,7 +18,7 @@
 #include "log.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static int netns_fd = -1; /* lock */
+static int netns_fd = -1;   /* lock */
 static unsigned generation; /* lock: changes whenever netns_fd does */
 
 /* The only child of bwrap: its init, or -ESRCH. */
