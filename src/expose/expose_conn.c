@@ -279,14 +279,17 @@ static void pump(struct conn *c)
 void conn_open(struct relay_listener *l, int host_fd, unsigned max_conns)
 {
 	struct conn *c;
+	int rc;
 
 	if (active >= max_conns) {
 		refuse(l, host_fd);
 		return;
 	}
 	c = conn_new(l, host_fd);
-	if (c->pipe[0][0] < 0 || c->pipe[1][0] < 0 || watch(c, HOST) < 0 ||
-	    connect_inside(c, AF_INET) < 0) {
+	rc = c->pipe[0][0] < 0 || c->pipe[1][0] < 0 ? -EMFILE : watch(c, HOST);
+	if (rc == 0 && (rc = connect_inside(c, AF_INET)) < 0)
+		rc = connect_next(c, -rc); /* a refusal can come before connect() returns */
+	if (rc < 0) {
 		fail(c);
 		return;
 	}

@@ -15,6 +15,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "expose_conn.h"
@@ -150,9 +151,10 @@ static void *relay_main(void *arg)
 	while (!stopping) {
 		int n = epoll_wait(relay_epfd, evs, MAX_EVENTS, conn_any_busy() ? 0 : -1);
 
+		/* Never leave the loop before relay_stop's call: callers wait on it. */
 		if (n < 0 && errno != EINTR) {
 			log_warn("exposed ports: epoll_wait");
-			break;
+			nanosleep(&(struct timespec){0, 100 * 1000 * 1000}, NULL);
 		}
 		for (int i = 0; i < n; i++)
 			dispatch(&evs[i]);
