@@ -117,7 +117,10 @@ void portfile_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info
 {
 	struct portfh *fh = fh_of(fi);
 
+	/* Once answered, the file may be released at once: hold fh until the reply is out. */
+	fhandle_ref(&fh->h);
 	reply_slice(req, fh->snap, fh->snaplen, size, off);
+	fhandle_unref(&fh->h);
 }
 
 /* ports/expose: one port a write, its newline optional. */
