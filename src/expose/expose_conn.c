@@ -67,21 +67,23 @@ static void close_reset(int fd)
 static int sandbox_socket(int family)
 {
 	unsigned gen = launch_netns_gen();
-	int ns, fd;
+	int fd;
 
 	if (!in_sandbox || gen != netns_gen) {
-		ns = launch_netns(&gen);
+		int ns = launch_netns(&gen), rc;
+
 		if (ns < 0)
 			return ns;
-		fd = setns(ns, CLONE_NEWNET) < 0 ? -errno : 0;
+		rc = setns(ns, CLONE_NEWNET) < 0 ? -errno : 0;
 		close(ns);
-		if (fd < 0 && warned_gen != gen) {
-			log_warnx("exposed ports: cannot enter the sandbox's network namespace: %s",
-				  strerror(-fd));
+		if (rc < 0) {
+			if (warned_gen != gen)
+				log_warnx("exposed ports: cannot enter the sandbox's network "
+					  "namespace: %s",
+					  strerror(-rc));
 			warned_gen = gen;
+			return rc;
 		}
-		if (fd < 0)
-			return fd;
 		netns_gen = gen;
 		in_sandbox = true;
 	}
