@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -17,6 +16,7 @@
 #include "ctl.h"
 #include "ctxfs.h"
 #include "daemon.h"
+#include "handover.h"
 #include "idmap.h"
 #include "log.h"
 #include "mountopts.h"
@@ -27,6 +27,7 @@
 #include "unmount.h"
 #include "workspace.h"
 #include "ws_mount.h"
+#include "ws_view.h"
 #include "xmalloc.h"
 
 #define DEFAULT_CONFIG "/etc/sbxfs/sbxfs.ini"
@@ -260,84 +261,6 @@ static int serve(struct fuse_session *se)
 	return rc;
 }
 
-/* The host's view of the workspace as a kernel mount: its detached mount, or -1 when
- * workspace/ stays the FUSE passthrough, with why (empty when so configured). */
-static int prepare_kernel_workspace(const struct config *cfg, bool swap, uid_t sb_uid,
-				    gid_t sb_gid, char *why, size_t whylen)
-{
-	struct ws_mount_spec s = {
-	    .backing = cfg->workspace,
-	    .idmap = swap,
-	    .owner_uid = getuid(),
-	    .owner_gid = getgid(),
-	    .sandbox_uid = sb_uid,
-	    .sandbox_gid = sb_gid,
-	    .symfollow = cfg->ws_symfollow,
-	};
-	why[0] = '\0';
-	if (!cfg->ws_kernel)
-		return -1;
-	if (geteuid() != 0) {
-		snprintf(why, whylen, "mounting the workspace needs root");
-		return -1;
-	}
-	return ws_mount_prepare(&s, why, whylen);
-}
-
-struct ws_attach {
-	int mfd;
-	char *target;
-	bool symfollow;
-};
-
-static void *attach_thread(void *arg)
-{
-	struct ws_attach *a = arg;
-	int rc = ws_mount_attach(a->mfd, a->target);
-
-	if (rc < 0)
-		log_warnx("workspace/ is served through FUSE: cannot mount the workspace on %s: %s",
-			  a->target, strerror(-rc));
-	else {
-		ws_kernel_mounted();
-		/* The kernel refuses such opens without asking the daemon: this line is all it can
-		 * log. */
-		log_info("workspace/ is a kernel mount of the workspace%s",
-			 a->symfollow ? ""
-				      : "; the host follows no symlink in it (host_symlinks = "
-					"nofollow: opening one fails with ELOOP, \"Too many "
-					"levels of symbolic links\")");
-	}
-	free(a->target);
-	free(a);
-	/* Only now is the mount whole: an unmount right after the start must find the workspace
-	 * mounted, or its FUSE unmount meets the workspace arriving (EBUSY). */
-	daemon_ready();
-	return NULL;
-}
-
-/* The move onto MOUNT/workspace needs its lookup answered: it runs while the session serves,
- * and says the daemon is ready once it is done. */
-static void attach_kernel_workspace(int mfd, const char *mountpoint, bool symfollow)
-{
-	struct ws_attach *a = xmalloc(sizeof(*a));
-	pthread_t t;
-	int rc;
-
-	a->mfd = mfd;
-	a->target = xasprintf("%s/workspace", mountpoint);
-	a->symfollow = symfollow;
-	if ((rc = pthread_create(&t, NULL, attach_thread, a)) != 0) {
-		log_warnx("workspace/ is served through FUSE: %s", strerror(rc));
-		close(mfd);
-		free(a->target);
-		free(a);
-		daemon_ready();
-		return;
-	}
-	pthread_detach(t);
-}
-
 static void log_to_state_dir(const struct config *cfg)
 {
 	char *path = xasprintf("%s/sbxfs.log", cfg->state_dir);
@@ -354,11 +277,11 @@ int main(int argc, char **argv)
 	struct ws_opts wso;
 	struct cmdline cl;
 	struct config cfg;
-	char err[512], ws_why[512], *self, *ws_abs, *mnt_abs;
+	char err[512], *self, *ws_abs, *mnt_abs;
 	uid_t sb_uid = getuid();
 	gid_t sb_gid = getgid();
-	bool swap = false;
-	int rc, ws_mfd;
+	bool own_user;
+	int rc;
 
 	if (argc > 1 && strcmp(argv[1], "attach") == 0)
 		return attach_main(argc - 1, argv + 1);
@@ -377,12 +300,21 @@ int main(int argc, char **argv)
 	wso = (struct ws_opts){
 	    .cache = cfg.ws_cache, .timeout = cfg.ws_timeout, .passthrough = cfg.ws_passthrough};
 	wso.max_fds = cfg.ws_max_fds;
-	if (cfg.idmap && sandbox_user(&sb_uid, &sb_gid)) {
+	own_user = sandbox_user(&sb_uid, &sb_gid);
+	if (cfg.idmap == IDMAP_USER && own_user)
 		idmap_swap(getuid(), getgid(), sb_uid, sb_gid);
-		swap = true;
-	}
 	/* Before anything reaps children: it forks (see ws_mount_prepare). */
-	ws_mfd = prepare_kernel_workspace(&cfg, swap, sb_uid, sb_gid, ws_why, sizeof(ws_why));
+	sandbox_describe_also(ws_view_describe);
+	ws_view_prepare(&(struct ws_view_spec){
+	    .backing = cfg.workspace,
+	    .kernel = cfg.ws_kernel,
+	    .symfollow = cfg.ws_symfollow,
+	    .idmap = cfg.idmap == IDMAP_USER && own_user,
+	    .owner_uid = getuid(),
+	    .owner_gid = getgid(),
+	    .sandbox_uid = sb_uid,
+	    .sandbox_gid = sb_gid,
+	});
 	if ((rc = ws_open(cfg.workspace, &wso)) < 0)
 		fatalx("workspace %s: %s", cfg.workspace, strerror(-rc));
 	se = mount_fs(&cl, self);
@@ -399,8 +331,6 @@ int main(int argc, char **argv)
 		log_to_state_dir(&cfg);
 	if (sandbox_start(mnt_abs, err, sizeof(err)) < 0) {
 		log_warnx("%s", err);
-		if (ws_mfd >= 0)
-			close(ws_mfd);
 		sandbox_stop();
 		fuse_session_unmount(se);
 		daemon_failed(err); /* once unmounted: the starting process's exit says so */
@@ -408,16 +338,17 @@ int main(int argc, char **argv)
 	}
 	/* After the launcher started, so that its children keep the limits the daemon got. */
 	ws_raise_nofile();
+	/* After the limit is raised: it keeps a descriptor of every workspace directory. */
+	if (cfg.idmap == IDMAP_HANDOVER && own_user &&
+	    (rc = handover_start(cfg.workspace, getuid(), getgid(), sb_uid, sb_gid)) < 0)
+		log_warnx("the host's files in the workspace stay closed to the sandbox: cannot "
+			  "watch the workspace: %s",
+			  strerror(-rc));
 	ws_dev_tune_mount(mnt_abs);
 	log_info("mounted on %s (workspace %s)", cl.mountpoint, cfg.workspace);
-	if (ws_mfd >= 0) {
-		attach_kernel_workspace(ws_mfd, mnt_abs, cfg.ws_symfollow);
-	} else {
-		if (ws_why[0])
-			log_warnx("workspace/ is served through FUSE: %s", ws_why);
-		daemon_ready();
-	}
+	ws_view_attach(mnt_abs, daemon_ready);
 	rc = serve(se);
+	handover_stop(); /* its descriptors would keep a workspace image busy */
 	sandbox_stop();
 	ws_mount_detach();
 	fuse_session_unmount(se);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "idmap.h"
+#include "ws_view.h"
 #include "xmalloc.h"
 
 /* ---- attributes ---- */
@@ -148,6 +149,11 @@ void ws_attr_readlink(fuse_req_t req, fuse_ino_t ino)
 
 	if (fd < 0) {
 		reply_res(req, fd);
+		return;
+	}
+	if (ws_view_hold_links()) {
+		put(ino);
+		reply_res(req, -ELOOP); /* as the nosymfollow mount about to cover us answers */
 		return;
 	}
 	n = readlinkat(fd, "", buf, sizeof(buf));

@@ -1,6 +1,6 @@
-/* The kernel-mounted workspace (see ws_mount.h): the swap's user namespace, the detached mount
- * of the backing directory with its attributes, attaching it over the FUSE mount's workspace
- * entry, and detaching it. */
+/* The mounts on MOUNT/workspace (see ws_mount.h): the swap's user namespace, the detached mount
+ * of the backing directory with its attributes, the nosymfollow bind of the FUSE workspace,
+ * attaching either over the FUSE mount's workspace entry, and detaching it. */
 #include "ws_mount.h"
 
 #include <errno.h>
@@ -135,7 +135,27 @@ int ws_mount_prepare(const struct ws_mount_spec *s, char *why, size_t whylen)
 	return rc < 0 ? rc : mfd;
 }
 
-int ws_mount_attach(int mfd, const char *target)
+int ws_mount_prepare_nofollow(const char *target, char *why, size_t whylen)
+{
+	struct mount_attr attr = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+					      MOUNT_ATTR_NOSYMFOLLOW};
+	int mfd = open_tree(AT_FDCWD, target, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC), rc;
+
+	if (mfd < 0) {
+		rc = -errno;
+		snprintf(why, whylen, "cannot clone %s: %s", target, strerror(-rc));
+		return rc;
+	}
+	if (mount_setattr(mfd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0) {
+		rc = -errno;
+		snprintf(why, whylen, "cannot make %s nosymfollow: %s", target, strerror(-rc));
+		close(mfd);
+		return rc;
+	}
+	return mfd;
+}
+
+int ws_mount_attach(int mfd, const char *target, bool keep)
 {
 	int rc = 0;
 
@@ -143,6 +163,10 @@ int ws_mount_attach(int mfd, const char *target)
 		rc = -errno;
 		close(mfd);
 		return rc;
+	}
+	if (!keep) {
+		close(mfd);
+		return 0;
 	}
 	pthread_mutex_lock(&lock);
 	attached_fd = mfd;

@@ -17,6 +17,7 @@
 #include "context_loader.h"
 #include "context_priv.h"
 #include "fdres.h"
+#include "handover.h"
 #include "identity.h"
 #include "feed.h"
 #include "log.h"
@@ -287,6 +288,7 @@ void context_driver_send_run(struct context *c, const char *code, size_t len)
 	struct jbuf body = {0};
 	unsigned char head[4];
 
+	handover_run(); /* the host's files, written before this cell, are the sandbox's */
 	jbuf_add(&body, "{\"op\":\"run\",\"code\":", 19);
 	json_string(&body, code, len);
 	jbuf_add(&body, "}", 1);

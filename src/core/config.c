@@ -77,6 +77,8 @@ void config_defaults(struct config *cfg)
 	cfg->git_timeout_ms = 600000;
 	cfg->git_allow_private = false;
 	cfg->git_local_roots = xcalloc(1, sizeof(char *));
+	cfg->git_object_max = 100ull << 20;
+	cfg->git_file_max = 8ull << 30;
 	cfg->env_value_max = 128ull << 10;
 	cfg->env_max = 1ull << 20;
 	cfg->term_ring = 1ull << 20;
@@ -84,7 +86,7 @@ void config_defaults(struct config *cfg)
 	cfg->isolate = true;
 	cfg->user = xstrdup("");
 	cfg->host_network = false;
-	cfg->idmap = true;
+	cfg->idmap = IDMAP_HANDOVER;
 	cfg->memory_max = 4ull << 30;
 	cfg->pids_max = 4096;
 	cfg->cpu_max = 0;

@@ -21,6 +21,14 @@
 /* tmp_size or shm_size not set: derived from memory_max (config_tmp_size, config_shm_size). */
 #define CONFIG_SIZE_AUTO UINT64_MAX
 
+/* [sandbox] idmap: ownership between the mount owner (the daemon's user) and the sandbox's. */
+enum idmap {
+	IDMAP_NONE,	/* plain ids: a file belongs to whoever made it */
+	IDMAP_HANDOVER, /* plain ids, and the owner's files are handed to the sandbox's user
+			 * before each command starts (handover.h) */
+	IDMAP_USER,	/* the two users' ids swapped through workspace/ (unsafe for host tools) */
+};
+
 struct config {
 	char *workspace;      /* backing directory of workspace/ */
 	char *state_dir;      /* spool files and the lock */
@@ -38,6 +46,8 @@ struct config {
 	uint64_t git_timeout_ms; /* a checkout's time limit */
 	bool git_allow_private;  /* checkouts may connect to loopback, private, ... addresses */
 	char **git_local_roots;  /* NULL-terminated: host directories checkouts may read */
+	uint64_t git_object_max; /* bytes of the largest object a checkout takes; 0 = no bound */
+	uint64_t git_file_max;	 /* bytes of the largest file a checkout writes; 0 = no bound */
 	uint64_t spool_max;   /* bytes of all runs' spool files together; 0 = no bound */
 	char **base_env;      /* NAME=VALUE, NULL-terminated: a new session's environment */
 	size_t n_base_env;
@@ -50,7 +60,7 @@ struct config {
 	bool isolate;         /* isolation = bwrap (true) or none */
 	char *user;           /* a named user sandboxed commands run as; "": from uid_range */
 	bool host_network;    /* network = host; else only lo */
-	bool idmap;           /* idmap = user: swap the mount owner and the sandbox user */
+	enum idmap idmap;     /* how the mount owner's and the sandbox user's ids meet */
 	uint64_t memory_max;  /* bytes, 0 = no limit */
 	uint64_t pids_max;    /* 0 = no limit */
 	double cpu_max;       /* CPUs, 0 = no limit */

@@ -29,6 +29,8 @@ const struct config_key config_keys[] = {
     {"session", "git_timeout_ms", "1000", "0"},
     {"session", "git_allow_private", "yes", "maybe"},
     {"session", "git_local_roots", "/srv/a:/srv/b", "relative"},
+    {"session", "git_object_max", "1G", "2T"},
+    {"session", "git_file_max", "max", "8X"},
     {"session", "env_value_max", "4K", "1"},
     {"session", "env_max", "64K", "1"},
     {"session", "spool_max", "1G", "lots"},

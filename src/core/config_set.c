@@ -163,6 +163,14 @@ static int parse_tmpfs_size(const char *value, uint64_t *out)
 	return 0;
 }
 
+/* A size as config_parse_size reads it ("max": 0, no bound), at most 1T: what is derived from
+ * it (a checkout's memory, a multiple of git_object_max) cannot overflow. */
+static int parse_bound(const char *value, uint64_t *out)
+{
+	return strcmp(value, "max") ? parse_size_in(value, 1, 1ull << 40, out)
+				    : config_parse_size(value, out);
+}
+
 static int set_session(struct config *cfg, const char *key, const char *value)
 {
 	if (!strcmp(key, "shell"))
@@ -193,6 +201,10 @@ static int set_session(struct config *cfg, const char *key, const char *value)
 		return parse_bool(value, &cfg->git_allow_private);
 	else if (!strcmp(key, "git_local_roots"))
 		return parse_roots(value, &cfg->git_local_roots);
+	else if (!strcmp(key, "git_object_max"))
+		return parse_bound(value, &cfg->git_object_max);
+	else if (!strcmp(key, "git_file_max"))
+		return parse_bound(value, &cfg->git_file_max);
 	else if (!strcmp(key, "env_value_max"))
 		return parse_size_in(value, 2, ENV_STRING_LIMIT, &cfg->env_value_max);
 	else if (!strcmp(key, "env_max"))
@@ -263,6 +275,19 @@ static int set_choice(const char *value, const char *yes, const char *no, bool *
 	return 0;
 }
 
+static int set_idmap(const char *value, enum idmap *out)
+{
+	if (!strcmp(value, "handover"))
+		*out = IDMAP_HANDOVER;
+	else if (!strcmp(value, "user"))
+		*out = IDMAP_USER;
+	else if (!strcmp(value, "none"))
+		*out = IDMAP_NONE;
+	else
+		return -EINVAL;
+	return 0;
+}
+
 /* "FIRST-LAST", inclusive: above root, and never (uid_t)-1, which is no id. */
 static int parse_id_range(const char *value, uint32_t *first, uint32_t *last)
 {
@@ -315,7 +340,7 @@ static int set_sandbox(struct config *cfg, const char *key, const char *value)
 	if (!strcmp(key, "network"))
 		return set_choice(value, "host", "none", &cfg->host_network);
 	if (!strcmp(key, "idmap"))
-		return set_choice(value, "user", "none", &cfg->idmap);
+		return set_idmap(value, &cfg->idmap);
 	if (!strcmp(key, "user")) {
 		set_str(&cfg->user, value);
 		return 0;

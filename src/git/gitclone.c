@@ -7,11 +7,16 @@
  *
  * Its policy: no connection to a loopback, private or other non-public address (gitnet.c)
  * unless --allow-private, and local sources only in the workspace or a --local-root
- * (gitlocal.c), kept by confining its reads with Landlock too.
+ * (gitlocal.c), kept by confining its reads with Landlock too. What it reads is the sandbox's
+ * to choose, so it refuses a blob larger than --object-max before reading it (libgit2 reads a
+ * blob whole), keeps libgit2's caches small, and names no host path in its errors (gitpath.c):
+ * a local source that cannot be read ends with one text, whether what it leads to is missing
+ * or not allowed. The daemon bounds its memory and file sizes (cgroup, rlimits).
  *
- * usage: sbxfs-git [--allow-private] [--local-root=DIR]... [--inside=DIR] [--] WORKSPACE
- *                  TARGET-RELATIVE-TO-WORKSPACE SHOWN-DIR URL [BRANCH]
+ * usage: sbxfs-git [--allow-private] [--local-root=DIR]... [--inside=DIR] [--object-max=N]
+ *                  [--] WORKSPACE TARGET-RELATIVE-TO-WORKSPACE SHOWN-DIR URL [BRANCH]
  * --inside: the workspace as commands see it; a local source there is read by WORKSPACE.
+ * --object-max: in bytes, 0 for no bound (the default).
  * The credential for https comes from $GIT_TOKEN. */
 #include <dirent.h>
 #include <errno.h>
@@ -31,6 +36,8 @@
 #include "giterr.h"
 #include "gitlocal.h"
 #include "gitnet.h"
+#include "gitpath.h"
+#include "xmalloc.h"
 
 /* Under LeakSanitizer (the CI's ASan build): pcre2, which libgit2 uses for its config,
  * keeps match data until exit; that is not ours to free. */
@@ -40,10 +47,33 @@ const char *__lsan_default_suppressions(void)
 	return "leak:libpcre2-8.so\n";
 }
 
+/* Under AddressSanitizer: its quarantine of freed blocks (256 MiB by default, and the daemon
+ * passes no ASAN_OPTIONS on) would count against the checkout's memory limit. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+	return "quarantine_size_mb=4";
+}
+
+/* libgit2's own memory: its object cache, and the pack windows it maps (1 GiB each and 8 GiB
+ * in all by default), which a large pack would otherwise map whole. */
+#define CACHE_MAX      (32 << 20)
+#define MWINDOW_SIZE   (32 << 20)
+#define MWINDOW_MAPPED (128 << 20)
+
 struct progress {
 	int recv_pct, delta_pct, checkout_pct;
 	int cred_tries;
+	git_repository *repo;	 /* the clone, once made */
+	unsigned long long max;	 /* --object-max, 0: none */
+	char *large;		 /* the file whose blob is past max */
+	unsigned long long size; /* and its size */
+	const char *shown;	 /* the target as commands see it */
+	bool fetched;		 /* errors from now on are not the source's */
 };
+
+/* What the clone reads from: a local source's errors all read the same (see fail_git). */
+static bool local_source;
 
 static void __attribute__((format(printf, 2, 3), noreturn)) fail(const char *code,
 								   const char *fmt, ...)
@@ -96,11 +126,60 @@ static void on_checkout(const char *path, size_t done, size_t total, void *paylo
 	int c = percent((unsigned)done, (unsigned)total);
 
 	(void)path;
+	p->fetched = true;
 	if (c != p->checkout_pct) {
 		printf("checking out files %d%% (%zu/%zu)\n", c, done, total);
 		fflush(stdout);
 	}
 	p->checkout_pct = c;
+}
+
+/* Before a file is written (and its blob read): its blob's size from the object's header. */
+static int on_notify(git_checkout_notify_t why, const char *path, const git_diff_file *baseline,
+		     const git_diff_file *target, const git_diff_file *workdir, void *payload)
+{
+	struct progress *p = payload;
+	git_object_t type;
+	git_odb *odb = NULL;
+	size_t size = 0;
+	int rc;
+
+	(void)why;
+	(void)baseline;
+	(void)workdir;
+	p->fetched = true;
+	if (!p->max || !p->repo || !target || git_oid_is_zero(&target->id) ||
+	    git_repository_odb(&odb, p->repo) < 0)
+		return 0;
+	/* A submodule's commit is not there: checkout skips it. */
+	rc = git_odb_read_header(&size, &type, odb, &target->id);
+	git_odb_free(odb);
+	if (rc < 0 || type != GIT_OBJECT_BLOB || size <= p->max)
+		return 0;
+	p->large = xstrdup(path ? path : "");
+	p->size = size;
+	/* Cancels the checkout before anything is written; negative, as the callers test. */
+	return GIT_EUSER;
+}
+
+static void set_checkout_callbacks(git_checkout_options *co, struct progress *p)
+{
+	co->progress_cb = on_checkout;
+	co->progress_payload = p;
+	co->notify_flags = GIT_CHECKOUT_NOTIFY_UPDATED;
+	co->notify_cb = on_notify;
+	co->notify_payload = p;
+}
+
+/* git_clone's own, keeping the repository for on_notify. */
+static int make_repo(git_repository **out, const char *path, int bare, void *payload)
+{
+	struct progress *p = payload;
+	int rc = git_repository_init(out, path, (unsigned)bare);
+
+	if (rc == 0)
+		p->repo = *out;
+	return rc;
 }
 
 static int on_credentials(git_credential **out, const char *url, const char *user,
@@ -117,13 +196,30 @@ static int on_credentials(git_credential **out, const char *url, const char *use
 }
 
 /* The libgit2 error in our codes, told by libgit2's own text; shown without what a server
- * said. */
-static void __attribute__((noreturn)) fail_git(int rc, const char *url)
+ * said, and without host paths. */
+static void __attribute__((noreturn)) fail_git(int rc, const char *url, const struct progress *p)
 {
 	const git_error *e = git_error_last();
 	const char *msg = e && e->message ? e->message : "unknown error";
-	const char *shown = giterr_shown(msg);
+	char *shown = gitpath_shown(giterr_shown(msg));
 
+	if (p->large)
+		fail("too-large",
+		     "%s/%s is %llu bytes, more than the %llu a checkout takes "
+		     "([session] git_object_max)",
+		     p->shown, p->large, p->size, p->max);
+	if ((e && e->klass == GIT_ERROR_NOMEMORY) || strstr(msg, strerror(ENOMEM)))
+		fail("too-large", "out of memory: an object is larger than a checkout may hold "
+				  "([session] git_object_max)");
+	if (strstr(msg, strerror(EFBIG)))
+		fail("too-large", "%s ([session] git_file_max)", shown);
+	/* Fetching from a local source reads what its .git file, symlinks and alternates lead
+	 * to: whether that is missing, not allowed (Landlock) or no repository, and where it is,
+	 * would tell the sandbox about host paths, so it all reads the same. A full disk is the
+	 * target's. */
+	if (local_source && !p->fetched && !strstr(msg, strerror(ENOSPC)) &&
+	    !strstr(msg, strerror(EDQUOT)))
+		fail("not-found", "%s: not a git repository, or not one a checkout may read", url);
 	/* A refused connection ends as libgit2's "failed to connect": say why. */
 	if (gitnet_refused())
 		fail("network", "%s refused by policy", gitnet_refused());
@@ -187,19 +283,6 @@ static void cleanup_on_failure(int status, void *arg)
 		remove_contents(target_fd);
 }
 
-/* A URL without a scheme that is not scp-like (host:path) is a local path; asked: the URL as
- * written, for the message. */
-static void check_local_path(const char *asked, const char *url)
-{
-	const char *colon = strchr(url, ':'), *slash = strchr(url, '/');
-	struct stat st;
-
-	if (strstr(url, "://") || (colon && (!slash || colon < slash)))
-		return;
-	if (stat(url, &st) < 0)
-		fail("not-found", "%s: %s", asked, strerror(errno));
-}
-
 /* mkdir -p of rel below the workspace, refusing any symlink on the way. */
 static int make_target(const char *workspace, const char *rel)
 {
@@ -251,15 +334,14 @@ static void checkout_ref(git_repository *repo, const char *name, struct progress
 
 	git_checkout_options_init(&co, GIT_CHECKOUT_OPTIONS_VERSION);
 	co.checkout_strategy = GIT_CHECKOUT_SAFE;
-	co.progress_cb = on_checkout;
-	co.progress_payload = p;
+	set_checkout_callbacks(&co, p);
 	/* The remote's default branch: HEAD already, its files only need checking out. */
 	if (git_branch_lookup(&branch, repo, name, GIT_BRANCH_LOCAL) == 0 &&
 	    git_branch_is_head(branch) == 1) {
 		git_reference_free(branch);
 		co.checkout_strategy = GIT_CHECKOUT_FORCE;
 		if ((rc = git_checkout_head(repo, &co)) < 0)
-			fail_git(rc, name);
+			fail_git(rc, name, p);
 		return;
 	}
 	git_reference_free(branch);
@@ -273,7 +355,7 @@ static void checkout_ref(git_repository *repo, const char *name, struct progress
 		    (rc = git_branch_set_upstream(branch, ref + strlen("refs/remotes/"))) < 0 ||
 		    (rc = git_checkout_tree(repo, target, &co)) < 0 ||
 		    (rc = git_repository_set_head(repo, git_reference_name(branch))) < 0)
-			fail_git(rc, name);
+			fail_git(rc, name, p);
 		git_commit_free(c);
 		git_reference_free(branch);
 		git_object_free(target);
@@ -284,11 +366,11 @@ static void checkout_ref(git_repository *repo, const char *name, struct progress
 		fail("branch-not-found", "no branch or tag named %s", name);
 	if ((rc = git_checkout_tree(repo, target, &co)) < 0 ||
 	    (rc = git_repository_set_head_detached(repo, git_object_id(target))) < 0)
-		fail_git(rc, name);
+		fail_git(rc, name, p);
 	git_object_free(target);
 }
 
-static void report_head(git_repository *repo, const char *shown)
+static void report_head(git_repository *repo, const char *shown, const struct progress *p)
 {
 	char sha[GIT_OID_HEXSZ + 1], *quoted;
 	git_reference *head = NULL;
@@ -297,7 +379,7 @@ static void report_head(git_repository *repo, const char *shown)
 	int rc;
 
 	if ((rc = git_repository_head(&head, repo)) < 0)
-		fail_git(rc, shown);
+		fail_git(rc, shown, p);
 	git_oid_tostr(sha, sizeof(sha), git_reference_target(head));
 	if (git_reference_is_branch(head))
 		name = git_reference_shorthand(head);
@@ -309,12 +391,18 @@ static void report_head(git_repository *repo, const char *shown)
 }
 
 #define USAGE                                                                                      \
-	"usage: sbxfs-git [--allow-private] [--local-root=DIR]... [--inside=DIR] [--] WORKSPACE "  \
-	"TARGET SHOWN-DIR URL [BRANCH]\n"
+	"usage: sbxfs-git [--allow-private] [--local-root=DIR]... [--inside=DIR] "                 \
+	"[--object-max=N] [--] WORKSPACE TARGET SHOWN-DIR URL [BRANCH]\n"
+
+static bool is_number(const char *s)
+{
+	return s[0] && strspn(s, "0123456789") == strlen(s);
+}
 
 /* The options before the positional arguments; returns the index of the first of those.
  * roots gets the workspace's place: [0] is left for it. */
-static int parse_options(int argc, char **argv, char ***roots, const char **inside)
+static int parse_options(int argc, char **argv, char ***roots, const char **inside,
+			 unsigned long long *max)
 {
 	size_t n = 1;
 	int i;
@@ -333,6 +421,8 @@ static int parse_options(int argc, char **argv, char ***roots, const char **insi
 			(*roots)[n++] = argv[i] + 13;
 		else if (!strncmp(argv[i], "--inside=", 9) && argv[i][9] == '/')
 			*inside = argv[i] + 9;
+		else if (!strncmp(argv[i], "--object-max=", 13) && is_number(argv[i] + 13))
+			*max = strtoull(argv[i] + 13, NULL, 10);
 		else
 			break;
 	}
@@ -390,50 +480,63 @@ static void confine(int fd, char **roots)
 int main(int argc, char **argv)
 {
 	git_clone_options opts;
-	struct progress p = {-1, -1, -1, 0};
+	struct progress p = {-1, -1, -1, 0, NULL, 0, NULL, 0, NULL, false};
 	git_repository *repo = NULL;
 	const char *branch, *shown, *inside = NULL;
-	char path[64], **roots, *url;
+	char path[64], **roots, *url, *local;
 	int fd, rc, arg;
 
 	setvbuf(stdout, NULL, _IOLBF, 0); /* progress shows as it happens */
-	arg = parse_options(argc, argv, &roots, &inside);
+	arg = parse_options(argc, argv, &roots, &inside, &p.max);
 	roots[0] = argv[arg];
-	shown = argv[arg + 2];
+	shown = p.shown = argv[arg + 2];
 	url = inside ? gitlocal_rebase(argv[arg + 3], inside, argv[arg]) : strdup(argv[arg + 3]);
 	if (!url)
 		fail("io", "out of memory");
 	branch = argc - arg == 5 ? argv[arg + 4] : NULL;
 	check_source(argv[arg + 3], url, roots);
+	local = gitlocal_path(url);
+	local_source = local != NULL;
+	free(local);
 	fd = make_target(argv[arg], argv[arg + 1]);
 	require_empty(fd, shown);
+	gitpath_init(argv[arg], inside ? inside : argv[arg], fd, shown);
 	confine(fd, roots);
 	free(roots);
 	target_fd = fd;
 	on_exit(cleanup_on_failure, NULL);
-	check_local_path(argv[arg + 3], url);
 	git_libgit2_init();
 	/* The source belongs to whoever made it, not to the sandbox's user: reading it is all
 	 * we do, so git's ownership check (safe.directory) does not apply. */
 	git_libgit2_opts(GIT_OPT_SET_OWNER_VALIDATION, 0);
+	git_libgit2_opts(GIT_OPT_SET_CACHE_MAX_SIZE, (ssize_t)CACHE_MAX);
+	git_libgit2_opts(GIT_OPT_SET_MWINDOW_SIZE, (size_t)MWINDOW_SIZE);
+	git_libgit2_opts(GIT_OPT_SET_MWINDOW_MAPPED_LIMIT, (size_t)MWINDOW_MAPPED);
 	git_clone_options_init(&opts, GIT_CLONE_OPTIONS_VERSION);
 	opts.fetch_opts.callbacks.transfer_progress = on_transfer;
 	opts.fetch_opts.callbacks.credentials = on_credentials;
 	opts.fetch_opts.callbacks.payload = &p;
 	/* No proxy, not even one from http.proxy in /etc/gitconfig (the environment has none). */
 	opts.fetch_opts.proxy_opts.type = GIT_PROXY_NONE;
-	opts.checkout_opts.progress_cb = on_checkout;
-	opts.checkout_opts.progress_payload = &p;
+	set_checkout_callbacks(&opts.checkout_opts, &p);
+	opts.repository_cb = make_repo;
+	opts.repository_cb_payload = &p;
+	/* libgit2's file:// transport packs what it sends, reading every object whole and
+	 * holding a window of them to find deltas (668 MB for a 400 MB repository of 20 MB
+	 * files): copy the object files instead, as for a plain path, but without hard links. */
+	if (!strncmp(url, "file://", 7))
+		opts.local = GIT_CLONE_LOCAL_NO_LINKS;
 	/* With a branch or tag, check out once we know which of the two it is. */
 	if (branch)
 		opts.checkout_opts.checkout_strategy = GIT_CHECKOUT_NONE;
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	rc = git_clone(&repo, url, path, &opts);
 	if (rc < 0)
-		fail_git(rc, argv[arg + 3]);
+		fail_git(rc, argv[arg + 3], &p);
+	p.fetched = true;
 	if (branch)
 		checkout_ref(repo, branch, &p);
-	report_head(repo, shown);
+	report_head(repo, shown, &p);
 	git_repository_free(repo);
 	git_libgit2_shutdown();
 	free(url);

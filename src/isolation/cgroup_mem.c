@@ -59,16 +59,22 @@ static int write_value(const char *dir, const char *name, uint64_t value)
 	return rc;
 }
 
-void cgroup_mem_limit_session(struct cgroup *cg)
+void cgroup_mem_limit(struct cgroup *cg, uint64_t max)
 {
 	const char *dir = cgroup_memory_dir(cg);
 	int rc;
 
-	if (!dir || !session_max)
+	if (!dir || !max)
 		return;
-	rc = write_value(dir, is_v1() ? "memory.limit_in_bytes" : "memory.max", session_max);
-	if (rc < 0)
-		log_warnx("cgroup %s: session memory limit: %s", dir, strerror(-rc));
+	rc = write_value(dir, is_v1() ? "memory.limit_in_bytes" : "memory.max", max);
+	/* No such file: v2 has no memory controller there, its parent's limit is the one. */
+	if (rc < 0 && rc != -ENOENT)
+		log_warnx("cgroup %s: memory limit: %s", dir, strerror(-rc));
+}
+
+void cgroup_mem_limit_session(struct cgroup *cg)
+{
+	cgroup_mem_limit(cg, session_max);
 }
 
 /* The "oom_kill N" line of a group's file (v1 memory.oom_control, v2 memory.events). */

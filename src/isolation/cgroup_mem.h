@@ -15,6 +15,9 @@ struct cgroup;
 void cgroup_mem_init(uint64_t session_max);
 /* Gives a new session's group its limit (nothing without a memory controller). */
 void cgroup_mem_limit_session(struct cgroup *cg);
+/* Gives cg a limit of its own of max bytes (0: none; nothing without a memory controller or
+ * without cg, or in a v2 group whose parent enables none for it). A failure is logged. */
+void cgroup_mem_limit(struct cgroup *cg, uint64_t max);
 /* OOM kills of the group's own processes, or with tree of its child groups' too (0 without a
  * memory controller). The kernel counts a kill in the victim's group. */
 uint64_t cgroup_mem_oom_kills(const struct cgroup *cg, bool tree);

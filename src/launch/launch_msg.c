@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "handover.h"
 #include "launch_priv.h"
 #include "log.h"
 #include "loop.h"
@@ -351,6 +352,9 @@ void launch_msg_fail_all(void)
 static struct outmsg *start_msg(struct proc *p)
 {
 	struct outmsg *om = xcalloc(1, sizeof(*om));
+
+	/* What the host wrote before this start is the sandbox's when it runs. */
+	handover_run();
 
 	p->id = next_id++;
 	p->pid = 0;

@@ -335,6 +335,17 @@ int sandbox_user(uid_t *uid, gid_t *gid)
 	return 1;
 }
 
+#define DESCRIBERS_MAX 4
+static char *(*describers[DESCRIBERS_MAX])(void);
+static size_t ndescribers;
+
+void sandbox_describe_also(char *(*fn)(void))
+{
+	if (ndescribers == DESCRIBERS_MAX)
+		fatalx("sandbox_describe_also: more than %d", DESCRIBERS_MAX);
+	describers[ndescribers++] = fn;
+}
+
 char *sandbox_describe(void)
 {
 	char *cg = cgroup_describe(), *text;
@@ -351,6 +362,14 @@ char *sandbox_describe(void)
 		free(cg);
 	}
 	core_unlock();
+	for (size_t i = 0; i < ndescribers; i++) {
+		char *more = describers[i]();
+
+		cg = text;
+		text = xasprintf("%s%s", cg, more);
+		free(cg);
+		free(more);
+	}
 	return text;
 }
 

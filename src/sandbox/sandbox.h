@@ -17,6 +17,10 @@ int sandbox_user(uid_t *uid, gid_t *gid);
  * commands run as on the host, and a "sandbox down REASON" line while the sandbox fails to
  * start. Caller frees. */
 char *sandbox_describe(void);
+/* Lines the parts above the core add to `limits` (the FUSE side: how workspace/ is served),
+ * appended in the order given; fn returns a text the caller frees. Set before the mount
+ * serves. */
+void sandbox_describe_also(char *(*fn)(void));
 /* Starts the loop thread, the launcher, the default session and the watchdog that cleans up
  * (and unmounts mountpoint) if the daemon dies. On failure, sandbox_stop undoes what started. */
 int sandbox_start(const char *mountpoint, char *err, size_t errlen);

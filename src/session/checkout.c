@@ -106,6 +106,13 @@ static int append_components(char *out, const char *path)
 	return ok;
 }
 
+char *checkout_source_in(const char *cwd, const char *url)
+{
+	if (!url[0] || url[0] == '/' || strchr(url, ':'))
+		return NULL;
+	return xasprintf("%s%s%s", cwd, cwd[strlen(cwd) - 1] == '/' ? "" : "/", url);
+}
+
 char *checkout_resolve(const char *ws, const char *cwd, const char *dir)
 {
 	size_t wslen = strlen(ws);

@@ -21,5 +21,9 @@ char *checkout_repo_name(const char *url);
  * workspace root ws (all paths as commands see them). Returns the path relative to ws ("" is
  * ws itself), or NULL. */
 char *checkout_resolve(const char *ws, const char *cwd, const char *dir);
+/* A plain relative path as the source (no scheme, no colon: a local repository, as git takes
+ * it) is relative to the session's cwd, as dir= is; that path joined to cwd, or NULL when url
+ * is anything else. Caller frees. */
+char *checkout_source_in(const char *cwd, const char *url);
 
 #endif

@@ -14,7 +14,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "checkout_limit.h"
 #include "fdres.h"
+#include "handover.h"
 #include "identity.h"
 #include "launch.h"
 #include "log.h"
@@ -28,6 +30,7 @@ struct checkout_run {
 	struct session *s; /* referenced */
 	struct run *r;	   /* referenced */
 	pid_t pid;
+	struct checkout_limit lim;
 	int out;
 	struct loop_fd *lf;
 	struct loop_timer timer;
@@ -143,8 +146,13 @@ static void on_exit_git(void *arg, int status)
 	if (g->timed_out)
 		final_line(g, "error timeout: no result within %llu ms\n",
 			   (unsigned long long)session_cfg->git_timeout_ms);
+	else if (strncmp(g->last, "ok ", 3) && strncmp(g->last, "error ", 6) &&
+		 checkout_limit_oom(&g->lim, status))
+		final_line(g, "error too-large: out of memory: sbxfs-git was killed at the "
+			      "checkout's or the session's memory limit\n");
 	else if (strncmp(g->last, "ok ", 3) && strncmp(g->last, "error ", 6))
 		final_line(g, "error io: sbxfs-git ended with status %d\n", code);
+	checkout_limit_release(&g->lim);
 	run_end(g->r, strncmp(g->last, "ok ", 3) || g->timed_out ? 1 : 0);
 	LIST_REMOVE(g, link);
 	g->done(g->s);
@@ -173,13 +181,21 @@ static void fail_start(struct checkout_run *g, struct checkout_req *req, char *t
 }
 
 /* In the child: only async-signal-safe calls until exec (the daemon has threads). */
-static void __attribute__((noreturn)) exec_git(int out, char **argv, char **envp)
+static void __attribute__((noreturn))
+exec_git(int out, const struct checkout_limit *lim, char **argv, char **envp)
 {
+	static const char unbound[] = "error io: cannot bound sbxfs-git (its cgroup, rlimits)\n";
 	sigset_t none;
 
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	setsid();
+	/* Unbounded, it would read a hostile repository's objects into the host's memory. */
+	if (checkout_limit_enter(lim) < 0) {
+		ssize_t n = write(out, unbound, sizeof(unbound) - 1);
+
+		_exit(n < 0 ? 127 : 125);
+	}
 	/* Its stdout is the progress; its stderr (libgit2's or a sanitizer's noise) stays the
 	 * daemon's log. */
 	if (dup2(out, 1) < 0)
@@ -201,10 +217,11 @@ static char **git_argv(struct checkout_req *req, const char *rel, const char *sh
 
 	while (roots[nroots])
 		nroots++;
-	argv = xcalloc(nroots + 10, sizeof(char *));
+	argv = xcalloc(nroots + 11, sizeof(char *));
 	argv[n++] = git_bin;
 	for (size_t i = 0; i < nroots; i++)
 		argv[n++] = xasprintf("--local-root=%s", roots[i]);
+	argv[n++] = xasprintf("--object-max=%llu", (unsigned long long)session_cfg->git_object_max);
 	if (session_cfg->git_allow_private)
 		argv[n++] = xstrdup("--allow-private");
 	argv[n++] = xasprintf("--inside=%s", ws_inside);
@@ -242,7 +259,10 @@ struct checkout_run *checkout_run_start(struct session *s, struct run *r, struct
 	session_ref(s);
 	run_ref(r);
 	run_begin(r);
-	if ((rc = fdres_pipe(p)) < 0) {
+	handover_run(); /* a directory the host just made is the sandbox's to clone into */
+	if ((rc = checkout_limit_prepare(&g->lim, s->cg, session_cfg->git_object_max,
+					 session_cfg->git_file_max)) < 0 ||
+	    (rc = fdres_pipe(p)) < 0) {
 		errno = -rc;
 		fail_start(g, req, tok);
 		free_git_argv(argv);
@@ -257,7 +277,8 @@ struct checkout_run *checkout_run_start(struct session *s, struct run *r, struct
 		return NULL;
 	}
 	if (g->pid == 0)
-		exec_git(p[1], argv, envp);
+		exec_git(p[1], &g->lim, argv, envp);
+	checkout_limit_forked(&g->lim);
 	free_git_argv(argv);
 	free(tok);
 	close(p[1]);

@@ -83,12 +83,16 @@ struct run *session_latest(struct session *s)
 static int checkout_prepare(struct session *s, const char *line, size_t len,
 			    struct checkout_req *req, char **rel)
 {
-	char *name, *dir;
+	char *name, *dir, *src;
 
 	if (s->removed)
 		return -ENOENT;
 	if (checkout_parse(line, len, req) < 0)
 		return -EINVAL;
+	if ((src = checkout_source_in(s->cwd, req->url))) {
+		free(req->url);
+		req->url = src;
+	}
 	name = req->dir ? NULL : checkout_repo_name(req->url);
 	if (!req->dir && !name) {
 		checkout_req_free(req);

@@ -15,6 +15,7 @@
 
 #include "cgroup.h"
 #include "fdres.h"
+#include "handover.h"
 #include "launch.h"
 #include "log.h"
 #include "loop.h"
@@ -296,6 +297,7 @@ void shell_send(struct shell *sh, const char *seq, const char *script, size_t le
 	bool ascii = is_ascii(script, len) && is_ascii(in, ilen);
 	char *p;
 
+	handover_run(); /* the host's files, written before this command, are the sandbox's */
 	free(sh->req_buf);
 	sh->req_len = REQ_HDR + block + !ascii;
 	sh->req_buf = p = xmalloc(sh->req_len + 1);

@@ -32,6 +32,7 @@ static const char *yes(bool b, const char *y, const char *n)
 static char *write_back(const struct config *c, size_t *len)
 {
 	static const char *levels[] = {"error", "warn", "info", "debug"};
+	static const char *idmaps[] = {"none", "handover", "user"};
 	char *out;
 	char *env = xstrdup(""), *roots = xstrdup(""), *t, pids[32], cpus[40], spids[32];
 	char tmp[32] = "auto", shm[32] = "auto";
@@ -68,7 +69,7 @@ static char *write_back(const struct config *c, size_t *len)
 	    (unsigned long long)c->timeout_ms, (unsigned long long)c->kill_grace_ms, c->history,
 	    (unsigned long long)c->output_cap, (unsigned long long)c->git_timeout_ms,
 	    yes(c->git_allow_private, "yes", "no"), roots, yes(c->isolate, "bwrap", "none"),
-	    c->user, yes(c->host_network, "host", "none"), yes(c->idmap, "user", "none"),
+	    c->user, yes(c->host_network, "host", "none"), idmaps[c->idmap],
 	    (unsigned long long)c->memory_max, c->pids_max ? pids : "max",
 	    c->cpu_max ? cpus : "max", tmp, shm, yes(c->ws_cache, "yes", "no"), c->ws_timeout,
 	    yes(c->ws_passthrough, "yes", "no"), yes(c->ws_kernel, "kernel", "fuse"),

@@ -59,12 +59,18 @@ def isolation_none():
         a == "--isolation" and b == "none" for a, b in zip(args, args[1:]))
 
 
+def swaps_ids(m):
+    """Whether m shows ids swapped through workspace/: the opt-in `idmap = user`, with the sandbox
+    run by root as its own user. The default (`idmap = handover`) shows plain ids."""
+    return (not isolation_none() and os.getuid() == 0 and
+            re.search(r"(?m)^\s*idmap\s*=\s*user\s*$", m.config_text()) is not None)
+
+
 def stored_owner(m, uid, gid):
     """The (uid, gid) the backing directory holds for a file whose owner shows as (uid, gid)
-    through m's workspace/ (or the other way round: it is a swap). With the sandbox run by root
-    (idmap = user, the default), the mount owner's ids and the sandbox's are swapped, so both
-    can change every workspace file; without isolation nothing is mapped."""
-    if isolation_none() or os.getuid() != 0:
+    through m's workspace/ (or the other way round: it is a swap). Ids are plain by default;
+    with `idmap = user` the mount owner's ids and the sandbox's are swapped."""
+    if not swaps_ids(m):
         return uid, gid
     sb_uid, sb_gid = m.sandbox_ids()
 
@@ -545,7 +551,16 @@ class SbxMount:
             wait_until(lambda: is_mounted(self.workspace), timeout,
                        f"{self.workspace} to become the kernel's mount of the workspace",
                        show=self.daemon_log)
+        wait_until(lambda: self.workspace_mode() != "starting", timeout,
+                   "workspace/ to be attached (limits: workspace starting)", show=self.daemon_log)
         return self
+
+    def workspace_mode(self):
+        """How workspace/ is served, from `limits`: kernel, fuse, fuse-fallback (or starting)."""
+        for line in read_bytes(self.mnt / "limits", timeout=5).decode().splitlines():
+            if line.startswith("workspace "):
+                return line.split(" ")[1]
+        return None
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None

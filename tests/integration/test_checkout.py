@@ -39,7 +39,7 @@ FINAL_RE = re.compile(r"(ok ([0-9a-f]{40}) (\S+) (\S+)|error ([a-z-]+): (.*))")
 PROGRESS_RE = re.compile(
     r"(receiving objects|resolving deltas|checking out files) ([0-9]+)% \(([0-9]+)/([0-9]+)\)")
 ERROR_CODES = {"not-found", "branch-not-found", "auth", "invalid-url", "network", "timeout",
-               "exists", "io", "unsupported", "policy"}
+               "exists", "io", "unsupported", "policy", "too-large"}
 
 
 # --- host git ----------------------------------------------------------------------------------
@@ -649,6 +649,25 @@ def test_default_dir_is_the_repo_name_below_the_cwd(sbx, src, daemon, http, url)
     assert ws_entries(sbx, d) == ["sub"]
 
 
+def test_relative_source_is_the_sessions_cwd(sbx, src):
+    """A plain relative path names a repository below the session's cwd, as dir= is resolved
+    (and as git clone takes it in that directory); one that leads out of the workspace is
+    refused as a source outside it."""
+    s = sbx.new_session()
+    d = uniq("relsrc")
+    shutil.copytree(src.bare, sbx.ws / d / "repos" / "proj.git")
+    assert sh(sbx, s, f"mkdir -p {d}/sub")[2] == 0
+    assert write_errno(s / "cwd", f"{d}\n") == 0
+    _, final = checkout(s, "repos/proj.git dir=a")
+    assert ok_fields(final) == (src.sha("main"), inside(sbx, f"{d}/a"), "main")
+    check_clone(sbx, src, f"{d}/a", "main", "main")
+    assert write_errno(s / "cwd", "sub\n") == 0  # relative to the cwd, as cd takes it
+    _, final = checkout(s, "../repos/proj.git")
+    assert ok_fields(final) == (src.sha("main"), inside(sbx, f"{d}/sub/proj"), "main")
+    _, final = checkout(s, "../../../../../../etc dir=b")
+    assert error_code(final) in ("policy", "not-found"), final
+
+
 def test_absolute_dir_inside_the_workspace(sbx, src):
     s = sbx.new_session()
     rel = f"{uniq('abs')}/deeper/x"
@@ -937,6 +956,18 @@ def test_checkout_after_cd_uses_the_new_cwd(sbx, src):
 
 
 # --- where and as whom it runs -----------------------------------------------------------------
+
+
+@pytest.mark.skipif(isolation_none() or os.geteuid() != 0,
+                    reason="the host's files are handed to a sandbox user of its own")
+def test_clones_into_a_directory_the_host_just_made(sbx, src):
+    # The clone runs as the sandbox's user: root's new directory is handed over first.
+    s = sbx.new_session()
+    rel = uniq("hostmade")
+    os.mkdir(sbx.workspace / rel)
+    assert checkout(s, f"{src.work} dir={rel}/clone")[1].startswith("ok ")
+    assert os.stat(sbx.ws / rel).st_uid == sbx.sandbox_ids()[0]
+    assert (sbx.ws / rel / "clone" / ".git" / "HEAD").exists()
 
 
 def test_runs_as_the_sandbox_user(sbx, src):

@@ -464,3 +464,42 @@ def test_repository_pointing_outside_is_not_read(strict, outside, trick):
     leaked = run_proc(["grep", "-rl", SECRET, str(strict.ws / target)]) \
         if (strict.ws / target).exists() else None
     assert leaked is None or leaked.stdout == b"", leaked.stdout
+
+
+@pytest.mark.parametrize("trick", ["gitfile", "symlink", "alternates"])
+def test_pointer_to_a_host_path_does_not_tell_whether_it_exists(strict, outside, trick):
+    """A workspace repository whose .git file, .git symlink or alternates name a host path
+    outside the roots: the checkout reads the same, byte for byte, whether that path exists or
+    not, and names no host path (neither that one nor the workspace's backing or staging path
+    nor the daemon's state)."""
+    rel = uniq(trick)
+    if trick == "alternates":
+        git_repo_in(strict, rel)
+        # a ref whose objects only exist out there (if anywhere)
+        head = run_proc([GIT, "-C", str(outside / "out"), "rev-parse", "HEAD"]).stdout.decode()
+        (strict.ws / rel / ".git" / "refs" / "heads" / "stolen").write_text(head)
+    else:
+        (strict.ws / rel).mkdir()
+    s = strict.new_session()
+    texts = []
+    for there in (f"{outside}/out/.git", f"{outside}/{uniq('missing')}/.git"):
+        if trick == "gitfile":
+            (strict.ws / rel / ".git").write_text(f"gitdir: {there}\n")
+        elif trick == "symlink":
+            (strict.ws / rel / ".git").unlink(missing_ok=True)
+            os.symlink(there, strict.ws / rel / ".git")
+        else:
+            (strict.ws / rel / ".git" / "objects" / "info" / "alternates").write_text(
+                f"{there}/objects\n")
+        assert write_errno(Path(s) / "checkout",
+                           f"{strict.cmd_ws}/{rel} dir={uniq('t')}\n") == 0
+        texts.append(read_bytes(Path(s) / "checkout", timeout=60).decode())
+    assert texts[0] == texts[1], texts
+    final = texts[0].splitlines()[-1]
+    assert final == f"error not-found: {strict.cmd_ws}/{rel}: not a git repository, or not " \
+                    f"one a checkout may read", final
+    hosts = [str(outside), str(strict.state), "/run/sbxfs-"]
+    if strict.cmd_ws != str(strict.ws):  # else the workspace is seen by its host path
+        hosts += [str(strict.ws), str(strict.tmp)]
+    for host in hosts:
+        assert host not in texts[0], (host, texts[0])

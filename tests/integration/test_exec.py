@@ -902,6 +902,39 @@ def test_tail_c_reattaches_at_an_offset(sbx):
         _stop_tail(tail)
 
 
+SYS_READ = 0  # x86_64
+
+
+def test_tail_n_shows_the_lines_so_far_and_cat_into_tail_the_last(sbx):
+    # GNU tail -n seeks to the end, reads back and exits, never reading to EOF: it shows the
+    # lines written so far. tail -f starts with the very same calls and has to show L1 now,
+    # so the seek to the end does not wait for the command (docs/sessions.md).
+    s = sbx.new_session()
+    go = uniq("go")
+    last = None
+    try:
+        sbx.submit(s, f"echo L1; {wait_file_sh(go)}; echo L2")
+        wait_until(lambda: os.stat(s / "stdout").st_size == 3, 10, "L1 in stdout")
+        res = run_proc(["tail", "-n", "1", str(s / "stdout")], timeout=15)
+        assert (res.returncode, res.stdout) == (0, b"L1\n")
+        assert status(s)["run_state"] == "running"
+        # The documented way to the last line of the finished output: cat reads to EOF.
+        last = subprocess.Popen(["sh", "-c", f"cat {s}/stdout | tail -n 1"],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+        wait_until(lambda: any(_in_syscall(p, SYS_READ) for p in
+                               procs_matching(f"cat {s}/stdout")),
+                   10, "cat to wait for more output")
+        sbx.touch(go)
+        assert read_pipe_until(last.stdout, b"\n", 10) == b"L2\n"
+        assert last.wait(timeout=10) == 0
+    finally:
+        sbx.touch(go)
+        if last is not None:
+            _stop_tail(last)
+    assert sbx.exit_status(s) == 0
+
+
 def test_grep_m1_returns_while_the_command_runs(sbx):
     s = sbx.new_session()
     go = uniq("go")

@@ -32,16 +32,18 @@ GROUP_ALICE_IN, GROUP_NOBODY_IN = 4100, 4200
 pytestmark = [pytest.mark.sbx_timeout(120), pytest.mark.host_side]
 
 
+# Links are followed in every configuration, as POSIX has it (host_symlinks = follow; the
+# default nofollow is tested in test_workspace_kernel.py and test_host_safety.py).
 CONFIGS = {
-    # the default as root: workspace/ is the kernel's mount of the backing directory (links
-    # followed, as POSIX has it; host_symlinks = nofollow is tested in test_workspace_kernel.py)
+    # the default as root: workspace/ is the kernel's mount of the backing directory
     "kernel": "[workspace]\nhost_symlinks = follow\n",
     # the FUSE passthrough: file data by kernel passthrough (the daemon is root), metadata cached
-    "fuse": "[workspace]\nmount = fuse\n",
+    "fuse": "[workspace]\nmount = fuse\nhost_symlinks = follow\n",
     # file data through the daemon and the mount's page cache
-    "fuse-daemon-io": "[workspace]\nmount = fuse\npassthrough = no\n",
+    "fuse-daemon-io": "[workspace]\nmount = fuse\npassthrough = no\nhost_symlinks = follow\n",
     # nothing cached: every lookup, stat and open asks the daemon
-    "fuse-uncached": "[workspace]\nmount = fuse\npassthrough = no\ncache = no\n",
+    "fuse-uncached":
+        "[workspace]\nmount = fuse\npassthrough = no\ncache = no\nhost_symlinks = follow\n",
 }
 
 

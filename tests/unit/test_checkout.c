@@ -77,10 +77,32 @@ static void test_resolve(void)
 	check_resolve("/", "../../..", NULL);
 }
 
+static void check_source(const char *cwd, const char *url, const char *want)
+{
+	char *got = checkout_source_in(cwd, url);
+
+	CHECK(want ? got && !strcmp(got, want) : got == NULL);
+	free(got);
+}
+
+/* A plain relative path is the session's, as dir= is; every other source is left alone. */
+static void test_source(void)
+{
+	check_source("/workspace", "repos/x.git", "/workspace/repos/x.git");
+	check_source("/workspace/a", "../r", "/workspace/a/../r");
+	check_source("/", "r", "/r");
+	check_source("/workspace", "/srv/x.git", NULL);
+	check_source("/workspace", "file:///srv/x.git", NULL);
+	check_source("/workspace", "https://h/x.git", NULL);
+	check_source("/workspace", "git@host:org/x.git", NULL);
+	check_source("/workspace", "", NULL);
+}
+
 int main(void)
 {
 	test_parse();
 	test_names();
 	test_resolve();
+	test_source();
 	return check_done();
 }

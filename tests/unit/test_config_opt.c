@@ -37,16 +37,18 @@ static bool same_config(const struct config *a, const struct config *b)
 	       a->kill_grace_ms == b->kill_grace_ms && a->history == b->history &&
 	       a->output_cap == b->output_cap && a->git_timeout_ms == b->git_timeout_ms &&
 	       a->git_allow_private == b->git_allow_private &&
-	       same_list(a->git_local_roots, b->git_local_roots) && a->spool_max == b->spool_max &&
-	       same_list(a->base_env, b->base_env) && a->env_value_max == b->env_value_max &&
-	       a->env_max == b->env_max && a->term_ring == b->term_ring &&
-	       a->term_wait_ms == b->term_wait_ms && a->isolate == b->isolate &&
-	       same_str(a->user, b->user) && a->host_network == b->host_network &&
-	       a->idmap == b->idmap && a->memory_max == b->memory_max &&
-	       a->pids_max == b->pids_max && a->cpu_max == b->cpu_max &&
-	       a->tmp_size == b->tmp_size && a->shm_size == b->shm_size &&
-	       a->uid_first == b->uid_first && a->uid_last == b->uid_last &&
-	       a->workspace_max == b->workspace_max && a->memory_reserve == b->memory_reserve &&
+	       same_list(a->git_local_roots, b->git_local_roots) &&
+	       a->git_object_max == b->git_object_max && a->git_file_max == b->git_file_max &&
+	       a->spool_max == b->spool_max && same_list(a->base_env, b->base_env) &&
+	       a->env_value_max == b->env_value_max && a->env_max == b->env_max &&
+	       a->term_ring == b->term_ring && a->term_wait_ms == b->term_wait_ms &&
+	       a->isolate == b->isolate && same_str(a->user, b->user) &&
+	       a->host_network == b->host_network && a->idmap == b->idmap &&
+	       a->memory_max == b->memory_max && a->pids_max == b->pids_max &&
+	       a->cpu_max == b->cpu_max && a->tmp_size == b->tmp_size &&
+	       a->shm_size == b->shm_size && a->uid_first == b->uid_first &&
+	       a->uid_last == b->uid_last && a->workspace_max == b->workspace_max &&
+	       a->memory_reserve == b->memory_reserve &&
 	       a->session_pids_max == b->session_pids_max &&
 	       a->session_pids_pct == b->session_pids_pct && a->ws_cache == b->ws_cache &&
 	       a->ws_timeout == b->ws_timeout && a->ws_passthrough == b->ws_passthrough &&
