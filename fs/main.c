@@ -21,6 +21,7 @@
 #include "log.h"
 #include "mountopts.h"
 #include "ops.h"
+#include "portfs.h"
 #include "sandbox.h"
 #include "termfs.h"
 #include "unmount.h"
@@ -356,6 +357,7 @@ int main(int argc, char **argv)
 	fuse_session_destroy(se);
 	ctlfile_shutdown();
 	termfile_shutdown();
+	portfile_shutdown();
 	ctxfile_shutdown();
 	ws_close();
 	daemon_end();

@@ -1,9 +1,9 @@
 /* The FUSE operation table, and the one place that routes requests to the part that serves the
  * inode: workspace inodes are even (workspace.h), the others odd; among those, contexts/ has
- * its own (ctxino.h), the control tree's number says a kind (ino.h) and terms/'s kinds go to
- * fs/terms, and the root's names come from every part (root.c). Files of ours never answer
- * ENOSYS, since the kernel would then stop sending that operation for the whole mount,
- * workspace included. */
+ * its own (ctxino.h), the control tree's number says a kind (ino.h), terms/'s kinds go to
+ * fs/terms and ports/'s to fs/ports, and the root's names come from every part (root.c). Files of
+ * ours never answer ENOSYS, since the kernel would then stop sending that operation for the whole
+ * mount, workspace included. */
 #include "ops.h"
 
 #include <errno.h>
@@ -14,6 +14,7 @@
 #include "ctl.h"
 #include "ctxfs.h"
 #include "dirsnap.h"
+#include "portfs.h"
 #include "root.h"
 #include "termfs.h"
 #include "workspace.h"
@@ -24,6 +25,7 @@
 #define ROOT(ino) ((ino) == FUSE_ROOT_ID)
 /* Only once WS and CTX said no: their numbers say no kind of the control tree. */
 #define TERM(ino) ino_is_term(ino)
+#define PORT(ino) ino_is_xport(ino)
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
@@ -41,6 +43,8 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		ctxfs_lookup(req, parent, name);
 	else if (TERM(parent))
 		termfs_lookup(req, parent, name);
+	else if (PORT(parent))
+		portfs_lookup(req, parent, name);
 	else
 		ctl_lookup(req, parent, name);
 }
@@ -70,6 +74,8 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		ctxfs_getattr(req, ino, fi);
 	else if (TERM(ino))
 		termfs_getattr(req, ino, fi);
+	else if (PORT(ino))
+		portfs_getattr(req, ino, fi);
 	else
 		ctl_getattr(req, ino, fi);
 }
@@ -83,6 +89,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		ctxfs_setattr(req, ino, attr, to_set, fi);
 	else if (TERM(ino))
 		termfs_setattr(req, ino, attr, to_set, fi);
+	else if (PORT(ino))
+		portfs_setattr(req, ino, attr, to_set, fi);
 	else
 		ctl_setattr(req, ino, attr, to_set, fi);
 }
@@ -91,7 +99,7 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 {
 	if (WS(ino))
 		ws_ops.readlink(req, ino);
-	else if (CTX(ino) || TERM(ino))
+	else if (CTX(ino) || TERM(ino) || PORT(ino))
 		fuse_reply_err(req, EINVAL); /* no links there */
 	else
 		ctl_readlink(req, ino);
@@ -114,6 +122,8 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 		ctxfs_mkdir(req, parent, name);
 	else if (TERM(parent))
 		termfs_mkdir(req, parent, name);
+	else if (PORT(parent))
+		portfs_mkdir(req, parent, name);
 	else
 		ctl_mkdir(req, parent, name);
 }
@@ -134,6 +144,8 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		ctxfs_rmdir(req, parent, name);
 	else if (TERM(parent))
 		termfs_rmdir(req, parent, name);
+	else if (PORT(parent))
+		portfs_rmdir(req, parent, name);
 	else
 		ctl_rmdir(req, parent, name);
 }
@@ -171,6 +183,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		ctxfile_open(req, ino, fi);
 	else if (TERM(ino))
 		termfile_open(req, ino, fi);
+	else if (PORT(ino))
+		portfile_open(req, ino, fi);
 	else
 		ctl_open(req, ino, fi);
 }
@@ -184,6 +198,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		ctxfile_read(req, size, off, fi);
 	else if (TERM(ino))
 		termfile_read(req, size, off, fi);
+	else if (PORT(ino))
+		portfile_read(req, size, off, fi);
 	else
 		ctl_read(req, size, off, fi);
 }
@@ -196,6 +212,8 @@ static void write_mem(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t si
 		ctxfile_write(req, buf, size, fi);
 	else if (TERM(ino))
 		termfile_write(req, buf, size, fi);
+	else if (PORT(ino))
+		portfile_write(req, buf, size, fi);
 	else
 		ctl_write(req, buf, size, fi);
 }
@@ -233,6 +251,8 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		ctxfile_flush(req, fi);
 	else if (TERM(ino))
 		termfile_flush(req, fi);
+	else if (PORT(ino))
+		portfile_flush(req, fi);
 	else
 		ctl_flush(req, fi);
 }
@@ -245,6 +265,8 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		ctxfile_release(req, fi);
 	else if (TERM(ino))
 		termfile_release(req, fi);
+	else if (PORT(ino))
+		portfile_release(req, fi);
 	else
 		ctl_release(req, fi);
 }
@@ -267,6 +289,8 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		ctxfs_opendir(req, ino, fi);
 	else if (TERM(ino))
 		termfs_opendir(req, ino, fi);
+	else if (PORT(ino))
+		portfs_opendir(req, ino, fi);
 	else
 		ctl_opendir(req, ino, fi);
 }
@@ -282,6 +306,8 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		ctxfs_readdir(req, size, off, fi, false);
 	else if (TERM(ino))
 		termfs_readdir(req, size, off, fi, false);
+	else if (PORT(ino))
+		portfs_readdir(req, size, off, fi, false);
 	else
 		ctl_readdir(req, size, off, fi, false);
 }
@@ -297,6 +323,8 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 		ctxfs_readdir(req, size, off, fi, true);
 	else if (TERM(ino))
 		termfs_readdir(req, size, off, fi, true);
+	else if (PORT(ino))
+		portfs_readdir(req, size, off, fi, true);
 	else
 		ctl_readdir(req, size, off, fi, true);
 }
@@ -392,6 +420,8 @@ static void op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		ctxfile_poll(req, fi, ph);
 	} else if (TERM(ino)) {
 		termfile_poll(req, fi, ph);
+	} else if (PORT(ino)) {
+		portfile_poll(req, fi, ph);
 	} else {
 		ctl_poll(req, fi, ph);
 	}

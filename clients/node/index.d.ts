@@ -274,11 +274,33 @@ export interface SessionOptions {
 	commandTimeoutMs?: number;
 }
 
+export interface ExposePortOptions {
+	/** A name for the port: one line of text, at most 128 bytes. */
+	name?: string;
+}
+
+export interface ExposedPort {
+	/** Where this host reaches the port: http://127.0.0.1:HOST_PORT/ (the daemon's listener). */
+	url: string;
+	/** The port in the sandbox. */
+	port: number;
+	name?: string;
+}
+
+export interface ExposedPortInfo extends ExposedPort {
+	status: 'active';
+}
+
 export declare class Sandbox extends ExecutionSession {
 	readonly mountpoint: string;
 	createSession(opts?: SessionOptions): Promise<ExecutionSession>;
 	getSession(id: string): Promise<ExecutionSession>;
 	deleteSession(id: string): Promise<{ success: boolean; sessionId: string; timestamp: string }>;
+	/** Makes the sandbox's port reachable from this host (ports/PORT). */
+	exposePort(port: number, opts?: ExposePortOptions): Promise<ExposedPort>;
+	/** Closes it on this host and resets its connections; the server keeps running. */
+	unexposePort(port: number): Promise<void>;
+	getExposedPorts(): Promise<ExposedPortInfo[]>;
 }
 
 export interface SandboxOptions {
@@ -327,3 +349,7 @@ export declare class GitTimeoutError extends SandboxError {}
 export declare class ContextNotFoundError extends SandboxError {}
 export declare class CodeInterpreterUnavailableError extends SandboxError {}
 export declare class TerminalError extends SandboxError {}
+export declare class PortAlreadyExposedError extends SandboxError {}
+export declare class PortNotExposedError extends SandboxError {}
+export declare class InvalidPortError extends SandboxError {}
+export declare class PortLimitError extends SandboxError {}

@@ -58,6 +58,14 @@ enum ctl_kind {
 	K_TWAIT,
 	K_TSTATUS,
 	K_TTY, /* sessions/<id>/procs/<name>/tty */
+	K_XPORTS,   /* ports/ at the root */
+	K_XEXPOSE,  /* ports/expose */
+	K_XPORTDIR, /* ports/<port>/: it and its files carry the port and the exposure's serial */
+	K_XURL,
+	K_XADDRESS,
+	K_XPORT,
+	K_XNAME,
+	K_XSTATUS,
 	K_MAX
 };
 
@@ -111,6 +119,13 @@ static inline bool ino_is_term(fuse_ino_t ino)
 static inline unsigned ino_term(fuse_ino_t ino)
 {
 	return ino_num(ino);
+}
+
+/* ports/ and what it holds (fs/ports serves them all): the number is the sandbox's port, the
+ * serial the exposure's (both 0 for ports/ itself and ports/expose). */
+static inline bool ino_is_xport(fuse_ino_t ino)
+{
+	return ino_kind(ino) >= K_XPORTS && ino_kind(ino) <= K_XSTATUS;
 }
 
 static inline uint64_t ino_serial(fuse_ino_t ino)

@@ -38,6 +38,8 @@ const char readme_text[] =
 	"                        before the first cell): write code, read result, stdout,\n"
 	"                        error, results/K.png; cells/N/; ctl: interrupt | kill |\n"
 	"                        restart | timeout MS\n"
+	"ports/PORT/             mkdir exposes the sandbox's PORT on the host (or write\n"
+	"                        PORT to ports/expose); read url; rmdir closes it\n"
 	"\n"
 	"Example:\n"
 	"  mkdir sessions/test\n"

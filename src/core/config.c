@@ -3,7 +3,9 @@
  * the ini file config_load.c's. */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,6 +102,10 @@ void config_defaults(struct config *cfg)
 	cfg->ws_kernel = true;
 	cfg->ws_symfollow = false;
 	cfg->ws_max_fds = 0;
+	cfg->expose_address = xstrdup("127.0.0.1");
+	cfg->expose_public = false;
+	cfg->expose_max_ports = 32;
+	cfg->expose_max_connections = 256;
 	cfg->log_max = 10ull << 20;
 	cfg->spool_max = 4ull << 30;
 	cfg->workspace_max = 0;
@@ -204,12 +210,52 @@ static int tmpfs_too_big(const struct config *cfg, const char *what, uint64_t li
 	return -EINVAL;
 }
 
+int config_expose_addr(const char *text, struct sockaddr_storage *ss, socklen_t *len,
+		       bool *loopback)
+{
+	struct sockaddr_storage any, *dst = ss ? ss : &any;
+	struct sockaddr_in *in = (struct sockaddr_in *)dst;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)dst;
+
+	memset(dst, 0, sizeof(*dst));
+	if (inet_pton(AF_INET, text, &in->sin_addr) == 1) {
+		in->sin_family = AF_INET;
+		*loopback = (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+		if (len)
+			*len = sizeof(*in);
+		return 0;
+	}
+	if (inet_pton(AF_INET6, text, &in6->sin6_addr) == 1) {
+		in6->sin6_family = AF_INET6;
+		*loopback = IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr);
+		if (len)
+			*len = sizeof(*in6);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* Anyone who reaches a public expose_address reaches the sandbox's servers: only when asked. */
+static int check_expose(const struct config *cfg, char *err, size_t errlen)
+{
+	bool loopback;
+
+	if (config_expose_addr(cfg->expose_address, NULL, NULL, &loopback) < 0 || loopback ||
+	    cfg->expose_public)
+		return 0;
+	snprintf(err, errlen,
+		 "[network] expose_address %s is not a loopback address: anyone who reaches it "
+		 "would reach the sandbox's exposed servers; set expose_public = yes to allow it",
+		 cfg->expose_address);
+	return -EINVAL;
+}
+
 int config_check(const struct config *cfg, char *err, size_t errlen)
 {
 	uint64_t session_max = config_session_memory(cfg);
 	uint64_t tmpfs = config_tmp_size(cfg) + config_shm_size(cfg);
 
-	if (check_base_env(cfg, err, errlen) < 0)
+	if (check_base_env(cfg, err, errlen) < 0 || check_expose(cfg, err, errlen) < 0)
 		return -EINVAL;
 	/* tmpfs pages are charged to the sandbox and cannot be reclaimed: a full /tmp must not
 	 * be able to take the whole memory limit. */
@@ -230,6 +276,7 @@ void config_free(struct config *cfg)
 	free(cfg->shell);
 	free(cfg->cgroup);
 	free(cfg->user);
+	free(cfg->expose_address);
 	config_free_list(cfg->git_local_roots);
 	for (size_t i = 0; i < cfg->n_base_env; i++)
 		free(cfg->base_env[i]);

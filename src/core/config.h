@@ -5,12 +5,18 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "log.h"
 
 /* The kernel's limit on one execve string with its NUL (MAX_ARG_STRLEN, 32 pages of 4 KiB):
  * past it, every exec of the env fails with E2BIG. */
 #define ENV_STRING_LIMIT (128u << 10)
+
+/* The most [network] expose_max_ports and expose_max_connections take: a relayed connection
+ * costs the daemon six descriptors (two sockets, two pipes). */
+#define EXPOSE_PORTS_LIMIT	 1024
+#define EXPOSE_CONNECTIONS_LIMIT 4096
 
 /* tmp_size or shm_size not set: derived from memory_max (config_tmp_size, config_shm_size). */
 #define CONFIG_SIZE_AUTO UINT64_MAX
@@ -72,6 +78,12 @@ struct config {
 	bool ws_kernel;       /* mount = kernel: the backing directory mounted on workspace/ */
 	bool ws_symfollow;    /* host_symlinks = follow: the host's view follows symlinks */
 	uint64_t ws_max_fds;  /* descriptors the FUSE workspace may keep open; 0: half the limit */
+
+	/* [network]: exposed ports (ports/) */
+	char *expose_address;		 /* the host address exposed ports listen on */
+	bool expose_public;		 /* an expose_address other than loopback is allowed */
+	unsigned expose_max_ports;	 /* ports exposed at once */
+	unsigned expose_max_connections; /* connections relayed at once, all ports together */
 };
 
 void config_defaults(struct config *cfg);
@@ -93,6 +105,11 @@ int config_parse_size(const char *value, uint64_t *out);
 /* Sets one key as the ini file would ("section", "key", "value"). */
 int config_set(struct config *cfg, const char *section, const char *key, const char *value,
 	       char *err, size_t errlen);
+/* An expose_address: its socket address with port 0 (ss may be NULL: only checked), and
+ * whether it is a loopback address (127/8, ::1); 0 or -EINVAL (not a numeric IPv4 or IPv6
+ * address). */
+int config_expose_addr(const char *text, struct sockaddr_storage *ss, socklen_t *len,
+		       bool *loopback);
 /* Each session's process limit in effect (0: none of its own). */
 uint64_t config_session_pids(const struct config *cfg);
 void config_free(struct config *cfg);

@@ -393,6 +393,34 @@ static int set_workspace(struct config *cfg, const char *key, const char *value)
 	return -ENOENT;
 }
 
+/* The keys of exposed ports (ports/); the network policy's keys are not here. */
+static int set_network(struct config *cfg, const char *key, const char *value)
+{
+	uint64_t n;
+	bool loopback;
+	int rc;
+
+	if (!strcmp(key, "expose_address")) {
+		if (config_expose_addr(value, NULL, NULL, &loopback) < 0)
+			return -EINVAL;
+		set_str(&cfg->expose_address, value);
+		return 0;
+	}
+	if (!strcmp(key, "expose_public"))
+		return parse_bool(value, &cfg->expose_public);
+	if (!strcmp(key, "expose_max_ports")) {
+		rc = parse_u64(value, 0, EXPOSE_PORTS_LIMIT, &n);
+		cfg->expose_max_ports = rc < 0 ? cfg->expose_max_ports : (unsigned)n;
+		return rc;
+	}
+	if (!strcmp(key, "expose_max_connections")) {
+		rc = parse_u64(value, 1, EXPOSE_CONNECTIONS_LIMIT, &n);
+		cfg->expose_max_connections = rc < 0 ? cfg->expose_max_connections : (unsigned)n;
+		return rc;
+	}
+	return -ENOENT;
+}
+
 int config_set(struct config *cfg, const char *section, const char *key, const char *value,
 	       char *err, size_t errlen)
 {
@@ -406,6 +434,8 @@ int config_set(struct config *cfg, const char *section, const char *key, const c
 		rc = set_workspace(cfg, key, value);
 	else if (!strcmp(section, "sandbox"))
 		rc = set_sandbox(cfg, key, value);
+	else if (!strcmp(section, "network"))
+		rc = set_network(cfg, key, value);
 	else if (!strcmp(section, "env")) {
 		rc = env_name_valid(key, strlen(key)) ? 0 : -EINVAL;
 		if (rc == 0)

@@ -44,6 +44,8 @@ void launch_hello(pid_t launcher, pid_t holder)
 	if (restarts.streak > 1)
 		log_warnx("the launcher is up again, after %u failed starts", restarts.streak - 1);
 	backoff_up(&restarts);
+	if (spec.bwrap_argv)
+		launch_netns_open(launch_pid);
 	if (spec.bwrap_argv && !warned &&
 	    (launcher != FILTER_LAUNCHER_PID || holder != FILTER_HOLDER_PID)) {
 		log_warnx("the launcher runs as pid %d and its holder as %d, not %d and %d: "
@@ -122,6 +124,7 @@ bool launch_failing(void)
 static void launcher_died(int status)
 {
 	launch_msg_disconnect();
+	launch_netns_close();
 	/* What it started dies with it: with bwrap, its pid namespace goes; else we kill the
 	 * sandbox's groups. Never by the pids it reported: sandboxed code can control the
 	 * launcher (same user) and lie about them. */
@@ -214,6 +217,7 @@ void launch_shutdown(void)
 	int status;
 
 	loop_timer_cancel(&restart_timer);
+	launch_netns_close();
 	if (launch_sock < 0)
 		return;
 	shutdown(launch_sock, SHUT_RDWR);

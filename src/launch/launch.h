@@ -71,6 +71,12 @@ void launch_detach(struct proc *p);
 /* Core lock held: the daemon's own child pid (not the launcher's) is reaped here too;
  * cb(arg, wait status) runs on the loop thread with the core lock held when it exits. */
 void launch_watch_child(pid_t pid, void (*cb)(void *arg, int status), void *arg);
+/* The sandbox's own network namespace: a new descriptor of it (the caller closes it) or
+ * -ENOENT (the launcher is down, or the sandbox has the daemon's network), and in *gen its
+ * generation, which changes whenever the namespace does (a launcher restart). Any thread. */
+int launch_netns(unsigned *gen);
+/* The generation launch_netns would give now. Any thread. */
+unsigned launch_netns_gen(void);
 /* Core lock held: the launcher has failed to start more than once in a row, and is not up. */
 bool launch_failing(void);
 /* The daemon is stopping: the launcher's death is no longer logged or repaired. */

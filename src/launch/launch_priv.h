@@ -23,6 +23,12 @@ void launch_hello(pid_t launcher, pid_t holder);
 /* A message for a launcher that is down and not about to restart starts one now: 0 or -errno. */
 int launch_revive(void);
 
+/* launch_netns.c, for launch.c. At the launcher's hello: takes the network namespace of the
+ * sandbox that the bwrap of pid bwrap made (none if it is the daemon's own). */
+void launch_netns_open(pid_t bwrap);
+/* At the launcher's death: the namespace is gone with it. */
+void launch_netns_close(void);
+
 /* launch_msg.c, for launch.c. Reads launch_sock from the loop from now on. */
 void launch_msg_watch(void);
 /* Sends what is queued, as far as the socket takes it. */

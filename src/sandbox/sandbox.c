@@ -21,6 +21,7 @@
 #include "cgroup_mem.h"
 #include "cgroup.h"
 #include "context.h"
+#include "expose.h"
 #include "fdres.h"
 #include "filter.h"
 #include "checkout_run.h"
@@ -456,6 +457,10 @@ int sandbox_start(const char *mnt, char *err, size_t errlen)
 	core_unlock();
 	if (rc < 0)
 		return rc;
+	if ((rc = expose_init(cfg)) < 0) {
+		snprintf(err, errlen, "exposed ports: %s", strerror(-rc));
+		return rc;
+	}
 	spool_budget_init(cfg->spool_max);
 	sessions_init(cfg, spool_dir, inside_workspace(),
 		      cfg->isolate && getuid() == 0 ? &identity : NULL);
@@ -484,6 +489,7 @@ void sandbox_stop(void)
 	 * mount waiting for the state dir knows this daemon is on its way out. */
 	state_lock_stopping();
 	launch_stopping();
+	expose_shutdown();
 	contexts_shutdown();
 	sessions_shutdown();
 	loop_stop();

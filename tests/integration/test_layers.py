@@ -9,14 +9,15 @@ LAYERS names, and of the folders below those (the rows are followed down):
   src/isolation                       core and below
   src/launch                          isolation and below
   src/shell                           launch and below
+  src/expose                          launch and below
   src/session                         shell and below (never job, term or context)
   src/job, src/term, src/context      session and below (never each other)
-  src/sandbox                         job, term, context and below
+  src/sandbox                         job, term, context, expose and below
   src/launcher, src/git, src/attach   util only
   fs/base                             src/core and below
   fs/workspace                        fs/base, src/core and below
   fs/contexts                         fs/base, src/context and below
-  fs/control, fs/terms                fs/base, src/sandbox and below (never fs/workspace,
+  fs/control, fs/terms, fs/ports      fs/base, src/sandbox and below (never fs/workspace,
                                       fs/contexts, or each other)
   fs (main.c, ops.c, root.c, ...)     anything
 
@@ -46,11 +47,12 @@ LAYERS = {
     "src/isolation": ["src/core"],
     "src/launch": ["src/isolation"],
     "src/shell": ["src/launch"],
+    "src/expose": ["src/launch"],
     "src/session": ["src/shell"],
     "src/job": ["src/session"],
     "src/term": ["src/session"],
     "src/context": ["src/session"],
-    "src/sandbox": ["src/job", "src/term", "src/context"],
+    "src/sandbox": ["src/job", "src/term", "src/context", "src/expose"],
     "src/launcher": ["src/util"],
     "src/git": ["src/util"],
     "src/attach": ["src/util"],
@@ -59,6 +61,7 @@ LAYERS = {
     "fs/contexts": ["fs/base", "src/context"],
     "fs/control": ["fs/base", "src/sandbox"],
     "fs/terms": ["fs/base", "src/sandbox"],
+    "fs/ports": ["fs/base", "src/sandbox"],
     "fs": [ANY],
 }
 

@@ -10,11 +10,12 @@ import subprocess
 import sys
 import threading
 import tomllib
+import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from sbxutil import REPO_ROOT, isolation_none
+from sbxutil import REPO_ROOT, free_port, isolation_none
 
 sys.path.insert(0, str(REPO_ROOT / "clients" / "python"))
 
@@ -258,6 +259,40 @@ def test_processes(sandbox):
         assert s.list_processes() == []
     finally:
         sandbox.delete_session("procs")
+
+
+def test_exposed_ports(sbx, sandbox):
+    (sbx.ws / "exposed.txt").write_text("from the sandbox\n")
+    port = free_port()  # free on the host too: the sandbox's own under --isolation none
+    web = sandbox.start_process(f"python3 -m http.server {port} --bind 127.0.0.1 "
+                                f"--directory {sbx.cmd_ws}", process_id="exposed")
+    try:
+        web.wait_for_port(port, timeout=20000)
+        exposed = sandbox.expose_port(port, name="docs")
+        assert sorted(exposed) == ["name", "port", "url"]
+        assert (exposed["port"], exposed["name"]) == (port, "docs")
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/", exposed["url"])
+        with urllib.request.urlopen(exposed["url"] + "exposed.txt", timeout=10) as r:
+            assert r.status == 200 and r.read() == b"from the sandbox\n"
+        assert sandbox.get_exposed_ports() == [
+            {"url": exposed["url"], "port": port, "name": "docs", "status": "active"}]
+        with pytest.raises(sdk.PortAlreadyExposedError):
+            sandbox.expose_port(port)
+        for bad in [0, 65536, "80", True]:
+            with pytest.raises(sdk.InvalidPortError):
+                sandbox.expose_port(bad)
+        sandbox.unexpose_port(port)
+        assert sandbox.get_exposed_ports() == []
+        with pytest.raises(sdk.PortNotExposedError):
+            sandbox.unexpose_port(port)
+        if not isolation_none():
+            with pytest.raises(OSError):
+                urllib.request.urlopen(exposed["url"], timeout=10)
+        plain = sandbox.expose_port(port)
+        assert sorted(plain) == ["port", "url"]
+        sandbox.unexpose_port(port)
+    finally:
+        sandbox.kill_process("exposed")
 
 
 def test_files(sbx, sandbox):

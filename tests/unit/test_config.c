@@ -1,5 +1,6 @@
 /* Unit tests: config defaults, the ini file, and errors for unknown keys and bad values. */
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -240,6 +241,38 @@ static void test_git_policy(void)
 
 /* uid_range is FIRST-LAST within the ids; the env bounds stay within what execve takes, and
  * the configured env within them. */
+/* Exposed ports: a numeric address only; one that is not loopback only with expose_public. */
+static void test_expose_keys(void)
+{
+	struct sockaddr_storage ss;
+	struct config cfg;
+	char err[256];
+	socklen_t len;
+	bool loopback;
+
+	config_defaults(&cfg);
+	CHECK(!strcmp(cfg.expose_address, "127.0.0.1") && !cfg.expose_public);
+	CHECK(cfg.expose_max_ports == 32 && cfg.expose_max_connections == 256);
+	CHECK(config_check(&cfg, err, sizeof(err)) == 0);
+	CHECK(config_expose_addr("127.0.0.2", &ss, &len, &loopback) == 0 && loopback &&
+	      ss.ss_family == AF_INET && len == sizeof(struct sockaddr_in));
+	CHECK(config_expose_addr("::1", &ss, &len, &loopback) == 0 && loopback &&
+	      ss.ss_family == AF_INET6);
+	CHECK(config_expose_addr("192.168.1.2", NULL, NULL, &loopback) == 0 && !loopback);
+	CHECK(config_expose_addr("::", NULL, NULL, &loopback) == 0 && !loopback);
+	CHECK(config_expose_addr("localhost", NULL, NULL, &loopback) == -EINVAL);
+	CHECK(config_set(&cfg, "network", "expose_address", "localhost", err, sizeof(err)) < 0);
+	CHECK(config_set(&cfg, "network", "expose_address", "0.0.0.0", err, sizeof(err)) == 0);
+	CHECK(config_check(&cfg, err, sizeof(err)) < 0 && strstr(err, "expose_public"));
+	CHECK(config_set(&cfg, "network", "expose_public", "yes", err, sizeof(err)) == 0);
+	CHECK(config_check(&cfg, err, sizeof(err)) == 0);
+	CHECK(config_set(&cfg, "network", "expose_max_ports", "0", err, sizeof(err)) == 0);
+	CHECK(config_set(&cfg, "network", "expose_max_ports", "1025", err, sizeof(err)) < 0);
+	CHECK(config_set(&cfg, "network", "expose_max_connections", "4097", err, sizeof(err)) < 0);
+	CHECK(cfg.expose_max_ports == 0 && cfg.expose_max_connections == 256);
+	config_free(&cfg);
+}
+
 static void test_uid_range_and_env_bounds(void)
 {
 	struct config cfg;
@@ -392,6 +425,7 @@ int main(void)
 	test_load();
 	test_errors();
 	test_git_policy();
+	test_expose_keys();
 	test_uid_range_and_env_bounds();
 	test_session_memory();
 	test_tmpfs_sizes();

@@ -53,7 +53,9 @@ static bool same_config(const struct config *a, const struct config *b)
 	       a->session_pids_pct == b->session_pids_pct && a->ws_cache == b->ws_cache &&
 	       a->ws_timeout == b->ws_timeout && a->ws_passthrough == b->ws_passthrough &&
 	       a->ws_kernel == b->ws_kernel && a->ws_symfollow == b->ws_symfollow &&
-	       a->ws_max_fds == b->ws_max_fds;
+	       a->ws_max_fds == b->ws_max_fds && same_str(a->expose_address, b->expose_address) &&
+	       a->expose_public == b->expose_public && a->expose_max_ports == b->expose_max_ports &&
+	       a->expose_max_connections == b->expose_max_connections;
 }
 
 static char *ini_path(const char *section, const char *key, const char *value)

@@ -35,6 +35,10 @@ const kinds = {
 	ContextNotFoundError: 'CONTEXT_NOT_FOUND',
 	CodeInterpreterUnavailableError: 'INTERPRETER_NOT_READY',
 	TerminalError: 'TERMINAL_ERROR',
+	PortAlreadyExposedError: 'PORT_ALREADY_EXPOSED',
+	PortNotExposedError: 'PORT_NOT_EXPOSED',
+	InvalidPortError: 'INVALID_PORT',
+	PortLimitError: 'PORT_LIMIT',
 };
 
 function errorClass(name, code) {
@@ -70,6 +74,11 @@ export const GitTimeoutError = errorClass('GitTimeoutError', kinds.GitTimeoutErr
 export const ContextNotFoundError = errorClass('ContextNotFoundError', kinds.ContextNotFoundError);
 export const CodeInterpreterUnavailableError = errorClass('CodeInterpreterUnavailableError', kinds.CodeInterpreterUnavailableError);
 export const TerminalError = errorClass('TerminalError', kinds.TerminalError);
+export const PortAlreadyExposedError = errorClass('PortAlreadyExposedError', kinds.PortAlreadyExposedError);
+export const PortNotExposedError = errorClass('PortNotExposedError', kinds.PortNotExposedError);
+export const InvalidPortError = errorClass('InvalidPortError', kinds.InvalidPortError);
+/* ENOSPC from ports/: [network] expose_max_ports are exposed already. */
+export const PortLimitError = errorClass('PortLimitError', kinds.PortLimitError);
 
 // What an errno means for each kind of object; anything else is a plain SandboxError.
 const byErrno = {
@@ -77,6 +86,7 @@ const byErrno = {
 	process: { ENOENT: ProcessNotFoundError, EEXIST: ProcessExistsError },
 	context: { ENOENT: ContextNotFoundError },
 	terminal: { ENOENT: TerminalError, EEXIST: TerminalError },
+	port: { ENOENT: PortNotExposedError, EEXIST: PortAlreadyExposedError, EINVAL: InvalidPortError, ENOSPC: PortLimitError },
 	file: {
 		ENOENT: FileNotFoundError,
 		EEXIST: FileExistsError,

@@ -8,6 +8,7 @@ import * as files from './files.js';
 import { ENV_NAME, envValue, writeControl } from './fsio.js';
 import { gitCheckout } from './git.js';
 import { checkName } from './names.js';
+import * as ports from './ports.js';
 import * as procs from './processes.js';
 import { createTerminal } from './terminals.js';
 import { watch } from './watch.js';
@@ -240,5 +241,15 @@ export class Sandbox extends ExecutionSession {
 		} catch (err) {
 			throw mapError(err, 'session', 'sandbox env');
 		}
+	}
+
+	exposePort(port, opts) {
+		return ports.exposePort(this, port, opts);
+	}
+	unexposePort(port) {
+		return ports.unexposePort(this, port);
+	}
+	getExposedPorts() {
+		return ports.getExposedPorts(this);
 	}
 }

@@ -8,7 +8,10 @@ import {
 	CodeInterpreterUnavailableError,
 	CommandTimeoutError,
 	FileNotFoundError,
+	InvalidPortError,
 	IsDirectoryError,
+	PortAlreadyExposedError,
+	PortNotExposedError,
 	ProcessNotFoundError,
 	SessionAlreadyExistsError,
 	SessionNotFoundError,
@@ -458,6 +461,43 @@ describe('terminals and code contexts', { timeout: 120000 }, () => {
 			assert.equal((await sandbox.listCodeContexts()).length, before);
 		} finally {
 			await sandbox.deleteCodeContext(c.id);
+		}
+	});
+});
+
+describe('exposed ports', { timeout: 120000 }, () => {
+	it('exposes a server to this host, lists it, and closes it again', async () => {
+		writeFileSync(join(m.mnt, 'workspace', 'exposed.txt'), 'from the sandbox\n');
+		// A free port of this host: the sandbox's own under --isolation none.
+		const srv = (await import('node:net')).createServer();
+		await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+		const port = srv.address().port;
+		await new Promise((r) => srv.close(r));
+		const web = await sandbox.startProcess(`python3 -m http.server ${port} --bind 127.0.0.1 --directory ${wsPath}`, { processId: 'exposed' });
+		try {
+			await web.waitForPort(port, { timeout: 20000 });
+			const exposed = await sandbox.exposePort(port, { name: 'docs' });
+			assert.deepEqual(Object.keys(exposed).sort(), ['name', 'port', 'url']);
+			assert.equal(exposed.port, port);
+			assert.equal(exposed.name, 'docs');
+			assert.match(exposed.url, /^http:\/\/127\.0\.0\.1:\d+\/$/);
+			const res = await fetch(`${exposed.url}exposed.txt`);
+			assert.equal(res.status, 200);
+			assert.equal(await res.text(), 'from the sandbox\n');
+			assert.deepEqual(await sandbox.getExposedPorts(), [{ url: exposed.url, port, name: 'docs', status: 'active' }]);
+			await assert.rejects(sandbox.exposePort(port), PortAlreadyExposedError);
+			await assert.rejects(sandbox.exposePort(0), InvalidPortError);
+			await assert.rejects(sandbox.exposePort(65536), InvalidPortError);
+			await assert.rejects(sandbox.exposePort('80'), InvalidPortError);
+			await sandbox.unexposePort(port);
+			assert.deepEqual(await sandbox.getExposedPorts(), []);
+			await assert.rejects(sandbox.unexposePort(port), PortNotExposedError);
+			if (!isolationNone()) await assert.rejects(fetch(`${exposed.url}exposed.txt`));
+			const plain = await sandbox.exposePort(port);
+			assert.deepEqual(Object.keys(plain).sort(), ['port', 'url']);
+			await sandbox.unexposePort(port);
+		} finally {
+			await sandbox.killProcess('exposed').catch(() => {});
 		}
 	});
 });

@@ -33,6 +33,10 @@ export async function seed(mount: string): Promise<number> {
 		await t.write('ls\r');
 		const ctx = await s.createCodeContext({ language: 'python' });
 		const ex = await s.runCode('1+1', { context: ctx, onResult: (v) => console.log(v.isMainResult) });
+		const { url } = await sandbox.exposePort(8000, { name: 'web' });
+		for (const e of await sandbox.getExposedPorts()) console.log(e.port, e.url, e.name ?? '', e.status);
+		await sandbox.unexposePort(8000);
+		console.log(url.length);
 		console.log(ctx.cwd.length, JSON.stringify(p));
 		return r.exitCode + line.length + f.size + (ex.results.find((v) => v.isMainResult)?.text?.length ?? 0);
 	} catch (err) {

@@ -6,7 +6,9 @@ from .commands import ExecResult
 from .errors import (CodeInterpreterUnavailableError, CommandTimeoutError, ContextNotFoundError,
                      GitAuthenticationError, GitBranchNotFoundError, GitCheckoutError,
                      GitNetworkError, GitRepositoryNotFoundError, GitTimeoutError,
-                     InvalidGitUrlError, PermissionDeniedError, ProcessExistsError,
+                     InvalidGitUrlError, InvalidPortError, PermissionDeniedError,
+                     PortAlreadyExposedError, PortLimitError, PortNotExposedError,
+                     ProcessExistsError,
                      ProcessExitedBeforeReadyError, ProcessNotFoundError,
                      ProcessReadyTimeoutError, ResourceBusyError, SandboxError,
                      SessionAlreadyExistsError, SessionNotFoundError, TerminalError,
@@ -28,4 +30,5 @@ __all__ = [
     "GitCheckoutError", "GitRepositoryNotFoundError", "GitBranchNotFoundError",
     "GitAuthenticationError", "InvalidGitUrlError", "GitNetworkError", "GitTimeoutError",
     "ContextNotFoundError", "CodeInterpreterUnavailableError", "TerminalError",
+    "PortAlreadyExposedError", "PortNotExposedError", "InvalidPortError", "PortLimitError",
 ]

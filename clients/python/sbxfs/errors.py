@@ -49,12 +49,19 @@ ContextNotFoundError = _kind("ContextNotFoundError", "CONTEXT_NOT_FOUND")
 CodeInterpreterUnavailableError = _kind("CodeInterpreterUnavailableError",
                                         "INTERPRETER_NOT_READY")
 TerminalError = _kind("TerminalError", "TERMINAL_ERROR")
+PortAlreadyExposedError = _kind("PortAlreadyExposedError", "PORT_ALREADY_EXPOSED")
+PortNotExposedError = _kind("PortNotExposedError", "PORT_NOT_EXPOSED")
+InvalidPortError = _kind("InvalidPortError", "INVALID_PORT")
+# ENOSPC from ports/: [network] expose_max_ports are exposed already.
+PortLimitError = _kind("PortLimitError", "PORT_LIMIT")
 
 _BY_ERRNO = {
     "session": {_errno.ENOENT: SessionNotFoundError, _errno.EEXIST: SessionAlreadyExistsError},
     "process": {_errno.ENOENT: ProcessNotFoundError, _errno.EEXIST: ProcessExistsError},
     "context": {_errno.ENOENT: ContextNotFoundError},
     "terminal": {_errno.ENOENT: TerminalError, _errno.EEXIST: TerminalError},
+    "port": {_errno.ENOENT: PortNotExposedError, _errno.EEXIST: PortAlreadyExposedError,
+             _errno.EINVAL: InvalidPortError, _errno.ENOSPC: PortLimitError},
     "file": {
         _errno.ENOENT: FileNotFoundError_,
         _errno.EEXIST: FileExistsError_,

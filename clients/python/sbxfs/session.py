@@ -6,7 +6,7 @@ import posixpath
 import threading
 from datetime import datetime, timezone
 
-from . import commands, contexts, files, processes, terminals
+from . import commands, contexts, files, ports, processes, terminals
 from .errors import SandboxError, SessionNotFoundError, ValidationError, map_error
 from .fsio import ENV_NAME, env_value, read_text, write_control
 from .git import git_checkout
@@ -244,6 +244,18 @@ class Sandbox(ExecutionSession):
             write_control(os.path.join(self.mountpoint, "env"), env_lines(env_vars))
         except OSError as exc:
             raise map_error(exc, "session", "sandbox env") from None
+
+    # exposed ports (ports/)
+    def expose_port(self, port, name=None):
+        """Makes the sandbox's port reachable from this host: {url, port, name}."""
+        return ports.expose_port(self, port, name=name)
+
+    def unexpose_port(self, port):
+        """Closes it on this host and resets its connections; the server keeps running."""
+        ports.unexpose_port(self, port)
+
+    def get_exposed_ports(self):
+        return ports.get_exposed_ports(self)
 
 
 def get_sandbox(mountpoint, workspace_path=None):

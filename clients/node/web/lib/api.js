@@ -1,6 +1,6 @@
 // The JSON API and its event streams: each route is one or a few file operations of fsops.js
 // on the mount; nothing here runs a program.
-import { follow, WebError, checkName, checkNumber } from './fsops.js';
+import { follow, WebError, checkName, checkNumber, portOf } from './fsops.js';
 import { readFile } from 'node:fs/promises';
 
 const BODY_MAX = (1 << 20) + 4096;
@@ -30,6 +30,9 @@ const ROUTES = [
 	['GET', 'sessions/:id/terms', ({ m, p }) => m.terms(p.id)],
 	['POST', 'sessions/:id/terms', async ({ m, p, body }) => void (await m.createTerm(p.id, body.name))],
 	['DELETE', 'sessions/:id/terms/:name', async ({ m, p }) => void (await m.removeTerm(p.id, p.name))],
+	['GET', 'ports', ({ m }) => m.ports()],
+	['POST', 'ports', ({ m, body }) => m.exposePort(body.port, body.name)],
+	['DELETE', 'ports/:port', async ({ m, p }) => void (await m.unexposePort(portOf(p.port)))],
 	['GET', 'contexts', async ({ m }) => ((await m.hasContexts()) ? m.contexts() : [])],
 	['POST', 'contexts', async ({ m, body }) => ({ name: await m.createContext(body.name, body.language) })],
 	['DELETE', 'contexts/:name', async ({ m, p }) => void (await m.removeContext(p.name))],
@@ -87,7 +90,7 @@ export async function handleApi(m, req, res, rest) {
 }
 
 /* The Node client's errors by their SDK code, when no errno says more. */
-const CODE_STATUS = { VALIDATION_FAILED: 400, RESOURCE_BUSY: 409, PERMISSION_DENIED: 403 };
+const CODE_STATUS = { VALIDATION_FAILED: 400, RESOURCE_BUSY: 409, PERMISSION_DENIED: 403, INVALID_PORT: 400 };
 
 /* Answers with the error's status and a message that names no host path (the client's
  * messages and Node's hold the mount's). */

@@ -4,7 +4,7 @@
 // it has not: the session list with state, cwd and latest command, a command's submission
 // that returns its run number at once, runs/ and their output followed without holding a
 // thread, a terminal's raw output from the ring and its input, process logs' tails, and the
-// workspace read by descriptor. Names from requests are checked against sbxfs's own name
+// workspace read by descriptor. Exposed ports go through the client too. Names from requests are checked against sbxfs's own name
 // rule before they become a path component, so no request can name a path outside the mount.
 import { constants as C } from 'node:fs';
 import { open, readdir, rmdir, readFile, writeFile, realpath, readlink, lstat } from 'node:fs/promises';
@@ -35,6 +35,18 @@ export function checkName(name, what = 'name') {
 export function checkNumber(n) {
 	if (typeof n !== 'string' || !NUMBER.test(n)) throw new WebError(400, 'bad number');
 	return n;
+}
+
+/* A TCP port: an integer from 1 to 65535. */
+export function checkPort(port) {
+	if (!Number.isInteger(port) || port < 1 || port > 65535) throw new WebError(400, 'bad port');
+	return port;
+}
+
+/* A port as a path part names it: its decimal digits. */
+export function portOf(part) {
+	if (typeof part !== 'string' || !/^[1-9][0-9]{0,4}$/.test(part)) throw new WebError(400, 'bad port');
+	return checkPort(Number(part));
 }
 
 /* `key value` lines as an object. */
@@ -218,6 +230,21 @@ export class Mount {
 
 	async removeProc(id, name) {
 		await rmdir(this.session(id, 'procs', checkName(name)));
+	}
+
+	/* exposed ports: the sandbox's, through the client (ports/) */
+	async ports() {
+		return (await this.sandbox.getExposedPorts()).map(({ port, url, name }) => ({ port, url, name: name ?? '' }));
+	}
+
+	async exposePort(port, name) {
+		if (name !== undefined && name !== '' && (typeof name !== 'string' || /[\x00-\x1f\x7f]/.test(name) || Buffer.byteLength(name) > 128))
+			throw new WebError(400, 'bad name');
+		return this.sandbox.exposePort(checkPort(port), name ? { name } : {});
+	}
+
+	async unexposePort(port) {
+		await this.sandbox.unexposePort(checkPort(port));
 	}
 
 	/* terminals */

@@ -1,5 +1,5 @@
 // The page: sessions, a command's live output, history, terminals (xterm.js over a WebSocket),
-// background processes and interpreter contexts. Text from the sandbox goes in as textContent,
+// background processes, exposed ports and interpreter contexts. Text from the sandbox goes in as textContent,
 // or through AnsiToHtml, which escapes it; HTML results only inside sandboxed iframes.
 import { AnsiToHtml } from './ansi.js';
 
@@ -238,10 +238,10 @@ async function refreshTerms() {
 async function refreshProcs() {
 	const id = state.session;
 	const procs = await api('GET', `sessions/${enc(id)}/procs`);
-	if (!changed('procs', [id, procs])) return;
+	if (!changed('procs', [id, procs, [...(state.ports ?? [])]])) return;
 	$('#procs tbody').replaceChildren(...procs.map((p) => el('tr', { dataset: { proc: p.name } },
 		el('td', { textContent: p.name }), el('td', {}, el('span', { class: `badge ${p.state}`, textContent: p.state })),
-		el('td', { textContent: p.pid }), el('td', { textContent: p.ports.join(' ') }), el('td', { textContent: p.exit }),
+		el('td', { textContent: p.pid }), el('td', {}, ...p.ports.map(portCell)), el('td', { textContent: p.exit }),
 		el('td', {}, el('code', { textContent: p.command })),
 		el('td', {},
 			el('button', { textContent: 'logs', onclick: () => showLogs(id, p.name) }),
@@ -269,6 +269,29 @@ async function act(method, path, body) {
 		report(e);
 	}
 	tick();
+}
+
+/* ---- exposed ports ---- */
+
+/* Only what the daemon's url file holds (http, a numeric address, a port) becomes a link. */
+const PORT_URL = /^http:\/\/(\d{1,3}(\.\d{1,3}){3}|\[[0-9a-fA-F:.]+\]):\d{1,5}\/$/;
+
+async function refreshPorts() {
+	const ports = await api('GET', 'ports');
+	state.ports = new Map(ports.map((p) => [p.port, p.url]));
+	if (!changed('ports', ports)) return;
+	$('#ports').replaceChildren(...ports.map((p) => el('li', { dataset: { port: p.port } },
+		el('b', { textContent: p.port }), ' ',
+		PORT_URL.test(p.url) ? el('a', { href: p.url, target: '_blank', rel: 'noopener noreferrer', textContent: p.url }) : el('code', { textContent: p.url }),
+		p.name ? el('div', { class: 'meta', textContent: p.name }) : '',
+		el('button', { class: 'danger', textContent: '×', title: 'unexpose', onclick: () => act('DELETE', `ports/${p.port}`) }))));
+}
+
+/* A process's port: a link once exposed, else a button that exposes it. */
+function portCell(port) {
+	const url = state.ports?.get(port);
+	if (url && PORT_URL.test(url)) return el('a', { href: url, target: '_blank', rel: 'noopener noreferrer', textContent: String(port) });
+	return el('button', { textContent: `expose ${port}`, onclick: () => act('POST', 'ports', { port }) });
 }
 
 /* ---- contexts ---- */
@@ -345,6 +368,7 @@ async function tick() {
 	ticking = true;
 	try {
 		await refreshSessions();
+		await refreshPorts();
 		await refreshContexts();
 		if (state.session) {
 			if (state.tab === 'commands') await refreshRuns();
@@ -405,6 +429,18 @@ function wire() {
 	$('#new-proc').addEventListener('submit', (ev) => {
 		ev.preventDefault();
 		act('POST', `sessions/${enc(state.session)}/procs`, { name: $('#new-proc-name').value.trim(), command: $('#new-proc-cmd').value });
+	});
+	$('#new-port').addEventListener('submit', async (ev) => {
+		ev.preventDefault();
+		try {
+			await api('POST', 'ports', { port: Number($('#new-port-number').value.trim()), name: $('#new-port-name').value.trim() });
+			$('#new-port-number').value = '';
+			$('#new-port-name').value = '';
+			report(null);
+		} catch (e) {
+			report(e);
+		}
+		tick();
 	});
 	$('#new-context').addEventListener('submit', async (ev) => {
 		ev.preventDefault();

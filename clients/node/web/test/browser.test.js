@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, mkdtempSync, writeFileSync, readFileSync, rmSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { startMount, startWeb, waitFor } from './helpers.js';
+import { startMount, startWeb, waitFor, freePort } from './helpers.js';
 
 const CHROMIUM = process.env.SBXFS_CHROMIUM || '/usr/bin/chromium';
 const skip = existsSync(CHROMIUM) ? false : `no ${CHROMIUM} (scripts/bootstrap installs Debian's chromium for these tests)`;
@@ -168,6 +168,32 @@ test('several terminal tabs, and processes with a kill button', { skip }, async 
 	await shot('7-processes');
 	await page.click('#procs tr[data-proc="srv"] button:text("kill")');
 	await page.waitForSelector('#procs tr[data-proc="srv"] .badge.killed');
+});
+
+test('a process\'s port exposed from the page: a link in the list, and unexposed again', { skip }, async () => {
+	const port = await freePort();
+	await page.click('button[data-tab="procs"]');
+	await page.fill('#new-proc-name', 'site');
+	await page.fill('#new-proc-cmd', `exec python3 -m http.server ${port} --bind 127.0.0.1`);
+	await page.click('#new-proc button');
+	await page.click(`#procs tr[data-proc="site"] button:text("expose ${port}")`);
+	const link = page.locator(`#ports li[data-port="${port}"] a`);
+	await link.waitFor();
+	const url = await link.getAttribute('href');
+	assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/$/);
+	assert.equal((await fetch(url)).status, 200);
+	await page.waitForSelector(`#procs tr[data-proc="site"] a[href="${url}"]`);
+	await shot('8-exposed-port');
+	await page.click(`#ports li[data-port="${port}"] button`);
+	await page.waitForSelector(`#ports li[data-port="${port}"]`, { state: 'detached' });
+	await page.fill('#new-port-number', String(port));
+	await page.fill('#new-port-name', 'again');
+	await page.click('#new-port button');
+	await page.waitForSelector(`#ports li[data-port="${port}"] .meta:text("again")`);
+	await page.click(`#ports li[data-port="${port}"] button`);
+	await page.waitForSelector(`#ports li[data-port="${port}"]`, { state: 'detached' });
+	await page.click('#procs tr[data-proc="site"] button:text("kill")');
+	await page.waitForSelector('#procs tr[data-proc="site"] .badge.killed');
 });
 
 test('a context: a cell\'s output, text, PNG and HTML results (HTML sandboxed)', { skip }, async (t) => {

@@ -7,7 +7,7 @@ import { mkdtempSync, mkdirSync, readFileSync, existsSync, rmSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { connect } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { randomBytes } from 'node:crypto';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -15,6 +15,16 @@ export const REPO = resolve(here, '../../../..');
 export const BIN = join(here, '../bin/sbxfs-web.js');
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/* A TCP port nothing listens on now: for a server in the sandbox that is also free on the host
+ * (under --isolation none the sandbox has the host's network). */
+export async function freePort() {
+	const srv = createServer();
+	await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+	const { port } = srv.address();
+	await new Promise((r) => srv.close(r));
+	return port;
+}
 
 export async function waitFor(fn, what, timeout = 10000) {
 	const end = Date.now() + timeout;

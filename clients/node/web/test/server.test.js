@@ -6,7 +6,7 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { startMount, startWeb, login, runWeb, RawWs, waitFor, requestsAs, NOBODY } from './helpers.js';
+import { startMount, startWeb, login, runWeb, RawWs, waitFor, requestsAs, NOBODY, freePort } from './helpers.js';
 
 let mount, web, cookie;
 const S = `web-${randomBytes(4).toString('hex')}`;
@@ -198,6 +198,32 @@ test('background processes: start, status, logs, kill, remove', async () => {
 	await waitFor(async () => (await get(`/api/sessions/${S}/procs`)).json[0].state === 'killed', 'state killed');
 	assert.equal((await req(web.base, 'DELETE', `/api/sessions/${S}/procs/p`)).status, 204);
 	assert.deepEqual((await get(`/api/sessions/${S}/procs`)).json, []);
+});
+
+test('exposed ports: expose a process\'s port, list it with its link, fetch through it, unexpose', async () => {
+	const port = await freePort();
+	const file = `exposed-${randomBytes(3).toString('hex')}.txt`;
+	writeFileSync(join(mount.mnt, 'workspace', file), 'through the port\n');
+	assert.equal((await post(`/api/sessions/${S}/procs`, { name: 'web', command: `exec python3 -m http.server ${port} --bind 127.0.0.1` })).status, 204);
+	try {
+		await waitFor(async () => (await get(`/api/sessions/${S}/procs`)).json.find((p) => p.name === 'web')?.ports.includes(port), 'the server to listen');
+		const made = await post('/api/ports', { port, name: 'site' });
+		assert.equal(made.status, 200, made.text);
+		assert.deepEqual(Object.keys(made.json).sort(), ['name', 'port', 'url']);
+		assert.match(made.json.url, /^http:\/\/127\.0\.0\.1:\d+\/$/);
+		assert.deepEqual((await get('/api/ports')).json, [{ port, url: made.json.url, name: 'site' }]);
+		const res = await fetch(made.json.url + file);
+		assert.equal(await res.text(), 'through the port\n');
+		assert.equal((await post('/api/ports', { port })).status, 409);
+		for (const bad of [0, 65536, '80', 1.5, null]) assert.equal((await post('/api/ports', { port: bad })).status, 400, String(bad));
+		assert.equal((await post('/api/ports', { port: port === 65535 ? 1 : port + 1, name: 'a\nb' })).status, 400);
+		assert.equal((await req(web.base, 'DELETE', '/api/ports/abc')).status, 400);
+		assert.equal((await req(web.base, 'DELETE', `/api/ports/${port}`)).status, 204);
+		assert.equal((await req(web.base, 'DELETE', `/api/ports/${port}`)).status, 404);
+		assert.deepEqual((await get('/api/ports')).json, []);
+	} finally {
+		await req(web.base, 'DELETE', `/api/sessions/${S}/procs/web`);
+	}
 });
 
 test('terminal: keys in, output out, replay on reconnect, resize, end', async () => {

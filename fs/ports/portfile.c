@@ -1,0 +1,210 @@
+/* The open files of ports/ (see portfs.h): an exposure's url, address, port, name and status,
+ * rendered at open; name, written and applied at close; and ports/expose, where each write()
+ * is one port to expose, applied at once so that echo sees its errno. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "expose.h"
+#include "fhandle.h"
+#include "portfs.h"
+#include "reply.h"
+#include "xmalloc.h"
+
+struct portfh {
+	struct fhandle h; /* h.lock: wbuf, wlen, apply */
+	fuse_ino_t ino;
+	char *snap; /* what reads give */
+	size_t snaplen;
+	char *wbuf; /* name: what applies at close */
+	size_t wlen;
+	bool apply; /* name: written (or truncated) since the last close */
+	int werr;   /* name: a failed write's -errno: the open applies nothing */
+};
+
+static struct fhandle_list open_files = FHANDLE_LIST_INIT(open_files);
+
+static struct portfh *fh_of(struct fuse_file_info *fi)
+{
+	return (struct portfh *)(uintptr_t)fi->fh;
+}
+
+static void fh_free(struct fhandle *h)
+{
+	struct portfh *fh = container_of(h, struct portfh, h);
+
+	free(fh->snap);
+	free(fh->wbuf);
+	free(fh);
+}
+
+void portfile_shutdown(void)
+{
+	fhandle_shutdown(&open_files);
+}
+
+char *portfile_render(fuse_ino_t ino, size_t *len)
+{
+	struct expose_info x;
+	char *text, *url;
+
+	if (ino_kind(ino) == K_XEXPOSE) {
+		*len = 0;
+		return xstrdup("");
+	}
+	if (expose_get(ino_num(ino), (uint32_t)ino_serial(ino), &x) < 0)
+		return NULL;
+	switch (ino_kind(ino)) {
+	case K_XURL:
+		url = expose_url(&x);
+		text = xasprintf("%s\n", url);
+		free(url);
+		break;
+	case K_XADDRESS:
+		text = xasprintf("%s\n", x.address);
+		break;
+	case K_XPORT:
+		text = xasprintf("%u\n", x.host_port);
+		break;
+	case K_XNAME:
+		text = x.name[0] ? xasprintf("%s\n", x.name) : xstrdup("");
+		break;
+	default:
+		text = expose_status(&x);
+		break;
+	}
+	expose_info_clear(&x);
+	*len = strlen(text);
+	return text;
+}
+
+void portfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	mode_t mode = portfs_mode(ino_kind(ino));
+	bool writing = (fi->flags & O_ACCMODE) != O_RDONLY;
+	bool reading = (fi->flags & O_ACCMODE) != O_WRONLY;
+	struct portfh *fh;
+
+	if (!S_ISREG(mode)) {
+		fuse_reply_err(req, mode ? EISDIR : ENOENT);
+		return;
+	}
+	if ((writing && !(mode & S_IWUSR)) || (reading && !(mode & S_IRUSR))) {
+		fuse_reply_err(req, EACCES);
+		return;
+	}
+	fh = xcalloc(1, sizeof(*fh));
+	fhandle_init(&fh->h, &open_files, fh_free);
+	fh->ino = ino;
+	fh->snap = portfile_render(ino, &fh->snaplen);
+	if (!fh->snap) {
+		fhandle_unref(&fh->h);
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	fh->apply = writing && (fi->flags & O_TRUNC);
+	fi->fh = (uint64_t)(uintptr_t)fh;
+	fi->direct_io = 1;
+	fi->keep_cache = 0;
+	fuse_reply_open(req, fi);
+}
+
+void portfile_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct portfh *fh = fh_of(fi);
+
+	/* Once answered, the file may be released at once: hold fh until the reply is out. */
+	fhandle_ref(&fh->h);
+	reply_slice(req, fh->snap, fh->snaplen, size, off);
+	fhandle_unref(&fh->h);
+}
+
+/* ports/expose: one port a write, its newline optional. */
+static int write_expose(const char *buf, size_t size)
+{
+	unsigned port;
+	int rc;
+
+	if (size && buf[size - 1] == '\n')
+		size--;
+	rc = expose_parse_port(buf, size, &port);
+	return rc < 0 ? rc : expose_add(port);
+}
+
+/* name: kept until close, each write checked with what came before it. */
+static int write_name(struct portfh *fh, const char *buf, size_t size)
+{
+	int rc;
+
+	if (fh->werr)
+		return fh->werr;
+	if (fh->wlen + size > EXPOSE_NAME_MAX + 1 || memchr(buf, '\0', size))
+		return fh->werr = -EINVAL;
+	fh->wbuf = xrealloc(fh->wbuf, fh->wlen + size);
+	memcpy(fh->wbuf + fh->wlen, buf, size);
+	rc = expose_set_name(ino_num(fh->ino), (uint32_t)ino_serial(fh->ino), fh->wbuf,
+			     fh->wlen + size, true);
+	if (rc == 0) {
+		fh->wlen += size;
+		fh->apply = true;
+	} else {
+		fh->werr = rc;
+	}
+	return rc;
+}
+
+void portfile_write(fuse_req_t req, const char *buf, size_t size, struct fuse_file_info *fi)
+{
+	struct portfh *fh = fh_of(fi);
+	int rc;
+
+	if (ino_kind(fh->ino) == K_XEXPOSE) {
+		rc = write_expose(buf, size);
+	} else {
+		pthread_mutex_lock(&fh->h.lock);
+		rc = write_name(fh, buf, size);
+		pthread_mutex_unlock(&fh->h.lock);
+	}
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_write(req, size);
+}
+
+/* name: what was written applies at close ("" clears it), unless a write failed. */
+void portfile_flush(fuse_req_t req, struct fuse_file_info *fi)
+{
+	struct portfh *fh = fh_of(fi);
+	int rc = 0;
+
+	pthread_mutex_lock(&fh->h.lock);
+	if (fh->werr)
+		rc = fh->werr;
+	else if (fh->apply)
+		rc = expose_set_name(ino_num(fh->ino), (uint32_t)ino_serial(fh->ino),
+				     fh->wbuf ? fh->wbuf : "", fh->wlen, false);
+	fh->apply = false;
+	fh->wlen = 0;
+	pthread_mutex_unlock(&fh->h.lock);
+	fuse_reply_err(req, -rc);
+}
+
+void portfile_release(fuse_req_t req, struct fuse_file_info *fi)
+{
+	fhandle_release(&fh_of(fi)->h);
+	fuse_reply_err(req, 0);
+}
+
+void portfile_poll(fuse_req_t req, struct fuse_file_info *fi, struct fuse_pollhandle *ph)
+{
+	struct portfh *fh = fh_of(fi);
+	unsigned revents = POLLIN | POLLRDNORM;
+
+	if (portfs_mode(ino_kind(fh->ino)) & S_IWUSR)
+		revents |= POLLOUT | POLLWRNORM;
+	fhandle_poll(req, &fh->h, ph, revents, NULL);
+}
