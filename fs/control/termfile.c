@@ -10,7 +10,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <regex.h>
 #include <string.h>
 #include <sys/queue.h>
 
@@ -37,9 +36,8 @@ struct termfh {
 	int werr;	/* the first failed write's -errno: the open applies nothing more */
 	uint64_t shift; /* out: how far the ring moved past this open's offsets */
 	uint64_t pos;	/* out: end of the last read, for poll */
-	regex_t rx;	/* wait: the pattern when opened for reading */
-	bool has_rx;
-	uint64_t deadline_ns; /* wait: set by the first read */
+	struct termemu_watch *watch; /* wait opened for reading: its pattern on the screen */
+	uint64_t deadline_ns;	     /* wait: set by the first read */
 };
 
 static struct fhandle_list open_files = FHANDLE_LIST_INIT(open_files);
@@ -53,12 +51,12 @@ static void fh_free(struct fhandle *h)
 {
 	struct termfh *fh = container_of(h, struct termfh, h);
 
+	if (fh->watch)
+		term_watch_close(fh->watch);
 	if (fh->t)
 		term_unref(fh->t);
 	if (fh->s)
 		session_unref(fh->s);
-	if (fh->has_rx)
-		regfree(&fh->rx);
 	free(fh->snap);
 	free(fh->wbuf);
 	free(fh);
@@ -118,33 +116,6 @@ static bool writable(enum ctl_kind k)
 	return k == K_TCMD || k == K_TIN || k == K_TSIZE || k == K_TCTL || k == K_TWAIT;
 }
 
-/* Compiles a wait pattern (without its newline): 0 or -EINVAL. */
-static int compile_pattern(const char *text, size_t len, regex_t *rx)
-{
-	char *pattern;
-	int rc;
-
-	if (len && text[len - 1] == '\n')
-		len--;
-	if (len == 0 || memchr(text, '\0', len) || memchr(text, '\n', len))
-		return -EINVAL;
-	pattern = xstrndup(text, len);
-	rc = regcomp(rx, pattern, REG_EXTENDED | REG_NEWLINE);
-	free(pattern);
-	return rc == 0 ? 0 : -EINVAL;
-}
-
-/* wait opened for reading: the terminal's pattern of now; -EINVAL if none was written. */
-static int open_pattern(struct termfh *fh)
-{
-	char *pattern = term_pattern(fh->t);
-	int rc = pattern ? compile_pattern(pattern, strlen(pattern), &fh->rx) : -EINVAL;
-
-	free(pattern);
-	fh->has_rx = rc == 0;
-	return rc;
-}
-
 void termfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	enum ctl_kind k = ino_kind(ino);
@@ -170,7 +141,8 @@ void termfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	fh->snap = render(k, fh->t, &fh->snaplen);
-	if (k == K_TWAIT && (fi->flags & O_ACCMODE) == O_RDONLY && open_pattern(fh) < 0) {
+	if (k == K_TWAIT && (fi->flags & O_ACCMODE) == O_RDONLY &&
+	    term_watch_open(fh->t, &fh->watch) < 0) {
 		fhandle_unref(&fh->h);
 		fuse_reply_err(req, EINVAL);
 		return;
@@ -219,44 +191,24 @@ static int try_read(fuse_req_t req, struct fhandle *h, size_t size, off_t off, s
 	return rc;
 }
 
-/* The first line of the screen the pattern matches, with its newline; NULL if none. */
-static char *match_line(struct termfh *fh)
-{
-	size_t len;
-	char *screen = term_screen(fh->t, &len), *line, *match = NULL;
-
-	for (line = screen; *line && !match; line = strchr(line, '\n') + 1) {
-		char *nl = strchr(line, '\n');
-
-		*nl = '\0';
-		if (regexec(&fh->rx, line, 0, NULL, 0) == 0)
-			match = xasprintf("%s\n", line);
-		*nl = '\n';
-	}
-	free(screen);
-	return match;
-}
-
 /* wait: the matching line once the screen has one; ETIMEDOUT after term_wait_ms, EOF once
- * the terminal ended without one. */
+ * the terminal ended without one. Only looks at what the matching found: this runs on the loop
+ * thread once parked. */
 static int try_wait(fuse_req_t req, struct fhandle *h, size_t size, off_t off, struct waiter *w)
 {
 	struct termfh *fh = container_of(h, struct termfh, h);
-	char *line = match_line(fh);
-	int rc;
+	char *line;
+	int rc = term_watch_poll(fh->t, fh->watch, fh->deadline_ns, &line, w);
 
-	if (line) {
-		reply_slice(req, line, strlen(line), size, off);
-		free(line);
-		return 0;
-	}
-	rc = term_screen_wait(fh->t, fh->deadline_ns, w);
 	if (rc == -EAGAIN)
 		return rc;
-	if (rc < 0)
+	if (rc == 0)
+		reply_slice(req, line, strlen(line), size, off);
+	else if (rc < 0)
 		fuse_reply_err(req, -rc);
 	else
 		fuse_reply_buf(req, NULL, 0);
+	free(line);
 	return 0;
 }
 
@@ -264,7 +216,7 @@ void termfile_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info
 {
 	struct termfh *fh = fh_of(fi);
 
-	if (fh->kind == K_TWAIT && !fh->has_rx) {
+	if (fh->kind == K_TWAIT && !fh->watch) {
 		fuse_reply_err(req, EINVAL); /* opened to write the pattern */
 		return;
 	}
@@ -283,6 +235,7 @@ void termfile_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info
 		if (!fh->deadline_ns)
 			fh->deadline_ns = loop_now_ns() + term_wait_ms() * 1000000u;
 		pthread_mutex_unlock(&fh->h.lock);
+		term_watch_scan(fh->watch); /* here, on a FUSE thread: the screen of now */
 	}
 	fhandle_read(req, &fh->h, size, off, fi->flags, fh->kind == K_TWAIT ? try_wait : try_read);
 }
@@ -347,16 +300,12 @@ static int apply_lines(struct termfh *fh, bool all)
 /* Each write is one pattern, checked and kept for the reads of wait that open after it. */
 static void write_pattern(fuse_req_t req, struct termfh *fh, const char *buf, size_t size)
 {
-	regex_t rx;
-	int rc = size > LINE_MAX_BYTES ? -EINVAL : compile_pattern(buf, size, &rx);
+	int rc = term_set_pattern(fh->t, buf, size);
 
-	if (rc < 0) {
+	if (rc < 0)
 		fuse_reply_err(req, -rc);
-		return;
-	}
-	regfree(&rx);
-	term_set_pattern(fh->t, buf, size && buf[size - 1] == '\n' ? size - 1 : size);
-	fuse_reply_write(req, size);
+	else
+		fuse_reply_write(req, size);
 }
 
 void termfile_write(fuse_req_t req, const char *buf, size_t size, struct fuse_file_info *fi)
