@@ -80,9 +80,10 @@ static void forget(struct session_child *c);
 
 static const struct session_child_ops term_child_ops = {SESSION_CHILD_TERM, 't', forget};
 
-struct termemu_caps term_caps(void)
+struct termemu_limits term_limits(void)
 {
-	return (struct termemu_caps){session_cfg->terms_max, session_cfg->term_cells_max};
+	return (struct termemu_limits){session_cfg->terms_max, session_cfg->term_cells_max,
+				       TERMEMU_STUCK_MS};
 }
 
 static void watch_master(struct term *t);
@@ -91,7 +92,7 @@ static void on_emu(struct loop_fd *lf, uint32_t events, void *arg);
 
 int term_create(struct session *s, const char *name)
 {
-	struct termemu_caps caps = term_caps();
+	struct termemu_limits lim = term_limits();
 	struct termemu *emu;
 	struct term *t;
 	int rc;
@@ -100,7 +101,7 @@ int term_create(struct session *s, const char *name)
 		return -EINVAL;
 	core_lock();
 	if ((rc = session_child_free_name(s, SESSION_CHILD_TERM, name)) < 0 ||
-	    (rc = termemu_new(24, 80, &caps, &emu)) < 0) {
+	    (rc = termemu_new(24, 80, &lim, &emu)) < 0) {
 		core_unlock();
 		return rc;
 	}

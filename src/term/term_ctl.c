@@ -45,11 +45,11 @@ int term_size_parse(const char *text, size_t len, unsigned *rows, unsigned *cols
 int term_resize(struct term *t, unsigned rows, unsigned cols)
 {
 	struct winsize ws = {.ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols};
-	struct termemu_caps caps = term_caps();
+	struct termemu_limits lim = term_limits();
 	int rc;
 
 	core_lock();
-	rc = t->c.removed ? -ENOENT : termemu_resize(t->emu, rows, cols, &caps);
+	rc = t->c.removed ? -ENOENT : termemu_resize(t->emu, rows, cols, &lim);
 	if (rc == 0) {
 		t->rows = rows;
 		t->cols = cols;

@@ -49,6 +49,7 @@ struct termemu {
 	uint64_t snap_fed, snap_sized; /* fed and resized when it was rendered */
 	uint64_t gen;
 	uint64_t busy_since; /* when the feed under way started (ns), 0 if none */
+	uint64_t stuck_ns;   /* how long a feed may take */
 	bool broken, stop, throttled;
 	LIST_HEAD(, termemu_watch) watches;
 };
@@ -56,13 +57,14 @@ struct termemu {
 static pthread_mutex_t caps_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t alive, cells_alive;
 
-/* Takes rows x cols (minus what *held already counts) from the caps; -ENOSPC. */
-static int caps_take(const struct termemu_caps *caps, bool one_more, uint64_t held, uint64_t cells)
+/* Takes cells (one emulator more if one_more), less the held cells it replaces, from the
+ * mount's caps; -ENOSPC. */
+static int caps_take(const struct termemu_limits *lim, bool one_more, uint64_t held, uint64_t cells)
 {
 	int rc = 0;
 
 	pthread_mutex_lock(&caps_lock);
-	if ((one_more && alive >= caps->max) || cells_alive - held + cells > caps->cells) {
+	if ((one_more && alive >= lim->max) || cells_alive - held + cells > lim->cells) {
 		rc = -ENOSPC;
 	} else {
 		alive += one_more;
@@ -112,15 +114,15 @@ static void unref(struct termemu *e)
 	free(e);
 }
 
-/* Lock held: gives up on a feed that has not returned for TERMEMU_STUCK_MS. */
+/* Lock held: gives up on a feed that has not returned for stuck_ns. */
 static void check_stuck(struct termemu *e)
 {
 	uint64_t now = loop_now_ns();
 
-	if (e->broken || !e->busy_since || now - e->busy_since < TERMEMU_STUCK_MS * 1000000ull)
+	if (e->broken || !e->busy_since || now - e->busy_since < e->stuck_ns)
 		return;
-	log_warnx("a terminal's emulator has not returned for %u s: its screen stops there",
-		  TERMEMU_STUCK_MS / 1000);
+	log_warnx("a terminal's emulator has not returned for %llu ms: its screen stops there",
+		  (unsigned long long)(e->stuck_ns / 1000000));
 	e->broken = true;
 	e->qlen = 0;
 	pthread_cond_broadcast(&e->done);
@@ -248,7 +250,8 @@ static void *emu_main(void *arg)
 	return NULL;
 }
 
-int termemu_new(unsigned rows, unsigned cols, const struct termemu_caps *caps, struct termemu **out)
+int termemu_new(unsigned rows, unsigned cols, const struct termemu_limits *lim,
+		struct termemu **out)
 {
 	uint64_t cells = (uint64_t)rows * cols;
 	struct termemu *e;
@@ -258,11 +261,12 @@ int termemu_new(unsigned rows, unsigned cols, const struct termemu_caps *caps, s
 	int rc;
 
 	*out = NULL;
-	if ((rc = caps_take(caps, true, 0, cells)) < 0)
+	if ((rc = caps_take(lim, true, 0, cells)) < 0)
 		return rc;
 	e = xcalloc(1, sizeof(*e));
 	e->refs = 2;
 	e->cells = cells;
+	e->stuck_ns = lim->stuck_ms * 1000000ull;
 	e->rows = rows;
 	e->cols = cols;
 	e->q = xmalloc(TERMEMU_QUEUE_MAX);
@@ -352,13 +356,14 @@ void termemu_push(struct termemu *e, const char *data, size_t len)
 	pthread_mutex_unlock(&e->lock);
 }
 
-int termemu_resize(struct termemu *e, unsigned rows, unsigned cols, const struct termemu_caps *caps)
+int termemu_resize(struct termemu *e, unsigned rows, unsigned cols,
+		   const struct termemu_limits *lim)
 {
 	uint64_t cells = (uint64_t)rows * cols;
 	int rc;
 
 	pthread_mutex_lock(&e->lock);
-	rc = caps_take(caps, false, e->cells, cells);
+	rc = caps_take(lim, false, e->cells, cells);
 	if (rc == 0) {
 		e->cells = cells;
 		e->rows = rows;

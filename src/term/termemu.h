@@ -7,11 +7,11 @@
  * Whatever the emulator does, the rest of the daemon does not wait for it: pushing output and
  * reading a snapshot only take its lock, which its thread never holds while it emulates,
  * renders or matches; a reader that waits for it to catch up waits a bounded time; and a feed
- * that has not returned after TERMEMU_STUCK_MS gets the emulator marked broken: its screen
- * stays as it was, its output is dropped, and its thread, never joined, ends on its own if
+ * that has not returned after a while (TERMEMU_STUCK_MS) gets the emulator marked broken: its
+ * screen stays as it was, its output is dropped, and its thread, never joined, ends on its own if
  * the feed ever returns.
  *
- * The mount's emulators and their cells are capped (struct termemu_caps): the memory of a
+ * The mount's emulators and their cells are capped (struct termemu_limits): the memory of a
  * stuck emulator stays counted until its thread ends. */
 #ifndef SBX_TERMEMU_H
 #define SBX_TERMEMU_H
@@ -29,20 +29,21 @@
 #define TERMEMU_QUEUE_SOFT (64u << 10)
 #define TERMEMU_QUEUE_MAX  (256u << 10)
 /* A feed is a few hundred bytes; the slowest take well under a second on a 1000x1000
- * screen. One that has not returned after this long never will. */
+ * screen. One that has not returned after this long never will: the daemon's stuck_ms. */
 #define TERMEMU_STUCK_MS   10000u
 #define TERMEMU_PUBLISH_MS 50u
 
 struct termemu;
 struct termemu_watch;
 
-struct termemu_caps {
-	uint64_t max;	/* emulators alive in the mount */
-	uint64_t cells; /* rows x cols of all of them together */
+struct termemu_limits {
+	uint64_t max;	   /* emulators alive in the mount */
+	uint64_t cells;	   /* rows x cols of all of them together */
+	unsigned stuck_ms; /* a feed running longer gets the emulator given up on */
 };
 
-/* 0, or -ENOSPC past caps (nothing made), -EAGAIN if no thread could be started. */
-int termemu_new(unsigned rows, unsigned cols, const struct termemu_caps *caps,
+/* 0, or -ENOSPC past the limits (nothing made), -EAGAIN if no thread could be started. */
+int termemu_new(unsigned rows, unsigned cols, const struct termemu_limits *lim,
 		struct termemu **out);
 /* The owner lets go: its thread stops after the feed it is in (if it ever returns). Never
  * waits. */
@@ -55,9 +56,9 @@ void termemu_clear_fd(struct termemu *e);
  * dropped then, and the reader need not wait). */
 size_t termemu_room(struct termemu *e);
 void termemu_push(struct termemu *e, const char *data, size_t len);
-/* -ENOSPC past caps (nothing changes). */
+/* -ENOSPC past the limits (nothing changes). */
 int termemu_resize(struct termemu *e, unsigned rows, unsigned cols,
-		   const struct termemu_caps *caps);
+		   const struct termemu_limits *lim);
 /* The latest snapshot, once the emulator has taken in all that was pushed before the call,
  * or after timeout_ms; *broken if it was given up on. Caller unrefs. */
 struct termsnap *termemu_snapshot(struct termemu *e, unsigned timeout_ms, bool *broken);
