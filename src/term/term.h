@@ -59,7 +59,8 @@ uint64_t term_out_end(struct term *t);
 /* The screen as text (termsnap_text) once the emulator caught up with the output read so far
  * (it waits a second at most); caller frees. */
 char *term_screen(struct term *t, size_t *len);
-/* "ROWS COLS" with an optional newline: -EINVAL for anything else (nothing changes). */
+/* "ROWS COLS" with an optional newline, ROWS from 1 and COLS from 2 (libvterm's narrowest, see
+ * termscreen.h) to 1000: -EINVAL for anything else (nothing changes). */
 int term_size_parse(const char *text, size_t len, unsigned *rows, unsigned *cols);
 /* -ENOSPC past [session] term_cells_max (nothing changes), -ENOENT once removed. */
 int term_resize(struct term *t, unsigned rows, unsigned cols);

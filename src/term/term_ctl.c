@@ -15,6 +15,7 @@
 #include "rx.h"
 #include "signame.h"
 #include "term_priv.h"
+#include "termscreen.h"
 #include "xmalloc.h"
 
 int term_size_parse(const char *text, size_t len, unsigned *rows, unsigned *cols)
@@ -35,7 +36,7 @@ int term_size_parse(const char *text, size_t len, unsigned *rows, unsigned *cols
 		return -EINVAL;
 	p = end + 1;
 	c = strtoul(p, &end, 10);
-	if (*end || r > TERM_ROWS_MAX || c > TERM_COLS_MAX)
+	if (*end || r > TERM_ROWS_MAX || c > TERM_COLS_MAX || c < TERMSCREEN_COLS_MIN)
 		return -EINVAL;
 	*rows = (unsigned)r;
 	*cols = (unsigned)c;

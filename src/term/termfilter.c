@@ -87,6 +87,11 @@ void termfilter_init(struct termfilter *f)
 	memset(f, 0, sizeof(*f));
 }
 
+void termfilter_interrupt(struct termfilter *f)
+{
+	f->u8len = 0;
+}
+
 const char *termfilter_glyph(const struct termfilter *f, size_t *len, unsigned *width)
 {
 	*len = f->glyphlen;
@@ -254,12 +259,16 @@ size_t termfilter_run(struct termfilter *f, const char *in, size_t len, char *ou
 			/* fallthrough */
 		case S_ESC:
 			emit_byte(&o, c);
-			if (c == 'P' || c == ']')
+			if (c == 'P' || c == ']') {
 				f->state = S_STRING;
-			else if (c == '[')
+				f->dcs = c == 'P';
+			} else if (c == '[') {
 				csi_start(f);
-			else if (c >= 0x30 && c < 0x7f)
+			} else if (c >= 0x30 && c < 0x7f) {
 				f->state = S_NORMAL;
+				*outlen = o.n;
+				return i + 1;
+			}
 			/* intermediates, and bytes libvterm drops, keep the escape going */
 			break;
 		case S_CSI_LEADER:
@@ -284,19 +293,22 @@ size_t termfilter_run(struct termfilter *f, const char *in, size_t len, char *ou
 				break;
 			}
 			f->state = S_NORMAL;
-			if (c != 'b') {
+			if (c < 0x40 || c > 0x7e) { /* not a final byte: libvterm drops the CSI */
 				emit_byte(&o, c);
 				break;
 			}
 			/* REP, or a CSI libvterm ignores: cancelled either way */
-			emit_byte(&o, CAN);
-			if (f->marked)
-				break;
-			*rep = f->count ? f->count : 1;
+			emit_byte(&o, c == 'b' ? CAN : c);
+			if (c == 'b' && !f->marked)
+				*rep = f->count ? f->count : 1;
 			*outlen = o.n;
 			return i + 1;
 		case S_STRING:
-			emit_byte(&o, c);
+			/* a DCS goes on empty: libvterm only answers queries there (DECRQSS, whose
+			 * unknown request it formats with "%.s" and no string) and its answers are
+			 * dropped anyway */
+			if (!f->dcs || c == 0x07)
+				emit_byte(&o, c);
 			if (c == 0x07)
 				f->state = S_NORMAL;
 			break;

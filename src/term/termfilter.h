@@ -9,12 +9,17 @@
  *    callback pointer;
  *  - combining marks that keep coming without a base character grow a buffer without bound,
  *    and each run of them rescans it (quadratic).
+ *  - a terminal made smaller keeps a cursor saved (DECSC, modes 1048 and 1049) where it was,
+ *    and restoring it puts the cursor outside the screen;
+ *  - a DECRQSS query it does not know is formatted with "%.s" and no string for it.
  * The filter follows libvterm's parser state byte by byte, as its parser.c does, and passes on
  * a stream where none of these can happen: every REP is cancelled and reported to the caller,
  * which repeats the glyph itself (termscreen.c); the UTF-8 it passes on is well formed, with C1
  * code points and malformed sequences as U+FFFD; a CSI keeps its first 16 parameters (and 9
  * digits of each, so that no count overflows an int); and at most TERMFILTER_MARKS possible
- * combining marks follow a base. */
+ * combining marks follow a base; a DCS reaches it empty. It stops after each escape sequence, so
+ * that the caller can bring the cursor back into the screen before a glyph is written where it
+ * points. */
 #ifndef SBX_TERMFILTER_H
 #define SBX_TERMFILTER_H
 
@@ -34,6 +39,7 @@ struct termfilter {
 	uint8_t ndigits; /* CSI: digits passed of the current parameter */
 	bool dropping;	 /* CSI: past its 16th parameter */
 	bool marked;	 /* CSI: it has a leader or an intermediate byte (then it is no REP) */
+	bool dcs;	 /* the string is a DCS */
 	uint32_t count;	 /* CSI: its first parameter */
 	uint8_t u8[4];	 /* a UTF-8 sequence not complete yet */
 	uint8_t u8len, u8need;
@@ -44,10 +50,15 @@ struct termfilter {
 };
 
 void termfilter_init(struct termfilter *f);
-/* Filters in into out (TERMFILTER_OUT_MAX(len) bytes), *outlen what was written. Stops after a
- * REP: then *rep is its count (at least 1), else 0. Returns the bytes of in it consumed. */
+/* Filters in into out (TERMFILTER_OUT_MAX(len) bytes), *outlen what was written. Stops after an
+ * escape sequence; *rep is then a REP's count (at least 1), else 0. Returns the bytes of in it
+ * consumed. */
 size_t termfilter_run(struct termfilter *f, const char *in, size_t len, char *out, size_t *outlen,
 		      unsigned *rep);
+/* Before bytes of the daemon's own go in between the program's: a UTF-8 sequence left open is
+ * dropped, where the next byte would show it as U+FFFD (at a cursor that may be outside the
+ * screen until those bytes moved it). */
+void termfilter_interrupt(struct termfilter *f);
 /* The glyph a REP repeats (the last printable character passed, with its marks): its bytes
  * (*len 0: none yet) and columns. */
 const char *termfilter_glyph(const struct termfilter *f, size_t *len, unsigned *width);

@@ -4,6 +4,7 @@
 #include "termscreen.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <vterm.h>
@@ -88,7 +89,34 @@ static void repeat(struct termscreen *ts, unsigned count)
 	}
 }
 
-void termscreen_feed(struct termscreen *ts, const char *data, size_t len)
+/* Through the filter into libvterm; REP done here. */
+static void filtered(struct termscreen *ts, const char *data, size_t len, bool check);
+
+/* Brings libvterm's cursor back into the screen if it is outside (a cursor restored after the
+ * screen shrank), with a cursor move it bounds. */
+static void cursor_inside(struct termscreen *ts)
+{
+	VTermPos pos;
+	char cup[32];
+	int n;
+
+	vterm_state_get_cursorpos(vterm_obtain_state(ts->vt), &pos);
+	if (pos.row >= 0 && pos.col >= 0 && (unsigned)pos.row < ts->rows &&
+	    (unsigned)pos.col < ts->cols)
+		return;
+	n = snprintf(cup, sizeof(cup), "\x1b[%d;%dH",
+		     pos.row < 0		? 1
+		     : pos.row >= (int)ts->rows ? (int)ts->rows
+						: pos.row + 1,
+		     pos.col < 0		? 1
+		     : pos.col >= (int)ts->cols ? (int)ts->cols
+						: pos.col + 1);
+	/* through the filter, which so knows that this ends whatever sequence was open */
+	termfilter_interrupt(&ts->filter);
+	filtered(ts, cup, (size_t)n, false);
+}
+
+static void filtered(struct termscreen *ts, const char *data, size_t len, bool check)
 {
 	char out[TERMFILTER_OUT_MAX(FEED_CHUNK)];
 
@@ -96,21 +124,42 @@ void termscreen_feed(struct termscreen *ts, const char *data, size_t len)
 		size_t n = len < FEED_CHUNK ? len : FEED_CHUNK, outlen;
 		unsigned rep;
 
+		/* it stops after each escape sequence: the cursor is looked at before a glyph */
 		n = termfilter_run(&ts->filter, data, n, out, &outlen, &rep);
 		if (outlen)
 			vterm_input_write(ts->vt, out, outlen);
 		if (rep)
 			repeat(ts, rep);
+		if (check)
+			cursor_inside(ts);
 		data += n;
 		len -= n;
 	}
 }
 
+void termscreen_feed(struct termscreen *ts, const char *data, size_t len)
+{
+	filtered(ts, data, len, true);
+}
+
 void termscreen_resize(struct termscreen *ts, unsigned rows, unsigned cols)
 {
+	VTermPos pos;
+	char reset[64];
+	int n;
+
 	ts->rows = rows;
 	ts->cols = cols;
 	vterm_set_size(ts->vt, (int)rows, (int)cols);
+	/* libvterm bounds the bottom and right margins by the new size, not the top and left
+	 * ones: a scroll region past the screen would scroll rows that are not there. Margins
+	 * reset (as xterm resets them on a resize), and the cursor put back where it was, which
+	 * resetting them moves. */
+	vterm_state_get_cursorpos(vterm_obtain_state(ts->vt), &pos);
+	n = snprintf(reset, sizeof(reset), "\x1b[r\x1b[s\x1b[%d;%dH", pos.row < 0 ? 1 : pos.row + 1,
+		     pos.col < 0 ? 1 : pos.col + 1);
+	termfilter_interrupt(&ts->filter);
+	termscreen_feed(ts, reset, (size_t)n);
 }
 
 /* UTF-8 of one code point (libvterm hands out code points). */
@@ -173,8 +222,10 @@ struct termsnap *termscreen_render(struct termscreen *ts)
 
 	vterm_state_get_cursorpos(vterm_obtain_state(ts->vt), &cursor);
 	*s = (struct termsnap){.refs = 1, .rows = ts->rows, .cols = ts->cols};
-	s->cursor_row = cursor.row < 0 ? 0 : (unsigned)cursor.row;
-	s->cursor_col = cursor.col < 0 ? 0 : (unsigned)cursor.col;
+	/* in the screen: the filter keeps what moved libvterm's cursor out of it away (the fuzz
+	 * target fuzz_vterm checks it) */
+	s->cursor_row = (unsigned)cursor.row;
+	s->cursor_col = (unsigned)cursor.col;
 	for (int r = 0; r < (int)ts->rows; r++) {
 		unsigned cells;
 

@@ -9,8 +9,12 @@
 
 #include "termsnap.h"
 
+/* libvterm 0.1.4 writes a wide character past the end of a row of one column. */
+#define TERMSCREEN_COLS_MIN 2
+
 struct termscreen;
 
+/* cols at least TERMSCREEN_COLS_MIN, here and for termscreen_resize. */
 struct termscreen *termscreen_new(unsigned rows, unsigned cols);
 void termscreen_free(struct termscreen *ts);
 void termscreen_feed(struct termscreen *ts, const char *data, size_t len);
