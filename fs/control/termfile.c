@@ -67,8 +67,9 @@ void termfile_shutdown(void)
 	fhandle_shutdown(&open_files);
 }
 
-/* The text a read of the file gives whole, or NULL for the other kinds. */
-static char *render(enum ctl_kind k, struct term *t, size_t *len)
+/* The text a read of the file gives whole, or NULL for the other kinds; settled: once the
+ * emulator has caught up (a second at most), for a read rather than a size. */
+static char *render(enum ctl_kind k, struct term *t, size_t *len, bool settled)
 {
 	char *text;
 
@@ -76,12 +77,12 @@ static char *render(enum ctl_kind k, struct term *t, size_t *len)
 	case K_TCMD:
 		return term_cmd(t, len);
 	case K_TSCREEN:
-		return term_screen(t, len);
+		return term_screen(t, len, settled);
 	case K_TSIZE:
 		text = term_size_text(t);
 		break;
 	case K_TSTATUS:
-		text = term_status(t);
+		text = term_status(t, settled);
 		break;
 	default:
 		return NULL;
@@ -104,7 +105,7 @@ void termfile_stat(fuse_ino_t ino, struct session *s, struct stat *st)
 	} else if (ino_kind(ino) == K_TEXIT) {
 		if (term_wait_exit(t, &status, NULL) == 0)
 			st->st_size = snprintf(NULL, 0, "%d\n", status);
-	} else if ((text = render(ino_kind(ino), t, &len))) {
+	} else if ((text = render(ino_kind(ino), t, &len, false))) {
 		st->st_size = (off_t)len;
 		free(text);
 	}
@@ -140,7 +141,7 @@ void termfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	fh->snap = render(k, fh->t, &fh->snaplen);
+	fh->snap = render(k, fh->t, &fh->snaplen, true);
 	if (k == K_TWAIT && (fi->flags & O_ACCMODE) == O_RDONLY &&
 	    term_watch_open(fh->t, &fh->watch) < 0) {
 		fhandle_unref(&fh->h);

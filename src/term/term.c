@@ -465,15 +465,15 @@ uint64_t term_out_end(struct term *t)
 	return end;
 }
 
-struct termsnap *term_snapshot(struct term *t, bool *broken)
+struct termsnap *term_snapshot(struct term *t, bool settled, bool *broken)
 {
-	return termemu_snapshot(t->emu, CATCHUP_MS, broken);
+	return termemu_snapshot(t->emu, settled ? CATCHUP_MS : 0, broken);
 }
 
-char *term_screen(struct term *t, size_t *len)
+char *term_screen(struct term *t, size_t *len, bool settled)
 {
 	bool broken;
-	struct termsnap *s = term_snapshot(t, &broken);
+	struct termsnap *s = term_snapshot(t, settled, &broken);
 	char *text = termsnap_text(s, broken ? BROKEN_NOTICE : NULL, len);
 
 	termsnap_unref(s);

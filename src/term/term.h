@@ -56,9 +56,9 @@ int term_out_read(struct term *t, uint64_t *off, char *buf, size_t size, size_t 
 /* Whether a read at pos would not wait; else w (if given) is queued. */
 bool term_out_poll(struct term *t, uint64_t pos, struct waiter *w);
 uint64_t term_out_end(struct term *t);
-/* The screen as text (termsnap_text) once the emulator caught up with the output read so far
- * (it waits a second at most); caller frees. */
-char *term_screen(struct term *t, size_t *len);
+/* The screen as text (termsnap_text), with settled once the emulator caught up with the output
+ * read so far (it waits a second at most), else as last drawn; caller frees. */
+char *term_screen(struct term *t, size_t *len, bool settled);
 /* "ROWS COLS" with an optional newline, ROWS from 1 and COLS from 2 (libvterm's narrowest, see
  * termscreen.h) to 1000: -EINVAL for anything else (nothing changes). */
 int term_size_parse(const char *text, size_t len, unsigned *rows, unsigned *cols);
@@ -71,7 +71,8 @@ int term_ctl(struct term *t, const char *line, size_t len);
 /* Its exit status once it ended (as for background processes), or -EAGAIN (w queued);
  * -ENOENT if it was removed without ever starting. */
 int term_wait_exit(struct term *t, int *status, struct waiter *w);
-char *term_status(struct term *t);
+/* Its cursor as term_screen's with settled. */
+char *term_status(struct term *t, bool settled);
 /* wait: the pattern last written (rx.h's syntax, kept as text; NULL: none), and how long a
  * read of wait may take ([session] term_wait_ms). term_set_pattern: -EINVAL for a pattern rx
  * refuses, or with a newline other than a last one (which is not part of it). */

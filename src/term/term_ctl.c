@@ -147,12 +147,12 @@ static const char *state_of(const struct term *t, int *sig)
 	return run_status_from_wait(t->wstatus) == 0 ? "completed" : "failed";
 }
 
-char *term_status(struct term *t)
+char *term_status(struct term *t, bool settled)
 {
 	char exit_text[16] = "-";
 	bool broken;
 	/* before bytes_out, so that the cursor is no older than it */
-	struct termsnap *snap = term_snapshot(t, &broken);
+	struct termsnap *snap = term_snapshot(t, settled, &broken);
 	unsigned row = snap->cursor_row, col = snap->cursor_col;
 	const char *state;
 	char *text;

@@ -51,8 +51,9 @@ bool term_live(const struct term *t);
 /* The mount's caps on terminals ([session] terms_max, term_cells_max), and how long a feed of
  * the emulator may take. */
 struct termemu_limits term_limits(void);
-/* Any lock but the core's may be held: the screen once the emulator caught up with the output
- * read so far (or after a second); *broken if the emulator was given up on. Caller unrefs. */
-struct termsnap *term_snapshot(struct term *t, bool *broken);
+/* Any lock but the core's may be held: the screen, with settled once the emulator caught up
+ * with the output read so far (or after a second); *broken if the emulator was given up on.
+ * Caller unrefs. */
+struct termsnap *term_snapshot(struct term *t, bool settled, bool *broken);
 
 #endif
