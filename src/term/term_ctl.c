@@ -239,12 +239,14 @@ int term_watch_poll(struct term *t, struct termemu_watch *tw, uint64_t deadline_
 	int rc = -EAGAIN;
 	bool final;
 
-	/* On the loop thread this and the emulator's wake-up (on_emu) do not interleave: a match
-	 * made after this look wakes the waiter queued below. */
-	if ((*line = termemu_watch_result(tw, &final)))
-		return 0;
+	/* Under the core lock no output is read meanwhile, so final holds for all the program
+	 * wrote once it has ended; and on the loop thread this and the emulator's wake-up
+	 * (on_emu) do not interleave: a match made after this look wakes the waiter queued
+	 * below. */
 	core_lock();
-	if (t->c.removed || (!term_live(t) && final)) {
+	if ((*line = termemu_watch_result(tw, &final))) {
+		rc = 0;
+	} else if (t->c.removed || (!term_live(t) && final)) {
 		rc = 1;
 	} else if (now >= deadline_ns) {
 		rc = -ETIMEDOUT;
