@@ -44,7 +44,8 @@ struct termemu {
 	uint64_t pushed, fed;
 	unsigned rows, cols;	       /* the size asked for last */
 	uint64_t resizes, resized;     /* sizes asked for, and applied by the thread */
-	uint64_t cells;		       /* counted in the caps */
+	uint64_t cells;		       /* counted in the caps while counted */
+	bool counted;
 	struct termsnap *snap;	       /* the latest */
 	uint64_t snap_fed, snap_sized; /* fed and resized when it was rendered */
 	uint64_t gen;
@@ -105,7 +106,8 @@ static void unref(struct termemu *e)
 	}
 	termscreen_free(e->ts);
 	termsnap_unref(e->snap);
-	caps_put(e->cells);
+	if (e->counted)
+		caps_put(e->cells);
 	close(e->evfd);
 	pthread_cond_destroy(&e->work);
 	pthread_cond_destroy(&e->done);
@@ -266,6 +268,7 @@ int termemu_new(unsigned rows, unsigned cols, const struct termemu_limits *lim,
 	e = xcalloc(1, sizeof(*e));
 	e->refs = 2;
 	e->cells = cells;
+	e->counted = true;
 	e->stuck_ns = lim->stuck_ms * 1000000ull;
 	e->rows = rows;
 	e->cols = cols;
@@ -300,6 +303,12 @@ int termemu_new(unsigned rows, unsigned cols, const struct termemu_limits *lim,
 void termemu_release(struct termemu *e)
 {
 	pthread_mutex_lock(&e->lock);
+	/* Its room is given back now, unless a feed is under way: then when its thread ends,
+	 * which a stuck one never does. */
+	if (!e->busy_since) {
+		caps_put(e->cells);
+		e->counted = false;
+	}
 	e->stop = true;
 	pthread_cond_signal(&e->work);
 	pthread_cond_broadcast(&e->done);

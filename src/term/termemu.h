@@ -11,8 +11,8 @@
  * screen stays as it was, its output is dropped, and its thread, never joined, ends on its own if
  * the feed ever returns.
  *
- * The mount's emulators and their cells are capped (struct termemu_limits): the memory of a
- * stuck emulator stays counted until its thread ends. */
+ * The mount's emulators and their cells are capped (struct termemu_limits): an emulator let go
+ * in the middle of a feed stays counted until its thread ends, so a stuck one for ever. */
 #ifndef SBX_TERMEMU_H
 #define SBX_TERMEMU_H
 
