@@ -49,7 +49,7 @@ struct termemu {
 	struct termsnap *snap;	       /* the latest */
 	uint64_t snap_fed, snap_sized; /* fed and resized when it was rendered */
 	uint64_t gen;
-	uint64_t busy_since; /* when the feed under way started (ns), 0 if none */
+	uint64_t busy_since; /* when the call into libvterm under way started (ns), 0 if none */
 	uint64_t stuck_ns;   /* how long a feed may take */
 	bool broken, stop, throttled;
 	LIST_HEAD(, termemu_watch) watches;
@@ -116,7 +116,7 @@ static void unref(struct termemu *e)
 	free(e);
 }
 
-/* Lock held: gives up on a feed that has not returned for stuck_ns. */
+/* Lock held: gives up on a call into libvterm that has not returned for stuck_ns. */
 static void check_stuck(struct termemu *e)
 {
 	uint64_t now = loop_now_ns();
@@ -212,13 +212,17 @@ static void *emu_main(void *arg)
 		bool due = dirty && ((!e->qlen && e->resized == e->resizes) ||
 				     loop_now_ns() - published >= TERMEMU_PUBLISH_MS * 1000000ull);
 
+		/* every call into libvterm is timed (busy_since): any may be the one that does
+		 * not return */
 		if (due) {
 			uint64_t fed = e->fed, sized = e->resized;
 			struct termsnap *s;
 
+			e->busy_since = loop_now_ns();
 			pthread_mutex_unlock(&e->lock);
 			s = termscreen_render(e->ts);
 			pthread_mutex_lock(&e->lock);
+			e->busy_since = 0;
 			publish(e, s, fed, sized);
 			published = loop_now_ns();
 			dirty = false;
@@ -228,9 +232,11 @@ static void *emu_main(void *arg)
 			unsigned rows = e->rows, cols = e->cols;
 			uint64_t n = e->resizes;
 
+			e->busy_since = loop_now_ns();
 			pthread_mutex_unlock(&e->lock);
 			termscreen_resize(e->ts, rows, cols);
 			pthread_mutex_lock(&e->lock);
+			e->busy_since = 0;
 			e->resized = n;
 			dirty = true;
 		} else if (e->qlen) {
@@ -303,8 +309,8 @@ int termemu_new(unsigned rows, unsigned cols, const struct termemu_limits *lim,
 void termemu_release(struct termemu *e)
 {
 	pthread_mutex_lock(&e->lock);
-	/* Its room is given back now, unless a feed is under way: then when its thread ends,
-	 * which a stuck one never does. */
+	/* Its room is given back now, unless a call into libvterm is under way: then when its
+	 * thread ends, which a stuck one never does. */
 	if (!e->busy_since) {
 		caps_put(e->cells);
 		e->counted = false;

@@ -6,13 +6,14 @@
  *
  * Whatever the emulator does, the rest of the daemon does not wait for it: pushing output and
  * reading a snapshot only take its lock, which its thread never holds while it emulates,
- * renders or matches; a reader that waits for it to catch up waits a bounded time; and a feed
- * that has not returned after a while (TERMEMU_STUCK_MS) gets the emulator marked broken: its
- * screen stays as it was, its output is dropped, and its thread, never joined, ends on its own if
- * the feed ever returns.
+ * renders or matches; a reader that waits for it to catch up waits a bounded time; and a call
+ * into libvterm (a feed, a resize, a render) that has not returned after a while
+ * (TERMEMU_STUCK_MS) gets the emulator marked broken: its screen stays as it was, its output
+ * is dropped, and its thread, never joined, ends on its own if the call ever returns.
  *
  * The mount's emulators and their cells are capped (struct termemu_limits): an emulator let go
- * in the middle of a feed stays counted until its thread ends, so a stuck one for ever. */
+ * in the middle of a call into libvterm stays counted until its thread ends, so a stuck one
+ * for ever. */
 #ifndef SBX_TERMEMU_H
 #define SBX_TERMEMU_H
 
@@ -39,13 +40,13 @@ struct termemu_watch;
 struct termemu_limits {
 	uint64_t max;	   /* emulators alive in the mount */
 	uint64_t cells;	   /* rows x cols of all of them together */
-	unsigned stuck_ms; /* a feed running longer gets the emulator given up on */
+	unsigned stuck_ms; /* a call into libvterm running longer gets it given up on */
 };
 
 /* 0, or -ENOSPC past the limits (nothing made), -EAGAIN if no thread could be started. */
 int termemu_new(unsigned rows, unsigned cols, const struct termemu_limits *lim,
 		struct termemu **out);
-/* The owner lets go: its thread stops after the feed it is in (if it ever returns). Never
+/* The owner lets go: its thread stops after the call it is in (if it ever returns). Never
  * waits. */
 void termemu_release(struct termemu *e);
 /* Readable when a snapshot was published, a watch matched, or the queue has room again;
