@@ -31,19 +31,14 @@ void termsnap_unref(struct termsnap *s)
 
 char *termsnap_text(const struct termsnap *s, const char *notice, size_t *len)
 {
-	const char *rest = s->text;
 	size_t nlen = notice ? strlen(notice) : 0;
 	char *text;
 
-	if (notice) {
-		rest = memchr(s->text, '\n', s->len);
-		rest = rest ? rest : s->text + s->len;
-	}
-	*len = nlen + (size_t)(s->text + s->len - rest);
+	*len = nlen + s->len;
 	text = xmalloc(*len + 1);
-	memcpy(text, notice, nlen);
-	memcpy(text + nlen, rest, *len - nlen);
-	text[*len] = '\0';
+	if (notice)
+		memcpy(text, notice, nlen);
+	memcpy(text + nlen, s->text, s->len + 1);
 	return text;
 }
 

@@ -27,8 +27,8 @@ struct termsnap {
 struct termsnap *termsnap_blank(unsigned rows, unsigned cols);
 void termsnap_ref(struct termsnap *s);
 void termsnap_unref(struct termsnap *s);
-/* The text of the screen file: the snapshot's, with notice (if not NULL) over its first line.
- * Caller frees. */
+/* The text of the screen file: the snapshot's, under notice (a line, if not NULL). Caller
+ * frees. */
 char *termsnap_text(const struct termsnap *s, const char *notice, size_t *len);
 /* The first line from the top that rx matches, the cursor's row with its blanks up to the
  * cursor, each line cut at TERMSNAP_MATCH_MAX bytes: that line (as matched, with a newline),

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from sbxutil import (Background, ConfMount, bounded, errname, is_mounted, put_script,
-                     read_bytes, sh, started, stopped_cleanly, uniq, wait_until, write_bytes,
-                     write_errno)
+                     read_bytes, sbxfs_binary, sh, started, stopped_cleanly, uniq, wait_until,
+                     write_bytes, write_errno)
 
 WAIT_MS = 4000
 ECHOES = 5
@@ -67,6 +67,15 @@ def assert_still_fast(base, under, what):
           f"{max(base) * 1000:.1f}), with {statistics.median(under) * 1000:.1f} ms (max "
           f"{max(under) * 1000:.1f})")
     assert max(under) < bound, f"{what}: echo took {under} s, without it {base} s"
+
+
+def out_now(t):
+    """What out holds now (a nonblocking read: at its end, out waits for more)."""
+    fd = os.open(t / "out", os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        return os.read(fd, 1 << 20)
+    finally:
+        os.close(fd)
 
 
 def rss_kb(pid):
@@ -164,6 +173,56 @@ def test_rep_written_into_every_pty_by_a_background_process(mount):
     assert rc is not None, "the daemon still runs 10 s after SIGTERM"
     assert rc == 0, f"the daemon exited with {rc}"
     assert not is_mounted(mount.mnt)
+
+
+# --- an emulator that never returns ---------------------------------------------------------------
+
+STUCK_S = 10  # TERMEMU_STUCK_MS
+
+
+def hang_shim():
+    """The LD_PRELOAD shim built with the daemon (tests/shim/vterm_hang.c), or None."""
+    shim = sbxfs_binary().parent / "tests" / "libvterm_hang.so"
+    return shim if shim.exists() else None
+
+
+@pytest.mark.sbx_timeout(120)
+def test_a_stuck_emulator_is_given_up_on(monkeypatch):
+    """What the filter keeps away from libvterm cannot hang the mount anyway: with a libvterm
+    whose call never returns on a marker (an LD_PRELOAD shim), that terminal's screen freezes
+    under a notice, the others and the sessions go on, and SIGTERM unmounts."""
+    shim = hang_shim()
+    if shim is None:
+        pytest.skip("no tests/libvterm_hang.so next to the daemon under test")
+    monkeypatch.setenv("LD_PRELOAD", str(shim))
+    m = started(ConfMount(tempfile.mkdtemp(prefix="sbxfs-it-termstuck-"), "[session]\n"))
+    monkeypatch.delenv("LD_PRELOAD")
+    try:
+        neighbour = m.new_session()
+        base = echo_times(m, neighbour)
+        s = m.new_session()
+        stuck = new_term(s)
+        start(stuck, "echo before; sleep 0.5; printf '\\001SBXFS-HANG\\n'; echo after; "
+                     "sleep 1000")
+        wait_screen(stuck, "before")
+        time.sleep(1)
+        under = echo_times(m, neighbour)
+        assert_still_fast(base, under, "an emulator stuck in libvterm")
+        other = new_term(s)
+        type_keys(other, "echo other-$((6*7))\r")
+        wait_screen(other, "other-42")
+        # given up on after STUCK_S: the screen says so, out has everything
+        text = wait_screen(stuck, "emulator stopped responding", timeout=STUCK_S + 20)
+        assert "before" in text and "after" not in text
+        wait_until(lambda: b"after" in out_now(stuck), 10, "out to go on")
+        t0 = time.monotonic()
+        os.kill(m.proc.pid, signal.SIGTERM)
+        rc = m.wait_exit(10)
+        assert rc is not None, "the daemon still runs 10 s after SIGTERM"
+        print(f"SIGTERM to exit with a thread stuck in libvterm: {time.monotonic() - t0:.2f} s")
+        assert rc == 0 and not is_mounted(m.mnt)
+    finally:
+        m.discard()
 
 
 # --- caps -------------------------------------------------------------------------------------
