@@ -256,7 +256,6 @@ static void drain_master(struct term *t, bool all)
 			break;
 		}
 		n = read(t->master, buf, room < sizeof(buf) ? room : sizeof(buf));
-
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
