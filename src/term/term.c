@@ -86,8 +86,6 @@ struct termemu_limits term_limits(void)
 				       TERMEMU_STUCK_MS};
 }
 
-static void watch_master(struct term *t);
-
 static void on_emu(struct loop_fd *lf, uint32_t events, void *arg);
 
 int term_create(struct session *s, const char *name)
