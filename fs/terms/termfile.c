@@ -11,7 +11,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <regex.h>
 #include <string.h>
 #include <sys/queue.h>
 
@@ -39,9 +38,8 @@ struct termfh {
 	int werr;	/* the first failed write's -errno: the open applies nothing more */
 	uint64_t shift; /* out: how far the ring moved past this open's offsets */
 	uint64_t pos;	/* out: end of the last read, for poll */
-	regex_t rx;	/* wait: the pattern when opened for reading */
-	bool has_rx;
-	uint64_t deadline_ns; /* wait: set by the first read */
+	struct termemu_watch *watch; /* wait opened for reading: its pattern on the screen */
+	uint64_t deadline_ns;	     /* wait: set by the first read */
 };
 
 static struct fhandle_list open_files = FHANDLE_LIST_INIT(open_files);
@@ -60,12 +58,12 @@ static void fh_free(struct fhandle *h)
 {
 	struct termfh *fh = container_of(h, struct termfh, h);
 
+	if (fh->watch)
+		term_watch_close(fh->watch);
 	if (fh->t)
 		term_unref(fh->t);
 	if (fh->s)
 		session_unref(fh->s);
-	if (fh->has_rx)
-		regfree(&fh->rx);
 	free(fh->snap);
 	free(fh->wbuf);
 	free(fh);
@@ -76,17 +74,24 @@ void termfile_shutdown(void)
 	fhandle_shutdown(&open_files);
 }
 
-static char *render_size(struct term *t, size_t *len)
+static char *render_cmd(struct term *t, size_t *len, bool settled)
 {
+	(void)settled;
+	return term_cmd(t, len);
+}
+
+static char *render_size(struct term *t, size_t *len, bool settled)
+{
+	(void)settled;
 	char *text = term_size_text(t);
 
 	*len = strlen(text);
 	return text;
 }
 
-static char *render_status(struct term *t, size_t *len)
+static char *render_status(struct term *t, size_t *len, bool settled)
 {
-	char *text = term_status(t);
+	char *text = term_status(t, settled);
 
 	*len = strlen(text);
 	return text;
@@ -116,7 +121,7 @@ void termfile_stat(fuse_ino_t ino, struct session *s, struct stat *st)
 		return;
 	if (k->size) {
 		k->size(t, st);
-	} else if (k->render && (text = k->render(t, &len))) {
+	} else if (k->render && (text = k->render(t, &len, false))) {
 		st->st_size = (off_t)len;
 		free(text);
 	}
@@ -128,35 +133,12 @@ static bool writable(const struct term_kind *k)
 	return k->write || k->add;
 }
 
-/* Compiles a wait pattern (without its newline): 0 or -EINVAL. */
-static int compile_pattern(const char *text, size_t len, regex_t *rx)
-{
-	char *pattern;
-	int rc;
-
-	if (len && text[len - 1] == '\n')
-		len--;
-	if (len == 0 || memchr(text, '\0', len) || memchr(text, '\n', len))
-		return -EINVAL;
-	pattern = xstrndup(text, len);
-	rc = regcomp(rx, pattern, REG_EXTENDED | REG_NEWLINE);
-	free(pattern);
-	return rc == 0 ? 0 : -EINVAL;
-}
-
 /* wait opened for reading: the terminal's pattern of now; -EINVAL if none was written. */
 static int open_pattern(struct termfh *fh, int flags)
 {
-	char *pattern;
-	int rc;
-
 	if ((flags & O_ACCMODE) != O_RDONLY)
 		return 0;
-	pattern = term_pattern(fh->t);
-	rc = pattern ? compile_pattern(pattern, strlen(pattern), &fh->rx) : -EINVAL;
-	free(pattern);
-	fh->has_rx = rc == 0;
-	return rc;
+	return term_watch_open(fh->t, &fh->watch) < 0 ? -EINVAL : 0;
 }
 
 void termfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -184,7 +166,7 @@ void termfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	if (k->render)
-		fh->snap = k->render(fh->t, &fh->snaplen);
+		fh->snap = k->render(fh->t, &fh->snaplen, true);
 	if (k->open && k->open(fh, fi->flags) < 0) {
 		fhandle_unref(&fh->h);
 		fuse_reply_err(req, EINVAL);
@@ -241,56 +223,37 @@ static int try_out(fuse_req_t req, struct fhandle *h, size_t size, off_t off, st
 	return rc;
 }
 
-/* The first line of the screen the pattern matches, with its newline; NULL if none. */
-static char *match_line(struct termfh *fh)
-{
-	size_t len;
-	char *screen = term_screen(fh->t, &len), *line, *match = NULL;
-
-	for (line = screen; *line && !match; line = strchr(line, '\n') + 1) {
-		char *nl = strchr(line, '\n');
-
-		*nl = '\0';
-		if (regexec(&fh->rx, line, 0, NULL, 0) == 0)
-			match = xasprintf("%s\n", line);
-		*nl = '\n';
-	}
-	free(screen);
-	return match;
-}
-
 /* wait: the matching line once the screen has one; ETIMEDOUT after term_wait_ms, EOF once
- * the terminal ended without one. */
+ * the terminal ended without one. Only looks at what the matching found: this runs on the loop
+ * thread once parked. */
 static int try_wait(fuse_req_t req, struct fhandle *h, size_t size, off_t off, struct waiter *w)
 {
 	struct termfh *fh = container_of(h, struct termfh, h);
-	char *line = match_line(fh);
-	int rc;
+	char *line;
+	int rc = term_watch_poll(fh->t, fh->watch, fh->deadline_ns, &line, w);
 
-	if (line) {
-		reply_slice(req, line, strlen(line), size, off);
-		free(line);
-		return 0;
-	}
-	rc = term_screen_wait(fh->t, fh->deadline_ns, w);
 	if (rc == -EAGAIN)
 		return rc;
-	if (rc < 0)
+	if (rc == 0)
+		reply_slice(req, line, strlen(line), size, off);
+	else if (rc < 0)
 		fuse_reply_err(req, -rc);
 	else
 		fuse_reply_buf(req, NULL, 0);
+	free(line);
 	return 0;
 }
 
 /* wait: a read needs the pattern it was opened with, and its deadline starts at the first. */
 static int wait_begin(struct termfh *fh)
 {
-	if (!fh->has_rx)
+	if (!fh->watch)
 		return -EINVAL; /* opened to write the pattern */
 	pthread_mutex_lock(&fh->h.lock);
 	if (!fh->deadline_ns)
 		fh->deadline_ns = loop_now_ns() + term_wait_ms() * 1000000u;
 	pthread_mutex_unlock(&fh->h.lock);
+	term_watch_scan(fh->watch); /* here, on a FUSE thread: the screen of now */
 	return 0;
 }
 
@@ -387,16 +350,9 @@ static int apply_lines(struct termfh *fh, bool all)
 /* Each write is one pattern, checked and kept for the reads of wait that open after it. */
 static int write_pattern(fuse_req_t req, struct termfh *fh, const char *buf, size_t size, int flags)
 {
-	regex_t rx;
-	int rc = size > LINE_MAX_BYTES ? -EINVAL : compile_pattern(buf, size, &rx);
-
 	(void)req;
 	(void)flags;
-	if (rc < 0)
-		return rc;
-	regfree(&rx);
-	term_set_pattern(fh->t, buf, size && buf[size - 1] == '\n' ? size - 1 : size);
-	return 0;
+	return term_set_pattern(fh->t, buf, size);
 }
 
 /* cmd: kept whole and started at close, while the terminal has not started. */
@@ -523,7 +479,7 @@ static const struct term_kind termdir_row = {
 static const struct term_kind cmd_row = {
     .name = "cmd",
     .mode = S_IFREG | 0644,
-    .render = term_cmd,
+    .render = render_cmd,
     .add = add_cmd,
     .apply = start_cmd,
 };

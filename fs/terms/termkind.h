@@ -22,8 +22,9 @@ struct term_kind {
 	const char *name;
 	mode_t mode; /* 0: not a kind of terms/; its directories hold the regular files */
 
-	/* Its text, read whole: rendered at open, and at stat for the size (NULL: none). */
-	char *(*render)(struct term *t, size_t *len);
+	/* Its text, read whole: rendered at open (settled: once the emulator caught up, a second
+	 * at most), and at stat for the size (as it is now) (NULL: none). */
+	char *(*render)(struct term *t, size_t *len, bool settled);
 	/* The size now of a file not rendered. */
 	void (*size)(struct term *t, struct stat *st);
 	/* At open, once rendered: 0 or -errno. */

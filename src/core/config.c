@@ -83,6 +83,9 @@ void config_defaults(struct config *cfg)
 	cfg->env_max = 1ull << 20;
 	cfg->term_ring = 1ull << 20;
 	cfg->term_wait_ms = 30000;
+	cfg->terms_max = 64;
+	/* 64 terminals of 300x100; each cell costs about 100 bytes of emulator */
+	cfg->term_cells_max = 2u << 20;
 	cfg->isolate = true;
 	cfg->user = xstrdup("");
 	cfg->host_network = false;

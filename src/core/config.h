@@ -55,6 +55,8 @@ struct config {
 	uint64_t env_max;     /* bytes of a whole env, counted the same way */
 	uint64_t term_ring;   /* bytes of a terminal's output kept for replay */
 	uint64_t term_wait_ms; /* how long a read of a terminal's wait may wait for a match */
+	uint64_t terms_max;    /* terminals in the mount at once */
+	uint64_t term_cells_max; /* rows x cols of all the mount's terminals together */
 
 	/* [sandbox] */
 	bool isolate;         /* isolation = bwrap (true) or none */

@@ -36,6 +36,8 @@ const struct config_key config_keys[] = {
     {"session", "spool_max", "1G", "lots"},
     {"session", "term_ring", "64K", "0"},
     {"session", "term_wait_ms", "100", "0"},
+    {"session", "terms_max", "8", "0"},
+    {"session", "term_cells_max", "1M", "0"},
     {"sandbox", "isolation", "none", "chroot"},
     {"sandbox", "user", "nobody", NULL},
     {"sandbox", "uid_range", "100000-100999", "0-10"},

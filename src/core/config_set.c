@@ -215,6 +215,10 @@ static int set_session(struct config *cfg, const char *key, const char *value)
 		return parse_size_in(value, 1, 1ull << 30, &cfg->term_ring);
 	else if (!strcmp(key, "term_wait_ms"))
 		return parse_u64(value, 1, UINT32_MAX, &cfg->term_wait_ms);
+	else if (!strcmp(key, "terms_max"))
+		return parse_u64(value, 1, 1u << 16, &cfg->terms_max);
+	else if (!strcmp(key, "term_cells_max"))
+		return parse_size_in(value, 1, 1ull << 32, &cfg->term_cells_max);
 	else
 		return -ENOENT;
 	return 0;

@@ -1,5 +1,6 @@
 /* Terminals (see term.h): naming, starting on a pty through the launcher, the master's output
- * into the ring and the screen, queued input, kill, exit and removal. */
+ * into the ring and the emulator (read no faster than the emulator takes it in), queued input,
+ * kill, exit and removal. */
 #include "term.h"
 
 #include <errno.h>
@@ -15,8 +16,8 @@
 #include "cgroup.h"
 #include "session_child.h"
 #include "term_priv.h"
+#include "termemu.h"
 #include "termring.h"
-#include "termscreen.h"
 #include "xmalloc.h"
 
 #define TERM_ENV   "TERM=xterm-256color"
@@ -26,6 +27,13 @@
 /* Reads of the master once the program ended: what its tree left (it is killed by then, unless
  * there is no cgroup: then bounded, so a survivor cannot hold the loop). */
 #define READS_AT_EXIT 64
+/* While the master waits for the emulator: how often to look whether it is stuck. */
+#define THROTTLE_CHECK_MS 1000
+/* How long a reader of screen or status waits for the emulator to catch up. */
+#define CATCHUP_MS 1000
+#define BROKEN_NOTICE                                                                              \
+	"[sbxfs: this terminal's emulator stopped responding; the screen is frozen, out has all "  \
+	"the output]\n"
 
 static struct term *term_of(struct session_child *c)
 {
@@ -39,7 +47,7 @@ void term_unref(struct term *t)
 	if (t->master >= 0)
 		close(t->master);
 	termring_free(&t->ring);
-	termscreen_free(t->screen);
+	termemu_release(t->emu);
 	session_child_release(&t->c);
 	free(t->cmd);
 	free(t->in);
@@ -72,15 +80,26 @@ static void forget(struct session_child *c);
 
 static const struct session_child_ops term_child_ops = {SESSION_CHILD_TERM, 't', forget};
 
+struct termemu_limits term_limits(void)
+{
+	return (struct termemu_limits){session_cfg->terms_max, session_cfg->term_cells_max,
+				       TERMEMU_STUCK_MS};
+}
+
+static void on_emu(struct loop_fd *lf, uint32_t events, void *arg);
+
 int term_create(struct session *s, const char *name)
 {
+	struct termemu_limits lim = term_limits();
+	struct termemu *emu;
 	struct term *t;
 	int rc;
 
 	if (!session_id_valid(name, strlen(name)))
 		return -EINVAL;
 	core_lock();
-	if ((rc = session_child_free_name(s, SESSION_CHILD_TERM, name)) < 0) {
+	if ((rc = session_child_free_name(s, SESSION_CHILD_TERM, name)) < 0 ||
+	    (rc = termemu_new(24, 80, &lim, &emu)) < 0) {
 		core_unlock();
 		return rc;
 	}
@@ -89,10 +108,12 @@ int term_create(struct session *s, const char *name)
 	t->rows = 24;
 	t->cols = 80;
 	termring_init(&t->ring, session_cfg->term_ring);
-	t->screen = termscreen_new(t->rows, t->cols);
+	t->emu = emu;
+	t->emu_lf = loop_add_fd(termemu_fd(emu), EPOLLIN, on_emu, t);
 	t->in = xmalloc(TERM_IN_MAX);
 	waitq_init(&t->outq);
 	waitq_init(&t->inq);
+	waitq_init(&t->screenq);
 	session_child_add(&t->c, s, &term_child_ops, name);
 	core_unlock();
 	return 0;
@@ -143,7 +164,48 @@ void term_kill(struct term *t, int sig)
 static void watch_master(struct term *t)
 {
 	if (t->lf)
-		loop_mod_fd(t->lf, EPOLLIN | (t->inlen ? EPOLLOUT : 0));
+		loop_mod_fd(t->lf, (t->throttled ? 0 : EPOLLIN) | (t->inlen ? EPOLLOUT : 0));
+}
+
+static void unthrottle(struct term *t)
+{
+	t->throttled = false;
+	loop_timer_cancel(&t->throttle);
+	watch_master(t);
+}
+
+static void throttle_check(struct loop_timer *lt)
+{
+	struct term *t = container_of(lt, struct term, throttle);
+
+	/* room again, or the emulator was given up on (then it takes anything) */
+	if (termemu_room(t->emu) > 0)
+		unthrottle(t);
+	else
+		loop_timer_arm(&t->throttle, THROTTLE_CHECK_MS);
+}
+
+/* Core lock held: the emulator is a queue behind; the master is read again once it has room
+ * (its fd says so) or is given up on. */
+static void throttle(struct term *t)
+{
+	t->throttled = true;
+	watch_master(t);
+	t->throttle.fn = throttle_check;
+	loop_timer_arm(&t->throttle, THROTTLE_CHECK_MS);
+}
+
+/* Core lock held: the emulator published a snapshot, matched a watch, or has room again. */
+static void on_emu(struct loop_fd *lf, uint32_t events, void *arg)
+{
+	struct term *t = arg;
+
+	(void)lf;
+	(void)events;
+	termemu_clear_fd(t->emu);
+	waitq_wake(&t->screenq);
+	if (t->throttled && termemu_room(t->emu) > 0)
+		unthrottle(t);
 }
 
 /* Core lock held: writes what the master takes of the queue. */
@@ -176,14 +238,22 @@ static void stop_watching(struct term *t)
 	t->lf = NULL;
 }
 
-/* Core lock held: reads what the master has (READS_PER_WAKE chunks, READS_AT_EXIT with all). */
+/* Core lock held: reads what the master has (READS_PER_WAKE chunks, READS_AT_EXIT with all),
+ * no more than the emulator has room for unless all (once the program ended or closed the pty:
+ * what is left is what the pty held). */
 static void drain_master(struct term *t, bool all)
 {
 	char buf[READ_CHUNK];
 
 	for (int i = 0; t->master >= 0 && i < (all ? READS_AT_EXIT : READS_PER_WAKE); i++) {
-		ssize_t n = read(t->master, buf, sizeof(buf));
+		size_t room = all ? sizeof(buf) : termemu_room(t->emu);
+		ssize_t n;
 
+		if (room == 0) {
+			throttle(t);
+			break;
+		}
+		n = read(t->master, buf, room < sizeof(buf) ? room : sizeof(buf));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
@@ -193,7 +263,7 @@ static void drain_master(struct term *t, bool all)
 			break;
 		}
 		termring_put(&t->ring, buf, (size_t)n);
-		termscreen_feed(t->screen, buf, (size_t)n);
+		termemu_push(t->emu, buf, (size_t)n);
 		waitq_wake(&t->outq);
 	}
 }
@@ -203,8 +273,10 @@ static void on_master(struct loop_fd *lf, uint32_t events, void *arg)
 	struct term *t = arg;
 
 	(void)lf;
+	/* a hang-up is reported even while the master is not watched for input: then what is
+	 * left is read whole, or it would be reported for ever */
 	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))
-		drain_master(t, false);
+		drain_master(t, events & (EPOLLHUP | EPOLLERR));
 	if (events & EPOLLOUT)
 		term_flush_input(t);
 }
@@ -242,12 +314,13 @@ static void on_exit_term(struct proc *p, int wstatus)
 	drain_master(t, true);
 	stop_watching(t);
 	loop_timer_cancel(&t->grace);
-	loop_timer_cancel(&t->wait_timer);
+	loop_timer_cancel(&t->throttle);
 	t->state = TS_ENDED;
 	t->wstatus = wstatus;
 	t->inlen = 0;
 	waitq_wake(&t->outq);
 	waitq_wake(&t->inq);
+	waitq_wake(&t->screenq);
 	term_unref(t); /* the running program's reference */
 }
 
@@ -389,13 +462,18 @@ uint64_t term_out_end(struct term *t)
 	return end;
 }
 
-char *term_screen(struct term *t, size_t *len)
+struct termsnap *term_snapshot(struct term *t, bool settled, bool *broken)
 {
-	char *text;
+	return termemu_snapshot(t->emu, settled ? CATCHUP_MS : 0, broken);
+}
 
-	core_lock();
-	text = termscreen_text(t->screen, len);
-	core_unlock();
+char *term_screen(struct term *t, size_t *len, bool settled)
+{
+	bool broken;
+	struct termsnap *s = term_snapshot(t, settled, &broken);
+	char *text = termsnap_text(s, broken ? BROKEN_NOTICE : NULL, len);
+
+	termsnap_unref(s);
 	return text;
 }
 
@@ -413,9 +491,14 @@ static void forget(struct session_child *c)
 		/* the launcher may not have started it yet: this reaches it once it has */
 		launch_signal(&t->proc, SIGKILL, true);
 	}
+	/* nothing more of the emulator is waited for: readers of wait see the removal */
+	loop_del_fd(t->emu_lf);
+	t->emu_lf = NULL;
 	loop_timer_cancel(&t->wait_timer);
+	loop_timer_cancel(&t->throttle);
 	waitq_wake(&t->outq);
 	waitq_wake(&t->inq);
+	waitq_wake(&t->screenq);
 	term_unref(t);
 }
 

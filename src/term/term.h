@@ -18,13 +18,15 @@
 #define TERM_COLS_MAX 1000u
 
 struct term;
+struct termemu_watch;
 
 struct term_info {
 	char name[SESSION_ID_MAX + 1];
 	unsigned id;
 };
 
-/* -EINVAL for a bad name, -EEXIST, -ENOENT if the session is gone. */
+/* -EINVAL for a bad name, -EEXIST, -ENOENT if the session is gone, -ENOSPC past the mount's
+ * caps ([session] terms_max, term_cells_max). */
 int term_create(struct session *s, const char *name);
 /* Kills it with its tree and forgets it; -ENOENT. */
 int term_remove(struct session *s, const char *name);
@@ -54,10 +56,13 @@ int term_out_read(struct term *t, uint64_t *off, char *buf, size_t size, size_t 
 /* Whether a read at pos would not wait; else w (if given) is queued. */
 bool term_out_poll(struct term *t, uint64_t pos, struct waiter *w);
 uint64_t term_out_end(struct term *t);
-/* The screen as text (termscreen_text); caller frees. */
-char *term_screen(struct term *t, size_t *len);
-/* "ROWS COLS" with an optional newline: -EINVAL for anything else (nothing changes). */
+/* The screen as text (termsnap_text), with settled once the emulator caught up with the output
+ * read so far (it waits a second at most), else as last drawn; caller frees. */
+char *term_screen(struct term *t, size_t *len, bool settled);
+/* "ROWS COLS" with an optional newline, ROWS from 1 and COLS from 2 (libvterm's narrowest, see
+ * termscreen.h) to 1000: -EINVAL for anything else (nothing changes). */
 int term_size_parse(const char *text, size_t len, unsigned *rows, unsigned *cols);
+/* -ENOSPC past [session] term_cells_max (nothing changes), -ENOENT once removed. */
 int term_resize(struct term *t, unsigned rows, unsigned cols);
 char *term_size_text(struct term *t);
 /* "kill [SIGNAL]", "interrupt", "eof": -EINVAL (checked before anything applies), -ESRCH
@@ -66,15 +71,25 @@ int term_ctl(struct term *t, const char *line, size_t len);
 /* Its exit status once it ended (as for background processes), or -EAGAIN (w queued);
  * -ENOENT if it was removed without ever starting. */
 int term_wait_exit(struct term *t, int *status, struct waiter *w);
-char *term_status(struct term *t);
-/* wait: the pattern last written (a POSIX ERE, kept as text; NULL: none), and how long a read
- * of wait may take ([session] term_wait_ms). */
+/* Its cursor as term_screen's with settled. */
+char *term_status(struct term *t, bool settled);
+/* wait: the pattern last written (rx.h's syntax, kept as text; NULL: none), and how long a
+ * read of wait may take ([session] term_wait_ms). term_set_pattern: -EINVAL for a pattern rx
+ * refuses, or with a newline other than a last one (which is not part of it). */
 uint64_t term_wait_ms(void);
-void term_set_pattern(struct term *t, const char *text, size_t len);
+int term_set_pattern(struct term *t, const char *text, size_t len);
 char *term_pattern(struct term *t);
-/* For a reader of wait that found no match: -EAGAIN with w queued until the output changes or
- * deadline_ns (CLOCK_MONOTONIC) passes, -ETIMEDOUT once it passed, 0 once the terminal has
- * ended or was removed (nothing will change any more). */
-int term_screen_wait(struct term *t, uint64_t deadline_ns, struct waiter *w);
+/* A reader of wait: the pattern of now, matched against each new screen off the loop thread
+ * (-EINVAL if no pattern was written). Closed before the terminal's reference is dropped. */
+int term_watch_open(struct term *t, struct termemu_watch **w);
+void term_watch_close(struct termemu_watch *w);
+/* Matches the screen of now on the calling thread: never call it on the core loop's. */
+void term_watch_scan(struct termemu_watch *w);
+/* Cheap, for any thread: 0 and *line (caller frees) once a line matched; 1 once nothing will
+ * match (the terminal was removed, or ended and its last screen did not match); -ETIMEDOUT
+ * once deadline_ns (CLOCK_MONOTONIC) passed; else -EAGAIN, with w (if given) queued until the
+ * screen changes or the deadline. */
+int term_watch_poll(struct term *t, struct termemu_watch *tw, uint64_t deadline_ns, char **line,
+		    struct waiter *w);
 
 #endif

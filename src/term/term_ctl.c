@@ -1,5 +1,6 @@
-/* A terminal's control files in the core (see term.h): size, ctl verbs, exit, status and the
- * wait pattern with its deadline. */
+/* A terminal's control files in the core (see term.h): size, ctl verbs, exit, status, and wait:
+ * its pattern, and its readers, whose matching runs on the emulator's thread (termemu.h) or the
+ * reader's own, never on the loop thread. */
 #include "term.h"
 
 #include <errno.h>
@@ -11,8 +12,10 @@
 #include <sys/wait.h>
 
 #include "run.h"
+#include "rx.h"
 #include "signame.h"
 #include "term_priv.h"
+#include "termscreen.h"
 #include "xmalloc.h"
 
 int term_size_parse(const char *text, size_t len, unsigned *rows, unsigned *cols)
@@ -33,7 +36,7 @@ int term_size_parse(const char *text, size_t len, unsigned *rows, unsigned *cols
 		return -EINVAL;
 	p = end + 1;
 	c = strtoul(p, &end, 10);
-	if (*end || r > TERM_ROWS_MAX || c > TERM_COLS_MAX)
+	if (*end || r > TERM_ROWS_MAX || c > TERM_COLS_MAX || c < TERMSCREEN_COLS_MIN)
 		return -EINVAL;
 	*rows = (unsigned)r;
 	*cols = (unsigned)c;
@@ -43,15 +46,14 @@ int term_size_parse(const char *text, size_t len, unsigned *rows, unsigned *cols
 int term_resize(struct term *t, unsigned rows, unsigned cols)
 {
 	struct winsize ws = {.ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols};
-	int rc = 0;
+	struct termemu_limits lim = term_limits();
+	int rc;
 
 	core_lock();
-	if (t->c.removed) {
-		rc = -ENOENT;
-	} else {
+	rc = t->c.removed ? -ENOENT : termemu_resize(t->emu, rows, cols, &lim);
+	if (rc == 0) {
 		t->rows = rows;
 		t->cols = cols;
-		termscreen_resize(t->screen, rows, cols);
 		/* the kernel sends SIGWINCH to the terminal's foreground group */
 		if (t->master >= 0 && t->state != TS_ENDED)
 			ioctl(t->master, TIOCSWINSZ, &ws);
@@ -145,19 +147,22 @@ static const char *state_of(const struct term *t, int *sig)
 	return run_status_from_wait(t->wstatus) == 0 ? "completed" : "failed";
 }
 
-char *term_status(struct term *t)
+char *term_status(struct term *t, bool settled)
 {
 	char exit_text[16] = "-";
-	unsigned row, col;
+	bool broken;
+	/* before bytes_out, so that the cursor is no older than it */
+	struct termsnap *snap = term_snapshot(t, settled, &broken);
+	unsigned row = snap->cursor_row, col = snap->cursor_col;
 	const char *state;
 	char *text;
 	int sig;
 
+	termsnap_unref(snap);
 	core_lock();
 	state = state_of(t, &sig);
 	if (t->state == TS_ENDED)
 		snprintf(exit_text, sizeof(exit_text), "%d", run_status_from_wait(t->wstatus));
-	termscreen_cursor(t->screen, &row, &col);
 	text = xasprintf("name %s\nstate %s\npid %d\nrows %u\ncols %u\ncursor_row %u\n"
 			 "cursor_col %u\nbytes_out %llu\nexit %s\nsignal %d\nleftovers %d\n",
 			 t->c.name, state, t->state == TS_IDLE ? 0 : (int)t->proc.pid, t->rows,
@@ -172,12 +177,20 @@ uint64_t term_wait_ms(void)
 	return session_cfg->term_wait_ms;
 }
 
-void term_set_pattern(struct term *t, const char *text, size_t len)
+int term_set_pattern(struct term *t, const char *text, size_t len)
 {
+	struct rx *rx;
+
+	if (len && text[len - 1] == '\n')
+		len--;
+	if (len == 0 || memchr(text, '\n', len) || rx_compile(text, len, &rx) < 0)
+		return -EINVAL;
+	rx_free(rx);
 	core_lock();
 	free(t->pattern);
 	t->pattern = xstrndup(text, len);
 	core_unlock();
+	return 0;
 }
 
 char *term_pattern(struct term *t)
@@ -190,25 +203,55 @@ char *term_pattern(struct term *t)
 	return text;
 }
 
+int term_watch_open(struct term *t, struct termemu_watch **w)
+{
+	char *pattern = term_pattern(t);
+	struct rx *rx;
+	int rc = pattern ? rx_compile(pattern, strlen(pattern), &rx) : -EINVAL;
+
+	free(pattern);
+	if (rc == 0)
+		*w = termemu_watch_add(t->emu, rx);
+	return rc;
+}
+
+void term_watch_close(struct termemu_watch *w)
+{
+	termemu_watch_remove(w);
+}
+
+void term_watch_scan(struct termemu_watch *w)
+{
+	termemu_watch_scan(w);
+}
+
 static void wait_timer_fired(struct loop_timer *lt)
 {
 	struct term *t = container_of(lt, struct term, wait_timer);
 
-	waitq_wake(&t->outq); /* readers past their deadline see it; the others wait again */
+	waitq_wake(&t->screenq); /* readers past their deadline see it; the others wait again */
 }
 
-int term_screen_wait(struct term *t, uint64_t deadline_ns, struct waiter *w)
+int term_watch_poll(struct term *t, struct termemu_watch *tw, uint64_t deadline_ns, char **line,
+		    struct waiter *w)
 {
 	uint64_t now = loop_now_ns();
 	int rc = -EAGAIN;
+	bool final;
 
+	/* Under the core lock no output is read meanwhile, so final holds for all the program
+	 * wrote once it has ended; and on the loop thread this and the emulator's wake-up
+	 * (on_emu) do not interleave: a match made after this look wakes the waiter queued
+	 * below. */
 	core_lock();
-	if (!term_live(t) || t->c.removed) {
+	if ((*line = termemu_watch_result(tw, &final))) {
 		rc = 0;
+	} else if (t->c.removed || (!term_live(t) && final)) {
+		rc = 1;
 	} else if (now >= deadline_ns) {
 		rc = -ETIMEDOUT;
 	} else if (w) {
-		waitq_add(&t->outq, w);
+		waitq_add(&t->screenq, w);
 		if (!t->wait_timer.armed || t->wait_timer.deadline_ns > deadline_ns) {
 			t->wait_timer.fn = wait_timer_fired;
 			loop_timer_arm(&t->wait_timer, (deadline_ns - now + 999999) / 1000000);

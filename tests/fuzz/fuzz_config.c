@@ -82,12 +82,13 @@ static char *write_back(const struct config *c, size_t *len)
 	t = xasprintf("%s[sbxfs]\nlog_max=%llu\n[session]\nspool_max=%llu\nenv_value_max=%llu\n"
 		      "env_max=%llu\n[sandbox]\nuid_range=%u-%u\nworkspace_max=%llu\n"
 		      "memory_reserve=%llu\nsession_pids_max=%s\n[session]\nterm_ring=%llu\n"
-		      "term_wait_ms=%llu\n",
+		      "term_wait_ms=%llu\nterms_max=%llu\nterm_cells_max=%llu\n",
 		      out, (unsigned long long)c->log_max, (unsigned long long)c->spool_max,
 		      (unsigned long long)c->env_value_max, (unsigned long long)c->env_max,
 		      c->uid_first, c->uid_last, (unsigned long long)c->workspace_max,
-		      (unsigned long long)c->memory_reserve, spids, (unsigned long long)c->term_ring,
-		      (unsigned long long)c->term_wait_ms);
+		      (unsigned long long)c->memory_reserve, spids,
+		      (unsigned long long)c->term_ring, (unsigned long long)c->term_wait_ms,
+		      (unsigned long long)c->terms_max, (unsigned long long)c->term_cells_max);
 	free(out);
 	free(env);
 	free(roots);
@@ -133,7 +134,8 @@ static void check_same(const struct config *a, const struct config *b)
 	SAME(git_allow_private);
 	SAME(log_max), SAME(spool_max), SAME(env_value_max), SAME(env_max), SAME(uid_first);
 	SAME(uid_last), SAME(workspace_max), SAME(memory_reserve), SAME(session_pids_max);
-	SAME(session_pids_pct), SAME(term_ring), SAME(term_wait_ms);
+	SAME(session_pids_pct), SAME(term_ring), SAME(term_wait_ms), SAME(terms_max);
+	SAME(term_cells_max);
 	for (size_t i = 0; a->git_local_roots[i] || b->git_local_roots[i]; i++)
 		FUZZ_ASSERT(a->git_local_roots[i] && b->git_local_roots[i] &&
 			    !strcmp(a->git_local_roots[i], b->git_local_roots[i]));

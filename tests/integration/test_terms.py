@@ -464,6 +464,33 @@ def test_wait_returns_the_matching_line(sbx):
     assert read_bytes(t / "wait", timeout=5) == b"result: 42\n"
 
 
+def test_wait_sees_a_prompt_s_trailing_blank(sbx):
+    """The cursor's line is matched with its blanks up to the cursor: a prompt that ends in a
+    blank is found by a pattern that ends in one."""
+    t = new_term(sbx.new_session())
+    start(t, "python3 -q")
+    write_bytes(t / "wait", "^>>> $\n", flags=os.O_WRONLY)
+    assert read_bytes(t / "wait", timeout=25) == b">>> \n"
+    s = new_term(sbx.new_session())
+    type_keys(s, "PS1='$ '\r")
+    write_bytes(s / "wait", "\\$ $\n", flags=os.O_WRONLY)
+    assert read_bytes(s / "wait", timeout=25) == b"$ \n"
+    # the screen itself still leaves the blank out
+    assert "\n$\n" in screen(s)
+    write_bytes(t / "ctl", "eof\n", flags=os.O_WRONLY)
+    assert exit_of(t) == 0
+
+
+def test_wait_refuses_back_references(sbx):
+    t = new_term(sbx.new_session())
+    for bad in ["(a)\\1\n", "((a*)*)*\\2\\1b\n", "a" * 257 + "\n"]:
+        err = write_errno(t / "wait", bad, flags=os.O_WRONLY)
+        assert err == errno.EINVAL, f"pattern {bad!r}: {errname(err)}"
+    # what glibc took stays as it was: intervals, classes, GNU's escapes
+    for good in ["^a{2,3}[[:digit:]]\\>\n", "\\w+\\s*$\n", "(|x)\\.\n"]:
+        write_bytes(t / "wait", good, flags=os.O_WRONLY)
+
+
 def test_wait_bad_pattern_and_none(sbx):
     t = shell_term(sbx)
     err = errno_of_read(t / "wait")

@@ -42,6 +42,7 @@ static bool same_config(const struct config *a, const struct config *b)
 	       a->spool_max == b->spool_max && same_list(a->base_env, b->base_env) &&
 	       a->env_value_max == b->env_value_max && a->env_max == b->env_max &&
 	       a->term_ring == b->term_ring && a->term_wait_ms == b->term_wait_ms &&
+	       a->terms_max == b->terms_max && a->term_cells_max == b->term_cells_max &&
 	       a->isolate == b->isolate && same_str(a->user, b->user) &&
 	       a->host_network == b->host_network && a->idmap == b->idmap &&
 	       a->memory_max == b->memory_max && a->pids_max == b->pids_max &&
