@@ -44,6 +44,25 @@ def test_stdout_after_stderr_keeps_the_order(sbx):
     assert read_bytes(s / "output") == seq(1, 40000) + b"middle\n" + seq(40001, 45000)
 
 
+def test_interleaved_writes_keep_each_streams_order_and_2to1_keeps_all(sbx):
+    """1,000 echos alternating between stdout and stderr: output holds every line once, each
+    stream's lines in their order (the order across the two is what the daemon read: see
+    docs/sessions.md, output), and the same script run as `2>&1` reads back in the true order."""
+    s = sbx.new_session()
+    script = "for i in $(seq 1 500); do echo o$i; echo e$i >&2; done"
+    out, err, code = sbx.run(s, script)
+    want_out = b"".join(b"o%d\n" % i for i in range(1, 501))
+    want_err = b"".join(b"e%d\n" % i for i in range(1, 501))
+    assert (out, err, code) == (want_out, want_err, 0)
+    lines = read_bytes(s / "output").splitlines(keepends=True)
+    assert sorted(lines) == sorted(want_out.splitlines(True) + want_err.splitlines(True))
+    assert b"".join(l for l in lines if l.startswith(b"o")) == want_out
+    assert b"".join(l for l in lines if l.startswith(b"e")) == want_err
+    out, err, code = sbx.run(s, f"{{ {script}; }} 2>&1")
+    assert (err, code) == (b"", 0)
+    assert out == b"".join(b"o%d\ne%d\n" % (i, i) for i in range(1, 501))
+
+
 def test_a_reader_waiting_on_output_gets_every_byte(sbx):
     s = sbx.new_session()
     sbx.submit(s, "read -r _ < /dev/null; sleep 0.2; seq 1 100000; sleep 0.2; seq 100001 200000")
