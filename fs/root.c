@@ -28,7 +28,8 @@ static const struct root_name {
 } names[] = {
     {"README", S_IFREG, CONTROL, K_README},    {"contexts", S_IFDIR, CONTEXTS, K_ROOT},
     {"env", S_IFREG, CONTROL, K_ROOTENV},      {"limits", S_IFREG, CONTROL, K_LIMITS},
-    {"procs", S_IFDIR, CONTROL, K_ALLJOBS},    {"sessions", S_IFDIR, CONTROL, K_SESSIONS},
+    {"network", S_IFDIR, CONTROL, K_NETDIR},   {"procs", S_IFDIR, CONTROL, K_ALLJOBS},
+    {"sessions", S_IFDIR, CONTROL, K_SESSIONS},
     {"workspace", S_IFDIR, WORKSPACE, K_ROOT},
 };
 

@@ -58,6 +58,10 @@ enum ctl_kind {
 	K_TWAIT,
 	K_TSTATUS,
 	K_TTY, /* sessions/<id>/procs/<name>/tty */
+	K_NETDIR,    /* network/ at the root */
+	K_NETPOLICY, /* network/policy */
+	K_NETLOG,    /* network/log */
+	K_SNETLOG,   /* sessions/<id>/network: the session's lines of the log */
 	K_MAX
 };
 

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "log.h"
+#include "netpolicy.h"
 
 /* The kernel's limit on one execve string with its NUL (MAX_ARG_STRLEN, 32 pages of 4 KiB):
  * past it, every exec of the env fails with E2BIG. */
@@ -43,7 +44,7 @@ struct config {
 	/* [sandbox] */
 	bool isolate;         /* isolation = bwrap (true) or none */
 	char *user;           /* a named user sandboxed commands run as; "": from uid_range */
-	bool host_network;    /* network = host; else only lo */
+	enum net_mode net_mode; /* network: none, filtered (the proxy) or host */
 	bool idmap;           /* idmap = user: swap the mount owner and the sandbox user */
 	uint64_t memory_max;  /* bytes, 0 = no limit */
 	uint64_t pids_max;    /* 0 = no limit */
@@ -62,6 +63,12 @@ struct config {
 	bool ws_kernel;       /* mount = kernel: the backing directory mounted on workspace/ */
 	bool ws_symfollow;    /* host_symlinks = follow: the host's view follows symlinks */
 	uint64_t ws_max_fds;  /* descriptors the FUSE workspace may keep open; 0: half the limit */
+
+	/* [network]: the policy's rules at start (policy lines' arguments, comma-separated) */
+	char *net_allow;
+	char *net_deny;
+	bool net_allow_private; /* the proxy may connect to non-public addresses */
+	uint64_t net_conns_max; /* connections at once through a session's proxy */
 };
 
 void config_defaults(struct config *cfg);
@@ -83,6 +90,9 @@ int config_parse_size(const char *value, uint64_t *out);
 /* Sets one key as the ini file would ("section", "key", "value"). */
 int config_set(struct config *cfg, const char *section, const char *key, const char *value,
 	       char *err, size_t errlen);
+/* The policy the config starts with: "mode M", then an allow line per [network] allow entry
+ * and a deny line per deny entry; caller frees. */
+char *config_net_policy(const struct config *cfg);
 /* Each session's process limit in effect (0: none of its own). */
 uint64_t config_session_pids(const struct config *cfg);
 void config_free(struct config *cfg);

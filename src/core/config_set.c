@@ -10,6 +10,7 @@
 
 #include "config_priv.h"
 #include "envlist.h"
+#include "netpolicy.h"
 #include "xmalloc.h"
 
 static void set_str(char **dst, const char *value)
@@ -313,7 +314,7 @@ static int set_sandbox(struct config *cfg, const char *key, const char *value)
 	if (!strcmp(key, "isolation"))
 		return set_choice(value, "bwrap", "none", &cfg->isolate);
 	if (!strcmp(key, "network"))
-		return set_choice(value, "host", "none", &cfg->host_network);
+		return net_mode_parse(value, strlen(value), &cfg->net_mode);
 	if (!strcmp(key, "idmap"))
 		return set_choice(value, "user", "none", &cfg->idmap);
 	if (!strcmp(key, "user")) {
@@ -368,6 +369,41 @@ static int set_workspace(struct config *cfg, const char *key, const char *value)
 	return -ENOENT;
 }
 
+/* A list of rules' arguments, each checked as its policy line would be. */
+static int set_rules(char **dst, const char *verb, const char *value)
+{
+	char *copy = xstrdup(value), *p = copy, *item, why[128];
+	int rc = 0;
+
+	while (rc == 0 && (item = strsep(&p, ","))) {
+		char *line;
+
+		item += strspn(item, " \t");
+		if (!item[0])
+			continue;
+		line = xasprintf("%s %s", verb, item);
+		rc = netpolicy_line(line, strlen(line), NULL, why, sizeof(why));
+		free(line);
+	}
+	free(copy);
+	if (rc == 0)
+		set_str(dst, value);
+	return rc;
+}
+
+static int set_network(struct config *cfg, const char *key, const char *value)
+{
+	if (!strcmp(key, "allow"))
+		return set_rules(&cfg->net_allow, "allow", value);
+	if (!strcmp(key, "deny"))
+		return set_rules(&cfg->net_deny, "deny", value);
+	if (!strcmp(key, "allow_private"))
+		return parse_bool(value, &cfg->net_allow_private);
+	if (!strcmp(key, "connections_max"))
+		return parse_u64(value, 1, 4096, &cfg->net_conns_max);
+	return -ENOENT;
+}
+
 int config_set(struct config *cfg, const char *section, const char *key, const char *value,
 	       char *err, size_t errlen)
 {
@@ -381,6 +417,8 @@ int config_set(struct config *cfg, const char *section, const char *key, const c
 		rc = set_workspace(cfg, key, value);
 	else if (!strcmp(section, "sandbox"))
 		rc = set_sandbox(cfg, key, value);
+	else if (!strcmp(section, "network"))
+		rc = set_network(cfg, key, value);
 	else if (!strcmp(section, "env")) {
 		rc = env_name_valid(key, strlen(key)) ? 0 : -EINVAL;
 		if (rc == 0)

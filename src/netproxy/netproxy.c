@@ -31,7 +31,6 @@ struct listener {
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_mutex_t send_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct policy_ref *policy;
 static struct listener **ls;
 static size_t nls;
@@ -61,12 +60,14 @@ void policy_put(struct policy_ref *pr)
 	}
 }
 
-void proxy_report(const struct netmsg *m)
+void proxy_report(const struct netmsg *m, bool wait)
 {
-	pthread_mutex_lock(&send_lock);
-	if (netmsg_send(CTL_FD, m, -1) < 0 && errno != EPIPE)
-		log_warn("report to the daemon");
-	pthread_mutex_unlock(&send_lock);
+	/* A packet is sent whole: threads need no lock, and the accepting one never waits on
+	 * a thread blocked here. */
+	int rc = netmsg_send(CTL_FD, m, -1, wait);
+
+	if (rc < 0 && rc != -EPIPE && rc != -EAGAIN)
+		log_warnx("report to the daemon: %s", strerror(-rc));
 }
 
 uint32_t listener_id(const struct listener *l)
@@ -201,7 +202,7 @@ static void refuse(struct listener *l, int fd, unsigned max)
 	strcpy(m.u.conn.host, "-");
 	strcpy(m.u.conn.addr, "-");
 	snprintf(m.u.conn.rule, sizeof(m.u.conn.rule), "connection limit %u", max);
-	proxy_report(&m);
+	proxy_report(&m, false); /* the accepting thread never waits for the daemon */
 }
 
 static void accept_on(struct listener *l)

@@ -22,8 +22,8 @@ struct listener;
 /* The policy in force, referenced. */
 struct policy_ref *policy_get(void);
 void policy_put(struct policy_ref *pr);
-/* Sends a connection's record to the daemon. */
-void proxy_report(const struct netmsg *m);
+/* Sends a connection's record to the daemon; without wait, dropped if it lags. */
+void proxy_report(const struct netmsg *m, bool wait);
 /* A connection of l ended: its count goes down. */
 void listener_done(struct listener *l);
 uint32_t listener_id(const struct listener *l);

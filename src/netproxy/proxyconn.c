@@ -348,7 +348,7 @@ static void serve_http(struct conn *c)
 			mc->up += c->len - (size_t)head;
 			relay(c);
 		}
-	} else if (write_all(c->up, r.forward, r.forward_len) == 0 &&
+	} else if ((mc->up = r.forward_len, write_all(c->up, r.forward, r.forward_len) == 0) &&
 		   write_all(c->up, c->buf + head, c->len - (size_t)head) == 0) {
 		mc->up += c->len - (size_t)head;
 		relay(c);
@@ -439,7 +439,7 @@ static void *conn_main(void *arg)
 			set_rule(c, "%s", "no request");
 	}
 	c->m.u.conn.ms = (uint32_t)ms_since(&c->t0);
-	proxy_report(&c->m);
+	proxy_report(&c->m, true);
 	if (c->up >= 0)
 		close(c->up);
 	close(c->fd);

@@ -6,7 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-int netmsg_send(int sock, const struct netmsg *m, int fd)
+int netmsg_send(int sock, const struct netmsg *m, int fd, bool wait)
 {
 	union {
 		char buf[CMSG_SPACE(sizeof(int))];
@@ -26,7 +26,7 @@ int netmsg_send(int sock, const struct netmsg *m, int fd)
 		c->cmsg_len = CMSG_LEN(sizeof(int));
 		memcpy(CMSG_DATA(c), &fd, sizeof(int));
 	}
-	if (sendmsg(sock, &mh, MSG_NOSIGNAL) < 0)
+	if (sendmsg(sock, &mh, MSG_NOSIGNAL | (wait ? 0 : MSG_DONTWAIT)) < 0)
 		return -errno;
 	return 0;
 }

@@ -49,8 +49,8 @@ struct netmsg {
 	} u;
 };
 
-/* Sends one message with fd attached (-1: none): 0 or -errno. */
-int netmsg_send(int sock, const struct netmsg *m, int fd);
+/* Sends one message with fd attached (-1: none), waiting for room or not: 0 or -errno. */
+int netmsg_send(int sock, const struct netmsg *m, int fd, bool wait);
 /* Receives one message and its fd (-1 if none; extra fds are closed): 1, 0 at EOF, -EAGAIN,
  * or -EBADMSG for a packet of the wrong size or type. */
 int netmsg_recv(int sock, struct netmsg *m, int *fd);

@@ -41,7 +41,7 @@ static bool same_config(const struct config *a, const struct config *b)
 	       same_list(a->base_env, b->base_env) && a->env_value_max == b->env_value_max &&
 	       a->env_max == b->env_max && a->term_ring == b->term_ring &&
 	       a->term_wait_ms == b->term_wait_ms && a->isolate == b->isolate &&
-	       same_str(a->user, b->user) && a->host_network == b->host_network &&
+	       same_str(a->user, b->user) && a->net_mode == b->net_mode &&
 	       a->idmap == b->idmap && a->memory_max == b->memory_max &&
 	       a->pids_max == b->pids_max && a->cpu_max == b->cpu_max &&
 	       a->tmp_size == b->tmp_size && a->shm_size == b->shm_size &&
@@ -51,7 +51,9 @@ static bool same_config(const struct config *a, const struct config *b)
 	       a->session_pids_pct == b->session_pids_pct && a->ws_cache == b->ws_cache &&
 	       a->ws_timeout == b->ws_timeout && a->ws_passthrough == b->ws_passthrough &&
 	       a->ws_kernel == b->ws_kernel && a->ws_symfollow == b->ws_symfollow &&
-	       a->ws_max_fds == b->ws_max_fds;
+	       a->ws_max_fds == b->ws_max_fds && same_str(a->net_allow, b->net_allow) &&
+	       same_str(a->net_deny, b->net_deny) && a->net_allow_private == b->net_allow_private &&
+	       a->net_conns_max == b->net_conns_max;
 }
 
 static char *ini_path(const char *section, const char *key, const char *value)
@@ -209,7 +211,7 @@ static void test_mountopts(void)
 	CHECK(mo.n_settings == 2);
 	config_defaults(&cfg);
 	CHECK(mountopts_apply(&mo, &cfg, err, sizeof(err)) == 0);
-	CHECK(cfg.host_network && cfg.memory_max == 2ull << 30);
+	CHECK(cfg.net_mode == NET_HOST && cfg.memory_max == 2ull << 30);
 	config_free(&cfg);
 	CHECK(mountopts_add(&mo, "ro", err, sizeof(err)) == -EINVAL);
 	CHECK(strstr(err, "ro") != NULL);
