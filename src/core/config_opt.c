@@ -54,7 +54,7 @@ const struct config_key config_keys[] = {
     {"workspace", "passthrough", "no", "maybe"},
     {"workspace", "max_fds", "100", "x"},
     {"network", "allow", "registry.example private, *.example.org:8080", "*.*"},
-    {"network", "deny", "ads.example.org:*", "deny"},
+    {"network", "deny", "ads.example.org:*", "ads.example.org private"},
     {"network", "allow_private", "yes", "maybe"},
     {"network", "connections_max", "16", "0"},
     {NULL, NULL, NULL, NULL},
