@@ -106,7 +106,7 @@ static bool header_is(const char *line, size_t nlen, const char *name)
 }
 
 /* The headers after the request line: Host checked against the URL, the rest copied but for
- * the hop-by-hop and Proxy- ones. */
+ * the hop-by-hop ones (Connection, Keep-Alive) and those meant for a proxy (Proxy-*). */
 static int copy_headers(const char *p, const char *end, struct http_req *r, struct out *o)
 {
 	bool seen_host = false;
@@ -145,8 +145,7 @@ static int copy_headers(const char *p, const char *end, struct http_req *r, stru
 			    strcmp(host, r->host) || port != r->port)
 				return -EPERM;
 		} else if (!header_is(p, nlen, "connection") && !header_is(p, nlen, "keep-alive") &&
-			   !header_is(p, nlen, "proxy-connection") &&
-			   !header_is(p, nlen, "proxy-authorization")) {
+			   (nlen < 6 || strncasecmp(p, "proxy-", 6))) {
 			put(o, p, len);
 			put(o, "\r\n", 2);
 		}
