@@ -60,7 +60,7 @@ bool netpolicy_host_ok(char *host)
 		return v6_canonical(host);
 	if (host[len - 1] == '.')
 		host[--len] = '\0';
-	if (len == 0 || host[0] == '.' || strstr(host, ".."))
+	if (len == 0 || host[0] == '.' || host[len - 1] == '.' || strstr(host, ".."))
 		return false;
 	for (size_t i = 0; i < len; i++)
 		if (!name_char(host[i]))

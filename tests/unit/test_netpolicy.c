@@ -56,6 +56,7 @@ static void test_lines(void)
 	CHECK(!ok("allow a.example:-1") && !ok("allow a.example:8x") && !ok("allow a.example:123456"));
 	CHECK(!ok("allow *.*.example") && !ok("allow a*.example") && !ok("allow *.") && !ok("allow **"));
 	CHECK(!ok("allow a..example") && !ok("allow .example") && !ok("allow a b"));
+	CHECK(!ok("allow a.example..") && ok("allow a.example."));
 	CHECK(!ok("deny a.example private") && !ok("allow a.example private extra"));
 	CHECK(!ok("allow a.exa$mple") && !ok("allow a/b") && !ok("allow [::1") && !ok("allow [zz::1]"));
 	CHECK(!ok("allow *.[::1]") && !ok("allow [::1]x"));
