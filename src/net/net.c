@@ -28,8 +28,8 @@
 /* Records read per wakeup of the loop: a burst of connections cannot hold it. */
 #define RECORDS_PER_WAKE 64
 #define CONNECT_TIMEOUT_MS 10000
-/* The proxy's descriptors: two per connection, and its limit of connections. */
-#define PROXY_FDS 16384
+/* The proxy's descriptors: six per connection (sockets, pipes), 4096 connections. */
+#define PROXY_FDS 32768
 
 static const struct config *cfg;
 static char *proxy_bin;

@@ -240,7 +240,8 @@ int main(void)
 	policy = xcalloc(1, sizeof(*policy));
 	policy->refs = 1;
 	policy->set.conns_max = 1;
-	if (proxy_confine(CONNS_ALL_MAX * 2 + 64) < 0)
+	/* Two sockets and two pipes a connection. */
+	if (proxy_confine(CONNS_ALL_MAX * 6 + 64) < 0)
 		fatal("confining the proxy");
 	for (;;) {
 		size_t n;
