@@ -24,7 +24,7 @@ struct net_client {
  * nothing will ever be logged, and reads at the log's end give EOF. */
 bool net_proxy_running(void);
 
-/* netlog.c, core lock held */
+/* netlog.c, core lock held (but netlog_client_free: c's last user is gone, no waiter left) */
 void netlog_init(void);
 void netlog_shutdown(void);
 void netlog_client_init(struct net_client *c);

@@ -39,7 +39,6 @@ void netlog_client_init(struct net_client *c)
 
 void netlog_client_free(struct net_client *c)
 {
-	waitq_wake(&c->logq);
 	termring_free(&c->log);
 }
 
