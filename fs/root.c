@@ -26,11 +26,10 @@ static const struct root_name {
 	enum part part;
 	enum ctl_kind kind; /* the control tree's names: the file's kind */
 } names[] = {
-    {"README", S_IFREG, CONTROL, K_README},    {"contexts", S_IFDIR, CONTEXTS, K_ROOT},
-    {"env", S_IFREG, CONTROL, K_ROOTENV},      {"limits", S_IFREG, CONTROL, K_LIMITS},
-    {"network", S_IFDIR, CONTROL, K_NETDIR},   {"procs", S_IFDIR, CONTROL, K_ALLJOBS},
-    {"sessions", S_IFDIR, CONTROL, K_SESSIONS},
-    {"workspace", S_IFDIR, WORKSPACE, K_ROOT},
+    {"README", S_IFREG, CONTROL, K_README},	{"contexts", S_IFDIR, CONTEXTS, K_ROOT},
+    {"env", S_IFREG, CONTROL, K_ROOTENV},	{"limits", S_IFREG, CONTROL, K_LIMITS},
+    {"network", S_IFDIR, CONTROL, K_NETDIR},	{"procs", S_IFDIR, CONTROL, K_ALLJOBS},
+    {"sessions", S_IFDIR, CONTROL, K_SESSIONS}, {"workspace", S_IFDIR, WORKSPACE, K_ROOT},
 };
 
 #define NNAMES (sizeof(names) / sizeof(names[0]))

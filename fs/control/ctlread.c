@@ -163,6 +163,5 @@ void ctl_poll(fuse_req_t req, struct fuse_file_info *fi, struct fuse_pollhandle 
 
 	if (fh->writable)
 		revents |= POLLOUT | POLLWRNORM;
-	fhandle_poll(req, &fh->h, ph, revents,
-		     fh->run || !(k->flags & KF_RUN) ? k->poll : NULL);
+	fhandle_poll(req, &fh->h, ph, revents, fh->run || !(k->flags & KF_RUN) ? k->poll : NULL);
 }

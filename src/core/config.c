@@ -240,7 +240,8 @@ int config_check(const struct config *cfg, char *err, size_t errlen)
 	if (check_base_env(cfg, err, errlen) < 0)
 		return -EINVAL;
 	if (cfg->net_mode == NET_FILTERED && !cfg->isolate) {
-		snprintf(err, errlen, "[sandbox] network = filtered needs isolation = bwrap: without "
+		snprintf(err, errlen,
+			 "[sandbox] network = filtered needs isolation = bwrap: without "
 			 "it, commands have the host's network");
 		return -EINVAL;
 	}

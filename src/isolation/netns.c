@@ -85,7 +85,8 @@ int netns_fd(void)
 
 static int listen_in(struct job *j)
 {
-	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(j->port),
+	struct sockaddr_in sin = {.sin_family = AF_INET,
+				  .sin_port = htons(j->port),
 				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	socklen_t len = sizeof(sin);
 	int fd, one = 1;

@@ -26,7 +26,7 @@
 #include "xmalloc.h"
 
 /* Records read per wakeup of the loop: a burst of connections cannot hold it. */
-#define RECORDS_PER_WAKE 64
+#define RECORDS_PER_WAKE   64
 #define CONNECT_TIMEOUT_MS 10000
 /* The proxy's descriptors: six per connection (sockets, pipes), 4096 connections. */
 #define PROXY_FDS 32768
@@ -35,7 +35,7 @@ static const struct config *cfg;
 static char *proxy_bin;
 static enum net_mode mode;
 static struct netpolicy policy; /* rules in force; its mode is `mode` */
-static bool running;            /* a proxy is wanted (none or filtered, with a namespace) */
+static bool running;		/* a proxy is wanted (none or filtered, with a namespace) */
 static pid_t proxy_pid;
 static int ctl = -1;
 static struct loop_fd *ctl_watch;
@@ -99,8 +99,8 @@ static struct net_client *client_by_id(uint32_t id)
 	struct net_client *c;
 
 	LIST_FOREACH(c, &clients, link)
-		if (c->id == id)
-			return c;
+	if (c->id == id)
+		return c;
 	return NULL;
 }
 
@@ -172,14 +172,15 @@ static int start_proxy(void)
 	ctl = sv[0];
 	/* A burst of records waits in the socket, not in the proxy's threads. */
 	setsockopt(ctl, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big));
-	setsockopt(ctl, SOL_SOCKET, SO_SNDTIMEO, &(struct timeval){.tv_sec = 2}, sizeof(struct timeval));
+	setsockopt(ctl, SOL_SOCKET, SO_SNDTIMEO, &(struct timeval){.tv_sec = 2},
+		   sizeof(struct timeval));
 	proxy_pid = pid;
 	backoff_started(&backoff, loop_now_ns());
 	launch_watch_child(pid, on_proxy_exit, NULL);
 	ctl_watch = loop_add_fd(ctl, EPOLLIN, on_records, NULL);
 	send_policy();
 	LIST_FOREACH(c, &clients, link)
-		send_listener(c);
+	send_listener(c);
 	backoff_up(&backoff);
 	return 0;
 }
@@ -213,7 +214,8 @@ static void on_proxy_exit(void *arg, int status)
 	delay = backoff_died(&backoff, loop_now_ns(), &streak);
 	if (streak)
 		log_warnx("sbxfs-netproxy ended (%s %d): restarting it; connections under way "
-			  "were cut", WIFSIGNALED(status) ? "signal" : "status",
+			  "were cut",
+			  WIFSIGNALED(status) ? "signal" : "status",
 			  WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
 	loop_timer_arm(&restart_timer, delay);
 }
@@ -239,7 +241,8 @@ int net_init(const struct config *c, const char *bin, char *err, size_t errlen)
 	if (netns_fd() < 0) {
 		if (mode == NET_NONE)
 			return 0; /* bwrap's own namespace, as without a proxy */
-		snprintf(err, errlen, "network = filtered needs the daemon to run as root: it makes "
+		snprintf(err, errlen,
+			 "network = filtered needs the daemon to run as root: it makes "
 			 "the sandbox's network namespace and the proxy's listeners in it");
 		return -EPERM;
 	}
@@ -306,9 +309,10 @@ struct net_client *net_client_open(const char *label)
 
 void net_client_env(const struct net_client *c, struct envlist *env)
 {
-	static const char *const http[] = {"HTTP_PROXY", "http_proxy", "HTTPS_PROXY",
-					   "https_proxy", "npm_config_proxy",
-					   "npm_config_https_proxy", "PIP_PROXY"};
+	static const char *const http[] = {"HTTP_PROXY",       "http_proxy",
+					   "HTTPS_PROXY",      "https_proxy",
+					   "npm_config_proxy", "npm_config_https_proxy",
+					   "PIP_PROXY"};
 	static const char *const socks[] = {"ALL_PROXY", "all_proxy"};
 	static const char *const none[] = {"NO_PROXY", "no_proxy"};
 	char url[64];

@@ -13,7 +13,7 @@
 #include "loop.h"
 #include "net_priv.h"
 
-#define NETLOG_ALL (1u << 20)
+#define NETLOG_ALL    (1u << 20)
 #define NETLOG_CLIENT (256u << 10)
 
 static struct termring all;
@@ -80,8 +80,9 @@ void netlog_record(struct net_client *c, const struct netmsg_conn *m)
 	start_time(m->ms, when, sizeof(when));
 	n = snprintf(line, sizeof(line),
 		     "%s %s - %s %s%s%s:%u %s %s %" PRIu64 " %" PRIu64 " %" PRIu32 " %s\n", when,
-		     c ? c->label : "-", proto_name(m->proto), v6 ? "[" : "", m->host, v6 ? "]" : "",
-		     m->port, m->addr, verdict_name(m->verdict), m->up, m->down, m->ms, m->rule);
+		     c ? c->label : "-", proto_name(m->proto), v6 ? "[" : "", m->host,
+		     v6 ? "]" : "", m->port, m->addr, verdict_name(m->verdict), m->up, m->down,
+		     m->ms, m->rule);
 	if (n < 0)
 		return;
 	if ((size_t)n >= sizeof(line)) {

@@ -45,7 +45,8 @@ static uint64_t ms_since(const struct timespec *t0)
 	struct timespec t;
 
 	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)(t.tv_sec - t0->tv_sec) * 1000 + (uint64_t)(t.tv_nsec - t0->tv_nsec) / 1000000;
+	return (uint64_t)(t.tv_sec - t0->tv_sec) * 1000 +
+	       (uint64_t)(t.tv_nsec - t0->tv_nsec) / 1000000;
 }
 
 static int write_all(int fd, const void *buf, size_t len)
@@ -184,8 +185,8 @@ static int dial(struct conn *c, const struct policy_ref *pr, bool priv)
 			rc = -errno;
 			continue;
 		}
-		rc = connect_timed(fd, ai->ai_addr, ai->ai_addrlen,
-				   (int)pr->set.connect_timeout_ms);
+		rc =
+		    connect_timed(fd, ai->ai_addr, ai->ai_addrlen, (int)pr->set.connect_timeout_ms);
 		if (rc == 0) {
 			c->up = fd;
 			freeaddrinfo(res);
@@ -196,7 +197,8 @@ static int dial(struct conn *c, const struct policy_ref *pr, bool priv)
 	freeaddrinfo(res);
 	if (refused[0] && !mc->addr[0]) {
 		snprintf(mc->rule, sizeof(mc->rule),
-			 "address %s is not public (allow HOST private, or allow_private)", refused);
+			 "address %s is not public (allow HOST private, or allow_private)",
+			 refused);
 		mc->verdict = NETV_DENY;
 		return -EACCES;
 	}
@@ -239,7 +241,8 @@ static void relay(struct conn *c)
 		}
 		if (!p[0].events && !p[1].events)
 			break;
-		/* A side with nothing to wait for is left out: its hangup would wake poll at once. */
+		/* A side with nothing to wait for is left out: its hangup would wake poll at once.
+		 */
 		for (int d = 0; d < 2; d++)
 			if (!p[d].events)
 				p[d].fd = -1;
@@ -249,7 +252,8 @@ static void relay(struct conn *c)
 			break;
 		}
 		for (int d = 0; d < 2; d++) {
-			if ((p[d].revents & (POLLIN | POLLHUP | POLLERR)) && (p[d].events & POLLIN)) {
+			if ((p[d].revents & (POLLIN | POLLHUP | POLLERR)) &&
+			    (p[d].events & POLLIN)) {
 				ssize_t n = splice(fds[d], NULL, pipes[d][1], NULL, PIPE_BYTES,
 						   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 
@@ -332,19 +336,21 @@ static void serve_http(struct conn *c)
 			return;
 	if (head < 0) {
 		set_rule(c, "%s", "request head too long");
-		http_reply(c, "431 Request Header Fields Too Large", "sbxfs proxy: head too long\n");
+		http_reply(c, "431 Request Header Fields Too Large",
+			   "sbxfs proxy: head too long\n");
 		return;
 	}
 	rc = http_parse(c->buf, (size_t)head, &r);
 	if (rc < 0) {
-		set_rule(c, "%s", rc == -EPERM ? "Host header disagrees with the URL"
-				  : rc == -EPROTONOSUPPORT ? "not an http:// URL or CONNECT"
-							   : "malformed request");
+		set_rule(c, "%s",
+			 rc == -EPERM		  ? "Host header disagrees with the URL"
+			 : rc == -EPROTONOSUPPORT ? "not an http:// URL or CONNECT"
+						  : "malformed request");
 		http_reply(c, "400 Bad Request",
 			   rc == -EPROTONOSUPPORT
-				   ? "sbxfs proxy: plain requests take http:// URLs; https goes "
-				     "through CONNECT\n"
-				   : "sbxfs proxy: malformed request\n");
+			       ? "sbxfs proxy: plain requests take http:// URLs; https goes "
+				 "through CONNECT\n"
+			       : "sbxfs proxy: malformed request\n");
 		return;
 	}
 	snprintf(mc->host, sizeof(mc->host), "%s", r.host);
@@ -405,8 +411,9 @@ static void serve_socks(struct conn *c)
 		if (more(c) <= 0)
 			return;
 	if (req < 0) {
-		set_rule(c, "%s", req == -7 ? "SOCKS command other than CONNECT"
-						: "malformed SOCKS request");
+		set_rule(c, "%s",
+			 req == -7 ? "SOCKS command other than CONNECT"
+				   : "malformed SOCKS request");
 		socks_reply(c, (uint8_t)-req);
 		return;
 	}
@@ -418,10 +425,10 @@ static void serve_socks(struct conn *c)
 		if (mc->verdict == NETV_ALLOW)
 			mc->verdict = NETV_FAIL;
 		/* 2: not allowed by the ruleset; 4: host unreachable; 5: refused; 6: TTL expired */
-		socks_reply(c, mc->verdict == NETV_DENY	  ? 2
-			       : rc == -ECONNREFUSED ? 5
-			       : rc == -ETIMEDOUT    ? 6
-						     : 4);
+		socks_reply(c, mc->verdict == NETV_DENY ? 2
+			       : rc == -ECONNREFUSED	? 5
+			       : rc == -ETIMEDOUT	? 6
+							: 4);
 		return;
 	}
 	socks_reply(c, 0);

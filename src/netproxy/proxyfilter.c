@@ -17,19 +17,90 @@
 #include "proxy_priv.h"
 
 static const char *const refused[] = {
-    "execve", "execveat", "fork", "vfork", "ptrace", "process_vm_readv", "process_vm_writev",
-    "pidfd_getfd", "mount", "umount2", "pivot_root", "chroot", "unshare", "setns",
-    "fsopen", "fsmount", "fsconfig", "fspick", "move_mount", "open_tree", "mount_setattr",
-    "bpf", "perf_event_open", "keyctl", "add_key", "request_key", "userfaultfd",
-    "io_uring_setup", "io_uring_enter", "io_uring_register", "kexec_load", "kexec_file_load",
-    "init_module", "finit_module", "delete_module", "open_by_handle_at", "name_to_handle_at",
-    "chmod", "fchmod", "fchmodat", "chown", "fchown", "fchownat", "lchown", "unlink",
-    "unlinkat", "rename", "renameat", "renameat2", "mkdir", "mkdirat", "rmdir", "link",
-    "linkat", "symlink", "symlinkat", "truncate", "ftruncate", "mknod", "mknodat", "creat",
-    "setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr",
-    "acct", "swapon", "swapoff", "reboot", "settimeofday", "clock_settime", "adjtimex",
-    "setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid", "setgroups",
-    "personality", "memfd_create", "memfd_secret",
+    "execve",
+    "execveat",
+    "fork",
+    "vfork",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "pidfd_getfd",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "unshare",
+    "setns",
+    "fsopen",
+    "fsmount",
+    "fsconfig",
+    "fspick",
+    "move_mount",
+    "open_tree",
+    "mount_setattr",
+    "bpf",
+    "perf_event_open",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "userfaultfd",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "kexec_load",
+    "kexec_file_load",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "open_by_handle_at",
+    "name_to_handle_at",
+    "chmod",
+    "fchmod",
+    "fchmodat",
+    "chown",
+    "fchown",
+    "fchownat",
+    "lchown",
+    "unlink",
+    "unlinkat",
+    "rename",
+    "renameat",
+    "renameat2",
+    "mkdir",
+    "mkdirat",
+    "rmdir",
+    "link",
+    "linkat",
+    "symlink",
+    "symlinkat",
+    "truncate",
+    "ftruncate",
+    "mknod",
+    "mknodat",
+    "creat",
+    "setxattr",
+    "lsetxattr",
+    "fsetxattr",
+    "removexattr",
+    "lremovexattr",
+    "fremovexattr",
+    "acct",
+    "swapon",
+    "swapoff",
+    "reboot",
+    "settimeofday",
+    "clock_settime",
+    "adjtimex",
+    "setuid",
+    "setgid",
+    "setreuid",
+    "setregid",
+    "setresuid",
+    "setresgid",
+    "setgroups",
+    "personality",
+    "memfd_create",
+    "memfd_secret",
 };
 
 static int rule_open_readonly(scmp_filter_ctx ctx, const char *name, unsigned arg)
@@ -59,8 +130,9 @@ static int build(scmp_filter_ctx ctx)
 	}
 	/* Threads are clones with CLONE_THREAD; clone3's flags are out of a filter's sight, so
 	 * it gets ENOSYS and glibc falls back to clone. */
-	rc = rc ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
-				    SCMP_CMP(0, SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0));
+	rc = rc
+		 ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+				     SCMP_CMP(0, SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0));
 	rc = rc ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
 	rc = rc ?: rule_open_readonly(ctx, "open", 1);
 	rc = rc ?: rule_open_readonly(ctx, "openat", 2);
@@ -73,11 +145,12 @@ static int build(scmp_filter_ctx ctx)
 		for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++)
 			ok |= families[i] == fam;
 		if (!ok)
-			rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1,
-					      SCMP_CMP(0, SCMP_CMP_EQ, (scmp_datum_t)fam));
+			rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket),
+					      1, SCMP_CMP(0, SCMP_CMP_EQ, (scmp_datum_t)fam));
 	}
-	rc = rc ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1,
-				    SCMP_CMP(0, SCMP_CMP_GE, (scmp_datum_t)AF_MAX));
+	rc = rc
+		 ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1,
+				     SCMP_CMP(0, SCMP_CMP_GE, (scmp_datum_t)AF_MAX));
 	return rc;
 }
 

@@ -187,8 +187,8 @@ static int parse_plain(const char *method, size_t mlen, const char *target, size
 		snprintf(hostline, sizeof(hostline), "Host: %s%s%s\r\n", v6 ? "[" : "", r->host,
 			 v6 ? "]" : "");
 	else
-		snprintf(hostline, sizeof(hostline), "Host: %s%s%s:%u\r\n", v6 ? "[" : "",
-			 r->host, v6 ? "]" : "", r->port);
+		snprintf(hostline, sizeof(hostline), "Host: %s%s%s:%u\r\n", v6 ? "[" : "", r->host,
+			 v6 ? "]" : "", r->port);
 	put(&o, hostline, strlen(hostline));
 	if ((rc = copy_headers(rest, end, r, &o)) < 0) {
 		free(o.buf);

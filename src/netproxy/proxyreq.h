@@ -14,10 +14,10 @@
 #define HTTP_HEAD_MAX (32u << 10)
 
 struct http_req {
-	bool connect;                       /* CONNECT host:port: a tunnel */
-	char host[NETPOLICY_HOST_MAX + 1];  /* checked with netpolicy_host_ok */
+	bool connect;			   /* CONNECT host:port: a tunnel */
+	char host[NETPOLICY_HOST_MAX + 1]; /* checked with netpolicy_host_ok */
 	unsigned port;
-	char *forward;      /* a plain request: the head to send upstream (caller frees) */
+	char *forward; /* a plain request: the head to send upstream (caller frees) */
 	size_t forward_len;
 };
 

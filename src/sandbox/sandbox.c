@@ -320,7 +320,8 @@ static int prepare_isolation(char *err, size_t errlen)
 	 * makes one itself where the daemon cannot (not root). */
 	if (cfg->net_mode != NET_HOST && getuid() == 0 && (rc = netns_create()) < 0)
 		log_warnx("no network namespace of the daemon's (%s): bwrap makes the sandbox's, "
-			  "and there is no proxy", strerror(-rc));
+			  "and there is no proxy",
+			  strerror(-rc));
 	bs.keep_net = cfg->net_mode == NET_HOST || netns_fd() >= 0;
 	bs.workspace = staged_ws;
 	bs.launcher = staged_launcher;
@@ -436,9 +437,11 @@ int sandbox_start(const char *mnt, char *err, size_t errlen)
 	if (cfg->isolate) {
 		if ((rc = prepare_isolation(err, errlen)) < 0)
 			return rc;
-		ls = (struct launch_spec){.launcher = launcher, .bwrap_argv = bwrap,
+		ls = (struct launch_spec){.launcher = launcher,
+					  .bwrap_argv = bwrap,
 					  .pass_fds = {seccomp_fd, etc_fds[0], etc_fds[1]},
-					  .npass = own_uid ? 3 : 1, .id = &identity,
+					  .npass = own_uid ? 3 : 1,
+					  .id = &identity,
 					  .netns = netns_fd(),
 					  .repair = repair_workspace_root};
 	}

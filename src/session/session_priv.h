@@ -63,7 +63,7 @@ struct session {
 	struct timespec ctime;
 	struct cgroup *cg;
 	struct cgroup_mem_watch *oom_watch; /* ends the command the OOM killer hit */
-	struct net_client *net; /* its proxy listener and log; NULL: no proxy */
+	struct net_client *net;		    /* its proxy listener and log; NULL: no proxy */
 
 	struct shell *sh;
 	enum shell_state st;

@@ -38,7 +38,9 @@ int netmsg_recv(int sock, struct netmsg *m, int *fd)
 		struct cmsghdr align;
 	} u;
 	struct iovec iov = {.iov_base = m, .iov_len = sizeof(*m)};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = u.buf,
 			    .msg_controllen = sizeof(u.buf)};
 	ssize_t n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
 

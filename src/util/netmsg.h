@@ -21,8 +21,8 @@ enum netmsg_type {
 };
 
 struct netmsg_policy {
-	bool allow_private;	  /* [network] allow_private */
-	uint32_t conns_max;	  /* connections at once per listener */
+	bool allow_private; /* [network] allow_private */
+	uint32_t conns_max; /* connections at once per listener */
 	uint32_t connect_timeout_ms;
 };
 
@@ -30,13 +30,13 @@ enum netmsg_verdict { NETV_ALLOW = 1, NETV_DENY = 2, NETV_FAIL = 3 };
 
 struct netmsg_conn {
 	uint32_t listener;
-	uint8_t verdict;   /* enum netmsg_verdict: FAIL = allowed, but no connection was made */
-	uint8_t proto;     /* 'C' CONNECT, 'H' plain HTTP, 'S' SOCKS5, '-' never told */
+	uint8_t verdict; /* enum netmsg_verdict: FAIL = allowed, but no connection was made */
+	uint8_t proto;	 /* 'C' CONNECT, 'H' plain HTTP, 'S' SOCKS5, '-' never told */
 	uint16_t port;
 	uint64_t up, down; /* bytes from the client, and to it */
-	uint32_t ms;       /* from accept to close */
+	uint32_t ms;	   /* from accept to close */
 	char host[NETPOLICY_HOST_MAX + 1];
-	char addr[48];     /* the address connected to, "-" for none */
+	char addr[48];			   /* the address connected to, "-" for none */
 	char rule[NETPOLICY_LINE_MAX + 1]; /* the rule that decided, or why ("no rule") */
 };
 

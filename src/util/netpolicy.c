@@ -31,8 +31,7 @@ int net_mode_parse(const char *s, size_t len, enum net_mode *m)
 
 static bool name_char(char c)
 {
-	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
-	       c == '.';
+	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
 }
 
 /* An IPv6 literal in its one canonical text, so that rules and requests compare as text. */

@@ -22,11 +22,11 @@ enum net_mode { NET_NONE, NET_FILTERED, NET_HOST };
 #define NETRULE_PORT_ANY (-1)
 
 struct netrule {
-	char *host;   /* lower case; a wildcard's without its "*."; "" for "*" (any host) */
-	bool wild;    /* "*.DOMAIN": names below DOMAIN, not DOMAIN itself */
+	char *host; /* lower case; a wildcard's without its "*."; "" for "*" (any host) */
+	bool wild;  /* "*.DOMAIN": names below DOMAIN, not DOMAIN itself */
 	bool deny;
-	bool priv;    /* allow ... private: this rule's hosts may have non-public addresses */
-	int port;     /* 1-65535, NETRULE_PORT_WEB or NETRULE_PORT_ANY */
+	bool priv; /* allow ... private: this rule's hosts may have non-public addresses */
+	int port;  /* 1-65535, NETRULE_PORT_WEB or NETRULE_PORT_ANY */
 };
 
 struct netpolicy {

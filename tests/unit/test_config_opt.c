@@ -41,12 +41,12 @@ static bool same_config(const struct config *a, const struct config *b)
 	       same_list(a->base_env, b->base_env) && a->env_value_max == b->env_value_max &&
 	       a->env_max == b->env_max && a->term_ring == b->term_ring &&
 	       a->term_wait_ms == b->term_wait_ms && a->isolate == b->isolate &&
-	       same_str(a->user, b->user) && a->net_mode == b->net_mode &&
-	       a->idmap == b->idmap && a->memory_max == b->memory_max &&
-	       a->pids_max == b->pids_max && a->cpu_max == b->cpu_max &&
-	       a->tmp_size == b->tmp_size && a->shm_size == b->shm_size &&
-	       a->uid_first == b->uid_first && a->uid_last == b->uid_last &&
-	       a->workspace_max == b->workspace_max && a->memory_reserve == b->memory_reserve &&
+	       same_str(a->user, b->user) && a->net_mode == b->net_mode && a->idmap == b->idmap &&
+	       a->memory_max == b->memory_max && a->pids_max == b->pids_max &&
+	       a->cpu_max == b->cpu_max && a->tmp_size == b->tmp_size &&
+	       a->shm_size == b->shm_size && a->uid_first == b->uid_first &&
+	       a->uid_last == b->uid_last && a->workspace_max == b->workspace_max &&
+	       a->memory_reserve == b->memory_reserve &&
 	       a->session_pids_max == b->session_pids_max &&
 	       a->session_pids_pct == b->session_pids_pct && a->ws_cache == b->ws_cache &&
 	       a->ws_timeout == b->ws_timeout && a->ws_passthrough == b->ws_passthrough &&

@@ -48,17 +48,21 @@ static void test_lines(void)
 	CHECK(ok("") && ok("   ") && ok("# allow anything") && ok("allow a.example\r"));
 	CHECK(ok("allow a.example") && ok("allow *.example") && ok("allow *") && ok("allow *:*"));
 	CHECK(ok("allow a.example:8080") && ok("allow a.example:*") && ok("deny a.example:1"));
-	CHECK(ok("allow a.example private") && ok("allow [2001:db8::1]:443") && ok("allow 10.0.0.1"));
+	CHECK(ok("allow a.example private") && ok("allow [2001:db8::1]:443") &&
+	      ok("allow 10.0.0.1"));
 	CHECK(ok("\tallow\ta.example\t"));
 	CHECK(!ok("mode") && !ok("mode bridge") && !ok("mode none filtered"));
 	CHECK(!ok("allow") && !ok("deny") && !ok("permit a.example") && !ok("ALLOW a.example"));
 	CHECK(!ok("allow a.example:0") && !ok("allow a.example:65536") && !ok("allow a.example:"));
-	CHECK(!ok("allow a.example:-1") && !ok("allow a.example:8x") && !ok("allow a.example:123456"));
-	CHECK(!ok("allow *.*.example") && !ok("allow a*.example") && !ok("allow *.") && !ok("allow **"));
+	CHECK(!ok("allow a.example:-1") && !ok("allow a.example:8x") &&
+	      !ok("allow a.example:123456"));
+	CHECK(!ok("allow *.*.example") && !ok("allow a*.example") && !ok("allow *.") &&
+	      !ok("allow **"));
 	CHECK(!ok("allow a..example") && !ok("allow .example") && !ok("allow a b"));
 	CHECK(!ok("allow a.example..") && ok("allow a.example."));
 	CHECK(!ok("deny a.example private") && !ok("allow a.example private extra"));
-	CHECK(!ok("allow a.exa$mple") && !ok("allow a/b") && !ok("allow [::1") && !ok("allow [zz::1]"));
+	CHECK(!ok("allow a.exa$mple") && !ok("allow a/b") && !ok("allow [::1") &&
+	      !ok("allow [zz::1]"));
 	CHECK(!ok("allow *.[::1]") && !ok("allow [::1]x"));
 	CHECK(netpolicy_line("allow a\0b", 9, NULL, (char[64]){0}, 64) == -EINVAL);
 	{

@@ -61,8 +61,8 @@ static void test_plain(void)
 	CHECK(r.forward && !memcmp(r.forward, want, r.forward_len));
 	free(r.forward);
 	CHECK(parse("POST http://[2001:db8::1]:8080 HTTP/1.0\nContent-Length: 3\n\n", &r) == 0);
-	CHECK(r.port == 8080 && !strncmp(r.forward, "POST / HTTP/1.0\r\nHost: [2001:db8::1]:8080\r\n",
-					  42));
+	CHECK(r.port == 8080 &&
+	      !strncmp(r.forward, "POST / HTTP/1.0\r\nHost: [2001:db8::1]:8080\r\n", 42));
 	free(r.forward);
 	CHECK(parse("GET http://a.example?x HTTP/1.1\r\n\r\n", &r) == 0);
 	CHECK(!strncmp(r.forward, "GET /?x HTTP/1.1\r\n", 18));
@@ -90,7 +90,8 @@ static void test_socks(void)
 	unsigned port;
 	const uint8_t dom[] = {5, 1, 0, 3, 9, 'a', '.', 'e', 'x', 'a', 'm', 'p', 'l', 'e', 1, 0xbb};
 	const uint8_t v4[] = {5, 1, 0, 1, 198, 51, 100, 10, 0, 80};
-	const uint8_t v6[] = {5, 1, 0, 4, 0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1};
+	const uint8_t v6[] = {5, 1, 0, 4, 0x20, 1, 0xd, 0xb8, 0, 0, 0,
+			      0, 0, 0, 0, 0,	0, 0,	0,    1, 0, 1};
 	const uint8_t bind[] = {5, 2, 0, 1, 1, 2, 3, 4, 0, 80};
 	const uint8_t atyp[] = {5, 1, 0, 9, 1, 2, 3, 4, 0, 80};
 	const uint8_t zero_port[] = {5, 1, 0, 1, 1, 2, 3, 4, 0, 0};
