@@ -250,12 +250,18 @@ int net_init(const struct config *c, const char *bin, char *err, size_t errlen)
 		proxy_uid = pw->pw_uid;
 		proxy_gid = pw->pw_gid;
 	}
-	proxy_bin = xstrdup(bin);
-	if (access(proxy_bin, X_OK) < 0) {
+	if (access(bin, X_OK) < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "%s: %s", proxy_bin, strerror(-rc));
+		if (mode == NET_NONE) {
+			/* none works without it: only the quick refusals are lost */
+			log_warnx("%s: %s: no proxy, so tools that retry take their time to fail",
+				  bin, strerror(-rc));
+			return 0;
+		}
+		snprintf(err, errlen, "%s: %s", bin, strerror(-rc));
 		return rc;
 	}
+	proxy_bin = xstrdup(bin);
 	running = true;
 	core_lock();
 	rc = start_proxy();
