@@ -236,7 +236,9 @@ int net_init(const struct config *c, const char *bin, char *err, size_t errlen)
 	}
 	netlog_init();
 	restart_timer.fn = restart;
-	if (mode == NET_HOST || !c->isolate)
+	if (!c->isolate)
+		mode = NET_HOST; /* what commands have without bubblewrap, whatever was asked */
+	if (mode == NET_HOST)
 		return 0;
 	if (netns_fd() < 0) {
 		if (mode == NET_NONE)

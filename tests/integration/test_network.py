@@ -16,6 +16,7 @@ Documentation ranges are not public to the address policy (as for checkouts): ru
 test names carry `private`, and one test shows the same name refused without it.
 """
 
+import json
 import os
 import re
 import select
@@ -578,3 +579,22 @@ def fresh_mount_conf():
     yield make
     for m in mounts:
         m.discard()
+
+
+def test_a_context_has_its_own_listener_and_lines(fm):
+    ctx = fm.mnt / "contexts" / uniq("ctx")
+    os.mkdir(ctx)
+    try:
+        fd = os.open(ctx / "code", os.O_RDWR)
+        try:
+            os.write(fd, b"import urllib.request as u\n"
+                         b"u.urlopen('http://a.wild.test/hello').read().decode()\n")
+            n = int(os.read(fd, 32))
+        finally:
+            os.close(fd)
+        res = json.loads(read_bytes(ctx / "cells" / str(n) / "result", timeout=60))
+        assert [r.get("text") for r in res["results"]] == ["'hello a.wild.test\\n'"], res
+        line = log_line(fm, f"context:{ctx.name} - http a.wild.test:80 ")
+        assert line[6] == "allow"
+    finally:
+        os.rmdir(ctx)
