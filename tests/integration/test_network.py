@@ -18,6 +18,7 @@ test names carry `private`, and one test shows the same name refused without it.
 
 import json
 import os
+import pwd
 import re
 import select
 import shutil
@@ -598,3 +599,38 @@ def test_a_context_has_its_own_listener_and_lines(fm):
         assert line[6] == "allow"
     finally:
         os.rmdir(ctx)
+
+
+def proxy_pid(m):
+    """The pid of the daemon's sbxfs-netproxy (its child)."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        comm = stat[stat.index("(") + 1:stat.rindex(")")]
+        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        if comm == "sbxfs-netproxy" and ppid == m.proc.pid:
+            return int(entry)
+    return None
+
+
+def test_a_dead_proxy_is_restarted_with_the_policy_and_listeners(fm):
+    pid = proxy_pid(fm)
+    assert pid, "no sbxfs-netproxy child of the daemon"
+    status = Path(f"/proc/{pid}/status").read_text()
+    nobody = pwd.getpwnam("nobody").pw_uid
+    assert re.search(rf"^Uid:\s+{nobody}\s", status, re.M), "the proxy does not run as nobody"
+    assert re.search(r"^Seccomp:\s+2$", status, re.M), "the proxy has no seccomp filter"
+    os.kill(pid, 9)
+    deadline = time.monotonic() + 10
+    while proxy_pid(fm) in (None, pid):
+        assert time.monotonic() < deadline, "sbxfs-netproxy was not restarted"
+        time.sleep(0.05)
+    out, _, _ = curl(fm, fm.sessions / "default", "--retry 3 --retry-connrefused "
+                     "http://www.allowed.test/hello")
+    assert out == "hello www.allowed.test\n"
+    out, _, _ = curl(fm, fm.sessions / "default", "http://deny.wild.test/hello")
+    assert out == "sbxfs network policy: deny.wild.test:80 denied (deny deny.wild.test)\n"
