@@ -1,6 +1,6 @@
 /* sbxfs-netproxy's confinement, set before it reads anything from the sandbox: not dumpable (no
  * ptrace or /proc/PID/mem by another process of its user), no new privileges, no core files,
- * no file it could write, and a seccomp filter that refuses with EPERM what a proxy never does:
+ * and a seccomp filter that refuses with EPERM what a proxy never does:
  * running programs, making processes (threads only), writing or changing files, namespaces,
  * mounts, tracing, kernel interfaces, and sockets other than IP, Unix (the resolver's nscd) and
  * netlink (getaddrinfo asks for the host's addresses). The resolver's own reads of /etc and its
@@ -168,7 +168,9 @@ int proxy_confine(unsigned fds_max)
 		nofile.rlim_cur = nofile.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &nofile);
 	}
-	if (setrlimit(RLIMIT_CORE, &zero) < 0 || setrlimit(RLIMIT_FSIZE, &zero) < 0)
+	/* No RLIMIT_FSIZE of 0: its stderr may be the daemon's log file, and a warning would
+	 * then kill it (SIGXFSZ); the filter keeps it from opening anything for writing. */
+	if (setrlimit(RLIMIT_CORE, &zero) < 0)
 		return -errno;
 	ctx = seccomp_init(SCMP_ACT_ALLOW);
 	if (!ctx)
