@@ -312,7 +312,9 @@ bool netpolicy_decide(const struct netpolicy *p, const char *host, unsigned port
 			*rule = r;
 			return false;
 		}
-		if (!allow)
+		/* The first that matches; one with "private" over one without, so that a broad
+		 * rule written before it does not take the host's own marker away. */
+		if (!allow || (r->priv && !allow->priv))
 			allow = r;
 	}
 	*rule = allow;

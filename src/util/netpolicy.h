@@ -53,8 +53,9 @@ char *netrule_text(const struct netrule *r);
 void netpolicy_free(struct netpolicy *p);
 
 /* Whether host (a name or an address as a client gave it) may be reached on port: a matching
- * deny wins, else the first matching allow allows; *rule is the rule that decided (NULL: none
- * matched, which denies). host must have passed netpolicy_host_ok. */
+ * deny wins, else the first matching allow allows (the first with "private" if one has it);
+ * *rule is the rule that decided (NULL: none matched, which denies). host must have passed
+ * netpolicy_host_ok. */
 bool netpolicy_decide(const struct netpolicy *p, const char *host, unsigned port,
 		      const struct netrule **rule);
 /* A host a client may ask for: a DNS name (letters, digits, '-', '_', dots), an IPv4 address,

@@ -101,6 +101,14 @@ static void test_decisions(void)
 	CHECK(!strcmp(decide(&p, "any.example", 22), "allow allow any.example:*"));
 	CHECK(!strcmp(decide(&p, "2001:0db8:0::1", 443), "allow allow [2001:db8::1]"));
 	netpolicy_free(&p);
+	p = parse("allow *.example\nallow reg.example private\n");
+	CHECK(!strcmp(decide(&p, "reg.example", 443), "allow allow reg.example private"));
+	CHECK(!strcmp(decide(&p, "a.reg.example", 443), "allow allow *.example"));
+	netpolicy_free(&p);
+	p = parse("allow *\nallow reg.example private\n");
+	CHECK(!strcmp(decide(&p, "reg.example", 443), "allow allow reg.example private"));
+	CHECK(!strcmp(decide(&p, "other.example", 443), "allow allow *"));
+	netpolicy_free(&p);
 	p = parse("allow *\ndeny *.internal:*\n");
 	CHECK(!p.has_mode && p.mode == NET_NONE);
 	CHECK(!strcmp(decide(&p, "anything.example", 80), "allow allow *"));
