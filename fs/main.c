@@ -43,7 +43,7 @@ static void usage(FILE *out)
 	fprintf(
 	    out,
 	    "usage: sbxfs [-f] [-d] [-c CONFIG] [--workspace DIR] [--state-dir DIR]\n"
-	    "             [--isolation bwrap|none] [--network host|none]\n"
+	    "             [--isolation bwrap|none] [--network none|filtered|host]\n"
 	    "             [-o OPT[=VALUE],...] [SOURCE] MOUNTPOINT\n"
 	    "       sbxfs -u MOUNTPOINT\n"
 	    "       sbxfs attach MOUNTPOINT/sessions/ID/terms/NAME\n"
@@ -61,7 +61,8 @@ static void usage(FILE *out)
 	    "                    unprivileged user, with seccomp, no network, cgroup limits;\n"
 	    "                    none: they run as the daemon's user, unconfined, seeing the\n"
 	    "                    whole host (only cgroup limits and kills still apply)\n"
-	    "  --network MODE    host: commands reach the network; none (default): only lo\n"
+	    "  --network MODE    none (default): no way out; filtered: through the proxy, per\n"
+	    "                    network/policy; host: the host's network\n"
 	    "  -o OPTS           comma-separated: any config key as KEY=VALUE (or\n"
 	    "                    SECTION.KEY=VALUE, env.NAME=VALUE), e.g. network=host,\n"
 	    "                    memory_max=2G; config=PATH (as -c); syslog (log there);\n"

@@ -30,7 +30,8 @@ static const struct root_name {
 } names[] = {
     {"README", S_IFREG, CONTROL, K_README},	{"contexts", S_IFDIR, CONTEXTS, K_ROOT},
     {"env", S_IFREG, CONTROL, K_ROOTENV},	{"limits", S_IFREG, CONTROL, K_LIMITS},
-    {"ports", S_IFDIR, PORTS, K_XPORTS},	{"procs", S_IFDIR, CONTROL, K_ALLJOBS},
+    {"network", S_IFDIR, CONTROL, K_NETDIR},	{"ports", S_IFDIR, PORTS, K_XPORTS},
+    {"procs", S_IFDIR, CONTROL, K_ALLJOBS},
     {"sessions", S_IFDIR, CONTROL, K_SESSIONS}, {"workspace", S_IFDIR, WORKSPACE, K_ROOT},
 };
 

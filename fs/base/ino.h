@@ -20,8 +20,8 @@ enum ctl_kind {
 	K_LIMITS,
 	K_SESSIONS,
 	K_CLONE,
-	K_SDIR,   /* sessions/<id>/ */
-	K_RUNS,   /* sessions/<id>/runs/ */
+	K_SDIR,	  /* sessions/<id>/ */
+	K_RUNS,	  /* sessions/<id>/runs/ */
 	K_RUNDIR, /* sessions/<id>/runs/<n>/ */
 	K_CMD,
 	K_STDOUT,
@@ -33,16 +33,16 @@ enum ctl_kind {
 	K_TIMEOUT,
 	K_CTL,
 	K_STDIN,
-	K_JOBS,    /* sessions/<id>/procs/ */
-	K_JOBDIR,  /* sessions/<id>/procs/<name>/ */
+	K_JOBS,	  /* sessions/<id>/procs/ */
+	K_JOBDIR, /* sessions/<id>/procs/<name>/ */
 	K_SIGNAL,
 	K_PORTS,
 	K_READY,
 	K_ALLJOBS, /* procs/ at the root */
 	K_JOBLINK, /* procs/<session>.<name> */
 	K_CHECKOUT,
-	K_RESULT, /* a run's result as one JSON object */
-	K_OUTPUT, /* stdout and stderr interleaved */
+	K_RESULT,     /* a run's result as one JSON object */
+	K_OUTPUT,     /* stdout and stderr interleaved */
 	K_JOBSCTL,    /* sessions/<id>/procs/ctl */
 	K_ALLJOBSCTL, /* procs/ctl at the root */
 	K_ROOTENV,    /* env at the root */
@@ -66,6 +66,10 @@ enum ctl_kind {
 	K_XPORT,
 	K_XNAME,
 	K_XSTATUS,
+	K_NETDIR,    /* network/ at the root */
+	K_NETPOLICY, /* network/policy */
+	K_NETLOG,    /* network/log */
+	K_SNETLOG,   /* sessions/<id>/network: the session's lines of the log */
 	K_MAX
 };
 

@@ -36,6 +36,7 @@ struct ctlfh {
 	int werr;              /* the first failed write's -errno: nothing of the open applies */
 	bool wdone;            /* cwd: its one path was sent */
 	off_t pos;             /* end of the last read, for poll */
+	uint64_t shift;	       /* a log: how far the ring moved past this open's offsets */
 	bool handle;           /* cmd or checkout opened read-write: a read answers the run number */
 	char answer[16];       /* handle: "N\n" of the last submit, read once whatever the offset */
 	size_t anslen, ansoff; /* anslen 0: nothing submitted through the handle since its last write */

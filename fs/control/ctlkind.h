@@ -17,7 +17,7 @@ struct ctlfh;
 struct session;
 
 /* where and holds: a session's directory, a run's, a background process's. */
-enum { IN_SESSION = 1, IN_RUN = 2, IN_JOB = 4 };
+enum { IN_SESSION = 1, IN_RUN = 2, IN_JOB = 4, IN_NET = 8 };
 
 enum {
 	KF_ROOT = 1 << 0,	/* no session behind it: the root's files, clone, procs/ctl */
@@ -146,6 +146,14 @@ int ctl_apply_rootenv(struct ctlfh *fh, const char *text, size_t len, unsigned *
 int ctl_apply_timeout(struct ctlfh *fh, const char *text, size_t len, unsigned *n);
 int ctl_apply_checkout(struct ctlfh *fh, const char *text, size_t len, unsigned *n);
 void ctl_flush_cwd(fuse_req_t req, struct ctlfh *fh);
+
+/* ctlnet.c: network/ and a session's network */
+char *ctl_render_netpolicy(struct ctlfh *fh, size_t *len);
+int ctl_write_netpolicy(fuse_req_t req, struct ctlfh *fh, const char *buf, size_t size);
+int ctl_apply_netpolicy(struct ctlfh *fh, const char *text, size_t len, unsigned *n);
+void ctl_size_netlog(struct ctlfh *fh, struct stat *st);
+int ctl_read_netlog(fuse_req_t req, struct fhandle *h, size_t size, off_t off, struct waiter *w);
+bool ctl_poll_netlog(struct fhandle *h, struct waiter *w);
 
 /* readme.c */
 extern const char readme_text[];

@@ -320,19 +320,85 @@ static const struct kind_info tty_row = {
     .write = ctl_write_tty,
 };
 
+/* network/ at the root: the policy in force, and the connection log. */
+
+static const struct kind_info netdir_row = {
+    .name = "network",
+    .mode = DIR_MODE,
+    .flags = KF_ROOT | KF_FIXED_ATTR,
+    .holds = IN_NET,
+    .parent = K_ROOT,
+};
+
+static const struct kind_info netpolicy_row = {
+    .name = "policy",
+    .mode = S_IFREG | 0644,
+    .where = IN_NET,
+    .flags = KF_ROOT,
+    .render = ctl_render_netpolicy,
+    .write = ctl_write_netpolicy,
+    .apply = ctl_apply_netpolicy,
+};
+
+static const struct kind_info netlog_row = {
+    .name = "log",
+    .mode = S_IFREG | 0444,
+    .where = IN_NET,
+    .flags = KF_ROOT,
+    .size = ctl_size_netlog,
+    .read = ctl_read_netlog,
+    .poll = ctl_poll_netlog,
+};
+
+/* the session's own lines of network/log */
+static const struct kind_info snetlog_row = {
+    .name = "network",
+    .mode = S_IFREG | 0444,
+    .where = IN_SESSION,
+    .size = ctl_size_netlog,
+    .read = ctl_read_netlog,
+    .poll = ctl_poll_netlog,
+};
+
 /* Indexed by kind; a directory lists its files in the order of enum ctl_kind (ino.h). */
 static const struct kind_info *const kinds[K_MAX] = {
-    [K_ROOT] = &root_row,	  [K_README] = &readme_row,	[K_LIMITS] = &limits_row,
-    [K_SESSIONS] = &sessions_row, [K_CLONE] = &clone_row,	[K_SDIR] = &sdir_row,
-    [K_RUNS] = &runs_row,	  [K_RUNDIR] = &rundir_row,	[K_CMD] = &cmd_row,
-    [K_STDOUT] = &stdout_row,	  [K_STDERR] = &stderr_row,	[K_EXIT] = &exit_row,
-    [K_STATUS] = &status_row,	  [K_ENV] = &env_row,		[K_CWD] = &cwd_row,
-    [K_TIMEOUT] = &timeout_row,	  [K_CTL] = &ctl_row,		[K_STDIN] = &stdin_row,
-    [K_JOBS] = &jobs_row,	  [K_JOBDIR] = &jobdir_row,	[K_SIGNAL] = &signal_row,
-    [K_PORTS] = &ports_row,	  [K_READY] = &ready_row,	[K_ALLJOBS] = &alljobs_row,
-    [K_JOBLINK] = &joblink_row,	  [K_CHECKOUT] = &checkout_row, [K_RESULT] = &result_row,
-    [K_OUTPUT] = &output_row,	  [K_JOBSCTL] = &jobsctl_row,	[K_ALLJOBSCTL] = &alljobsctl_row,
-    [K_ROOTENV] = &rootenv_row,	  [K_TERMS] = &terms_row,	[K_TTY] = &tty_row,
+    [K_ROOT] = &root_row,
+    [K_README] = &readme_row,
+    [K_LIMITS] = &limits_row,
+    [K_SESSIONS] = &sessions_row,
+    [K_CLONE] = &clone_row,
+    [K_SDIR] = &sdir_row,
+    [K_RUNS] = &runs_row,
+    [K_RUNDIR] = &rundir_row,
+    [K_CMD] = &cmd_row,
+    [K_STDOUT] = &stdout_row,
+    [K_STDERR] = &stderr_row,
+    [K_EXIT] = &exit_row,
+    [K_STATUS] = &status_row,
+    [K_ENV] = &env_row,
+    [K_CWD] = &cwd_row,
+    [K_TIMEOUT] = &timeout_row,
+    [K_CTL] = &ctl_row,
+    [K_STDIN] = &stdin_row,
+    [K_JOBS] = &jobs_row,
+    [K_JOBDIR] = &jobdir_row,
+    [K_SIGNAL] = &signal_row,
+    [K_PORTS] = &ports_row,
+    [K_READY] = &ready_row,
+    [K_ALLJOBS] = &alljobs_row,
+    [K_JOBLINK] = &joblink_row,
+    [K_CHECKOUT] = &checkout_row,
+    [K_RESULT] = &result_row,
+    [K_OUTPUT] = &output_row,
+    [K_JOBSCTL] = &jobsctl_row,
+    [K_ALLJOBSCTL] = &alljobsctl_row,
+    [K_ROOTENV] = &rootenv_row,
+    [K_TERMS] = &terms_row,
+    [K_TTY] = &tty_row,
+    [K_NETDIR] = &netdir_row,
+    [K_NETPOLICY] = &netpolicy_row,
+    [K_NETLOG] = &netlog_row,
+    [K_SNETLOG] = &snetlog_row,
 };
 
 const struct kind_info *kind_row(enum ctl_kind k)

@@ -151,7 +151,7 @@ bool ctl_poll_exit(struct fhandle *h, struct waiter *w)
 	return run_wait_exit(ctlfh_of(h)->run, &status, w) == 0;
 }
 
-/* Without a run (no command yet) nothing is pending: ready. */
+/* A file that follows a run, without one (no command yet): nothing is pending, ready. */
 void ctl_poll(fuse_req_t req, struct fuse_file_info *fi, struct fuse_pollhandle *ph)
 {
 	struct ctlfh *fh = fh_of(fi);
@@ -160,5 +160,5 @@ void ctl_poll(fuse_req_t req, struct fuse_file_info *fi, struct fuse_pollhandle 
 
 	if (fh->writable)
 		revents |= POLLOUT | POLLWRNORM;
-	fhandle_poll(req, &fh->h, ph, revents, fh->run ? k->poll : NULL);
+	fhandle_poll(req, &fh->h, ph, revents, fh->run || !(k->flags & KF_RUN) ? k->poll : NULL);
 }

@@ -13,6 +13,7 @@
 #include "cgroup.h"
 #include "context_priv.h"
 #include "log.h"
+#include "net.h"
 #include "rootenv.h"
 #include "session.h"
 #include "xmalloc.h"
@@ -57,6 +58,7 @@ void context_unref(struct context *c)
 		cell_unref(cell);
 	}
 	envedits_free(&c->env);
+	net_client_free(c->net);
 	cgroup_destroy(c->cg);
 	free(c->cwd);
 	free(c);
@@ -98,7 +100,7 @@ struct context *context_find_serial(uint32_t serial)
 static int create_locked(const char *name)
 {
 	struct context *c;
-	char cgname[32];
+	char cgname[32], label[CONTEXT_NAME_MAX + 16];
 
 	if (find_locked(name, 0))
 		return -EEXIST;
@@ -118,6 +120,8 @@ static int create_locked(const char *name)
 	c->cg = cgroup_create(NULL, cgname);
 	cgroup_mem_limit_session(c->cg);
 	cgroup_limit_session(c->cg, config_session_pids(ctx_cfg));
+	snprintf(label, sizeof(label), "context:%s", name);
+	c->net = net_client_open(label);
 	TAILQ_INSERT_TAIL(&contexts, c, link);
 	ncontexts++;
 	return 0;
@@ -157,6 +161,7 @@ static void forget(struct context *c)
 	struct cell *cell;
 
 	c->removed = true;
+	net_client_close(c->net);
 	TAILQ_REMOVE(&contexts, c, link);
 	ncontexts--;
 	loop_timer_cancel(&c->timer);
@@ -235,6 +240,7 @@ void context_env(struct context *c, struct envlist *env)
 	envlist_init(env);
 	for (size_t i = 0; i < ctx_cfg->n_base_env; i++)
 		envlist_put(env, ctx_cfg->base_env[i]);
+	net_client_env(c->net, env);
 	rootenv_seed(env);
 	if (!envlist_get(env, "HOME"))
 		envlist_set(env, "HOME", ctx_workspace);

@@ -14,6 +14,7 @@
 #include "json.h"
 #include "launch.h"
 #include "loop.h"
+#include "net.h"
 
 enum ctx_lang { LANG_PYTHON, LANG_JAVASCRIPT, LANG_TYPESCRIPT };
 enum drv_state { DRV_NONE, DRV_STARTING, DRV_READY };
@@ -52,6 +53,7 @@ struct context {
 	bool submitted;        /* a cell was: language, cwd and env are fixed */
 	uint64_t timeout_ms;
 	struct cgroup *cg;
+	struct net_client *net; /* its proxy listener and log; NULL: no proxy */
 	struct context_driver drv;
 	unsigned starts;       /* drivers started */
 	bool want_restart;     /* ctl restart: a fresh driver even without cells */

@@ -88,7 +88,10 @@ void config_defaults(struct config *cfg)
 	cfg->term_cells_max = 2u << 20;
 	cfg->isolate = true;
 	cfg->user = xstrdup("");
-	cfg->host_network = false;
+	cfg->net_mode = NET_NONE;
+	cfg->net_allow = xstrdup("");
+	cfg->net_deny = xstrdup("");
+	cfg->net_conns_max = 256;
 	cfg->idmap = IDMAP_HANDOVER;
 	cfg->memory_max = 4ull << 30;
 	cfg->pids_max = 4096;
@@ -116,6 +119,33 @@ void config_defaults(struct config *cfg)
 			    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
 	config_base_env_set(cfg, "LANG", "C.UTF-8");
 	config_base_env_set(cfg, "TERM", "dumb");
+}
+
+/* Appends "VERB ENTRY\n" for each comma-separated entry of list. */
+static char *add_rules(char *text, const char *verb, const char *list)
+{
+	char *copy = xstrdup(list), *p = copy, *item;
+
+	while ((item = strsep(&p, ","))) {
+		char *next;
+
+		item += strspn(item, " \t");
+		if (!item[0])
+			continue;
+		next = xasprintf("%s%s %s\n", text, verb, item);
+		free(text);
+		text = next;
+	}
+	free(copy);
+	return text;
+}
+
+char *config_net_policy(const struct config *cfg)
+{
+	char *text = xasprintf("mode %s\n", net_mode_name(cfg->net_mode));
+
+	text = add_rules(text, "allow", cfg->net_allow);
+	return add_rules(text, "deny", cfg->net_deny);
 }
 
 uint64_t config_session_pids(const struct config *cfg)
@@ -260,6 +290,12 @@ int config_check(const struct config *cfg, char *err, size_t errlen)
 
 	if (check_base_env(cfg, err, errlen) < 0 || check_expose(cfg, err, errlen) < 0)
 		return -EINVAL;
+	if (cfg->net_mode == NET_FILTERED && !cfg->isolate) {
+		snprintf(err, errlen,
+			 "[sandbox] network = filtered needs isolation = bwrap: without "
+			 "it, commands have the host's network");
+		return -EINVAL;
+	}
 	/* tmpfs pages are charged to the sandbox and cannot be reclaimed: a full /tmp must not
 	 * be able to take the whole memory limit. */
 	if (cfg->memory_max && tmpfs >= cfg->memory_max)
@@ -280,6 +316,8 @@ void config_free(struct config *cfg)
 	free(cfg->cgroup);
 	free(cfg->user);
 	free(cfg->expose_address);
+	free(cfg->net_allow);
+	free(cfg->net_deny);
 	config_free_list(cfg->git_local_roots);
 	for (size_t i = 0; i < cfg->n_base_env; i++)
 		free(cfg->base_env[i]);

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 
 #include "log.h"
+#include "netpolicy.h"
 
 /* The kernel's limit on one execve string with its NUL (MAX_ARG_STRLEN, 32 pages of 4 KiB):
  * past it, every exec of the env fails with E2BIG. */
@@ -61,7 +62,7 @@ struct config {
 	/* [sandbox] */
 	bool isolate;         /* isolation = bwrap (true) or none */
 	char *user;           /* a named user sandboxed commands run as; "": from uid_range */
-	bool host_network;    /* network = host; else only lo */
+	enum net_mode net_mode; /* network: none, filtered (the proxy) or host */
 	enum idmap idmap;     /* how the mount owner's and the sandbox user's ids meet */
 	uint64_t memory_max;  /* bytes, 0 = no limit */
 	uint64_t pids_max;    /* 0 = no limit */
@@ -86,6 +87,11 @@ struct config {
 	bool expose_public;		 /* an expose_address other than loopback is allowed */
 	unsigned expose_max_ports;	 /* ports exposed at once */
 	unsigned expose_max_connections; /* connections relayed at once, all ports together */
+	/* [network]: the policy's rules at start (policy lines' arguments, comma-separated) */
+	char *net_allow;
+	char *net_deny;
+	bool net_allow_private; /* the proxy may connect to non-public addresses */
+	uint64_t net_conns_max; /* connections at once through a session's proxy */
 };
 
 void config_defaults(struct config *cfg);
@@ -112,6 +118,9 @@ int config_set(struct config *cfg, const char *section, const char *key, const c
  * address). */
 int config_expose_addr(const char *text, struct sockaddr_storage *ss, socklen_t *len,
 		       bool *loopback);
+/* The policy the config starts with: "mode M", then an allow line per [network] allow entry
+ * and a deny line per deny entry; caller frees. */
+char *config_net_policy(const struct config *cfg);
 /* Each session's process limit in effect (0: none of its own). */
 uint64_t config_session_pids(const struct config *cfg);
 void config_free(struct config *cfg);

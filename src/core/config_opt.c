@@ -41,7 +41,7 @@ const struct config_key config_keys[] = {
     {"sandbox", "isolation", "none", "chroot"},
     {"sandbox", "user", "nobody", NULL},
     {"sandbox", "uid_range", "100000-100999", "0-10"},
-    {"sandbox", "network", "host", "bridge"},
+    {"sandbox", "network", "filtered", "bridge"},
     {"sandbox", "idmap", "none", "group"},
     {"sandbox", "memory_max", "2G", "-2G"},
     {"sandbox", "pids_max", "64", "0"},
@@ -61,6 +61,10 @@ const struct config_key config_keys[] = {
     {"workspace", "cache_timeout", "2.5", "-1"},
     {"workspace", "passthrough", "no", "maybe"},
     {"workspace", "max_fds", "100", "x"},
+    {"network", "allow", "registry.example private, *.example.org:8080", "*.*"},
+    {"network", "deny", "ads.example.org:*", "ads.example.org private"},
+    {"network", "allow_private", "yes", "maybe"},
+    {"network", "connections_max", "16", "0"},
     {NULL, NULL, NULL, NULL},
 };
 

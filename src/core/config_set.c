@@ -10,6 +10,7 @@
 
 #include "config_priv.h"
 #include "envlist.h"
+#include "netpolicy.h"
 #include "xmalloc.h"
 
 static void set_str(char **dst, const char *value)
@@ -342,7 +343,7 @@ static int set_sandbox(struct config *cfg, const char *key, const char *value)
 	if (!strcmp(key, "isolation"))
 		return set_choice(value, "bwrap", "none", &cfg->isolate);
 	if (!strcmp(key, "network"))
-		return set_choice(value, "host", "none", &cfg->host_network);
+		return net_mode_parse(value, strlen(value), &cfg->net_mode);
 	if (!strcmp(key, "idmap"))
 		return set_idmap(value, &cfg->idmap);
 	if (!strcmp(key, "user")) {
@@ -397,13 +398,44 @@ static int set_workspace(struct config *cfg, const char *key, const char *value)
 	return -ENOENT;
 }
 
-/* The keys of exposed ports (ports/); the network policy's keys are not here. */
+/* A list of rules' arguments, each checked as its policy line would be. */
+static int set_rules(char **dst, const char *verb, const char *value)
+{
+	char *copy = xstrdup(value), *p = copy, *item, why[128];
+	int rc = 0;
+
+	while (rc == 0 && (item = strsep(&p, ","))) {
+		char *line;
+
+		item += strspn(item, " \t");
+		if (!item[0])
+			continue;
+		line = xasprintf("%s %s", verb, item);
+		rc = netpolicy_line(line, strlen(line), NULL, why, sizeof(why));
+		free(line);
+	}
+	free(copy);
+	if (rc == 0)
+		set_str(dst, value);
+	return rc;
+}
+
+/* [network]: the policy's start (allow, deny, allow_private, connections_max) and exposed
+ * ports (expose_*). */
 static int set_network(struct config *cfg, const char *key, const char *value)
 {
 	uint64_t n;
 	bool loopback;
 	int rc;
 
+	if (!strcmp(key, "allow"))
+		return set_rules(&cfg->net_allow, "allow", value);
+	if (!strcmp(key, "deny"))
+		return set_rules(&cfg->net_deny, "deny", value);
+	if (!strcmp(key, "allow_private"))
+		return parse_bool(value, &cfg->net_allow_private);
+	if (!strcmp(key, "connections_max"))
+		return parse_u64(value, 1, 4096, &cfg->net_conns_max);
 	if (!strcmp(key, "expose_address")) {
 		if (config_expose_addr(value, NULL, NULL, &loopback) < 0)
 			return -EINVAL;

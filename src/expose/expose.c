@@ -44,7 +44,7 @@ int expose_init(const struct config *cfg)
 	int rc;
 
 	max_ports = cfg->expose_max_ports;
-	relayed = cfg->isolate && !cfg->host_network;
+	relayed = cfg->isolate && cfg->net_mode != NET_HOST;
 	if (!relayed) {
 		snprintf(address, sizeof(address), "127.0.0.1");
 		return 0;

@@ -80,7 +80,7 @@ static void add_namespaces(struct argv_builder *b, const struct bwrap_spec *sp)
 	add(b, "--unshare-ipc");
 	add(b, "--unshare-uts");
 	add(b, "--unshare-cgroup-try");
-	if (!sp->host_network)
+	if (!sp->keep_net)
 		add(b, "--unshare-net");
 	add2(b, "--hostname", "sbxfs");
 }

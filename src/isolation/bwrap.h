@@ -21,7 +21,7 @@ struct bwrap_spec {
 	const char *bwrap;     /* the bwrap binary */
 	const char *workspace; /* host path (reachable by the sandbox's user), at /workspace */
 	const char *launcher;  /* host path of sbxfs-launcher, likewise */
-	bool host_network;
+	bool keep_net;	       /* no new network namespace: the host's, or the daemon's (netns.h) */
 	uint64_t tmp_size, shm_size;
 	uid_t uid;
 	gid_t gid;

@@ -43,6 +43,7 @@ struct launch_spec {
 	int npass;
 	const struct identity *id; /* drop to it before exec; NULL: stay as the daemon */
 	struct cgroup *cg;         /* joined before exec; may be NULL */
+	int netns;		   /* a network namespace joined before exec; -1: the daemon's */
 	/* Core lock held, before a restart that follows a failed start: undo what a command can
 	 * do to keep the sandbox from starting. May be NULL. */
 	void (*repair)(void);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -30,6 +31,7 @@ exec_launcher(const struct launch_spec *spec, int sock_fd, int err_fd)
 {
 	int cgfds[4], ncg = cgroup_join_fds(spec->cg, cgfds, 4);
 	int hi_sock = high(sock_fd), hi_err = high(err_fd), hi_pass[4];
+	int hi_ns = spec->netns >= 0 ? high(spec->netns) : -1;
 	int null = open("/dev/null", O_RDWR);
 	char *envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
 	sigset_t none;
@@ -56,6 +58,13 @@ exec_launcher(const struct launch_spec *spec, int sock_fd, int err_fd)
 	for (int i = 0; i < spec->npass; i++)
 		if (hi_pass[i] < 0 || dup2(hi_pass[i], 4 + i) < 0)
 			_exit(127);
+	/* Before the fds above it are closed, and while still root: entering a namespace
+	 * needs CAP_SYS_ADMIN over it. */
+	if (spec->netns >= 0 && (hi_ns < 0 || setns(hi_ns, CLONE_NEWNET) < 0)) {
+		dprintf(2, "sbxfs: cannot join the sandbox's network namespace: %s\n",
+			strerror(errno));
+		_exit(126);
+	}
 	close_range(4 + (unsigned)spec->npass, ~0U, 0);
 	if (spec->id && identity_drop(spec->id) < 0) {
 		dprintf(2, "sbxfs: cannot drop privileges: %s\n", strerror(errno));

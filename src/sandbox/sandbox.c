@@ -29,6 +29,8 @@
 #include "launch.h"
 #include "log.h"
 #include "loop.h"
+#include "net.h"
+#include "netns.h"
 #include "session.h"
 #include "spool.h"
 #include "spool_budget.h"
@@ -50,6 +52,7 @@ static int seccomp_fd = -1;
 static int etc_fds[2] = {-1, -1}; /* the sandbox's passwd and group, for an own uid */
 static char *mountpoint;
 static char *git_helper;
+static char *netproxy;
 static char *stage_dir, *staged_ws, *staged_launcher;
 /* Why the sandbox cannot start, when the workspace's root could not be repaired (logged when it
  * changes); core lock. */
@@ -152,6 +155,7 @@ int sandbox_prepare(struct config *c, const char *self_exe, char *err, size_t er
 	launcher = cfg->launcher[0] ? xstrdup(cfg->launcher)
 				    : find_helper(self_exe, "sbxfs-launcher");
 	git_helper = find_helper(self_exe, "sbxfs-git");
+	netproxy = find_helper(self_exe, "sbxfs-netproxy");
 	contexts_set_exe(self_exe);
 	if (access(launcher, X_OK) < 0) {
 		rc = -errno;
@@ -291,7 +295,6 @@ static int prepare_isolation(char *err, size_t errlen)
 {
 	struct bwrap_spec bs = {
 	    .bwrap = "/usr/bin/bwrap",
-	    .host_network = cfg->host_network,
 	    .tmp_size = config_tmp_size(cfg),
 	    .shm_size = config_shm_size(cfg),
 	    .uid = identity.uid,
@@ -314,6 +317,13 @@ static int prepare_isolation(char *err, size_t errlen)
 	bs.etc_ids = own_uid;
 	if ((rc = stage_paths(err, errlen)) < 0)
 		return rc;
+	/* The daemon's own namespace, so that it can open the proxy's listeners in it; bwrap
+	 * makes one itself where the daemon cannot (not root). */
+	if (cfg->net_mode != NET_HOST && getuid() == 0 && (rc = netns_create()) < 0)
+		log_warnx("no network namespace of the daemon's (%s): bwrap makes the sandbox's, "
+			  "and there is no proxy",
+			  strerror(-rc));
+	bs.keep_net = cfg->net_mode == NET_HOST || netns_fd() >= 0;
 	bs.workspace = staged_ws;
 	bs.launcher = staged_launcher;
 	bwrap = bwrap_argv(&bs);
@@ -348,12 +358,14 @@ void sandbox_describe_also(char *(*fn)(void))
 
 char *sandbox_describe(void)
 {
-	char *cg = cgroup_describe(), *text;
+	char *cg = cgroup_describe(), *text, *net;
 	bool dropped = cfg->isolate && getuid() == 0;
 
-	text = xasprintf("%suid %u\ngid %u\n", cg, (unsigned)(dropped ? identity.uid : getuid()),
-			 (unsigned)(dropped ? identity.gid : getgid()));
+	net = net_describe();
+	text = xasprintf("%suid %u\ngid %u\n%s", cg, (unsigned)(dropped ? identity.uid : getuid()),
+			 (unsigned)(dropped ? identity.gid : getgid()), net);
 	free(cg);
+	free(net);
 	core_lock();
 	if (launch_failing()) {
 		cg = text;
@@ -430,7 +442,7 @@ static void repair_workspace_root(void)
 int sandbox_start(const char *mnt, char *err, size_t errlen)
 {
 	struct cg_limits lim = {cfg->memory_max, cfg->pids_max, cfg->cpu_max};
-	struct launch_spec ls = {.launcher = launcher};
+	struct launch_spec ls = {.launcher = launcher, .netns = -1};
 	int rc;
 
 	state_lock_running(); /* the daemon's pid: sandbox_prepare ran before the fork */
@@ -445,9 +457,12 @@ int sandbox_start(const char *mnt, char *err, size_t errlen)
 	if (cfg->isolate) {
 		if ((rc = prepare_isolation(err, errlen)) < 0)
 			return rc;
-		ls = (struct launch_spec){.launcher = launcher, .bwrap_argv = bwrap,
+		ls = (struct launch_spec){.launcher = launcher,
+					  .bwrap_argv = bwrap,
 					  .pass_fds = {seccomp_fd, etc_fds[0], etc_fds[1]},
-					  .npass = own_uid ? 3 : 1, .id = &identity,
+					  .npass = own_uid ? 3 : 1,
+					  .id = &identity,
+					  .netns = netns_fd(),
 					  .repair = repair_workspace_root};
 	}
 	ls.cg = cgroup_launcher();
@@ -456,6 +471,8 @@ int sandbox_start(const char *mnt, char *err, size_t errlen)
 	rc = launch_init(&ls, err, errlen);
 	core_unlock();
 	if (rc < 0)
+		return rc;
+	if ((rc = net_init(cfg, netproxy, err, errlen)) < 0)
 		return rc;
 	if ((rc = expose_init(cfg)) < 0) {
 		snprintf(err, errlen, "exposed ports: %s", strerror(-rc));
@@ -493,6 +510,7 @@ void sandbox_stop(void)
 	contexts_shutdown();
 	sessions_shutdown();
 	loop_stop();
+	net_shutdown();
 	launch_shutdown();
 	checkout_run_shutdown();
 	spool_pool_clear();
@@ -508,6 +526,7 @@ void sandbox_stop(void)
 	wsimage_detach();
 	free(mountpoint);
 	free(git_helper);
+	free(netproxy);
 	free(launcher);
 	free(spool_dir);
 	state_lock_release();

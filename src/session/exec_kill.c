@@ -10,6 +10,7 @@
 #include "exec_priv.h"
 #include "checkout_run.h"
 #include "log.h"
+#include "net.h"
 #include "xmalloc.h"
 
 /* How long a shell may take to report after its command's processes were killed. */
@@ -231,6 +232,7 @@ void exec_teardown(struct session *s)
 	struct op *op;
 
 	s->removed = true;
+	net_client_close(s->net);
 	cgroup_mem_unwatch(s->oom_watch);
 	s->oom_watch = NULL;
 	exec_set_timer(s, TP_NONE, 0);

@@ -13,6 +13,7 @@
 #include "cgroup_mem.h"
 #include "log.h"
 #include "session_priv.h"
+#include "net.h"
 #include "rootenv.h"
 #include "xmalloc.h"
 
@@ -83,10 +84,16 @@ void session_unref(struct session *s)
 		run_unref(s->checkout);
 	cgroup_destroy(s->cg);
 	feed_free(&s->in.feed);
+	net_client_free(s->net);
 	envlist_free(&s->env);
 	envlist_free(&s->own_env);
 	free(s->cwd);
 	free(s);
+}
+
+const struct net_client *session_net(const struct session *s)
+{
+	return s->net;
 }
 
 static struct session *find_locked(const char *id)
@@ -120,6 +127,8 @@ static struct session *create_locked(const char *id, struct ticket **ready, int 
 	envlist_init(&s->env);
 	for (size_t i = 0; i < session_cfg->n_base_env; i++)
 		envlist_put(&s->env, session_cfg->base_env[i]);
+	s->net = net_client_open(s->id);
+	net_client_env(s->net, &s->env);
 	rootenv_seed(&s->env);
 	envlist_init(&s->own_env);
 	s->cwd = xstrdup(start_dir);
@@ -135,6 +144,7 @@ static struct session *create_locked(const char *id, struct ticket **ready, int 
 	if ((*err = exec_start_shell(s)) < 0) {
 		log_warnx("session %s not created: %s", id, strerror(-*err));
 		s->removed = true;
+		net_client_close(s->net);
 		session_unref(s);
 		return NULL;
 	}

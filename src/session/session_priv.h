@@ -15,6 +15,7 @@
 #include "feed.h"
 #include "launch.h"
 #include "loop.h"
+#include "net.h"
 #include "run.h"
 #include "session_child.h"
 #include "session.h"
@@ -62,6 +63,7 @@ struct session {
 	struct timespec ctime;
 	struct cgroup *cg;
 	struct cgroup_mem_watch *oom_watch; /* ends the command the OOM killer hit */
+	struct net_client *net;		    /* its proxy listener and log; NULL: no proxy */
 
 	struct shell *sh;
 	enum shell_state st;

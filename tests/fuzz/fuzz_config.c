@@ -64,16 +64,18 @@ static char *write_back(const struct config *c, size_t *len)
 	    "[sandbox]\nisolation=%s\nuser=%s\nnetwork=%s\nidmap=%s\nmemory_max=%llu\n"
 	    "pids_max=%s\ncpu_max=%s\ntmp_size=%s\nshm_size=%s\n"
 	    "[workspace]\ncache=%s\ncache_timeout=%.17g\npassthrough=%s\nmount=%s\n"
-	    "host_symlinks=%s\nmax_fds=%llu\n[env]\n%s",
+	    "host_symlinks=%s\nmax_fds=%llu\n[network]\nallow_private=%s\nconnections_max=%llu\n"
+	    "[env]\n%s",
 	    c->workspace, c->state_dir, c->launcher, levels[c->log_level], c->cgroup, c->shell,
 	    (unsigned long long)c->timeout_ms, (unsigned long long)c->kill_grace_ms, c->history,
 	    (unsigned long long)c->output_cap, (unsigned long long)c->git_timeout_ms,
 	    yes(c->git_allow_private, "yes", "no"), roots, yes(c->isolate, "bwrap", "none"),
-	    c->user, yes(c->host_network, "host", "none"), idmaps[c->idmap],
+	    c->user, net_mode_name(c->net_mode), idmaps[c->idmap],
 	    (unsigned long long)c->memory_max, c->pids_max ? pids : "max",
 	    c->cpu_max ? cpus : "max", tmp, shm, yes(c->ws_cache, "yes", "no"), c->ws_timeout,
 	    yes(c->ws_passthrough, "yes", "no"), yes(c->ws_kernel, "kernel", "fuse"),
-	    yes(c->ws_symfollow, "follow", "nofollow"), (unsigned long long)c->ws_max_fds, env);
+	    yes(c->ws_symfollow, "follow", "nofollow"), (unsigned long long)c->ws_max_fds,
+	    yes(c->net_allow_private, "yes", "no"), (unsigned long long)c->net_conns_max, env);
 	if (c->session_pids_pct)
 		snprintf(spids, sizeof(spids), "%u%%", c->session_pids_pct);
 	else
@@ -126,12 +128,12 @@ static void check_same(const struct config *a, const struct config *b)
 	SAME_STR(workspace), SAME_STR(state_dir), SAME_STR(launcher), SAME(log_level);
 	SAME_STR(cgroup), SAME_STR(shell), SAME(timeout_ms), SAME(kill_grace_ms), SAME(history);
 	SAME(output_cap), SAME(git_timeout_ms), SAME(isolate), SAME_STR(user);
-	SAME(host_network), SAME(idmap), SAME(memory_max), SAME(pids_max), SAME(cpu_max);
+	SAME(net_mode), SAME(idmap), SAME(memory_max), SAME(pids_max), SAME(cpu_max);
 	SAME(tmp_size), SAME(shm_size), SAME(ws_cache), SAME(ws_timeout), SAME(ws_passthrough);
 	SAME(ws_kernel), SAME(ws_symfollow), SAME(ws_max_fds), SAME(n_base_env);
 	for (size_t i = 0; i < a->n_base_env; i++)
 		SAME_STR(base_env[i]);
-	SAME(git_allow_private);
+	SAME(git_allow_private), SAME(net_allow_private), SAME(net_conns_max);
 	SAME(log_max), SAME(spool_max), SAME(env_value_max), SAME(env_max), SAME(uid_first);
 	SAME(uid_last), SAME(workspace_max), SAME(memory_reserve), SAME(session_pids_max);
 	SAME(session_pids_pct), SAME(term_ring), SAME(term_wait_ms), SAME(terms_max);

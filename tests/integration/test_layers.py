@@ -10,10 +10,12 @@ LAYERS names, and of the folders below those (the rows are followed down):
   src/launch                          isolation and below
   src/shell                           launch and below
   src/expose                          launch and below
-  src/session                         shell and below (never job, term or context)
+  src/net                             launch and below
+  src/session                         shell, net and below (never job, term or context)
   src/job, src/term, src/context      session and below (never each other)
   src/sandbox                         job, term, context, expose and below
   src/launcher, src/git, src/attach   util only
+  src/netproxy                        util only
   fs/base                             src/core and below
   fs/workspace                        fs/base, src/core and below
   fs/contexts                         fs/base, src/context and below
@@ -48,7 +50,8 @@ LAYERS = {
     "src/launch": ["src/isolation"],
     "src/shell": ["src/launch"],
     "src/expose": ["src/launch"],
-    "src/session": ["src/shell"],
+    "src/net": ["src/launch"],
+    "src/session": ["src/shell", "src/net"],
     "src/job": ["src/session"],
     "src/term": ["src/session"],
     "src/context": ["src/session"],
@@ -56,6 +59,7 @@ LAYERS = {
     "src/launcher": ["src/util"],
     "src/git": ["src/util"],
     "src/attach": ["src/util"],
+    "src/netproxy": ["src/util"],
     "fs/base": ["src/core"],
     "fs/workspace": ["fs/base"],
     "fs/contexts": ["fs/base", "src/context"],

@@ -2,6 +2,7 @@
 
 import errno
 import os
+import re
 import select
 import signal
 import subprocess
@@ -226,8 +227,17 @@ def test_clean_initial_environment(sbx):
     for name in ("PATH", "HOME", "LANG"):
         assert name in env, f"{name} missing from the session environment {env}"
     assert sbx.canary not in out.decode(), "daemon environment leaked into the session"
-    # bash itself adds PWD, SHLVL, _ (and OLDPWD)
-    extra = set(env) - {"PATH", "HOME", "LANG", "TERM", "PWD", "OLDPWD", "SHLVL", "_"}
+    # bash itself adds PWD, SHLVL, _ (and OLDPWD); with the sandbox's proxy (docs/network.md),
+    # every one of its variables, pointing at the sandbox's loopback
+    proxy = {"HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy",
+             "NO_PROXY", "no_proxy", "npm_config_proxy", "npm_config_https_proxy", "PIP_PROXY",
+             "NODE_USE_ENV_PROXY"}
+    if "HTTP_PROXY" in env:
+        assert proxy <= set(env), f"a proxy variable is missing: {sorted(proxy - set(env))}"
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+", env["HTTP_PROXY"]), env["HTTP_PROXY"]
+    else:
+        proxy = set()
+    extra = set(env) - {"PATH", "HOME", "LANG", "TERM", "PWD", "OLDPWD", "SHLVL", "_"} - proxy
     assert not extra, f"unexpected variables in a new session: {sorted(extra)}"
 
 

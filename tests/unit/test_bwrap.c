@@ -33,7 +33,7 @@ static void test_argv(void)
 	CHECK(argv[dash + 2] == NULL);
 	bwrap_argv_free(argv);
 
-	sp.host_network = true;
+	sp.keep_net = true;
 	argv = bwrap_argv(&sp);
 	CHECK(index_of(argv, "--unshare-net") < 0);
 	CHECK(index_of(argv, "/etc/passwd") < 0);

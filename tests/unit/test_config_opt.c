@@ -44,7 +44,7 @@ static bool same_config(const struct config *a, const struct config *b)
 	       a->term_ring == b->term_ring && a->term_wait_ms == b->term_wait_ms &&
 	       a->terms_max == b->terms_max && a->term_cells_max == b->term_cells_max &&
 	       a->isolate == b->isolate && same_str(a->user, b->user) &&
-	       a->host_network == b->host_network && a->idmap == b->idmap &&
+	       a->net_mode == b->net_mode && a->idmap == b->idmap &&
 	       a->memory_max == b->memory_max && a->pids_max == b->pids_max &&
 	       a->cpu_max == b->cpu_max && a->tmp_size == b->tmp_size &&
 	       a->shm_size == b->shm_size && a->uid_first == b->uid_first &&
@@ -56,7 +56,9 @@ static bool same_config(const struct config *a, const struct config *b)
 	       a->ws_kernel == b->ws_kernel && a->ws_symfollow == b->ws_symfollow &&
 	       a->ws_max_fds == b->ws_max_fds && same_str(a->expose_address, b->expose_address) &&
 	       a->expose_public == b->expose_public && a->expose_max_ports == b->expose_max_ports &&
-	       a->expose_max_connections == b->expose_max_connections;
+	       a->expose_max_connections == b->expose_max_connections &&
+	       same_str(a->net_allow, b->net_allow) && same_str(a->net_deny, b->net_deny) &&
+	       a->net_allow_private == b->net_allow_private && a->net_conns_max == b->net_conns_max;
 }
 
 static char *ini_path(const char *section, const char *key, const char *value)
@@ -214,7 +216,7 @@ static void test_mountopts(void)
 	CHECK(mo.n_settings == 2);
 	config_defaults(&cfg);
 	CHECK(mountopts_apply(&mo, &cfg, err, sizeof(err)) == 0);
-	CHECK(cfg.host_network && cfg.memory_max == 2ull << 30);
+	CHECK(cfg.net_mode == NET_HOST && cfg.memory_max == 2ull << 30);
 	config_free(&cfg);
 	CHECK(mountopts_add(&mo, "ro", err, sizeof(err)) == -EINVAL);
 	CHECK(strstr(err, "ro") != NULL);

@@ -1,4 +1,4 @@
-/* A terminal's output ring (see termring.h). */
+/* An output ring of absolute offsets (see termring.h): a terminal's output, the network log. */
 #include "termring.h"
 
 #include <stdlib.h>

@@ -1,5 +1,5 @@
-/* A terminal's output ring: the last cap bytes of a stream, addressed by absolute offsets since
- * its start. Not locked: its owner's lock covers it. */
+/* An output ring: the last cap bytes of a stream, addressed by absolute offsets since its start
+ * (a terminal's output, the network log). Not locked: its owner's lock covers it. */
 #ifndef SBX_TERMRING_H
 #define SBX_TERMRING_H
 

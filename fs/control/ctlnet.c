@@ -1,0 +1,104 @@
+/* network/policy (each line checked at its write(), the whole policy applied at close, all or
+ * nothing), and the connection log: network/log and a session's network, followed like a
+ * growing file (a read at the end waits), from the oldest line the ring still holds. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl.h"
+#include "ctlfile_priv.h"
+#include "net.h"
+#include "session.h"
+#include "xmalloc.h"
+
+/* A policy's text at most: 100,000 rules of a long name each. */
+#define POLICY_TEXT_MAX (32u << 20)
+
+char *ctl_render_netpolicy(struct ctlfh *fh, size_t *len)
+{
+	(void)fh;
+	return net_policy_read(len);
+}
+
+int ctl_write_netpolicy(fuse_req_t req, struct ctlfh *fh, const char *buf, size_t size)
+{
+	int rc;
+
+	(void)req;
+	pthread_mutex_lock(&fh->h.lock);
+	rc = ctl_pending_append(fh, buf, size, POLICY_TEXT_MAX);
+	while (rc == 0 && fh->wchecked < fh->wlen) {
+		const char *line = fh->wbuf + fh->wchecked;
+		const char *nl = memchr(line, '\n', fh->wlen - fh->wchecked);
+
+		if (!nl)
+			break;
+		rc = net_policy_check_line(line, (size_t)(nl - line));
+		fh->wchecked = (size_t)(nl - fh->wbuf) + 1;
+	}
+	pthread_mutex_unlock(&fh->h.lock);
+	return rc;
+}
+
+int ctl_apply_netpolicy(struct ctlfh *fh, const char *text, size_t len, unsigned *n)
+{
+	(void)fh;
+	(void)n;
+	return net_policy_write(text, len);
+}
+
+/* The log a handle reads: the session's, or the whole one. */
+static const struct net_client *log_of(const struct ctlfh *fh)
+{
+	return fh->s ? session_net(fh->s) : NULL;
+}
+
+/* A session without a proxy (host mode) has no lines of its own: empty, not the whole log. */
+static bool no_log(const struct ctlfh *fh)
+{
+	return fh->kind == K_SNETLOG && (!fh->s || !session_net(fh->s));
+}
+
+void ctl_size_netlog(struct ctlfh *fh, struct stat *st)
+{
+	if (!no_log(fh))
+		st->st_size = (off_t)net_log_end(log_of(fh));
+}
+
+/* A read below the oldest byte held starts there, and the open's later offsets follow on. */
+int ctl_read_netlog(fuse_req_t req, struct fhandle *h, size_t size, off_t off, struct waiter *w)
+{
+	struct ctlfh *fh = container_of(h, struct ctlfh, h);
+	uint64_t at;
+	size_t n = 0;
+	char *buf;
+	int rc = 0;
+
+	if (no_log(fh)) {
+		fuse_reply_buf(req, NULL, 0);
+		return 0;
+	}
+	pthread_mutex_lock(&fh->h.lock);
+	at = (uint64_t)off + fh->shift;
+	pthread_mutex_unlock(&fh->h.lock);
+	buf = xmalloc(size ? size : 1);
+	rc = net_log_read(log_of(fh), &at, buf, size, &n, w);
+	if (rc == 0) {
+		pthread_mutex_lock(&fh->h.lock);
+		if (at > (uint64_t)off + fh->shift)
+			fh->shift = at - (uint64_t)off;
+		fh->pos = (off_t)(at + n - fh->shift);
+		pthread_mutex_unlock(&fh->h.lock);
+		fuse_reply_buf(req, buf, n);
+	}
+	free(buf);
+	return rc;
+}
+
+bool ctl_poll_netlog(struct fhandle *h, struct waiter *w)
+{
+	struct ctlfh *fh = container_of(h, struct ctlfh, h);
+
+	return no_log(fh) || net_log_poll(log_of(fh), (uint64_t)fh->pos + fh->shift, w);
+}

@@ -1,0 +1,139 @@
+/* The connection log: one line per connection the proxy reports, in a ring for the whole sandbox
+ * (network/log, NETLOG_ALL bytes) and one per session or context (sessions/ID/network,
+ * NETLOG_CLIENT bytes). The oldest lines go first; offsets count from the start, so a reader
+ * follows it like a growing file, and a read at the end waits for the next line. The proxy's
+ * records are checked before they become text: it parses what the sandbox sends. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "loop.h"
+#include "net_priv.h"
+
+#define NETLOG_ALL    (1u << 20)
+#define NETLOG_CLIENT (256u << 10)
+
+static struct termring all;
+static struct waitq allq;
+static unsigned bad_records;
+
+void netlog_init(void)
+{
+	termring_init(&all, NETLOG_ALL);
+	waitq_init(&allq);
+}
+
+void netlog_shutdown(void)
+{
+	termring_free(&all);
+}
+
+void netlog_client_init(struct net_client *c)
+{
+	termring_init(&c->log, NETLOG_CLIENT);
+	waitq_init(&c->logq);
+}
+
+void netlog_client_free(struct net_client *c)
+{
+	termring_free(&c->log);
+}
+
+static const char *verdict_name(uint8_t v)
+{
+	return v == NETV_ALLOW ? "allow" : v == NETV_FAIL ? "fail" : "deny";
+}
+
+static const char *proto_name(uint8_t p)
+{
+	return p == 'C' ? "connect" : p == 'H' ? "http" : p == 'S' ? "socks" : "-";
+}
+
+/* When the connection started: now less its duration, in UTC with milliseconds. */
+static void start_time(uint32_t ms, char *out, size_t len)
+{
+	struct timespec now;
+	struct tm tm;
+	int64_t t;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	t = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 - ms;
+	gmtime_r(&(time_t){(time_t)(t / 1000)}, &tm);
+	snprintf(out, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(t % 1000));
+}
+
+void netlog_record(struct net_client *c, const struct netmsg_conn *m)
+{
+	char when[64], line[1024];
+	bool v6 = strchr(m->host, ':') != NULL;
+	int n;
+
+	if (!netmsg_conn_ok(m)) {
+		if (bad_records++ == 0)
+			log_warnx("sbxfs-netproxy sent a malformed record (more are not logged)");
+		return;
+	}
+	start_time(m->ms, when, sizeof(when));
+	n = snprintf(line, sizeof(line),
+		     "%s %s - %s %s%s%s:%u %s %s %" PRIu64 " %" PRIu64 " %" PRIu32 " %s\n", when,
+		     c ? c->label : "-", proto_name(m->proto), v6 ? "[" : "", m->host,
+		     v6 ? "]" : "", m->port, m->addr, verdict_name(m->verdict), m->up, m->down,
+		     m->ms, m->rule);
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof(line)) {
+		n = sizeof(line) - 1;
+		line[n - 1] = '\n';
+	}
+	termring_put(&all, line, (size_t)n);
+	waitq_wake(&allq);
+	if (c) {
+		termring_put(&c->log, line, (size_t)n);
+		waitq_wake(&c->logq);
+	}
+}
+
+int net_log_read(const struct net_client *c, uint64_t *off, char *buf, size_t size, size_t *n,
+		 struct waiter *w)
+{
+	const struct termring *r = c ? &c->log : &all;
+	int rc = 0;
+
+	core_lock();
+	if (*off < termring_oldest(r))
+		*off = termring_oldest(r);
+	*n = termring_get(r, *off, buf, size);
+	if (*n == 0 && net_proxy_running()) {
+		rc = -EAGAIN;
+		if (w)
+			waitq_add(c ? (struct waitq *)&c->logq : &allq, w);
+	}
+	core_unlock();
+	return rc;
+}
+
+bool net_log_poll(const struct net_client *c, uint64_t pos, struct waiter *w)
+{
+	bool ready;
+
+	core_lock();
+	ready = pos < (c ? c->log.end : all.end) || !net_proxy_running();
+	if (!ready && w)
+		waitq_add(c ? (struct waitq *)&c->logq : &allq, w);
+	core_unlock();
+	return ready;
+}
+
+uint64_t net_log_end(const struct net_client *c)
+{
+	uint64_t end;
+
+	core_lock();
+	end = c ? c->log.end : all.end;
+	core_unlock();
+	return end;
+}

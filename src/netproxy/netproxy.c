@@ -1,0 +1,271 @@
+/* sbxfs-netproxy: the sandbox's HTTP and SOCKS5 proxy, started by the daemon as an unprivileged
+ * user with a socketpair on fd 3 (netmsg.h). The daemon hands it listening sockets that live in
+ * the sandbox's network namespace and the policy; it accepts on them, serves each connection on
+ * a thread (proxyconn.c), and reports every connection. It parses what the sandbox sends, so it
+ * runs confined (proxyfilter.c) and holds nothing but its sockets. */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "proxy_priv.h"
+#include "xmalloc.h"
+
+#define CTL_FD 3
+/* Connections at once over every listener: each is a thread. */
+#define CONNS_ALL_MAX 4096
+/* The policy's text at most (100,000 rules of a long name each fit). */
+#define POLICY_TEXT_MAX (32u << 20)
+
+struct listener {
+	uint32_t id;
+	int fd;
+	unsigned active;
+	bool closed;
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct policy_ref *policy;
+static struct listener **ls;
+static size_t nls;
+static unsigned active_all;
+
+struct policy_ref *policy_get(void)
+{
+	struct policy_ref *pr;
+
+	pthread_mutex_lock(&lock);
+	pr = policy;
+	pr->refs++;
+	pthread_mutex_unlock(&lock);
+	return pr;
+}
+
+void policy_put(struct policy_ref *pr)
+{
+	bool last;
+
+	pthread_mutex_lock(&lock);
+	last = --pr->refs == 0;
+	pthread_mutex_unlock(&lock);
+	if (last) {
+		netpolicy_free(&pr->p);
+		free(pr);
+	}
+}
+
+void proxy_report(const struct netmsg *m, bool wait)
+{
+	/* A packet is sent whole: threads need no lock, and the accepting one never waits on
+	 * a thread blocked here. */
+	int rc = netmsg_send(CTL_FD, m, -1, wait);
+
+	if (rc < 0 && rc != -EPIPE && rc != -EAGAIN)
+		log_warnx("report to the daemon: %s", strerror(-rc));
+}
+
+uint32_t listener_id(const struct listener *l)
+{
+	return l->id;
+}
+
+void listener_done(struct listener *l)
+{
+	bool gone;
+
+	pthread_mutex_lock(&lock);
+	active_all--;
+	gone = --l->active == 0 && l->closed;
+	pthread_mutex_unlock(&lock);
+	if (gone)
+		free(l);
+}
+
+/* Lock held. */
+static struct listener *find(uint32_t id, size_t *at)
+{
+	for (size_t i = 0; i < nls; i++) {
+		if (ls[i]->id == id) {
+			*at = i;
+			return ls[i];
+		}
+	}
+	return NULL;
+}
+
+static void unlisten(uint32_t id)
+{
+	struct listener *l;
+	size_t i;
+	bool gone = false;
+
+	pthread_mutex_lock(&lock);
+	if ((l = find(id, &i))) {
+		ls[i] = ls[--nls];
+		close(l->fd);
+		l->closed = true;
+		gone = l->active == 0;
+	}
+	pthread_mutex_unlock(&lock);
+	if (gone)
+		free(l);
+}
+
+static void listen_on(uint32_t id, int fd)
+{
+	struct listener *l = xcalloc(1, sizeof(*l));
+
+	unlisten(id);
+	l->id = id;
+	l->fd = fd;
+	pthread_mutex_lock(&lock);
+	ls = xrealloc(ls, (nls + 1) * sizeof(*ls));
+	ls[nls++] = l;
+	pthread_mutex_unlock(&lock);
+}
+
+/* The policy's text from the daemon's memfd; a text that does not parse keeps the one in
+ * force (the daemon checked it: this is a bug, not the sandbox's doing). */
+static void set_policy(const struct netmsg_policy *set, int fd)
+{
+	struct policy_ref *pr = xcalloc(1, sizeof(*pr)), *old;
+	struct stat st;
+	char *text = NULL, err[160];
+	size_t got = 0;
+
+	if (fstat(fd, &st) < 0 || st.st_size < 0 || (uint64_t)st.st_size > POLICY_TEXT_MAX)
+		goto bad;
+	text = xmalloc((size_t)st.st_size + 1);
+	while (got < (size_t)st.st_size) {
+		ssize_t n = pread(fd, text + got, (size_t)st.st_size - got, (off_t)got);
+
+		if (n <= 0)
+			goto bad;
+		got += (size_t)n;
+	}
+	if (netpolicy_parse(text, got, &pr->p, err, sizeof(err)) < 0) {
+		log_warnx("policy refused: %s", err);
+		goto bad;
+	}
+	pr->refs = 1;
+	pr->set = *set;
+	pthread_mutex_lock(&lock);
+	old = policy;
+	policy = pr;
+	pthread_mutex_unlock(&lock);
+	policy_put(old);
+	free(text);
+	return;
+bad:
+	free(text);
+	free(pr);
+}
+
+static void ctl_message(void)
+{
+	struct netmsg m;
+	int fd, rc = netmsg_recv(CTL_FD, &m, &fd);
+
+	if (rc == -EAGAIN)
+		return;
+	if (rc == 0)
+		exit(0); /* the daemon is gone */
+	if (rc < 0)
+		fatalx("bad message from the daemon");
+	if (m.type == NETMSG_LISTEN && fd >= 0)
+		listen_on(m.id, fd);
+	else if (m.type == NETMSG_UNLISTEN)
+		unlisten(m.id);
+	else if (m.type == NETMSG_POLICY && fd >= 0)
+		set_policy(&m.u.policy, fd);
+	else if (fd >= 0)
+		close(fd);
+	if (m.type == NETMSG_POLICY && fd >= 0)
+		close(fd);
+}
+
+/* A connection past the limits is closed at once, and reported. */
+static void refuse(struct listener *l, int fd, unsigned max)
+{
+	struct netmsg m = {.type = NETMSG_CONN};
+
+	close(fd);
+	m.u.conn.listener = l->id;
+	m.u.conn.verdict = NETV_DENY;
+	m.u.conn.proto = '-';
+	strcpy(m.u.conn.host, "-");
+	strcpy(m.u.conn.addr, "-");
+	snprintf(m.u.conn.rule, sizeof(m.u.conn.rule), "connection limit %u", max);
+	proxy_report(&m, false); /* the accepting thread never waits for the daemon */
+}
+
+static void accept_on(struct listener *l)
+{
+	int fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC);
+	struct policy_ref *pr;
+	unsigned max;
+
+	if (fd < 0)
+		return;
+	pr = policy_get();
+	max = pr->set.conns_max;
+	policy_put(pr);
+	pthread_mutex_lock(&lock);
+	if (l->active >= max || active_all >= CONNS_ALL_MAX) {
+		pthread_mutex_unlock(&lock);
+		refuse(l, fd, l->active >= max ? max : CONNS_ALL_MAX);
+		return;
+	}
+	l->active++;
+	active_all++;
+	pthread_mutex_unlock(&lock);
+	if (conn_start(fd, l) < 0) {
+		close(fd);
+		listener_done(l);
+	}
+}
+
+int main(void)
+{
+	struct pollfd *p = NULL;
+	struct listener **seen = NULL;
+
+	log_init("sbxfs-netproxy", LOG_LVL_INFO, stderr);
+	policy = xcalloc(1, sizeof(*policy));
+	policy->refs = 1;
+	policy->set.conns_max = 1;
+	/* Two sockets and two pipes a connection. */
+	if (proxy_confine(CONNS_ALL_MAX * 6 + 64) < 0)
+		fatal("confining the proxy");
+	for (;;) {
+		size_t n;
+
+		pthread_mutex_lock(&lock);
+		n = nls;
+		p = xrealloc(p, (n + 1) * sizeof(*p));
+		seen = xrealloc(seen, (n + 1) * sizeof(*seen));
+		for (size_t i = 0; i < n; i++) {
+			p[i + 1] = (struct pollfd){.fd = ls[i]->fd, .events = POLLIN};
+			seen[i + 1] = ls[i];
+		}
+		pthread_mutex_unlock(&lock);
+		p[0] = (struct pollfd){.fd = CTL_FD, .events = POLLIN};
+		if (poll(p, n + 1, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			fatal("poll");
+		}
+		/* Listeners first: a message may close one of them. */
+		for (size_t i = 1; i <= n; i++)
+			if (p[i].revents & POLLIN)
+				accept_on(seen[i]);
+		if (p[0].revents)
+			ctl_message();
+	}
+}
