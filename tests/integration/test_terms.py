@@ -472,11 +472,12 @@ def test_wait_sees_a_prompt_s_trailing_blank(sbx):
     write_bytes(t / "wait", "^>>> $\n", flags=os.O_WRONLY)
     assert read_bytes(t / "wait", timeout=25) == b">>> \n"
     s = new_term(sbx.new_session())
-    type_keys(s, "PS1='$ '\r")
-    write_bytes(s / "wait", "\\$ $\n", flags=os.O_WRONLY)
-    assert read_bytes(s / "wait", timeout=25) == b"$ \n"
+    # a prompt of its own, so that the shell's first prompt (user@host:~$ ) cannot match first
+    type_keys(s, "PS1='sbx$ '\r")
+    write_bytes(s / "wait", "^sbx\\$ $\n", flags=os.O_WRONLY)
+    assert read_bytes(s / "wait", timeout=25) == b"sbx$ \n"
     # the screen itself still leaves the blank out
-    assert "\n$\n" in screen(s)
+    assert "\nsbx$\n" in screen(s)
     write_bytes(t / "ctl", "eof\n", flags=os.O_WRONLY)
     assert exit_of(t) == 0
 
