@@ -45,6 +45,7 @@ const struct config_key config_keys[] = {
     {"sandbox", "tmp_size", "64M", "64Q"},
     {"sandbox", "shm_size", "16M", "16Q"},
     {"sandbox", "workspace_max", "1G", "1GB"},
+    {"sandbox", "workspace_fs", "xfs", "btrfs"},
     {"sandbox", "memory_reserve", "64M", "64Q"},
     {"sandbox", "session_pids_max", "10%", "101%"},
     {"workspace", "mount", "fuse", "bind"},
@@ -53,6 +54,11 @@ const struct config_key config_keys[] = {
     {"workspace", "cache_timeout", "2.5", "-1"},
     {"workspace", "passthrough", "no", "maybe"},
     {"workspace", "max_fds", "100", "x"},
+    {"snapshots", "dir", "/srv/snapshots", "relative"},
+    {"snapshots", "max", "1000", "0"},
+    {"snapshots", "space_max", "1G", "1GB"},
+    {"snapshots", "compress", "zstd", "gzip"},
+    {"snapshots", "import_files_max", "1000", "0"},
     {NULL, NULL, NULL, NULL},
 };
 

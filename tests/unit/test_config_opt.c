@@ -51,7 +51,10 @@ static bool same_config(const struct config *a, const struct config *b)
 	       a->session_pids_pct == b->session_pids_pct && a->ws_cache == b->ws_cache &&
 	       a->ws_timeout == b->ws_timeout && a->ws_passthrough == b->ws_passthrough &&
 	       a->ws_kernel == b->ws_kernel && a->ws_symfollow == b->ws_symfollow &&
-	       a->ws_max_fds == b->ws_max_fds;
+	       a->ws_max_fds == b->ws_max_fds && a->workspace_xfs == b->workspace_xfs &&
+	       same_str(a->snap_dir, b->snap_dir) && a->snap_max == b->snap_max &&
+	       a->snap_space_max == b->snap_space_max && a->snap_zstd == b->snap_zstd &&
+	       a->snap_import_files == b->snap_import_files;
 }
 
 static char *ini_path(const char *section, const char *key, const char *value)
