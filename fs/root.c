@@ -1,5 +1,6 @@
 /* The mount's root: lookup, attributes and listing. Each name is served by its part: the
- * control tree's files and directories (ctl.h), contexts/ (ctxfs.h), workspace/ (workspace.h);
+ * control tree's files and directories (ctl.h), contexts/ (ctxfs.h), snapshots/ (snapfs.h),
+ * workspace/ (workspace.h);
  * the root's own attributes are the control tree's (its inode is K_ROOT's). */
 #include "root.h"
 
@@ -10,6 +11,7 @@
 #include "ctl.h"
 #include "ctxfs.h"
 #include "dirsnap.h"
+#include "snapfs.h"
 #include "workspace.h"
 
 /* The mount's root never changes (its names are fixed), and the kernel checks its search
@@ -17,7 +19,7 @@
  * open or stat of a path under workspace/ costs a GETATTR of the root first. */
 #define ROOT_ATTR_TIMEOUT 3600.0
 
-enum part { CONTROL, CONTEXTS, WORKSPACE };
+enum part { CONTROL, CONTEXTS, SNAPSHOTS, WORKSPACE };
 
 /* The root's names, in the order ls -f shows them. */
 static const struct root_name {
@@ -29,7 +31,7 @@ static const struct root_name {
     {"README", S_IFREG, CONTROL, K_README},    {"contexts", S_IFDIR, CONTEXTS, K_ROOT},
     {"env", S_IFREG, CONTROL, K_ROOTENV},      {"limits", S_IFREG, CONTROL, K_LIMITS},
     {"procs", S_IFDIR, CONTROL, K_ALLJOBS},    {"sessions", S_IFDIR, CONTROL, K_SESSIONS},
-    {"workspace", S_IFDIR, WORKSPACE, K_ROOT},
+    {"snapshots", S_IFDIR, SNAPSHOTS, K_ROOT}, {"workspace", S_IFDIR, WORKSPACE, K_ROOT},
 };
 
 #define NNAMES (sizeof(names) / sizeof(names[0]))
@@ -39,6 +41,8 @@ static fuse_ino_t name_ino(const struct root_name *n)
 	switch (n->part) {
 	case CONTEXTS:
 		return ctxfs_root_ino();
+	case SNAPSHOTS:
+		return snapfs_root_ino();
 	case WORKSPACE:
 		return ws_root_ino();
 	default:
@@ -52,6 +56,8 @@ static int name_entry(const struct root_name *n, struct fuse_entry_param *e)
 	switch (n->part) {
 	case CONTEXTS:
 		return ctxfs_root_entry(e);
+	case SNAPSHOTS:
+		return snapfs_root_entry(e);
 	case WORKSPACE:
 		return ws_root_entry(e);
 	default:

@@ -122,6 +122,16 @@ uint32_t snapshot_serial(const struct snapshot *s)
 	return s->serial;
 }
 
+bool snapshot_importing(const struct snapshot *s)
+{
+	bool yes;
+
+	pthread_mutex_lock(&snap_lock);
+	yes = s->state == SS_IMPORTING;
+	pthread_mutex_unlock(&snap_lock);
+	return yes;
+}
+
 struct timespec snapshot_time(const struct snapshot *s)
 {
 	return s->meta.time.tv_sec ? s->meta.time : s->started;
@@ -145,6 +155,7 @@ size_t snapshot_list(struct snapshot_info **v)
 	n = 0;
 	TAILQ_FOREACH(s, &table, link) {
 		memcpy((*v)[n].name, s->name, sizeof(s->name));
+		(*v)[n].importing = s->state == SS_IMPORTING;
 		(*v)[n++].serial = s->serial;
 	}
 	pthread_mutex_unlock(&snap_lock);
@@ -488,6 +499,23 @@ static int mkdir_p(const char *path)
 	return rc;
 }
 
+/* Whether one of the two directories is in the other (a snapshot would hold itself, or a
+ * restore overwrite the snapshots). */
+static bool nested(const char *a, const char *b)
+{
+	char *ra = realpath(a, NULL), *rb = realpath(b, NULL);
+	bool yes = false;
+
+	if (ra && rb) {
+		size_t la = strlen(ra), lb = strlen(rb), n = la < lb ? la : lb;
+
+		yes = !strncmp(ra, rb, n) && (ra[n] == '/' || rb[n] == '/' || la == lb);
+	}
+	free(ra);
+	free(rb);
+	return yes;
+}
+
 int snapshots_init(const struct config *cfg, const char *dir, const char *workspace,
 		   uid_t owner_uid, gid_t owner_gid, char *err, size_t errlen)
 {
@@ -506,6 +534,11 @@ int snapshots_init(const struct config *cfg, const char *dir, const char *worksp
 		rc = rc < 0 ? rc : -errno;
 		snprintf(err, errlen, "snapshots dir %s: %s", dir, strerror(-rc));
 		return rc;
+	}
+	if (nested(dir, workspace)) {
+		snprintf(err, errlen, "[snapshots] dir %s and the workspace %s are in one another",
+			 dir, workspace);
+		return -EINVAL;
 	}
 	snap_workspace = xstrdup(workspace);
 	if ((rc = snap_work_start()) < 0) {

@@ -24,6 +24,7 @@ struct snap_import;
 struct snapshot_info {
 	char name[SNAPSHOT_NAME_MAX + 1];
 	uint32_t serial;
+	bool importing; /* an archive being written to import/NAME */
 };
 
 /* dir: where snapshots are kept (made if missing); workspace: the backing directory;
@@ -53,6 +54,8 @@ void snapshot_unref(struct snapshot *s);
 /* By name; caller frees *v. */
 size_t snapshot_list(struct snapshot_info **v);
 uint32_t snapshot_serial(const struct snapshot *s);
+/* Whether it is an archive being written to import/NAME. */
+bool snapshot_importing(const struct snapshot *s);
 /* When it was taken (or imported). */
 struct timespec snapshot_time(const struct snapshot *s);
 /* Its tree, once taken: a directory descriptor the snapshot owns (valid while referenced), or
@@ -90,6 +93,8 @@ int snapshot_ctl(struct snapshot *s, const char *line, size_t len, struct ticket
  * the snapshot if everything passed (0), else removes what was made (-errno); abort removes it
  * all. Both free im. */
 int snapshot_import_begin(const char *name, struct snap_import **im);
+/* The serial of the snapshot it makes. */
+uint32_t snapshot_import_serial(const struct snap_import *im);
 int snapshot_import_write(struct snap_import *im, const char *buf, size_t len);
 int snapshot_import_end(struct snap_import *im);
 void snapshot_import_abort(struct snap_import *im);

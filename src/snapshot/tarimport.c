@@ -295,6 +295,11 @@ int snapshot_import_begin(const char *name, struct snap_import **out)
 	return 0;
 }
 
+uint32_t snapshot_import_serial(const struct snap_import *im)
+{
+	return im->s->serial;
+}
+
 int snapshot_import_write(struct snap_import *im, const char *buf, size_t len)
 {
 	if (im->err)
@@ -393,10 +398,10 @@ int snapshot_import_end(struct snap_import *im)
 	int rc = im->err;
 
 	if (rc == 0 && im->hlen < sizeof(im->head))
-		rc = im->hlen ? -EINVAL : 0; /* an empty archive is an empty snapshot */
+		rc = -EINVAL;
 	if (rc == 0 && im->z)
 		rc = zin_end(im->z);
-	if (rc == 0 && im->hlen)
+	if (rc == 0)
 		rc = tarr_end(im->tr);
 	if (rc == 0)
 		rc = finish_dirs(im);
