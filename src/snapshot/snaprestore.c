@@ -90,21 +90,13 @@ int snap_restore_parse(const char *line, size_t len, bool *force, char **dir)
 	return rc;
 }
 
-int snapshot_ctl_check(const char *line, size_t len)
+int snapshot_ctl(struct snapshot *s, const char *line, size_t len, struct ticket **done)
 {
+	char *arg = xstrndup(line, len), *dir;
 	bool force;
-	char *dir;
 	int rc = snap_restore_parse(line, len, &force, &dir);
 
 	free(dir);
-	return rc;
-}
-
-int snapshot_ctl(struct snapshot *s, const char *line, size_t len, struct ticket **done)
-{
-	char *arg = xstrndup(line, len);
-	int rc = snapshot_ctl_check(line, len);
-
 	pthread_mutex_lock(&snap_lock);
 	if (rc == 0 && (s->removed || s->state != SS_READY))
 		rc = s->removed ? -ENOENT : -EBUSY;
@@ -213,6 +205,19 @@ static bool sandbox_busy(bool stop)
 	free(sv);
 	free(cv);
 	return busy;
+}
+
+int snapshot_ctl_check(const char *line, size_t len)
+{
+	bool force;
+	char *dir;
+	int rc = snap_restore_parse(line, len, &force, &dir);
+
+	free(dir);
+	/* Told at the write: the close would find it busy too (unless it ended meanwhile). */
+	if (rc == 0 && !force && sandbox_busy(false))
+		rc = -EBUSY;
+	return rc;
 }
 
 /* The sandbox idle and frozen (or idle, without a freezer): 0, *frozen; -EBUSY when it is not

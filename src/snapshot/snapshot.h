@@ -80,7 +80,8 @@ void snapshot_archive_close(struct snap_archive *a);
 char *snapshot_status(struct snapshot *s, size_t *len);
 
 /* ctl lines: "restore [force] [DIR]" (DIR: a directory of the workspace, relative to it or
- * under /workspace; the whole workspace without). Whether the line is one: 0 or -EINVAL. */
+ * under /workspace; the whole workspace without). Whether the line is one and may be applied
+ * now: 0, -EINVAL, or -EBUSY without force while something runs in the sandbox. */
 int snapshot_ctl_check(const char *line, size_t len);
 /* Applies one: 0 and *done, done with the restore's outcome (-EBUSY while something runs in
  * the sandbox and force is not given); -EINVAL, -EBUSY while it is being taken or restored. */

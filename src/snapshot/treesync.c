@@ -224,10 +224,25 @@ static int make_temp(struct walk *w, int ddir, char *tmp, size_t len)
 	return -EEXIST;
 }
 
-/* The source's file name made in ddir (as a new file, renamed over the old). */
-static int copy_file(struct walk *w, int sdir, int ddir, const char *name, const char *rel)
+/* The bytes of a copy a new one replaces (its name's only file), which the new one's count
+ * instead. A reflink counts none. */
+static uint64_t replaced_bytes(const struct tree_sync *ts, const struct stat *old)
+{
+	uint64_t n;
+
+	if (ts->clone || !old || !S_ISREG(old->st_mode) || old->st_nlink != 1)
+		return 0;
+	n = (uint64_t)old->st_blocks * 512 < (uint64_t)old->st_size ? (uint64_t)old->st_blocks * 512
+								      : (uint64_t)old->st_size;
+	return n < ts->st.copied ? n : ts->st.copied;
+}
+
+/* The source's file name made in ddir (as a new file, renamed over old, the one there). */
+static int copy_file(struct walk *w, int sdir, int ddir, const char *name, const char *rel,
+		     const struct stat *old)
 {
 	struct tree_sync *ts = w->ts;
+	uint64_t replaced = replaced_bytes(ts, old);
 	int src = openat(sdir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), dst = -1, rc = 0;
 	char tmp[32];
 	struct stat ss, ds;
@@ -241,8 +256,7 @@ static int copy_file(struct walk *w, int sdir, int ddir, const char *name, const
 	}
 	if (!S_ISREG(ss.st_mode)) /* replaced meanwhile: the next pass sees it */
 		goto out;
-	if (!ts->clone && __atomic_load_n(&ts->st.copied, __ATOMIC_RELAXED) +
-				  (uint64_t)ss.st_blocks * 512 > ts->copy_max) {
+	if (!ts->clone && ts->st.copied - replaced + (uint64_t)ss.st_blocks * 512 > ts->copy_max) {
 		rc = -ENOSPC;
 		goto out;
 	}
@@ -264,7 +278,7 @@ static int copy_file(struct walk *w, int sdir, int ddir, const char *name, const
 		goto out;
 	}
 	note_link(w, &ss, rel, ds.st_ino);
-	add(&ts->st.copied, (uint64_t)n);
+	__atomic_store_n(&ts->st.copied, ts->st.copied - replaced + (uint64_t)n, __ATOMIC_RELAXED);
 	if (ts->st.copied > ts->copy_max)
 		rc = -ENOSPC;
 out:
@@ -288,7 +302,7 @@ static int sync_file(struct walk *w, int sdir, int ddir, const char *name, const
 		note_link(w, ss, rel, ds->st_ino);
 		return 0;
 	}
-	return copy_file(w, sdir, ddir, name, rel);
+	return copy_file(w, sdir, ddir, name, rel, ds);
 }
 
 static int sync_link(struct walk *w, int sdir, int ddir, const char *name,

@@ -12,12 +12,15 @@ LAYERS names, and of the folders below those (the rows are followed down):
   src/session                         shell and below (never job, term or context)
   src/job, src/term, src/context      session and below (never each other)
   src/sandbox                         job, term, context and below
+  src/snapshot                        src/sandbox and below
   src/launcher, src/git, src/attach   util only
   fs/base                             src/core and below
   fs/workspace                        fs/base, src/core and below
   fs/contexts                         fs/base, src/context and below
   fs/control, fs/terms                fs/base, src/sandbox and below (never fs/workspace,
                                       fs/contexts, or each other)
+  fs/snapshots                        fs/base, fs/workspace (its id swap), src/snapshot and
+                                      below
   fs (main.c, ops.c, root.c, ...)     anything
 
 So nothing in src/ includes anything in fs/. Every quoted include must name a header of one
@@ -51,6 +54,7 @@ LAYERS = {
     "src/term": ["src/session"],
     "src/context": ["src/session"],
     "src/sandbox": ["src/job", "src/term", "src/context"],
+    "src/snapshot": ["src/sandbox"],
     "src/launcher": ["src/util"],
     "src/git": ["src/util"],
     "src/attach": ["src/util"],
@@ -59,6 +63,7 @@ LAYERS = {
     "fs/contexts": ["fs/base", "src/context"],
     "fs/control": ["fs/base", "src/sandbox"],
     "fs/terms": ["fs/base", "src/sandbox"],
+    "fs/snapshots": ["fs/base", "fs/workspace", "src/snapshot"],
     "fs": [ANY],
 }
 
