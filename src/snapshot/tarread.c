@@ -27,7 +27,7 @@ struct tar_reader {
 	char *ext;
 	size_t extlen;
 	uint64_t left, pad;
-	bool in_entry; /* the sink has an entry whose done is due */
+	bool in_entry; /* the sink has a regular file whose done is due */
 	bool data;     /* its data goes to the sink */
 	/* What pax and GNU entries said about the next entry. */
 	char *path, *link;
@@ -357,8 +357,7 @@ static int entry(struct tar_reader *r, const struct tar_header *h, uint64_t size
 				       r->xattrs, r->nxattrs};
 		rc = r->sink->entry(r->arg, &e);
 	}
-	r->in_entry = rc == 0;
-	r->data = rc == 0 && type == TAR_REG;
+	r->in_entry = r->data = rc == 0 && type == TAR_REG;
 	free(raw);
 	free(path);
 	free(link);
