@@ -360,6 +360,7 @@ static int start_snapshots(const struct config *cfg, uid_t uid, gid_t gid, char 
 					     : xasprintf("%s/snapshots", cfg->state_dir);
 	int rc = snapshots_init(cfg, dir, cfg->workspace, uid, gid, err, errlen);
 
+	snapshots_set_restore_hook(ws_inval_everything);
 	if (rc == 0)
 		log_info("snapshots in %s", dir);
 	free(dir);

@@ -34,6 +34,9 @@ int snapshots_init(const struct config *cfg, const char *dir, const char *worksp
 		   uid_t owner_uid, gid_t owner_gid, char *err, size_t errlen);
 /* Cancels the work under way, ends the worker, frees the table. */
 void snapshots_shutdown(void);
+/* fn runs on the loop thread once a restore is done, before the close that asked for it is
+ * answered: the layer above drops what it cached of the workspace. */
+void snapshots_set_restore_hook(void (*fn)(void));
 
 bool snapshot_name_valid(const char *name);
 /* Takes a snapshot of the workspace named name: 0 and *done, a ticket done with 0 once it is

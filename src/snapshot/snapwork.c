@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "loop.h"
 #include "snapshot_priv.h"
 #include "treesync.h"
 #include "xmalloc.h"
@@ -71,8 +72,31 @@ static void finish_take(struct snapshot *s, int rc)
 	snap_ticket_done(&t, 0);
 }
 
+static void (*restore_hook)(void);
+
+void snapshots_set_restore_hook(void (*fn)(void))
+{
+	restore_hook = fn;
+}
+
+struct restored {
+	struct ticket *t;
+	int rc;
+};
+
+/* Loop thread: the hook, then the close waiting on the restore is answered. */
+static void restored_on_loop(void *arg)
+{
+	struct restored *r = arg;
+
+	restore_hook();
+	snap_ticket_done(&r->t, r->rc);
+	free(r);
+}
+
 static void finish_restore(struct snapshot *s, int rc, uint64_t t0)
 {
+	struct restored *r;
 	struct ticket *t;
 
 	pthread_mutex_lock(&snap_lock);
@@ -85,7 +109,13 @@ static void finish_restore(struct snapshot *s, int rc, uint64_t t0)
 	t = s->done;
 	s->done = NULL;
 	pthread_mutex_unlock(&snap_lock);
-	snap_ticket_done(&t, rc);
+	if (!restore_hook || !t) {
+		snap_ticket_done(&t, rc);
+		return;
+	}
+	r = xmalloc(sizeof(*r));
+	*r = (struct restored){t, rc};
+	loop_defer(restored_on_loop, r);
 }
 
 static void run(struct job *j)
