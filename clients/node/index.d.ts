@@ -274,11 +274,35 @@ export interface SessionOptions {
 	commandTimeoutMs?: number;
 }
 
+export interface BackupOptions {
+	/** The workspace or a directory in it, as commands see it (/workspace/...). */
+	dir: string;
+	/** A label, kept in the returned object. */
+	name?: string;
+}
+
+/** A snapshot of the whole workspace (snapshots/ID), taken at one instant; restoring it
+ * restores dir alone. */
+export interface DirectoryBackup {
+	id: string;
+	dir: string;
+	name?: string;
+}
+
+export interface RestoreBackupOptions {
+	/** End what runs in the sandbox first; without it a restore while something runs is a
+	 * ResourceBusyError. */
+	force?: boolean;
+}
+
 export declare class Sandbox extends ExecutionSession {
 	readonly mountpoint: string;
 	createSession(opts?: SessionOptions): Promise<ExecutionSession>;
 	getSession(id: string): Promise<ExecutionSession>;
 	deleteSession(id: string): Promise<{ success: boolean; sessionId: string; timestamp: string }>;
+	createBackup(opts: BackupOptions): Promise<DirectoryBackup>;
+	restoreBackup(backup: DirectoryBackup, opts?: RestoreBackupOptions): Promise<{ success: boolean; id: string; dir: string }>;
+	deleteBackup(backup: DirectoryBackup): Promise<{ success: boolean; id: string }>;
 }
 
 export interface SandboxOptions {
@@ -327,3 +351,4 @@ export declare class GitTimeoutError extends SandboxError {}
 export declare class ContextNotFoundError extends SandboxError {}
 export declare class CodeInterpreterUnavailableError extends SandboxError {}
 export declare class TerminalError extends SandboxError {}
+export declare class BackupNotFoundError extends SandboxError {}

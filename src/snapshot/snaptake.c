@@ -133,16 +133,20 @@ static int take(struct snapshot *s, int ws, int dir, int tree)
 	struct stat wst;
 	int rc;
 
-	set_phase(s, "measuring", NULL);
-	if ((rc = tree_measure(ws, &bytes, &entries, ts.cancel)) < 0)
-		return rc;
+	/* A copy is measured first: whether it fits, and the totals its progress shows. Reflinks
+	 * take no space and a walk's time: that walk would double it. */
 	ts.copy_max = space_left();
-	pthread_mutex_lock(&snap_lock);
-	s->total_files = entries;
-	s->total_bytes = bytes;
-	pthread_mutex_unlock(&snap_lock);
-	if (!likely && bytes > ts.copy_max)
-		return -ENOSPC;
+	if (!likely) {
+		set_phase(s, "measuring", NULL);
+		if ((rc = tree_measure(ws, &bytes, &entries, ts.cancel)) < 0)
+			return rc;
+		pthread_mutex_lock(&snap_lock);
+		s->total_files = entries;
+		s->total_bytes = bytes;
+		pthread_mutex_unlock(&snap_lock);
+		if (bytes > ts.copy_max)
+			return -ENOSPC;
+	}
 	clock_gettime(CLOCK_REALTIME, &start);
 	ts.trust_before = minus_margin(start);
 	set_phase(s, "copying", &ts.st);

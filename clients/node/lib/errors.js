@@ -35,6 +35,7 @@ const kinds = {
 	ContextNotFoundError: 'CONTEXT_NOT_FOUND',
 	CodeInterpreterUnavailableError: 'INTERPRETER_NOT_READY',
 	TerminalError: 'TERMINAL_ERROR',
+	BackupNotFoundError: 'BACKUP_NOT_FOUND',
 };
 
 function errorClass(name, code) {
@@ -70,6 +71,7 @@ export const GitTimeoutError = errorClass('GitTimeoutError', kinds.GitTimeoutErr
 export const ContextNotFoundError = errorClass('ContextNotFoundError', kinds.ContextNotFoundError);
 export const CodeInterpreterUnavailableError = errorClass('CodeInterpreterUnavailableError', kinds.CodeInterpreterUnavailableError);
 export const TerminalError = errorClass('TerminalError', kinds.TerminalError);
+export const BackupNotFoundError = errorClass('BackupNotFoundError', kinds.BackupNotFoundError);
 
 // What an errno means for each kind of object; anything else is a plain SandboxError.
 const byErrno = {
@@ -77,6 +79,7 @@ const byErrno = {
 	process: { ENOENT: ProcessNotFoundError, EEXIST: ProcessExistsError },
 	context: { ENOENT: ContextNotFoundError },
 	terminal: { ENOENT: TerminalError, EEXIST: TerminalError },
+	backup: { ENOENT: BackupNotFoundError },
 	file: {
 		ENOENT: FileNotFoundError,
 		EEXIST: FileExistsError,

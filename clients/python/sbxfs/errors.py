@@ -49,12 +49,14 @@ ContextNotFoundError = _kind("ContextNotFoundError", "CONTEXT_NOT_FOUND")
 CodeInterpreterUnavailableError = _kind("CodeInterpreterUnavailableError",
                                         "INTERPRETER_NOT_READY")
 TerminalError = _kind("TerminalError", "TERMINAL_ERROR")
+BackupNotFoundError = _kind("BackupNotFoundError", "BACKUP_NOT_FOUND")
 
 _BY_ERRNO = {
     "session": {_errno.ENOENT: SessionNotFoundError, _errno.EEXIST: SessionAlreadyExistsError},
     "process": {_errno.ENOENT: ProcessNotFoundError, _errno.EEXIST: ProcessExistsError},
     "context": {_errno.ENOENT: ContextNotFoundError},
     "terminal": {_errno.ENOENT: TerminalError, _errno.EEXIST: TerminalError},
+    "backup": {_errno.ENOENT: BackupNotFoundError},
     "file": {
         _errno.ENOENT: FileNotFoundError_,
         _errno.EEXIST: FileExistsError_,
