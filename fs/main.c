@@ -352,10 +352,9 @@ static void log_to_state_dir(const struct config *cfg)
 
 /* snapshots/: where [snapshots] dir says, else in an XFS workspace image (reflinks), else in
  * the state dir. */
-static int start_snapshots(const struct config *cfg, uid_t uid, gid_t gid, char *err,
-			   size_t errlen)
+static int start_snapshots(const struct config *cfg, uid_t uid, gid_t gid, char *err, size_t errlen)
 {
-	char *dir = cfg->snap_dir[0]		 ? xstrdup(cfg->snap_dir)
+	char *dir = cfg->snap_dir[0]	     ? xstrdup(cfg->snap_dir)
 		    : wsimage_snapshot_dir() ? xstrdup(wsimage_snapshot_dir())
 					     : xasprintf("%s/snapshots", cfg->state_dir);
 	int rc = snapshots_init(cfg, dir, cfg->workspace, uid, gid, err, errlen);

@@ -198,8 +198,7 @@ void snapfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	reply_opened(req, fh, fi);
 }
 
-void snapfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
-		   struct fuse_file_info *fi)
+void snapfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, struct fuse_file_info *fi)
 {
 	struct fuse_entry_param e = {0};
 	struct sfh *fh;
@@ -248,8 +247,7 @@ static void read_archive(fuse_req_t req, struct sfh *fh, size_t size, off_t off)
 	free(buf);
 }
 
-void snapfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		 struct fuse_file_info *fi)
+void snapfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct sfh *fh;
 	struct stat st;
@@ -262,9 +260,9 @@ void snapfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			return;
 		}
 		reply_extent(req, fd,
-			     off >= st.st_size ? 0
+			     off >= st.st_size			   ? 0
 			     : (uint64_t)(st.st_size - off) < size ? (size_t)(st.st_size - off)
-								     : size,
+								   : size,
 			     off);
 		return;
 	}
@@ -342,8 +340,7 @@ static void write_ctl(fuse_req_t req, struct sfh *fh, const char *buf, size_t si
 		fuse_reply_write(req, size);
 }
 
-static void write_import(fuse_req_t req, struct sfh *fh, const char *buf, size_t size,
-			 off_t off)
+static void write_import(fuse_req_t req, struct sfh *fh, const char *buf, size_t size, off_t off)
 {
 	int rc;
 
@@ -502,8 +499,7 @@ void snapfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_err(req, 0);
 }
 
-void snapfs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
-		  struct fuse_file_info *fi)
+void snapfs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi)
 {
 	off_t to;
 

@@ -15,21 +15,20 @@
 
 /* Fixed names: let the kernel keep them. */
 #define FIXED_TIMEOUT 3600.0
-#define DIR_MODE (S_IFDIR | 0755)
+#define DIR_MODE      (S_IFDIR | 0755)
 
 /* The mode of each kind (the view's nodes have their files' own). */
 static const mode_t modes[N_MAX] = {
-    [N_DIR] = DIR_MODE,		  [N_CLONE] = S_IFREG | 0444,	 [N_CTL] = S_IFREG | 0200,
-    [N_IMPORT] = S_IFDIR | 0755,  [N_IMPFILE] = S_IFREG | 0200, [N_SNAP] = DIR_MODE,
-    [N_STATUS] = S_IFREG | 0444,  [N_SCTL] = S_IFREG | 0200,	 [N_ARCHIVE] = S_IFREG | 0444,
+    [N_DIR] = DIR_MODE,		 [N_CLONE] = S_IFREG | 0444,   [N_CTL] = S_IFREG | 0200,
+    [N_IMPORT] = S_IFDIR | 0755, [N_IMPFILE] = S_IFREG | 0200, [N_SNAP] = DIR_MODE,
+    [N_STATUS] = S_IFREG | 0444, [N_SCTL] = S_IFREG | 0200,    [N_ARCHIVE] = S_IFREG | 0444,
 };
 
 /* A snapshot's own names, in the order ls -f shows them. */
 static const struct {
 	const char *name;
 	enum snap_kind kind;
-} snap_names[] = {
-    {"status", N_STATUS}, {"ctl", N_SCTL}, {"archive", N_ARCHIVE}, {"files", N_NODE}};
+} snap_names[] = {{"status", N_STATUS}, {"ctl", N_SCTL}, {"archive", N_ARCHIVE}, {"files", N_NODE}};
 
 #define NSNAP_NAMES (sizeof(snap_names) / sizeof(snap_names[0]))
 
@@ -319,7 +318,8 @@ void snapfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			dirsnap_add(d, snap_names[i].name, snap_ino(serial, snap_names[i].kind, 0),
 				    snap_names[i].kind == N_NODE ? S_IFDIR : S_IFREG);
 	} else if (rc == 0) {
-		d = dirsnap_new(ino, snap_ino_kind(ino) == N_DIR ? FUSE_ROOT_ID : snapfs_root_ino());
+		d = dirsnap_new(ino,
+				snap_ino_kind(ino) == N_DIR ? FUSE_ROOT_ID : snapfs_root_ino());
 		if (snap_ino_kind(ino) == N_DIR)
 			list_root(d);
 		else
@@ -344,8 +344,7 @@ static void plus_fill(const struct dirsnap_entry *de, struct fuse_entry_param *e
 		e->attr_timeout = e->entry_timeout = 3600.0;
 }
 
-void snapfs_readdir(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi,
-		    bool plus)
+void snapfs_readdir(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi, bool plus)
 {
 	static const struct dirsnap_plus snap_plus = {plus_fill, NULL};
 

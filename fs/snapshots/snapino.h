@@ -20,9 +20,9 @@ enum snap_kind {
 	N_IMPFILE, /* snapshots/import/NAME, while it is written */
 	N_SNAP,	   /* snapshots/NAME/ */
 	N_STATUS,
-	N_SCTL,	   /* NAME/ctl */
+	N_SCTL, /* NAME/ctl */
 	N_ARCHIVE,
-	N_NODE,	   /* NAME/files/ and everything in it */
+	N_NODE, /* NAME/files/ and everything in it */
 	N_MAX
 };
 

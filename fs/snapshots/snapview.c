@@ -136,8 +136,7 @@ static char *node_path(struct view *v, uint64_t node, uint64_t *parent)
 }
 
 /* The node of the tree's file st at path (its first path, if it has several names). */
-static uint64_t node_of(struct view *v, const struct stat *st, const char *path,
-			uint64_t parent)
+static uint64_t node_of(struct view *v, const struct stat *st, const char *path, uint64_t parent)
 {
 	struct inomap_slot *slot;
 	uint64_t node;
@@ -235,8 +234,8 @@ int snapview_lookup(fuse_ino_t parent, const char *name, struct fuse_entry_param
 	else
 		close(fd);
 	if (rc == 0) {
-		e->ino = snap_ino(snap_ino_serial(parent), N_NODE,
-				  node_of(v, &e->attr, path, pnode));
+		e->ino =
+		    snap_ino(snap_ino_serial(parent), N_NODE, node_of(v, &e->attr, path, pnode));
 		shown(&e->attr, e->ino);
 		e->attr_timeout = e->entry_timeout = VIEW_TIMEOUT;
 	}
@@ -292,7 +291,8 @@ int snapview_list(fuse_ino_t ino, struct dirsnap **out)
 		view_put(v);
 		return rc;
 	}
-	*out = dirsnap_new(ino, node ? snap_ino(serial, N_NODE, parent) : snap_ino(serial, N_SNAP, 0));
+	*out =
+	    dirsnap_new(ino, node ? snap_ino(serial, N_NODE, parent) : snap_ino(serial, N_SNAP, 0));
 	while ((de = readdir(d))) {
 		struct stat st;
 		char *path;
@@ -326,8 +326,7 @@ int snapview_open(fuse_ino_t ino)
 }
 
 /* A file's attribute (user.* only) by its open fd. */
-static void xattr_reply(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size,
-			bool list)
+static void xattr_reply(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size, bool list)
 {
 	char *buf = size ? xmalloc(size) : NULL;
 	struct view *v;
@@ -345,7 +344,7 @@ static void xattr_reply(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 	} else if (fd < 0) {
 		n = fd;
 	} else {
-		n = list ? flistxattr(fd, buf, size)
+		n = list			? flistxattr(fd, buf, size)
 		    : strncmp(name, "user.", 5) ? (errno = ENODATA, -1)
 						: fgetxattr(fd, name, buf, size);
 		if (n < 0)

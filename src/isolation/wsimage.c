@@ -76,8 +76,7 @@ static int dir_is_empty(const char *path)
 
 /* A sparse file of size bytes with an empty filesystem on it (ext4: no blocks kept for root,
  * the sandbox may fill it all; xfs: with reflinks); removed again if that fails. */
-static int make_image(const char *img, uint64_t size, const char *fstype, char *err,
-		      size_t errlen)
+static int make_image(const char *img, uint64_t size, const char *fstype, char *err, size_t errlen)
 {
 	char *ext4[] = {"mkfs.ext4", "-q", "-F", "-m", "0", "-E", "nodiscard", (char *)img, NULL};
 	char *xfs[] = {"mkfs.xfs", "-q", "-f", "-K", "-m", "reflink=1", (char *)img, NULL};
@@ -293,7 +292,8 @@ static int find_or_make(const char *ws, const char *img, uint64_t max, const cha
 
 	*tidy = false;
 	if (is_xfs(fstype) && max < XFS_MIN) {
-		snprintf(err, errlen, "[sandbox] workspace_fs = xfs needs a workspace_max of 300M "
+		snprintf(err, errlen,
+			 "[sandbox] workspace_fs = xfs needs a workspace_max of 300M "
 			 "at least (mkfs.xfs makes no smaller filesystem)");
 		return -EINVAL;
 	}
@@ -410,8 +410,8 @@ static void undo_mounts(void)
 	mounted_on = image_root = snap_dir = NULL;
 }
 
-int wsimage_attach(const char *workspace, const char *state_dir, uint64_t max,
-		   const char *fstype, char *err, size_t errlen)
+int wsimage_attach(const char *workspace, const char *state_dir, uint64_t max, const char *fstype,
+		   char *err, size_t errlen)
 {
 	char *ws, *state, *img = NULL, dev[64];
 	bool tidy;

@@ -15,7 +15,7 @@
  * (between filesystems of different kinds). */
 #define COPY_CHUNK (1 << 20)
 /* An attribute list and value: the kernel's own bounds (XATTR_LIST_MAX, XATTR_SIZE_MAX). */
-#define XLIST_MAX (64 << 10)
+#define XLIST_MAX  (64 << 10)
 #define XVALUE_MAX (64 << 10)
 
 /* Writes len bytes of src at off into dst at the same offset. */
@@ -28,8 +28,8 @@ static int copy_range(int src, int dst, off_t off, off_t len)
 		loff_t in = off, out = off;
 		ssize_t n = buf ? -1 : copy_file_range(src, &in, dst, &out, (size_t)len, 0);
 
-		if (n < 0 && !buf && (errno == EXDEV || errno == EOPNOTSUPP || errno == EINVAL ||
-				      errno == ENOSYS)) {
+		if (n < 0 && !buf &&
+		    (errno == EXDEV || errno == EOPNOTSUPP || errno == EINVAL || errno == ENOSYS)) {
 			buf = xmalloc(COPY_CHUNK);
 			continue;
 		}

@@ -27,7 +27,7 @@
 
 /* How long a forced restore waits for what it ended to be gone (the shells' reports, the
  * kills' grace), and how often it looks. */
-#define SETTLE_MS 3000
+#define SETTLE_MS      3000
 #define SETTLE_STEP_MS 20
 
 #define WS_PREFIX "/workspace"
@@ -286,8 +286,7 @@ static int open_snap_dir(int tree, const char *dir)
 
 static int restore_into(struct snapshot *s, int ws, const char *dir)
 {
-	struct tree_sync ts = {.clone = true, .copy_max = UINT64_MAX,
-			       .cancel = snap_work_cancel()};
+	struct tree_sync ts = {.clone = true, .copy_max = UINT64_MAX, .cancel = snap_work_cancel()};
 	int src = open_snap_dir(s->tree, dir), dst;
 	const struct snap_meta *m = &s->meta;
 	int64_t before;

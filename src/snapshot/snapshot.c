@@ -62,8 +62,8 @@ static struct snapshot *find_locked(const char *name)
 	struct snapshot *s;
 
 	TAILQ_FOREACH(s, &table, link)
-		if (!strcmp(s->name, name))
-			return s;
+	if (!strcmp(s->name, name))
+		return s;
 	return NULL;
 }
 
@@ -109,10 +109,10 @@ struct snapshot *snapshot_find_serial(uint32_t serial)
 
 	pthread_mutex_lock(&snap_lock);
 	TAILQ_FOREACH(s, &table, link)
-		if (s->serial == serial) {
-			s->refs++;
-			break;
-		}
+	if (s->serial == serial) {
+		s->refs++;
+		break;
+	}
 	pthread_mutex_unlock(&snap_lock);
 	return s;
 }
@@ -150,10 +150,11 @@ size_t snapshot_list(struct snapshot_info **v)
 
 	pthread_mutex_lock(&snap_lock);
 	TAILQ_FOREACH(s, &table, link)
-		n++;
+	n++;
 	*v = xcalloc(n + 1, sizeof(**v));
 	n = 0;
-	TAILQ_FOREACH(s, &table, link) {
+	TAILQ_FOREACH(s, &table, link)
+	{
 		memcpy((*v)[n].name, s->name, sizeof(s->name));
 		(*v)[n].importing = s->state == SS_IMPORTING;
 		(*v)[n++].serial = s->serial;
@@ -183,7 +184,7 @@ static unsigned count_locked(void)
 	unsigned n = 0;
 
 	TAILQ_FOREACH(s, &table, link)
-		n++;
+	n++;
 	return n;
 }
 
@@ -204,9 +205,9 @@ uint64_t snap_space_used_locked(void)
 	uint64_t n = 0;
 
 	TAILQ_FOREACH(s, &table, link)
-		n += s->state == SS_READY || s->state == SS_RESTORING ? s->meta.space
-		     : s->progress ? __atomic_load_n(&s->progress->copied, __ATOMIC_RELAXED)
-				   : 0;
+	n += s->state == SS_READY || s->state == SS_RESTORING ? s->meta.space
+	     : s->progress ? __atomic_load_n(&s->progress->copied, __ATOMIC_RELAXED)
+			   : 0;
 	return n;
 }
 
@@ -356,12 +357,12 @@ bool snapshot_zstd(void)
 
 int snap_meta_write(int dir, const struct snap_meta *m)
 {
-	char *text = xasprintf("version 1\ntime %lld.%09ld\ntook_ms %" PRIu64 "\nfrozen_ms %" PRIu64
-			       "\nfiles %" PRIu64 "\nbytes %" PRIu64 "\nspace %" PRIu64
-			       "\nworkspace %" PRIu64 ":%" PRIu64 "\nfrozen %d\nreflinked %d\n",
-			       (long long)m->time.tv_sec, m->time.tv_nsec, m->took_ms, m->frozen_ms,
-			       m->files, m->bytes, m->space, m->ws_dev, m->ws_ino, m->frozen,
-			       m->reflinked);
+	char *text =
+	    xasprintf("version 1\ntime %lld.%09ld\ntook_ms %" PRIu64 "\nfrozen_ms %" PRIu64
+		      "\nfiles %" PRIu64 "\nbytes %" PRIu64 "\nspace %" PRIu64
+		      "\nworkspace %" PRIu64 ":%" PRIu64 "\nfrozen %d\nreflinked %d\n",
+		      (long long)m->time.tv_sec, m->time.tv_nsec, m->took_ms, m->frozen_ms,
+		      m->files, m->bytes, m->space, m->ws_dev, m->ws_ino, m->frozen, m->reflinked);
 	int fd = openat(dir, META_NAME, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600), rc = 0;
 	size_t len = strlen(text);
 
@@ -414,8 +415,8 @@ int snap_publish(struct snapshot *s, const char *tmp)
 	if (rc < 0)
 		return rc;
 	dir = openat(snap_dir_fd, s->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	tree = dir >= 0 ? openat(dir, TREE_NAME, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-			: -1;
+	tree =
+	    dir >= 0 ? openat(dir, TREE_NAME, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
 	if (tree < 0)
 		rc = -errno;
 	if (dir >= 0)
@@ -525,7 +526,8 @@ int snapshots_init(const struct config *cfg, const char *dir, const char *worksp
 	snap_owner_uid = owner_uid;
 	snap_owner_gid = owner_gid;
 	if (cfg->snap_zstd && !snap_zstd_built()) {
-		snprintf(err, errlen, "[snapshots] compress = zstd, but this sbxfs was built "
+		snprintf(err, errlen,
+			 "[snapshots] compress = zstd, but this sbxfs was built "
 			 "without libzstd");
 		return -EINVAL;
 	}

@@ -31,37 +31,37 @@ struct snap_meta {
 	struct timespec time; /* the frozen instant it shows (an import: when it was made) */
 	uint64_t took_ms, frozen_ms;
 	uint64_t files, bytes;
-	uint64_t space;	      /* bytes its copies take: what counts against space_max */
+	uint64_t space;		 /* bytes its copies take: what counts against space_max */
 	uint64_t ws_dev, ws_ino; /* the workspace it was taken of (0: imported) */
-	bool frozen;	      /* the sandbox was frozen for the catch-up */
+	bool frozen;		 /* the sandbox was frozen for the catch-up */
 	bool reflinked;
 };
 
 struct snapshot {
 	char name[SNAPSHOT_NAME_MAX + 1];
 	uint32_t serial;
-	int refs;		/* snap_lock */
-	enum snap_state state;	/* snap_lock */
-	bool removed;		/* snap_lock: out of the table */
-	unsigned pins;		/* snap_lock: archives being read */
-	int tree;		/* once ready */
-	struct snap_meta meta;	/* once ready */
+	int refs;	       /* snap_lock */
+	enum snap_state state; /* snap_lock */
+	bool removed;	       /* snap_lock: out of the table */
+	unsigned pins;	       /* snap_lock: archives being read */
+	int tree;	       /* once ready */
+	struct snap_meta meta; /* once ready */
 	/* While it is taken or restored (the worker's): what it does, and its counters. */
-	const char *phase;	/* snap_lock */
-	struct tree_stats *progress; /* snap_lock: the running sync's, or NULL */
+	const char *phase;		   /* snap_lock */
+	struct tree_stats *progress;	   /* snap_lock: the running sync's, or NULL */
 	uint64_t total_files, total_bytes; /* what the copy is expected to reach */
 	struct timespec started;
 	/* The last restore's outcome, for status. */
 	int restore_rc;
 	uint64_t restore_ms, restored_files;
 	bool restored;
-	struct ticket *done;	/* the mkdir or ctl waiting on the work */
+	struct ticket *done; /* the mkdir or ctl waiting on the work */
 	TAILQ_ENTRY(snapshot) link;
 };
 
 extern pthread_mutex_t snap_lock;
 extern const struct config *snap_cfg;
-extern int snap_dir_fd;	/* where snapshots are kept */
+extern int snap_dir_fd;	     /* where snapshots are kept */
 extern char *snap_workspace; /* the workspace's backing directory */
 extern uid_t snap_owner_uid;
 extern gid_t snap_owner_gid;

@@ -43,12 +43,12 @@ static void put_progress(FILE *f, const struct snapshot *s)
 	if (s->total_bytes)
 		fprintf(f, "total_bytes %" PRIu64 "\n", s->total_bytes);
 	if (s->total_bytes || s->total_files)
-		fprintf(f, "percent %u\n",
-			(unsigned)(s->total_bytes ? (bytes > s->total_bytes ? 100
-									   : bytes * 100 / s->total_bytes)
-						  : (files > s->total_files ? 100
-									    : files * 100 /
-										  s->total_files)));
+		fprintf(
+		    f, "percent %u\n",
+		    (unsigned)(s->total_bytes
+				   ? (bytes > s->total_bytes ? 100 : bytes * 100 / s->total_bytes)
+				   : (files > s->total_files ? 100
+							     : files * 100 / s->total_files)));
 	fprintf(f, "elapsed_ms %lld\n",
 		(long long)(now.tv_sec - s->started.tv_sec) * 1000 +
 		    (now.tv_nsec - s->started.tv_nsec) / 1000000);

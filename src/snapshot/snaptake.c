@@ -50,7 +50,8 @@ static void scan_mmaps(struct inomap *dirty)
 			unsigned long long ino;
 			char perms[8];
 
-			if (sscanf(line, "%*x-%*x %7s %*x %x:%x %llu", perms, &maj, &min, &ino) == 4 &&
+			if (sscanf(line, "%*x-%*x %7s %*x %x:%x %llu", perms, &maj, &min, &ino) ==
+				4 &&
 			    perms[1] == 'w' && perms[3] == 's' && ino)
 				inomap_put(dirty, makedev(maj, min), ino);
 		}
@@ -94,8 +95,7 @@ static uint64_t space_left(void)
 }
 
 /* The frozen pass: 0 or -errno; *frozen whether the sandbox was frozen for it. */
-static int catch_up(struct snapshot *s, int ws, int tree, struct tree_sync *ts,
-		    struct snap_meta *m)
+static int catch_up(struct snapshot *s, int ws, int tree, struct tree_sync *ts, struct snap_meta *m)
 {
 	int frc = cgroup_freeze(cgroup_sandbox(), true), rc;
 	uint64_t t0 = snap_now_ms();

@@ -28,14 +28,14 @@ struct tar_header {
 
 _Static_assert(sizeof(struct tar_header) == TAR_BLOCK, "a tar header is one block");
 
-#define TAR_REG	     '0'
-#define TAR_AREG     '\0' /* pre-POSIX regular file */
-#define TAR_LINK     '1'
-#define TAR_SYMLINK  '2'
-#define TAR_DIR	     '5'
-#define TAR_CONTIG   '7' /* a regular file, for all we care */
-#define TAR_PAX	     'x'
-#define TAR_PAX_GLOB 'g'
+#define TAR_REG		 '0'
+#define TAR_AREG	 '\0' /* pre-POSIX regular file */
+#define TAR_LINK	 '1'
+#define TAR_SYMLINK	 '2'
+#define TAR_DIR		 '5'
+#define TAR_CONTIG	 '7' /* a regular file, for all we care */
+#define TAR_PAX		 'x'
+#define TAR_PAX_GLOB	 'g'
 #define TAR_GNU_LONGNAME 'L'
 #define TAR_GNU_LONGLINK 'K'
 

@@ -91,7 +91,7 @@ static int parent_of(struct snap_import *im, const char *path, const char **name
 		next = openat(fd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (next < 0)
 			next = errno == ELOOP || errno == ENOTDIR || errno == EEXIST ? -EINVAL
-										      : -errno;
+										     : -errno;
 		close(fd);
 		fd = next;
 		p = slash + 1;
@@ -118,8 +118,7 @@ static int finish_meta(int fd, mode_t mode, struct timespec mtime)
 }
 
 /* A hard link: the file it names, found beneath the tree without following a link. */
-static int make_link(struct snap_import *im, const struct tar_entry *e, int dir,
-		     const char *name)
+static int make_link(struct snap_import *im, const struct tar_entry *e, int dir, const char *name)
 {
 	struct open_how how = {.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
 			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
@@ -150,9 +149,9 @@ static int on_entry(void *arg, const struct tar_entry *e)
 	__atomic_add_fetch(&im->st.files, 1, __ATOMIC_RELAXED);
 	if (e->type == TAR_DIR) { /* its attributes once its entries are in */
 		im->dirs = xrealloc(im->dirs, (im->ndirs + 1) * sizeof(*im->dirs));
-		im->dirs[im->ndirs++] = (struct dir_meta){xstrdup(e->path), e->mode, e->mtime,
-							  copy_xattrs(e->xattrs, e->nxattrs),
-							  e->nxattrs};
+		im->dirs[im->ndirs++] =
+		    (struct dir_meta){xstrdup(e->path), e->mode, e->mtime,
+				      copy_xattrs(e->xattrs, e->nxattrs), e->nxattrs};
 		if (!e->path[0])
 			return 0;
 	}
@@ -181,8 +180,8 @@ static int on_entry(void *arg, const struct tar_entry *e)
 		rc = make_link(im, e, dir, name);
 		break;
 	default:
-		im->file = openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-				  0600);
+		im->file =
+		    openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (im->file < 0) {
 			rc = -errno;
 			break;
@@ -273,8 +272,8 @@ int snapshot_import_begin(const char *name, struct snap_import **out)
 	im->s->phase = "importing";
 	im->s->progress = &im->st;
 	im->space_left = snap_cfg->snap_space_max ? snap_cfg->snap_space_max : UINT64_MAX;
-	im->space_left -= snap_space_used_locked() < im->space_left ? snap_space_used_locked()
-								      : im->space_left;
+	im->space_left -=
+	    snap_space_used_locked() < im->space_left ? snap_space_used_locked() : im->space_left;
 	pthread_mutex_unlock(&snap_lock);
 	im->file = im->dir = im->tree = -1;
 	snap_tmp_name(im->s, im->tmp, sizeof(im->tmp));

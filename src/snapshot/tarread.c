@@ -14,7 +14,7 @@
 #include "xmalloc.h"
 
 /* An extended header's bytes (pax) or a GNU long name, held whole. */
-#define EXT_MAX (1u << 20)
+#define EXT_MAX	   (1u << 20)
 #define XATTRS_MAX 1024
 
 enum state { S_HEADER, S_EXT, S_DATA, S_PAD, S_END };
@@ -44,8 +44,7 @@ struct tar_reader {
 	void *arg;
 };
 
-struct tar_reader *tarr_new(const struct tar_limits *lim, const struct tar_sink *sink,
-			    void *arg)
+struct tar_reader *tarr_new(const struct tar_limits *lim, const struct tar_sink *sink, void *arg)
 {
 	struct tar_reader *r = xcalloc(1, sizeof(*r));
 
@@ -249,7 +248,8 @@ static int pax_keyval(struct tar_reader *r, const char *key, size_t klen, const 
 			return -EFBIG;
 		r->xattrs = xrealloc(r->xattrs, (r->nxattrs + 1) * sizeof(*r->xattrs));
 		x = &r->xattrs[r->nxattrs++];
-		x->name = xstrndup(key + sizeof(TAR_XATTR_KEY) - 1, klen - sizeof(TAR_XATTR_KEY) + 1);
+		x->name =
+		    xstrndup(key + sizeof(TAR_XATTR_KEY) - 1, klen - sizeof(TAR_XATTR_KEY) + 1);
 		x->value = xmemdup(v, vlen ? vlen : 1);
 		x->len = vlen;
 		return 0;
@@ -351,10 +351,15 @@ static int entry(struct tar_reader *r, const struct tar_header *h, uint64_t size
 	}
 	if (rc == 0) {
 		r->bytes += type == TAR_REG ? size : 0;
-		e = (struct tar_entry){type, path, link, (mode_t)(mode & 07777),
+		e = (struct tar_entry){type,
+				       path,
+				       link,
+				       (mode_t)(mode & 07777),
 				       type == TAR_REG ? size : 0,
-				       r->has_mtime ? r->mtime : (struct timespec){(time_t)mtime, 0},
-				       r->xattrs, r->nxattrs};
+				       r->has_mtime ? r->mtime
+						    : (struct timespec){(time_t)mtime, 0},
+				       r->xattrs,
+				       r->nxattrs};
 		rc = r->sink->entry(r->arg, &e);
 	}
 	r->in_entry = r->data = rc == 0 && type == TAR_REG;
@@ -479,8 +484,8 @@ int tarr_end(struct tar_reader *r)
 {
 	if (r->err)
 		return r->err;
-	return r->st == S_END || (r->st == S_HEADER && r->blen == 0 && !r->path && !r->link &&
-				 !r->has_size)
-		       ? 0
-		       : -EINVAL;
+	return r->st == S_END ||
+		       (r->st == S_HEADER && r->blen == 0 && !r->path && !r->link && !r->has_size)
+		   ? 0
+		   : -EINVAL;
 }

@@ -38,13 +38,12 @@ struct tar_limits {
 struct tar_sink {
 	int (*entry)(void *arg, const struct tar_entry *e);
 	int (*data)(void *arg, const char *buf, size_t len); /* a regular file's, in order */
-	int (*done)(void *arg);				      /* its data is all there */
+	int (*done)(void *arg);				     /* its data is all there */
 };
 
 struct tar_reader;
 
-struct tar_reader *tarr_new(const struct tar_limits *lim, const struct tar_sink *sink,
-			    void *arg);
+struct tar_reader *tarr_new(const struct tar_limits *lim, const struct tar_sink *sink, void *arg);
 /* The next bytes of the stream: 0, or -errno (-EINVAL for what is no tar or is refused, the
  * limits' errors, the sink's); every call after a failure fails the same. */
 int tarr_feed(struct tar_reader *r, const char *buf, size_t len);

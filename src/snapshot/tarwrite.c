@@ -22,7 +22,7 @@
 #include "tarfmt.h"
 #include "xmalloc.h"
 
-#define XLIST_MAX (64 << 10)
+#define XLIST_MAX  (64 << 10)
 #define XVALUE_MAX (64 << 10)
 /* Octal fields: the largest size an 11-digit field holds. */
 #define USTAR_SIZE_MAX 077777777777ull
@@ -40,8 +40,8 @@ struct tar_writer {
 	char path[PATH_MAX + 2];
 	char *pend; /* headers made and not read yet */
 	size_t plen, poff;
-	int file;		  /* the file whose data is being read, or -1 */
-	uint64_t left, pad;	  /* its bytes still to read, then the zeros to its block's end */
+	int file;	    /* the file whose data is being read, or -1 */
+	uint64_t left, pad; /* its bytes still to read, then the zeros to its block's end */
 	struct inomap links;
 	bool rooted, ended;
 	int err; /* the first failure: every read after it fails the same */
@@ -149,8 +149,8 @@ static void pax_record(char **rec, size_t *len, const char *key, const char *val
 	(*rec)[(*len)++] = '\n';
 }
 
-static void header(struct tar_writer *w, char type, const char *name, mode_t mode,
-		   uint64_t size, time_t mtime, const char *link)
+static void header(struct tar_writer *w, char type, const char *name, mode_t mode, uint64_t size,
+		   time_t mtime, const char *link)
 {
 	struct tar_header h;
 	unsigned sum = 0;
@@ -329,7 +329,8 @@ ssize_t tarw_read(struct tar_writer *w, char *buf, size_t size)
 
 	while (done < size && !w->err) {
 		if (w->poff < w->plen) {
-			size_t n = w->plen - w->poff < size - done ? w->plen - w->poff : size - done;
+			size_t n =
+			    w->plen - w->poff < size - done ? w->plen - w->poff : size - done;
 
 			memcpy(buf + done, w->pend + w->poff, n);
 			w->poff += n;

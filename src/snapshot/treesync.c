@@ -166,15 +166,13 @@ static bool kept(const struct tree_sync *ts, const struct stat *ss, const struct
 	if (ss->st_size != ds->st_size || ss->st_mtim.tv_sec != ds->st_mtim.tv_sec ||
 	    ss->st_mtim.tv_nsec != ds->st_mtim.tv_nsec)
 		return false;
-	return ts->trust == TRUST_SRC ||
-	       ((ss->st_mode & 07777) == (ds->st_mode & 07777) && ss->st_uid == ds->st_uid &&
-		ss->st_gid == ds->st_gid);
+	return ts->trust == TRUST_SRC || ((ss->st_mode & 07777) == (ds->st_mode & 07777) &&
+					  ss->st_uid == ds->st_uid && ss->st_gid == ds->st_gid);
 }
 
 /* The later names of a file with several: a link to the first one made (found again beneath
  * the destination's root without following a link, and checked to be that inode). */
-static int link_again(struct walk *w, const struct inomap_slot *first, int ddir,
-		      const char *name)
+static int link_again(struct walk *w, const struct inomap_slot *first, int ddir, const char *name)
 {
 	struct open_how how = {.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
 			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
@@ -233,7 +231,7 @@ static uint64_t replaced_bytes(const struct tree_sync *ts, const struct stat *ol
 	if (ts->clone || !old || !S_ISREG(old->st_mode) || old->st_nlink != 1)
 		return 0;
 	n = (uint64_t)old->st_blocks * 512 < (uint64_t)old->st_size ? (uint64_t)old->st_blocks * 512
-								      : (uint64_t)old->st_size;
+								    : (uint64_t)old->st_size;
 	return n < ts->st.copied ? n : ts->st.copied;
 }
 
@@ -291,9 +289,8 @@ out:
 static int sync_file(struct walk *w, int sdir, int ddir, const char *name, const char *rel,
 		     const struct stat *ss, const struct stat *ds)
 {
-	struct inomap_slot *first = ss->st_nlink > 1
-					? inomap_get(&w->links, ss->st_dev, ss->st_ino)
-					: NULL;
+	struct inomap_slot *first =
+	    ss->st_nlink > 1 ? inomap_get(&w->links, ss->st_dev, ss->st_ino) : NULL;
 
 	add(&w->ts->st.bytes, (uint64_t)ss->st_size);
 	if (first)
@@ -305,8 +302,8 @@ static int sync_file(struct walk *w, int sdir, int ddir, const char *name, const
 	return copy_file(w, sdir, ddir, name, rel, ds);
 }
 
-static int sync_link(struct walk *w, int sdir, int ddir, const char *name,
-		     const struct stat *ss, const struct stat *ds)
+static int sync_link(struct walk *w, int sdir, int ddir, const char *name, const struct stat *ss,
+		     const struct stat *ds)
 {
 	char target[PATH_MAX + 1], had[PATH_MAX + 1], tmp[32];
 	struct timespec ts[2] = {ss->st_atim, ss->st_mtim};
@@ -324,7 +321,8 @@ static int sync_link(struct walk *w, int sdir, int ddir, const char *name,
 	if (symlinkat(target, ddir, tmp) < 0)
 		return -errno;
 	if (fchownat(ddir, tmp, ss->st_uid, ss->st_gid, AT_SYMLINK_NOFOLLOW) < 0 ||
-	    utimensat(ddir, tmp, ts, AT_SYMLINK_NOFOLLOW) < 0 || renameat(ddir, tmp, ddir, name) < 0) {
+	    utimensat(ddir, tmp, ts, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    renameat(ddir, tmp, ddir, name) < 0) {
 		int rc = -errno;
 
 		unlinkat(ddir, tmp, 0);
@@ -336,8 +334,8 @@ static int sync_link(struct walk *w, int sdir, int ddir, const char *name,
 static int sync_dir(struct walk *w, int src, int dst, char *rel, size_t rlen);
 
 /* A directory's entries, then its attributes. */
-static int sync_subdir(struct walk *w, int sdir, int ddir, const char *name, char *rel,
-		       size_t rlen, const struct stat *ds)
+static int sync_subdir(struct walk *w, int sdir, int ddir, const char *name, char *rel, size_t rlen,
+		       const struct stat *ds)
 {
 	int src, dst, rc;
 	struct stat ss;
@@ -360,8 +358,7 @@ static int sync_subdir(struct walk *w, int sdir, int ddir, const char *name, cha
 	return rc;
 }
 
-static int sync_entry(struct walk *w, int sdir, int ddir, const char *name, char *rel,
-		      size_t rlen)
+static int sync_entry(struct walk *w, int sdir, int ddir, const char *name, char *rel, size_t rlen)
 {
 	struct stat ss, dst_st, *ds = &dst_st;
 	size_t len = strlen(name);

@@ -12,10 +12,10 @@
 
 /* What a sync counts as it goes, read by another thread (__atomic loads) for a status. */
 struct tree_stats {
-	uint64_t files;	  /* entries done: files, directories, links */
-	uint64_t bytes;	  /* bytes of the regular files done */
-	uint64_t copied;  /* bytes written (not reflinked, not kept) */
-	uint64_t special; /* sockets, FIFOs and devices: no snapshot holds them */
+	uint64_t files;	     /* entries done: files, directories, links */
+	uint64_t bytes;	     /* bytes of the regular files done */
+	uint64_t copied;     /* bytes written (not reflinked, not kept) */
+	uint64_t special;    /* sockets, FIFOs and devices: no snapshot holds them */
 	uint64_t xattr_lost; /* files whose attributes the destination refused */
 };
 
@@ -33,10 +33,10 @@ struct tree_sync {
 	enum trust trust;
 	struct timespec trust_before;
 	const struct inomap *dirty; /* source files copied whatever their ctime, or NULL */
-	bool strip_setid;	     /* files lose their set-id bits */
-	bool clone;		     /* reflinks are tried (cleared once they fail) */
-	uint64_t copy_max;	     /* bytes it may write (UINT64_MAX: any), else -ENOSPC */
-	const bool *cancel;	     /* set by another thread: the sync ends, -ECANCELED */
+	bool strip_setid;	    /* files lose their set-id bits */
+	bool clone;		    /* reflinks are tried (cleared once they fail) */
+	uint64_t copy_max;	    /* bytes it may write (UINT64_MAX: any), else -ENOSPC */
+	const bool *cancel;	    /* set by another thread: the sync ends, -ECANCELED */
 	struct tree_stats st;
 };
 

@@ -13,7 +13,7 @@
 #include "tarread.h"
 
 #define LIMIT_ENTRIES 64
-#define LIMIT_BYTES (1u << 20)
+#define LIMIT_BYTES   (1u << 20)
 
 struct record {
 	unsigned entries, dones;
