@@ -91,15 +91,19 @@ bool filecopy_xattr_kept(const char *name)
 	       strcmp(name, "system.posix_acl_default") == 0;
 }
 
-/* The names of fd's attributes, NUL-separated, in *list (caller frees): their length. */
+/* The names of fd's attributes, NUL-separated, in *list (caller frees; NULL for none): their
+ * length. Most files have none: asked for their size first, they cost no buffer. */
 static ssize_t names_of(int fd, char **list)
 {
-	ssize_t n;
+	ssize_t n = flistxattr(fd, NULL, 0);
 
+	*list = NULL;
+	if (n < 0 && (errno == ENOTSUP || errno == ENODATA))
+		return 0;
+	if (n <= 0)
+		return n < 0 ? -errno : 0;
 	*list = xmalloc(XLIST_MAX);
 	n = flistxattr(fd, *list, XLIST_MAX);
-	if (n < 0 && (errno == ENOTSUP || errno == ENODATA))
-		n = 0;
 	return n < 0 ? -errno : n;
 }
 

@@ -62,7 +62,7 @@ struct inomap_slot *inomap_put(struct inomap *m, uint64_t dev, uint64_t ino)
 		grow(m);
 	for (i = slot_of(m, dev, ino); m->v[i].ino; i = (i + 1) & (m->cap - 1))
 		;
-	m->v[i] = (struct inomap_slot){dev, ino, NULL, 0};
+	m->v[i] = (struct inomap_slot){dev, ino, NULL, 0, 0};
 	m->n++;
 	return &m->v[i];
 }

@@ -9,7 +9,7 @@
 struct inomap_slot {
 	uint64_t dev, ino; /* ino 0: a free slot (no file has inode 0) */
 	char *path;	   /* owned by the map; may be NULL */
-	uint64_t value;
+	uint64_t value, aux;
 };
 
 struct inomap {
@@ -20,7 +20,7 @@ struct inomap {
 void inomap_init(struct inomap *m);
 /* The slot of (dev, ino), or NULL. */
 struct inomap_slot *inomap_get(const struct inomap *m, uint64_t dev, uint64_t ino);
-/* The slot of (dev, ino), added (path NULL, value 0) if it was not there. */
+/* The slot of (dev, ino), added (path NULL, values 0) if it was not there. */
 struct inomap_slot *inomap_put(struct inomap *m, uint64_t dev, uint64_t ino);
 void inomap_clear(struct inomap *m);
 

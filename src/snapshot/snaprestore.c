@@ -289,7 +289,6 @@ static int restore_into(struct snapshot *s, int ws, const char *dir)
 	struct tree_sync ts = {.clone = true, .copy_max = UINT64_MAX, .cancel = snap_work_cancel()};
 	int src = open_snap_dir(s->tree, dir), dst;
 	const struct snap_meta *m = &s->meta;
-	int64_t before;
 	struct stat wst;
 	int rc;
 
@@ -302,9 +301,8 @@ static int restore_into(struct snapshot *s, int ws, const char *dir)
 	/* A snapshot of this workspace vouches for the files unchanged since it was taken. */
 	if (m->ws_ino && fstat(ws, &wst) == 0 && wst.st_dev == m->ws_dev &&
 	    wst.st_ino == m->ws_ino) {
-		before = (int64_t)m->time.tv_sec * 1000000000 + m->time.tv_nsec - TRUST_MARGIN_NS;
 		ts.trust = TRUST_DST;
-		ts.trust_before = (struct timespec){before / 1000000000, before % 1000000000};
+		ts.trust_before = m->time;
 	}
 	pthread_mutex_lock(&snap_lock);
 	s->phase = "restoring";

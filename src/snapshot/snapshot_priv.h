@@ -15,10 +15,6 @@
 #include "ticket.h"
 #include "treesync.h"
 
-/* Older than a file's ctime by this much, a time vouches for it: the kernel stamps ctimes from
- * a clock that may lag the one read here by a tick. */
-#define TRUST_MARGIN_NS 1000000000ll
-
 enum snap_state {
 	SS_TAKING,    /* queued or being taken: no tree yet */
 	SS_IMPORTING, /* an archive being written to import/NAME */

@@ -23,13 +23,6 @@
 #include "snapshot_priv.h"
 #include "treesync.h"
 
-static struct timespec minus_margin(struct timespec t)
-{
-	int64_t ns = (int64_t)t.tv_sec * 1000000000 + t.tv_nsec - TRUST_MARGIN_NS;
-
-	return (struct timespec){ns / 1000000000, ns % 1000000000};
-}
-
 /* The files a process of the sandbox has mapped shared and writable: its stores reach the file
  * without a system call, so its ctime may not move with them. */
 static void scan_mmaps(struct inomap *dirty)
@@ -126,9 +119,9 @@ static int catch_up(struct snapshot *s, int ws, int tree, struct tree_sync *ts, 
 static int take(struct snapshot *s, int ws, int dir, int tree)
 {
 	struct tree_sync ts = {.clone = true, .strip_setid = true, .cancel = snap_work_cancel()};
+	struct inomap young;
 	uint64_t t0 = snap_now_ms(), bytes, entries;
 	struct snap_meta m = {0};
-	struct timespec start;
 	bool likely = reflinks_likely(ws, tree);
 	struct stat wst;
 	int rc;
@@ -147,12 +140,15 @@ static int take(struct snapshot *s, int ws, int dir, int tree)
 		if (bytes > ts.copy_max)
 			return -ENOSPC;
 	}
-	clock_gettime(CLOCK_REALTIME, &start);
-	ts.trust_before = minus_margin(start);
+	inomap_init(&young);
+	ts.young = &young;
+	clock_gettime(CLOCK_REALTIME, &ts.trust_before);
 	set_phase(s, "copying", &ts.st);
-	if ((rc = tree_sync(ws, tree, &ts)) < 0)
-		return rc;
-	if ((rc = catch_up(s, ws, tree, &ts, &m)) < 0)
+	rc = tree_sync(ws, tree, &ts);
+	if (rc == 0)
+		rc = catch_up(s, ws, tree, &ts, &m);
+	inomap_clear(&young);
+	if (rc < 0)
 		return rc;
 	if (fstat(ws, &wst) < 0)
 		return -errno;

@@ -284,7 +284,8 @@ int snapshot_import_begin(const char *name, struct snap_import **out)
 	    (im->dir = openat(snap_dir_fd, im->tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
 	    mkdirat(im->dir, "tree", 0700) < 0 ||
 	    (im->tree = openat(im->dir, "tree", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
-	    fchown(im->tree, snap_owner_uid, snap_owner_gid) < 0) {
+	    fchown(im->tree, snap_owner_uid, snap_owner_gid) < 0 ||
+	    fchmod(im->tree, 0755) < 0) { /* an archive without "./" leaves the top as it is */
 		rc = -errno;
 		snapshot_import_abort(im);
 		return rc;

@@ -178,8 +178,14 @@ static void header(struct tar_writer *w, char type, const char *name, mode_t mod
 /* The extended attributes copies keep, as pax records. */
 static void xattr_records(int fd, char **rec, size_t *len)
 {
-	char *list = xmalloc(XLIST_MAX), *val = xmalloc(XVALUE_MAX), key[300];
-	ssize_t n = flistxattr(fd, list, XLIST_MAX);
+	char *list, *val, key[300];
+	ssize_t n = flistxattr(fd, NULL, 0);
+
+	if (n <= 0) /* none (most files), or none that can be read */
+		return;
+	list = xmalloc(XLIST_MAX);
+	val = xmalloc(XVALUE_MAX);
+	n = flistxattr(fd, list, XLIST_MAX);
 
 	for (const char *p = list; n > 0 && p < list + n; p += strlen(p) + 1) {
 		ssize_t v;

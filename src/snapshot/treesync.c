@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "filecopy.h"
@@ -149,25 +150,61 @@ static void temp_name(struct walk *w, char *buf, size_t len)
 	snprintf(buf, len, ".sbxfs-tmp-%u", w->tmpn++);
 }
 
-static bool before(struct timespec a, struct timespec b)
+static int64_t ns_of(struct timespec t)
 {
-	return a.tv_sec < b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec < b.tv_nsec);
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* How far behind the clock read here the kernel's stamp of a ctime may be: a tick (it stamps
+ * from a coarse clock) on a filesystem that keeps nanoseconds, 2 s on one that keeps whole
+ * seconds (ext4 with small inodes) or two (FAT), told by a ctime with no nanoseconds. */
+static int64_t grain_ns(struct timespec ctime)
+{
+	return ctime.tv_nsec ? 20000000ll : 2000000000ll;
+}
+
+/* Whether a file whose ctime is c cannot have changed since time t without a new ctime. */
+static bool settled(struct timespec c, int64_t t)
+{
+	return ns_of(c) < t - grain_ns(c);
 }
 
 /* Whether the destination's entry ds may be left as it is for the source's ss. */
 static bool kept(const struct tree_sync *ts, const struct stat *ss, const struct stat *ds)
 {
 	const struct stat *t = ts->trust == TRUST_SRC ? ss : ds;
+	struct inomap_slot *young;
 
-	if (ts->trust == TRUST_NONE || !before(t->st_ctim, ts->trust_before))
+	if (ts->trust == TRUST_NONE)
 		return false;
 	if (ts->dirty && inomap_get(ts->dirty, ss->st_dev, ss->st_ino))
 		return false;
 	if (ss->st_size != ds->st_size || ss->st_mtim.tv_sec != ds->st_mtim.tv_sec ||
 	    ss->st_mtim.tv_nsec != ds->st_mtim.tv_nsec)
 		return false;
-	return ts->trust == TRUST_SRC || ((ss->st_mode & 07777) == (ds->st_mode & 07777) &&
-					  ss->st_uid == ds->st_uid && ss->st_gid == ds->st_gid);
+	if (ts->trust == TRUST_DST)
+		return settled(t->st_ctim, ns_of(ts->trust_before)) &&
+		       (ss->st_mode & 07777) == (ds->st_mode & 07777) && ss->st_uid == ds->st_uid &&
+		       ss->st_gid == ds->st_gid;
+	if (settled(t->st_ctim, ns_of(ts->trust_before)))
+		return true;
+	young = ts->young ? inomap_get(ts->young, ss->st_dev, ss->st_ino) : NULL;
+	return young && young->value == (uint64_t)ns_of(ss->st_ctim) &&
+	       settled(ss->st_ctim, (int64_t)young->aux);
+}
+
+/* A first pass's copy of a file too recent to vouch for itself: its ctime, and when it was
+ * read (read_at, before the copy read the data). */
+static void note_young(struct tree_sync *ts, const struct stat *ss, int64_t read_at)
+{
+	struct inomap_slot *s;
+
+	if (!ts->young || ts->trust != TRUST_NONE ||
+	    settled(ss->st_ctim, ns_of(ts->trust_before)))
+		return;
+	s = inomap_put(ts->young, ss->st_dev, ss->st_ino);
+	s->value = (uint64_t)ns_of(ss->st_ctim);
+	s->aux = (uint64_t)read_at;
 }
 
 /* The later names of a file with several: a link to the first one made (found again beneath
@@ -242,12 +279,14 @@ static int copy_file(struct walk *w, int sdir, int ddir, const char *name, const
 	struct tree_sync *ts = w->ts;
 	uint64_t replaced = replaced_bytes(ts, old);
 	int src = openat(sdir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), dst = -1, rc = 0;
+	struct timespec read_at;
 	char tmp[32];
 	struct stat ss, ds;
 	int64_t n;
 
 	if (src < 0)
 		return errno == ENOENT ? 0 : -errno; /* gone meanwhile: the next pass sees it */
+	clock_gettime(CLOCK_REALTIME, &read_at);
 	if (fstat(src, &ss) < 0) {
 		rc = -errno;
 		goto out;
@@ -276,6 +315,7 @@ static int copy_file(struct walk *w, int sdir, int ddir, const char *name, const
 		goto out;
 	}
 	note_link(w, &ss, rel, ds.st_ino);
+	note_young(ts, &ss, ns_of(read_at));
 	__atomic_store_n(&ts->st.copied, ts->st.copied - replaced + (uint64_t)n, __ATOMIC_RELAXED);
 	if (ts->st.copied > ts->copy_max)
 		rc = -ENOSPC;

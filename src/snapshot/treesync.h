@@ -25,13 +25,20 @@ enum trust { TRUST_NONE, TRUST_SRC, TRUST_DST };
 struct inomap;
 
 struct tree_sync {
-	/* An entry whose trusted side's ctime is before trust_before (with the same type, size
-	 * and mtime on both sides; for TRUST_DST the same mode and owner too) is taken as equal
-	 * and left as it is. A file changes its ctime with every change of its data, metadata,
-	 * names and links, so with TRUST_SRC it is the file a pass that began after trust_before
-	 * copied, and with TRUST_DST it is the file a snapshot taken after trust_before holds. */
+	/* An entry whose trusted side's ctime is before trust_before, by more than the clock the
+	 * kernel stamps it with may lag (a tick; 2 s for a filesystem that keeps whole seconds),
+	 * with the same type, size and mtime on both sides (for TRUST_DST the same mode and owner
+	 * too), is taken as equal and left as it is. A file changes its ctime with every change of
+	 * its data, metadata, names and links, so with TRUST_SRC it is the file a pass that began
+	 * at trust_before copied, and with TRUST_DST it is the file a snapshot taken at
+	 * trust_before holds. */
 	enum trust trust;
 	struct timespec trust_before;
+	/* A first pass (TRUST_NONE) records here the files it copied that were too recent for
+	 * that: their ctime and when it was read. A second pass (TRUST_SRC) keeps those whose
+	 * ctime is still the same and was older than that read by a tick: any change after the
+	 * read would have stamped another. NULL: none. */
+	struct inomap *young;
 	const struct inomap *dirty; /* source files copied whatever their ctime, or NULL */
 	bool strip_setid;	    /* files lose their set-id bits */
 	bool clone;		    /* reflinks are tried (cleared once they fail) */

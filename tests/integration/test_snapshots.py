@@ -19,7 +19,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from sbxutil import (ConfMount, bounded, errno_of, errname, isolation_none, parse_status,
+from sbxutil import (Background, ConfMount, bounded, errno_of, errname, isolation_none, parse_status,
                      read_bytes, started, stopped_cleanly, wait_until, write_bytes,
                      write_errno)
 
@@ -130,6 +130,32 @@ def test_clone_names_and_rmdir(m):
     bounded(os.rmdir, snaps(m) / name)
     assert not (snaps(m) / name).exists()
     wait_until(lambda: not leftovers(m), 20, "the deleted snapshot's tree to go")
+
+
+def test_progress_shows_and_the_control_plane_answers_meanwhile(m):
+    """A copy of 10,000 files runs on the worker: its status shows progress, and a command runs
+    to its end while the take still waits. Taken through clone, whose open waits without
+    holding snapshots/ (a mkdir holds it, as every mkdir holds its directory, for its time)."""
+    empty_workspace(m)
+    sh(m, "python3 -c \"import os\nfor d in range(100):\n os.mkdir(f'p{d}')\n"
+          " for i in range(100): open(f'p{d}/f{i}', 'w').write('x' * 1000)\"")
+    before = set(os.listdir(snaps(m)))
+    clone = Background(read_bytes, snaps(m) / "clone", 60, what="read snapshots/clone")
+
+    def taking():
+        new = set(os.listdir(snaps(m))) - before
+        return new and snap_status(m, new.pop())
+
+    seen = wait_until(taking, 20, "the new snapshot in the listing")
+    name = clone.result(60).decode().strip() if seen["state"] != "taking" else None
+    if seen["state"] == "taking":  # a slower machine than the copy: watched while it runs
+        assert "phase" in seen and "progress_files" in seen, seen
+        assert sh(m, "echo answered", timeout=20) == "answered\n"
+        name = clone.result(60).decode().strip()
+    st = snap_status(m, name)
+    assert st["state"] == "ready" and int(st["files"]) == 10100, st
+    bounded(os.rmdir, snaps(m) / name)
+    empty_workspace(m)
 
 
 def test_one_instant_while_a_command_writes(m):
