@@ -81,7 +81,7 @@ def restore(m, name, line="restore"):
 
 
 def empty_workspace(m):
-    sh(m, "find /workspace -mindepth 1 -delete")
+    sh(m, f"find {m.cmd_ws} -mindepth 1 -delete")
 
 
 def leftovers(m):
@@ -200,7 +200,7 @@ def test_restore_everything_back(m):
     before = {rel: ws_stat(m, rel) for rel in ("d/f", "d/link", "d/hard", "sparse", "d/old",
                                                "stable")}
     take(m, "full")
-    sh(m, "rm -rf /workspace/d /workspace/sparse && mkdir d && echo other > d/f && "
+    sh(m, f"rm -rf {m.cmd_ws}/d {m.cmd_ws}/sparse && mkdir d && echo other > d/f && "
           "ln -s elsewhere d/link && echo new > d/extra")
     restore(m, "full")
     ws = m.ws
@@ -251,7 +251,7 @@ def test_restore_busy_then_force(m):
     sh(m, "echo later > held")
     proc = m.sessions / "default" / "procs" / "holder"
     os.mkdir(proc)
-    write_bytes(proc / "cmd", "exec 3< /workspace/held; sleep 1000")
+    write_bytes(proc / "cmd", f"exec 3< {m.cmd_ws}/held; sleep 1000")
     wait_until(lambda: parse_status(read_bytes(proc / "status"))["state"] == "running", 20,
                "the holder to run")
     with open(m.ws / "held") as host_open:  # the host's open file keeps what it had
