@@ -34,6 +34,7 @@ struct sfh {
 	struct snap_import *im;
 	uint64_t pos; /* archive, import: where the next read or write must be */
 	int ierr;     /* import: the first failure */
+	int fd;	      /* a files/ view's file: its open */
 };
 
 static struct fhandle_list open_files = FHANDLE_LIST_INIT(open_files);
@@ -47,6 +48,8 @@ static void sfh_free(struct fhandle *h)
 {
 	struct sfh *fh = container_of(h, struct sfh, h);
 
+	if (fh->fd >= 0)
+		close(fh->fd);
 	if (fh->ar)
 		snapshot_archive_close(fh->ar);
 	if (fh->im)
@@ -65,6 +68,7 @@ static struct sfh *sfh_new(enum snap_kind kind)
 	struct sfh *fh = xcalloc(1, sizeof(*fh));
 
 	fh->kind = kind;
+	fh->fd = -1;
 	fhandle_init(&fh->h, &open_files, sfh_free);
 	return fh;
 }
@@ -135,6 +139,7 @@ static void open_clone(fuse_req_t req, struct sfh *fh, struct fuse_file_info *fi
 
 static void open_node(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	struct sfh *fh;
 	struct stat st;
 	int fd;
 
@@ -150,7 +155,9 @@ static void open_node(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, -fd);
 		return;
 	}
-	fi->fh = (uint64_t)fd;
+	fh = sfh_new(N_NODE);
+	fh->fd = fd;
+	fi->fh = (uint64_t)(uintptr_t)fh;
 	fi->keep_cache = 1; /* a snapshot never changes */
 	fuse_reply_open(req, fi);
 }
@@ -249,28 +256,26 @@ static void read_archive(fuse_req_t req, struct sfh *fh, size_t size, off_t off)
 
 void snapfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
-	struct sfh *fh;
+	struct sfh *fh = sfh_of(fi);
 	struct stat st;
 
-	if (snap_ino_kind(ino) == N_NODE) {
-		int fd = (int)fi->fh;
-
-		if (fstat(fd, &st) < 0) {
-			fuse_reply_err(req, errno);
-			return;
-		}
-		reply_extent(req, fd,
+	(void)ino;
+	/* A reader killed meanwhile releases the file while its read is answered: fh (and its
+	 * descriptor) is held until the reply is out. */
+	fhandle_ref(&fh->h);
+	if (fh->kind == N_NODE && fstat(fh->fd, &st) < 0)
+		fuse_reply_err(req, errno);
+	else if (fh->kind == N_NODE)
+		reply_extent(req, fh->fd,
 			     off >= st.st_size			   ? 0
 			     : (uint64_t)(st.st_size - off) < size ? (size_t)(st.st_size - off)
 								   : size,
 			     off);
-		return;
-	}
-	fh = sfh_of(fi);
-	if (fh->kind == N_ARCHIVE)
+	else if (fh->kind == N_ARCHIVE)
 		read_archive(req, fh, size, off);
 	else
 		reply_slice(req, fh->text, fh->len, size, off);
+	fhandle_unref(&fh->h);
 }
 
 /* A ctl line: "restore [force] [DIR]" for a snapshot's; "restore [force] NAME [DIR]" for
@@ -371,12 +376,14 @@ void snapfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, 
 		return;
 	}
 	fh = sfh_of(fi);
+	fhandle_ref(&fh->h); /* as for a read */
 	if (fh->kind == N_IMPFILE)
 		write_import(req, fh, buf, size, off);
 	else if (fh->kind == N_CTL || fh->kind == N_SCTL)
 		write_ctl(req, fh, buf, size);
 	else
 		fuse_reply_err(req, EBADF);
+	fhandle_unref(&fh->h);
 }
 
 struct ctl_wait {
@@ -457,6 +464,7 @@ void snapfs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	fh = sfh_of(fi);
+	fhandle_ref(&fh->h); /* as for a read */
 	pthread_mutex_lock(&fh->h.lock);
 	if (fh->kind == N_CTL || fh->kind == N_SCTL) {
 		rc = apply_ctl(fh, &done);
@@ -466,6 +474,7 @@ void snapfs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		rc = end_import(fh);
 	}
 	pthread_mutex_unlock(&fh->h.lock);
+	fhandle_unref(&fh->h);
 	if (!done) {
 		fuse_reply_err(req, -rc);
 		return;
@@ -481,11 +490,7 @@ void snapfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct ticket *done;
 	struct sfh *fh;
 
-	if (snap_ino_kind(ino) == N_NODE) {
-		close((int)fi->fh);
-		fuse_reply_err(req, 0);
-		return;
-	}
+	(void)ino;
 	fh = sfh_of(fi);
 	pthread_mutex_lock(&fh->h.lock);
 	/* No flush came after the writes: what was written is applied all the same, with no one
@@ -501,17 +506,20 @@ void snapfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 void snapfs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi)
 {
+	struct sfh *fh = sfh_of(fi);
 	off_t to;
 
 	if (snap_ino_kind(ino) != N_NODE) {
 		fuse_reply_err(req, ENXIO);
 		return;
 	}
-	to = lseek((int)fi->fh, off, whence);
+	fhandle_ref(&fh->h); /* as for a read */
+	to = lseek(fh->fd, off, whence);
 	if (to < 0)
 		fuse_reply_err(req, errno);
 	else
 		fuse_reply_lseek(req, to);
+	fhandle_unref(&fh->h);
 }
 
 void snapfile_shutdown(void)

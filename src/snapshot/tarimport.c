@@ -60,8 +60,8 @@ static struct tar_xattr *copy_xattrs(const struct tar_xattr *x, size_t n)
 	struct tar_xattr *v = xcalloc(n + 1, sizeof(*v));
 
 	for (size_t i = 0; i < n; i++)
-		v[i] = (struct tar_xattr){xstrdup(x[i].name), xmemdup(x[i].value, x[i].len + 1),
-					  x[i].len};
+		v[i] = (struct tar_xattr){xstrdup(x[i].name),
+					  xmemdup(x[i].value, x[i].len ? x[i].len : 1), x[i].len};
 	return v;
 }
 
@@ -344,7 +344,8 @@ static int finish_dirs(struct snap_import *im)
 {
 	int rc = 0;
 
-	qsort(im->dirs, im->ndirs, sizeof(*im->dirs), cmp_depth);
+	if (im->ndirs)
+		qsort(im->dirs, im->ndirs, sizeof(*im->dirs), cmp_depth);
 	for (size_t i = 0; rc == 0 && i < im->ndirs; i++) {
 		struct dir_meta *d = &im->dirs[i];
 		struct open_how how = {.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
