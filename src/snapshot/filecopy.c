@@ -85,7 +85,7 @@ int64_t filecopy_data(int src, int dst, off_t size, bool *clone)
 	return ftruncate(dst, size) < 0 ? -errno : written;
 }
 
-bool filecopy_xattr_kept(const char *name)
+static bool kept_xattr(const char *name)
 {
 	return strncmp(name, "user.", 5) == 0 || strcmp(name, "system.posix_acl_access") == 0 ||
 	       strcmp(name, "system.posix_acl_default") == 0;
@@ -125,7 +125,7 @@ int filecopy_xattrs(int src, int dst, bool prune)
 	if (rc == 0 && prune && (dlen = names_of(dst, &dlist)) < 0)
 		rc = (int)dlen;
 	for (const char *p = dlist; rc == 0 && p && p < dlist + dlen; p += strlen(p) + 1)
-		if (filecopy_xattr_kept(p) && !has_name(slist, slen, p) &&
+		if (kept_xattr(p) && !has_name(slist, slen, p) &&
 		    fremovexattr(dst, p) < 0 && errno != ENODATA)
 			rc = -errno;
 	if (slen > 0)
@@ -134,7 +134,7 @@ int filecopy_xattrs(int src, int dst, bool prune)
 	     p += strlen(p) + 1) {
 		ssize_t n;
 
-		if (!filecopy_xattr_kept(p))
+		if (!kept_xattr(p))
 			continue;
 		n = fgetxattr(src, p, val, XVALUE_MAX);
 		if (n < 0) {

@@ -15,14 +15,10 @@
  * (0 for a reflink) or -errno. */
 int64_t filecopy_data(int src, int dst, off_t size, bool *clone);
 
-/* Whether an extended attribute is one a copy keeps: user.* and the POSIX ACLs. security.*
- * (labels, file capabilities) and trusted.* belong to the host, not to the workspace. */
-bool filecopy_xattr_kept(const char *name);
-
-/* Sets on dst (an fd, or with path a name in the directory dst, for a symlink) the extended
- * attributes src has and filecopy_xattr_kept keeps; with prune, removes the kept ones dst has
- * and src has not. 0, -EOPNOTSUPP when dst's filesystem refused one (the others are set), or
- * -errno. */
+/* Sets on dst the extended attributes src has that a copy keeps (user.* and the POSIX ACLs:
+ * security.*, labels and file capabilities, and trusted.* belong to the host, not to the
+ * workspace); with prune, removes the kept ones dst has and src has not. 0, -EOPNOTSUPP when
+ * dst's filesystem refused one (the others are set), or -errno. */
 int filecopy_xattrs(int src, int dst, bool prune);
 
 /* Owner, mode (without its set-id bits when strip_setid, for files) and times of st on fd, an

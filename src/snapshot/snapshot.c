@@ -350,11 +350,6 @@ void snapshot_unpin(struct snapshot *s, int fd)
 	pthread_mutex_unlock(&snap_lock);
 }
 
-bool snapshot_zstd(void)
-{
-	return snap_cfg->snap_zstd;
-}
-
 int snap_meta_write(int dir, const struct snap_meta *m)
 {
 	char *text =

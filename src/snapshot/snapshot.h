@@ -64,12 +64,6 @@ struct timespec snapshot_time(const struct snapshot *s);
 /* Its tree, once taken: a directory descriptor the snapshot owns (valid while referenced), or
  * -EAGAIN while it is still being made. */
 int snapshot_tree(struct snapshot *s);
-/* A descriptor of its own of the tree, for an archive's reader, who keeps the snapshot from
- * being deleted until snapshot_unpin: fd or -errno. */
-int snapshot_pin(struct snapshot *s);
-void snapshot_unpin(struct snapshot *s, int fd);
-/* Whether archives are zstd-compressed ([snapshots] compress). */
-bool snapshot_zstd(void);
 
 /* Its archive, read from the start: 0 and *a (the snapshot pinned until it is closed), or
  * -errno (-EAGAIN while it is still being made). */

@@ -77,6 +77,10 @@ void snap_ticket_done(struct ticket **t, int rc);
 /* The meta file in dir (a snapshot's directory): write or read. 0 or -errno. */
 int snap_meta_write(int dir, const struct snap_meta *m);
 int snap_meta_read(int dir, struct snap_meta *m);
+/* A descriptor of its own of s's tree, for an archive's reader, who keeps the snapshot from
+ * being deleted until snapshot_unpin: fd or -errno. */
+int snapshot_pin(struct snapshot *s);
+void snapshot_unpin(struct snapshot *s, int fd);
 /* Makes s ready: its directory renamed from tmp to its name, its tree opened. */
 int snap_publish(struct snapshot *s, const char *tmp);
 /* The directory a snapshot is made in before it is published. */
