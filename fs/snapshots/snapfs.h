@@ -25,7 +25,7 @@ void snapfs_readdir(fuse_req_t req, size_t size, off_t off, struct fuse_file_inf
 void snapfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);
 void snapfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
 
-/* snapfile.c: open files; a files/ view's are snapview.c's, routed from here. */
+/* snapfile.c: open files, a files/ view's included (opened by snapview.c). */
 void snapfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, struct fuse_file_info *fi);
 void snapfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void snapfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);

@@ -281,16 +281,16 @@ static const char *image_fstype(const char *img)
 	return NULL;
 }
 
-/* The image there is (grown to max if smaller), or a new one; *tidy when mkfs or e2fsck made
- * a lost+found. */
+/* The image there is (grown to max if smaller: *grown), or a new one; *tidy when mkfs or
+ * e2fsck made a lost+found. */
 static int find_or_make(const char *ws, const char *img, uint64_t max, const char *fstype,
-			bool *tidy, char *err, size_t errlen)
+			bool *tidy, bool *grown, char *err, size_t errlen)
 {
 	const char *was;
 	struct stat st;
 	int rc;
 
-	*tidy = false;
+	*tidy = *grown = false;
 	if (is_xfs(fstype) && max < XFS_MIN) {
 		snprintf(err, errlen,
 			 "[sandbox] workspace_fs = xfs needs a workspace_max of 300M "
@@ -319,9 +319,10 @@ static int find_or_make(const char *ws, const char *img, uint64_t max, const cha
 			log_warnx("%s: in use by a loop device: not grown to workspace_max now",
 				  img);
 			*tidy = false;
-		} else if ((uint64_t)st.st_size < max &&
-			   (rc = grow(img, st.st_size, max, fstype, err, errlen)) < 0) {
-			return rc;
+		} else if ((uint64_t)st.st_size < max) {
+			if ((rc = grow(img, st.st_size, max, fstype, err, errlen)) < 0)
+				return rc;
+			*grown = true;
 		}
 		if (dir_is_empty(ws) == 0)
 			log_warnx("workspace %s: its own files are hidden while the image %s is "
@@ -374,15 +375,15 @@ static int mount_image(const char *img, const char *point, const char *fstype, c
 }
 
 /* An XFS image, mounted on its own point: its workspace/ bound (nosuid, nodev) over ws, its
- * snapshots/ kept for the snapshots; the image grown to its file's size. */
-static int bind_xfs(const char *root, const char *ws, char *err, size_t errlen)
+ * snapshots/ kept for the snapshots; the filesystem grown to its file's size if that grew. */
+static int bind_xfs(const char *root, const char *ws, bool grown, char *err, size_t errlen)
 {
 	char *argv[] = {"xfs_growfs", "-d", (char *)root, NULL};
 	char *inner = xasprintf("%s/workspace", root);
 	int rc = 0;
 
 	snap_dir = xasprintf("%s/snapshots", root);
-	if (run_tool(argv) != 0)
+	if (grown && run_tool(argv) != 0)
 		log_warnx("%s: xfs_growfs failed: the workspace keeps its size", root);
 	if ((mkdir(inner, 0755) < 0 && errno != EEXIST) ||
 	    (mkdir(snap_dir, 0700) < 0 && errno != EEXIST) ||
@@ -414,7 +415,7 @@ int wsimage_attach(const char *workspace, const char *state_dir, uint64_t max, c
 		   char *err, size_t errlen)
 {
 	char *ws, *state, *img = NULL, dev[64];
-	bool tidy;
+	bool tidy, grown;
 	int rc;
 
 	if (geteuid() != 0) {
@@ -441,14 +442,14 @@ int wsimage_attach(const char *workspace, const char *state_dir, uint64_t max, c
 		}
 	}
 	detach_stale(ws, img);
-	if ((rc = find_or_make(ws, img, max, fstype, &tidy, err, errlen)) < 0)
+	if ((rc = find_or_make(ws, img, max, fstype, &tidy, &grown, err, errlen)) < 0)
 		goto out;
 	if ((rc = mount_image(img, image_root ? image_root : ws, fstype, dev, sizeof(dev))) < 0) {
 		snprintf(err, errlen, "mounting %s on %s: %s", img, image_root ? image_root : ws,
 			 strerror(-rc));
 		goto out;
 	}
-	if (image_root && (rc = bind_xfs(image_root, ws, err, errlen)) < 0)
+	if (image_root && (rc = bind_xfs(image_root, ws, grown, err, errlen)) < 0)
 		goto out;
 	mounted_on = ws;
 	ws = NULL;

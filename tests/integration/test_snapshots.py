@@ -416,3 +416,10 @@ def test_xfs_image_snapshots_are_reflinks():
         sh(x, "rm blob && echo b > d/a")
         restore(x, "r")
         assert (x.ws / "d/a").read_text() == "a\n" and os.path.getsize(x.ws / "blob") == 40 * MiB
+        # Grown at the next start (xfs_growfs, mounted), the snapshots kept in the image.
+        size = os.statvfs(x.ws).f_blocks * os.statvfs(x.ws).f_frsize
+        x.stop()
+        x.config.write_text("[sandbox]\nworkspace_max = 420M\nworkspace_fs = xfs\n")
+        started(x, timeout=30)
+        assert os.statvfs(x.ws).f_blocks * os.statvfs(x.ws).f_frsize > size + 50 * MiB
+        assert (snaps(x) / "r" / "files" / "d" / "a").read_text() == "a\n"
