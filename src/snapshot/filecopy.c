@@ -18,10 +18,12 @@
 #define XLIST_MAX  (64 << 10)
 #define XVALUE_MAX (64 << 10)
 
-/* Writes len bytes of src at off into dst at the same offset. */
-static int copy_range(int src, int dst, off_t off, off_t len)
+/* Writes len bytes of src at off into dst at the same offset: how many it wrote (fewer if src
+ * shrank meanwhile), or -errno. */
+static int64_t copy_range(int src, int dst, off_t off, off_t len)
 {
 	char *buf = NULL;
+	int64_t done = 0;
 	int rc = 0;
 
 	while (len > 0) {
@@ -46,16 +48,16 @@ static int copy_range(int src, int dst, off_t off, off_t len)
 			break;
 		off += n;
 		len -= n;
+		done += n;
 	}
 	free(buf);
-	return rc;
+	return rc < 0 ? rc : done;
 }
 
 int64_t filecopy_data(int src, int dst, off_t size, bool *clone)
 {
-	int64_t written = 0;
-	off_t data = 0, hole;
-	int rc;
+	int64_t written = 0, n;
+	off_t data = 0, hole, end = 0;
 
 	if (*clone) {
 		if (ioctl(dst, FICLONE, src) == 0)
@@ -77,12 +79,14 @@ int64_t filecopy_data(int src, int dst, off_t size, bool *clone)
 			return -errno;
 		if (hole > size)
 			hole = size;
-		if ((rc = copy_range(src, dst, data, hole - data)) < 0)
-			return rc;
-		written += hole - data;
+		if ((n = copy_range(src, dst, data, hole - data)) < 0)
+			return n;
+		written += n;
+		end = data + n;
 		data = hole;
 	}
-	return ftruncate(dst, size) < 0 ? -errno : written;
+	/* A hole at the end is no data: only the size makes it. */
+	return end < size && ftruncate(dst, size) < 0 ? -errno : written;
 }
 
 static bool kept_xattr(const char *name)

@@ -272,7 +272,9 @@ static uint64_t replaced_bytes(const struct tree_sync *ts, const struct stat *ol
 	return n < ts->st.copied ? n : ts->st.copied;
 }
 
-/* The source's file name made in ddir (as a new file, renamed over old, the one there). */
+/* The source's file name made in ddir: under its name when there was none, else aside and
+ * renamed over old, the one there (a tree being made, or one the sandbox cannot see while it
+ * is frozen, may show a file being written under its name). */
 static int copy_file(struct walk *w, int sdir, int ddir, const char *name, const char *rel,
 		     const struct stat *old)
 {
@@ -297,7 +299,14 @@ static int copy_file(struct walk *w, int sdir, int ddir, const char *name, const
 		rc = -ENOSPC;
 		goto out;
 	}
-	if ((dst = make_temp(w, ddir, tmp, sizeof(tmp))) < 0) {
+	if (!old) {
+		dst = openat(ddir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (dst < 0)
+			dst = -errno;
+	} else {
+		dst = make_temp(w, ddir, tmp, sizeof(tmp));
+	}
+	if (dst < 0) {
 		rc = dst;
 		goto out;
 	}
@@ -308,10 +317,10 @@ static int copy_file(struct walk *w, int sdir, int ddir, const char *name, const
 		rc = 0, add(&ts->st.xattr_lost, 1);
 	if (rc == 0)
 		rc = filecopy_meta(dst, &ss, ts->strip_setid);
-	if (rc == 0 && (fstat(dst, &ds) < 0 || renameat(ddir, tmp, ddir, name) < 0))
+	if (rc == 0 && (fstat(dst, &ds) < 0 || (old && renameat(ddir, tmp, ddir, name) < 0)))
 		rc = -errno;
 	if (rc < 0) {
-		unlinkat(ddir, tmp, 0);
+		unlinkat(ddir, old ? tmp : name, 0);
 		goto out;
 	}
 	note_link(w, &ss, rel, ds.st_ino);
