@@ -176,7 +176,6 @@ def test_one_instant_while_a_command_writes(m):
             files = snaps(m) / f"instant{n}" / "files"
             a, b = int((files / "a").read_text()), int((files / "b").read_text())
             assert a in (b, b + 1), f"snapshot instant{n} is torn: a={a} b={b}"
-            assert not (files / "a.t").exists() or (files / "a.t").read_text().strip()
             seen.add(b)
         assert len(seen) > 1, "the writer did not move between snapshots"
     finally:
