@@ -23,11 +23,14 @@
 #include "ops.h"
 #include "portfs.h"
 #include "sandbox.h"
+#include "snapfs.h"
+#include "snapshot.h"
 #include "termfs.h"
 #include "unmount.h"
 #include "workspace.h"
 #include "ws_mount.h"
 #include "ws_view.h"
+#include "wsimage.h"
 #include "xmalloc.h"
 
 #define DEFAULT_CONFIG "/etc/sbxfs/sbxfs.ini"
@@ -272,6 +275,22 @@ static void log_to_state_dir(const struct config *cfg)
 	free(path);
 }
 
+/* snapshots/: where [snapshots] dir says, else in an XFS workspace image (reflinks), else in
+ * the state dir. */
+static int start_snapshots(const struct config *cfg, uid_t uid, gid_t gid, char *err, size_t errlen)
+{
+	char *dir = cfg->snap_dir[0]	     ? xstrdup(cfg->snap_dir)
+		    : wsimage_snapshot_dir() ? xstrdup(wsimage_snapshot_dir())
+					     : xasprintf("%s/snapshots", cfg->state_dir);
+	int rc = snapshots_init(cfg, dir, cfg->workspace, uid, gid, err, errlen);
+
+	snapshots_set_restore_hook(ws_inval_everything);
+	if (rc == 0)
+		log_info("snapshots in %s", dir);
+	free(dir);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct fuse_session *se;
@@ -337,6 +356,13 @@ int main(int argc, char **argv)
 		daemon_failed(err); /* once unmounted: the starting process's exit says so */
 		return 1;
 	}
+	if (start_snapshots(&cfg, sb_uid, sb_gid, err, sizeof(err)) < 0) {
+		log_warnx("%s", err);
+		sandbox_stop();
+		fuse_session_unmount(se);
+		daemon_failed(err);
+		return 1;
+	}
 	/* After the launcher started, so that its children keep the limits the daemon got. */
 	ws_raise_nofile();
 	/* After the limit is raised: it keeps a descriptor of every workspace directory. */
@@ -349,6 +375,10 @@ int main(int argc, char **argv)
 	log_info("mounted on %s (workspace %s)", cl.mountpoint, cfg.workspace);
 	ws_view_attach(mnt_abs, daemon_ready);
 	rc = serve(se);
+	/* Nothing is served any more: what the kernel never released goes first, then the work
+	 * under way, before the sessions a restore would stop. */
+	snapfile_shutdown();
+	snapshots_shutdown();
 	handover_stop(); /* its descriptors would keep a workspace image busy */
 	sandbox_stop();
 	ws_mount_detach();

@@ -1,9 +1,9 @@
 /* The FUSE operation table, and the one place that routes requests to the part that serves the
- * inode: workspace inodes are even (workspace.h), the others odd; among those, contexts/ has
- * its own (ctxino.h), the control tree's number says a kind (ino.h), terms/'s kinds go to
- * fs/terms and ports/'s to fs/ports, and the root's names come from every part (root.c). Files of
- * ours never answer ENOSYS, since the kernel would then stop sending that operation for the whole
- * mount, workspace included. */
+ * inode: workspace inodes are even (workspace.h), the others odd; among those, snapshots/ and
+ * contexts/ have their own (ino.h, snapino.h, ctxino.h), the control tree's number says a kind
+ * (ino.h), terms/'s kinds go to fs/terms and ports/'s to fs/ports, and the root's names come
+ * from every part (root.c). Files of ours never answer ENOSYS, since the kernel would then stop
+ * sending that operation for the whole mount, workspace included. */
 #include "ops.h"
 
 #include <errno.h>
@@ -16,12 +16,14 @@
 #include "dirsnap.h"
 #include "portfs.h"
 #include "root.h"
+#include "snapfs.h"
 #include "termfs.h"
 #include "workspace.h"
 #include "xmalloc.h"
 
 #define WS(ino)	  ws_is_ino(ino)
 #define CTX(ino)  ctx_is_ino(ino)
+#define SNAP(ino) ino_is_snap(ino)
 #define ROOT(ino) ((ino) == FUSE_ROOT_ID)
 /* Only once WS and CTX said no: their numbers say no kind of the control tree. */
 #define TERM(ino) ino_is_term(ino)
@@ -39,6 +41,8 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		ws_ops.lookup(req, parent, name);
 	else if (ROOT(parent))
 		root_lookup(req, name);
+	else if (SNAP(parent))
+		snapfs_lookup(req, parent, name);
 	else if (CTX(parent))
 		ctxfs_lookup(req, parent, name);
 	else if (TERM(parent))
@@ -70,6 +74,8 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		ws_ops.getattr(req, ino, fi);
 	else if (ROOT(ino))
 		root_getattr(req, fi);
+	else if (SNAP(ino))
+		snapfs_getattr(req, ino, fi);
 	else if (CTX(ino))
 		ctxfs_getattr(req, ino, fi);
 	else if (TERM(ino))
@@ -85,6 +91,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 {
 	if (WS(ino))
 		ws_ops.setattr(req, ino, attr, to_set, fi);
+	else if (SNAP(ino))
+		snapfs_setattr(req, ino, attr, to_set, fi);
 	else if (CTX(ino))
 		ctxfs_setattr(req, ino, attr, to_set, fi);
 	else if (TERM(ino))
@@ -99,6 +107,8 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 {
 	if (WS(ino))
 		ws_ops.readlink(req, ino);
+	else if (SNAP(ino))
+		snapfs_readlink(req, ino);
 	else if (CTX(ino) || TERM(ino) || PORT(ino))
 		fuse_reply_err(req, EINVAL); /* no links there */
 	else
@@ -118,6 +128,8 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 {
 	if (WS(parent))
 		ws_ops.mkdir(req, parent, name, mode);
+	else if (SNAP(parent))
+		snapfs_mkdir(req, parent, name);
 	else if (CTX(parent))
 		ctxfs_mkdir(req, parent, name);
 	else if (TERM(parent))
@@ -140,6 +152,8 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	if (WS(parent))
 		ws_ops.rmdir(req, parent, name);
+	else if (SNAP(parent))
+		snapfs_rmdir(req, parent, name);
 	else if (CTX(parent))
 		ctxfs_rmdir(req, parent, name);
 	else if (TERM(parent))
@@ -179,6 +193,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	if (WS(ino))
 		ws_ops.open(req, ino, fi);
+	else if (SNAP(ino))
+		snapfs_open(req, ino, fi);
 	else if (CTX(ino))
 		ctxfile_open(req, ino, fi);
 	else if (TERM(ino))
@@ -194,6 +210,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	if (WS(ino))
 		ws_ops.read(req, ino, size, off, fi);
+	else if (SNAP(ino))
+		snapfs_read(req, ino, size, off, fi);
 	else if (CTX(ino))
 		ctxfile_read(req, size, off, fi);
 	else if (TERM(ino))
@@ -205,10 +223,12 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 }
 
 /* Our files want the bytes in memory. */
-static void write_mem(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+static void write_mem(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 		      struct fuse_file_info *fi)
 {
-	if (CTX(ino))
+	if (SNAP(ino))
+		snapfs_write(req, ino, buf, size, off, fi);
+	else if (CTX(ino))
 		ctxfile_write(req, buf, size, fi);
 	else if (TERM(ino))
 		termfile_write(req, buf, size, fi);
@@ -231,7 +251,7 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 		return;
 	}
 	if (in->count == 1 && !(in->buf[0].flags & FUSE_BUF_IS_FD)) {
-		write_mem(req, ino, in->buf[0].mem, in->buf[0].size, fi);
+		write_mem(req, ino, in->buf[0].mem, in->buf[0].size, off, fi);
 		return;
 	}
 	mem.buf[0].mem = xmalloc(size);
@@ -239,7 +259,7 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else
-		write_mem(req, ino, mem.buf[0].mem, (size_t)n, fi);
+		write_mem(req, ino, mem.buf[0].mem, (size_t)n, off, fi);
 	free(mem.buf[0].mem);
 }
 
@@ -247,6 +267,8 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	if (WS(ino))
 		ws_ops.flush(req, ino, fi);
+	else if (SNAP(ino))
+		snapfs_flush(req, ino, fi);
 	else if (CTX(ino))
 		ctxfile_flush(req, fi);
 	else if (TERM(ino))
@@ -261,6 +283,8 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
 	if (WS(ino))
 		ws_ops.release(req, ino, fi);
+	else if (SNAP(ino))
+		snapfs_release(req, ino, fi);
 	else if (CTX(ino))
 		ctxfile_release(req, fi);
 	else if (TERM(ino))
@@ -285,6 +309,8 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		ws_ops.opendir(req, ino, fi);
 	else if (ROOT(ino))
 		root_opendir(req, fi);
+	else if (SNAP(ino))
+		snapfs_opendir(req, ino, fi);
 	else if (CTX(ino))
 		ctxfs_opendir(req, ino, fi);
 	else if (TERM(ino))
@@ -302,6 +328,8 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		ws_ops.readdir(req, ino, size, off, fi);
 	else if (ROOT(ino))
 		root_readdir(req, size, off, fi, false);
+	else if (SNAP(ino))
+		snapfs_readdir(req, size, off, fi, false);
 	else if (CTX(ino))
 		ctxfs_readdir(req, size, off, fi, false);
 	else if (TERM(ino))
@@ -319,6 +347,8 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 		ws_ops.readdirplus(req, ino, size, off, fi);
 	else if (ROOT(ino))
 		root_readdir(req, size, off, fi, true);
+	else if (SNAP(ino))
+		snapfs_readdir(req, size, off, fi, true);
 	else if (CTX(ino))
 		ctxfs_readdir(req, size, off, fi, true);
 	else if (TERM(ino))
@@ -358,13 +388,15 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 	if (WS(ino))
 		ws_ops.setxattr(req, ino, name, value, size, flags);
 	else
-		fuse_reply_err(req, ENOTSUP);
+		fuse_reply_err(req, SNAP(ino) && snap_ino_kind(ino) == N_NODE ? EROFS : ENOTSUP);
 }
 
 static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
 	if (WS(ino))
 		ws_ops.getxattr(req, ino, name, size);
+	else if (SNAP(ino))
+		snapfs_getxattr(req, ino, name, size);
 	else if (!ws_through_fuse())
 		/* No file here has attributes: ENOSYS makes the kernel stop asking, which saves a
 		 * round trip per write (it asks for security.capability before each one). */
@@ -377,6 +409,8 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	if (WS(ino))
 		ws_ops.listxattr(req, ino, size);
+	else if (SNAP(ino))
+		snapfs_listxattr(req, ino, size);
 	else if (size == 0)
 		fuse_reply_xattr(req, 0);
 	else
@@ -404,6 +438,8 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 {
 	if (WS(parent))
 		ws_ops.create(req, parent, name, mode, fi);
+	else if (SNAP(parent) && strcmp(name, "/") != 0)
+		snapfs_create(req, parent, name, fi);
 	else /* "/" is an O_TMPFILE open (ws_dev_attach_session) */
 		fuse_reply_err(req, strcmp(name, "/") == 0 ? EOPNOTSUPP : EPERM);
 }
@@ -411,8 +447,9 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 static void op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		    struct fuse_pollhandle *ph)
 {
-	if (WS(ino)) {
-		/* Regular files are always ready, as on a local filesystem. */
+	if (WS(ino) || SNAP(ino)) {
+		/* Regular files are always ready, as on a local filesystem, and so are a snapshot's
+		 * (an archive's next read never waits). */
 		if (ph)
 			fuse_pollhandle_destroy(ph);
 		fuse_reply_poll(req, POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM);
@@ -452,6 +489,8 @@ static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 {
 	if (WS(ino))
 		ws_ops.lseek(req, ino, off, whence, fi);
+	else if (SNAP(ino))
+		snapfs_lseek(req, ino, off, whence, fi);
 	else
 		fuse_reply_err(req, ENXIO);
 }

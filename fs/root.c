@@ -1,5 +1,6 @@
 /* The mount's root: lookup, attributes and listing. Each name is served by its part: the
  * control tree's files and directories (ctl.h), contexts/ (ctxfs.h), ports/ (portfs.h),
+ * snapshots/ (snapfs.h),
  * workspace/ (workspace.h);
  * the root's own attributes are the control tree's (its inode is K_ROOT's). */
 #include "root.h"
@@ -12,6 +13,7 @@
 #include "ctxfs.h"
 #include "dirsnap.h"
 #include "portfs.h"
+#include "snapfs.h"
 #include "workspace.h"
 
 /* The mount's root never changes (its names are fixed), and the kernel checks its search
@@ -19,7 +21,7 @@
  * open or stat of a path under workspace/ costs a GETATTR of the root first. */
 #define ROOT_ATTR_TIMEOUT 3600.0
 
-enum part { CONTROL, CONTEXTS, PORTS, WORKSPACE };
+enum part { CONTROL, CONTEXTS, PORTS, SNAPSHOTS, WORKSPACE };
 
 /* The root's names, in the order ls -f shows them. */
 static const struct root_name {
@@ -31,8 +33,8 @@ static const struct root_name {
     {"README", S_IFREG, CONTROL, K_README},	{"contexts", S_IFDIR, CONTEXTS, K_ROOT},
     {"env", S_IFREG, CONTROL, K_ROOTENV},	{"limits", S_IFREG, CONTROL, K_LIMITS},
     {"network", S_IFDIR, CONTROL, K_NETDIR},	{"ports", S_IFDIR, PORTS, K_XPORTS},
-    {"procs", S_IFDIR, CONTROL, K_ALLJOBS},
-    {"sessions", S_IFDIR, CONTROL, K_SESSIONS}, {"workspace", S_IFDIR, WORKSPACE, K_ROOT},
+    {"procs", S_IFDIR, CONTROL, K_ALLJOBS},	{"sessions", S_IFDIR, CONTROL, K_SESSIONS},
+    {"snapshots", S_IFDIR, SNAPSHOTS, K_ROOT},	{"workspace", S_IFDIR, WORKSPACE, K_ROOT},
 };
 
 #define NNAMES (sizeof(names) / sizeof(names[0]))
@@ -44,6 +46,8 @@ static fuse_ino_t name_ino(const struct root_name *n)
 		return ctxfs_root_ino();
 	case PORTS:
 		return portfs_root_ino();
+	case SNAPSHOTS:
+		return snapfs_root_ino();
 	case WORKSPACE:
 		return ws_root_ino();
 	default:
@@ -59,6 +63,8 @@ static int name_entry(const struct root_name *n, struct fuse_entry_param *e)
 		return ctxfs_root_entry(e);
 	case PORTS:
 		return portfs_root_entry(e);
+	case SNAPSHOTS:
+		return snapfs_root_entry(e);
 	case WORKSPACE:
 		return ws_root_entry(e);
 	default:

@@ -1,5 +1,6 @@
 /* The mount's root: its names come from every part (README, limits, env, sessions/ and procs/
- * from the control tree, contexts/, workspace/), so it is served here, above them all. */
+ * from the control tree, contexts/, snapshots/, workspace/), so it is served here, above them
+ * all. */
 #ifndef SBX_ROOT_H
 #define SBX_ROOT_H
 

@@ -289,6 +289,25 @@ export interface ExposedPort {
 
 export interface ExposedPortInfo extends ExposedPort {
 	status: 'active';
+export interface BackupOptions {
+	/** The workspace or a directory in it, as commands see it (/workspace/...). */
+	dir: string;
+	/** A label, kept in the returned object. */
+	name?: string;
+}
+
+/** A snapshot of the whole workspace (snapshots/ID), taken at one instant; restoring it
+ * restores dir alone. */
+export interface DirectoryBackup {
+	id: string;
+	dir: string;
+	name?: string;
+}
+
+export interface RestoreBackupOptions {
+	/** End what runs in the sandbox first; without it a restore while something runs is a
+	 * ResourceBusyError. */
+	force?: boolean;
 }
 
 export declare class Sandbox extends ExecutionSession {
@@ -301,6 +320,9 @@ export declare class Sandbox extends ExecutionSession {
 	/** Closes it on this host and resets its connections; the server keeps running. */
 	unexposePort(port: number): Promise<void>;
 	getExposedPorts(): Promise<ExposedPortInfo[]>;
+	createBackup(opts: BackupOptions): Promise<DirectoryBackup>;
+	restoreBackup(backup: DirectoryBackup, opts?: RestoreBackupOptions): Promise<{ success: boolean; id: string; dir: string }>;
+	deleteBackup(backup: DirectoryBackup): Promise<{ success: boolean; id: string }>;
 }
 
 export interface SandboxOptions {
@@ -353,3 +375,4 @@ export declare class PortAlreadyExposedError extends SandboxError {}
 export declare class PortNotExposedError extends SandboxError {}
 export declare class InvalidPortError extends SandboxError {}
 export declare class PortLimitError extends SandboxError {}
+export declare class BackupNotFoundError extends SandboxError {}

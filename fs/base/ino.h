@@ -137,4 +137,14 @@ static inline uint64_t ino_serial(fuse_ino_t ino)
 	return (uint64_t)ino >> 32;
 }
 
+/* The odd inodes with bit 63 set are contexts/'s (ctxino.h), but for those whose bits 1-5 are
+ * all ones: snapshots/'s (snapino.h). */
+#define XINO_FLAG     (1ull << 63)
+#define SNAP_INO_MARK (0x1full << 1)
+
+static inline bool ino_is_snap(fuse_ino_t ino)
+{
+	return (ino & 1) && (ino & XINO_FLAG) && (ino & SNAP_INO_MARK) == SNAP_INO_MARK;
+}
+
 #endif

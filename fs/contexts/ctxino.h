@@ -1,6 +1,7 @@
 /* Inode numbers of contexts/: odd like every control inode, with bit 63 set. Bits: 0 tag, 1-5
- * kind, 6-29 cell number (0: the latest cell), 30-39 a displayed value's index, 40-43 its
- * format, 44-62 the context's serial (0: contexts/ itself and its clone). */
+ * kind (never all ones: those are snapshots/'s, ino.h), 6-29 cell number (0: the latest cell),
+ * 30-39 a displayed value's index, 40-43 its format, 44-62 the context's serial (0: contexts/
+ * itself and its clone). */
 #ifndef SBX_CTXINO_H
 #define SBX_CTXINO_H
 
@@ -10,6 +11,8 @@
 #include <fuse_lowlevel.h>
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "ino.h"
 
 enum ctx_kind {
 	X_DIR,     /* contexts/ */
@@ -34,6 +37,8 @@ enum ctx_kind {
 	X_MAX
 };
 
+_Static_assert(X_MAX < 31, "kind 31 marks snapshots/'s inodes");
+
 #define CTX_INO_FLAG (1ull << 63)
 #define CTX_CELL_MAX ((1u << 24) - 1)
 #define CTX_RES_MAX ((1u << 10) - 1)
@@ -41,7 +46,7 @@ enum ctx_kind {
 
 static inline bool ctx_is_ino(fuse_ino_t ino)
 {
-	return (ino & 1) && (ino & CTX_INO_FLAG);
+	return (ino & 1) && (ino & CTX_INO_FLAG) && !ino_is_snap(ino);
 }
 
 static inline fuse_ino_t ctx_ino(uint32_t serial, enum ctx_kind k, unsigned cell, unsigned res,

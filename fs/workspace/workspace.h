@@ -53,6 +53,10 @@ static inline bool ws_is_ino(fuse_ino_t ino)
 	return (ino & 1) == 0;
 }
 
+/* Loop thread: drops everything the kernel holds of a FUSE-served workspace/, after its files
+ * were replaced behind its back while nothing ran (a restore); nothing for the kernel mount. */
+void ws_inval_everything(void);
+
 /* Fills an entry for the workspace root and counts one kernel lookup of it. */
 int ws_root_entry(struct fuse_entry_param *e);
 fuse_ino_t ws_root_ino(void);

@@ -236,12 +236,12 @@ static void collect(struct ws_inode *in, void *arg)
 	l->v[l->n++] = (struct known){in, in->parent, in->name ? xstrdup(in->name) : NULL};
 }
 
-/* The queue overflowed: some changes are unknown, so everything the kernel holds goes. */
+/* Some changes are unknown (the queue overflowed, a restore replaced files while nothing ran):
+ * everything the kernel holds goes. */
 static void inval_all(void)
 {
 	struct known_list l = {0};
 
-	log_info("workspace: inotify queue overflow; invalidating every cached entry");
 	ws_inode_lock();
 	ws_inode_each(collect, &l);
 	ws_inode_unlock();
@@ -343,8 +343,19 @@ static void drain(bool apply)
 			p += sizeof(*ev) + ev->len;
 		}
 	}
-	if (overflow)
+	if (overflow) {
+		log_info("workspace: inotify queue overflow; invalidating every cached entry");
 		inval_all();
+	}
+}
+
+void ws_inval_everything(void)
+{
+	if (wi.fd < 0 || atomic_load(&wi.off))
+		return;
+	drain(false); /* all of it is covered below */
+	wi.gen++;
+	inval_all();
 }
 
 /* ---- core hooks ---- */

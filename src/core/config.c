@@ -115,6 +115,10 @@ void config_defaults(struct config *cfg)
 	cfg->log_max = 10ull << 20;
 	cfg->spool_max = 4ull << 30;
 	cfg->workspace_max = 0;
+	cfg->snap_dir = xstrdup("");
+	cfg->snap_max = 100;
+	cfg->snap_space_max = 8ull << 30;
+	cfg->snap_import_files = 1000000;
 	config_base_env_set(cfg, "PATH",
 			    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
 	config_base_env_set(cfg, "LANG", "C.UTF-8");
@@ -318,6 +322,7 @@ void config_free(struct config *cfg)
 	free(cfg->expose_address);
 	free(cfg->net_allow);
 	free(cfg->net_deny);
+	free(cfg->snap_dir);
 	config_free_list(cfg->git_local_roots);
 	for (size_t i = 0; i < cfg->n_base_env; i++)
 		free(cfg->base_env[i]);

@@ -71,6 +71,7 @@ struct config {
 	uint64_t shm_size;    /* bytes of its /dev/shm, or CONFIG_SIZE_AUTO */
 	uint32_t uid_first, uid_last; /* uid_range: each instance's own uid when user is "" */
 	uint64_t workspace_max; /* bytes of the workspace (a loop-mounted image); 0 = no bound */
+	bool workspace_xfs;	/* workspace_fs = xfs: the image is XFS (reflinks), not ext4 */
 	uint64_t memory_reserve; /* memory_max less a session's own limit; 0: sessions have none */
 	uint64_t session_pids_max; /* each session's processes; 0 = only pids_max */
 	unsigned session_pids_pct; /* if not 0: session_pids_max is this % of pids_max */
@@ -92,6 +93,13 @@ struct config {
 	char *net_deny;
 	bool net_allow_private; /* the proxy may connect to non-public addresses */
 	uint64_t net_conns_max; /* connections at once through a session's proxy */
+	/* [snapshots] */
+	char *snap_dir;		    /* where snapshots are kept; "": STATE_DIR/snapshots (or an XFS
+				     * workspace image's own) */
+	unsigned snap_max;	    /* snapshots kept at once */
+	uint64_t snap_space_max;    /* bytes the snapshots' copies may take; 0 = no bound */
+	bool snap_zstd;		    /* compress = zstd: archives are read zstd-compressed */
+	uint64_t snap_import_files; /* entries an imported archive may hold */
 };
 
 void config_defaults(struct config *cfg);

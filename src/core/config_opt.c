@@ -49,6 +49,7 @@ const struct config_key config_keys[] = {
     {"sandbox", "tmp_size", "64M", "64Q"},
     {"sandbox", "shm_size", "16M", "16Q"},
     {"sandbox", "workspace_max", "1G", "1GB"},
+    {"sandbox", "workspace_fs", "xfs", "btrfs"},
     {"sandbox", "memory_reserve", "64M", "64Q"},
     {"sandbox", "session_pids_max", "10%", "101%"},
     {"network", "expose_address", "::1", "localhost"},
@@ -65,6 +66,11 @@ const struct config_key config_keys[] = {
     {"network", "deny", "ads.example.org:*", "ads.example.org private"},
     {"network", "allow_private", "yes", "maybe"},
     {"network", "connections_max", "16", "0"},
+    {"snapshots", "dir", "/srv/snapshots", "relative"},
+    {"snapshots", "max", "1000", "0"},
+    {"snapshots", "space_max", "1G", "1GB"},
+    {"snapshots", "compress", "zstd", "gzip"},
+    {"snapshots", "import_files_max", "1000", "0"},
     {NULL, NULL, NULL, NULL},
 };
 

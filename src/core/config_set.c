@@ -374,6 +374,8 @@ static int set_sandbox(struct config *cfg, const char *key, const char *value)
 		return parse_id_range(value, &cfg->uid_first, &cfg->uid_last);
 	if (!strcmp(key, "workspace_max"))
 		return config_parse_size(value, &cfg->workspace_max);
+	if (!strcmp(key, "workspace_fs"))
+		return set_choice(value, "xfs", "ext4", &cfg->workspace_xfs);
 	if (!strcmp(key, "memory_reserve"))
 		return config_parse_size(value, &cfg->memory_reserve);
 	if (!strcmp(key, "session_pids_max"))
@@ -457,6 +459,31 @@ static int set_network(struct config *cfg, const char *key, const char *value)
 	return -ENOENT;
 }
 
+static int set_snapshots(struct config *cfg, const char *key, const char *value)
+{
+	uint64_t v;
+
+	if (!strcmp(key, "dir")) {
+		if (value[0] && value[0] != '/')
+			return -EINVAL;
+		set_str(&cfg->snap_dir, value);
+		return 0;
+	}
+	if (!strcmp(key, "max")) {
+		if (parse_u64(value, 1, 1u << 20, &v) < 0)
+			return -EINVAL;
+		cfg->snap_max = (unsigned)v;
+		return 0;
+	}
+	if (!strcmp(key, "space_max"))
+		return config_parse_size(value, &cfg->snap_space_max);
+	if (!strcmp(key, "compress"))
+		return set_choice(value, "zstd", "none", &cfg->snap_zstd);
+	if (!strcmp(key, "import_files_max"))
+		return parse_u64(value, 1, 1u << 30, &cfg->snap_import_files);
+	return -ENOENT;
+}
+
 int config_set(struct config *cfg, const char *section, const char *key, const char *value,
 	       char *err, size_t errlen)
 {
@@ -472,6 +499,8 @@ int config_set(struct config *cfg, const char *section, const char *key, const c
 		rc = set_sandbox(cfg, key, value);
 	else if (!strcmp(section, "network"))
 		rc = set_network(cfg, key, value);
+	else if (!strcmp(section, "snapshots"))
+		rc = set_snapshots(cfg, key, value);
 	else if (!strcmp(section, "env")) {
 		rc = env_name_valid(key, strlen(key)) ? 0 : -EINVAL;
 		if (rc == 0)

@@ -39,6 +39,11 @@ const char *cgroup_mode(void)
 	return mode == CG_V1 ? "v1" : mode == CG_V2 ? "v2" : "none";
 }
 
+struct cgroup *cgroup_sandbox(void)
+{
+	return root;
+}
+
 struct cgroup *cgroup_launcher(void)
 {
 	return launcher_cg;

@@ -26,6 +26,8 @@ void cgroup_shutdown(void);
 const char *cgroup_mode(void);
 /* The group bwrap and the launcher join (NULL without cgroups). */
 struct cgroup *cgroup_launcher(void);
+/* The sandbox's own group, above every other (NULL without cgroups). */
+struct cgroup *cgroup_sandbox(void);
 /* Removes the groups of daemon pid (its watchdog calls this once it died). */
 void cgroup_cleanup_daemon(pid_t pid);
 
@@ -53,6 +55,12 @@ int cgroup_signal_keep(struct cgroup *cg, pid_t keep, int keep_sig, int sig);
 int cgroup_kill_tree(struct cgroup *cg);
 /* Kills every process of the sandbox (all its groups). */
 void cgroup_kill_all(void);
+/* Freezes cg and every group below it, and returns once all of it is frozen: 0, -ETIMEDOUT
+ * (thawed again) when a process does not freeze within 2 s, -EOPNOTSUPP without a freezer, or
+ * -errno. on false: thaws it. */
+int cgroup_freeze(struct cgroup *cg, bool on);
+/* The processes in cg and every group below it (host pids); caller frees *pids. */
+size_t cgroup_tree_pids(struct cgroup *cg, pid_t **pids);
 /* The processes in the group (host pids); caller frees *pids. */
 size_t cgroup_pids(struct cgroup *cg, pid_t **pids);
 /* The group's directory in the memory hierarchy (v1) or its v2 directory when the memory

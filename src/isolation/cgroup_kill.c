@@ -19,43 +19,6 @@
 #define KILL_DEADLINE_MS 2000
 #define KILL_SETTLE_MS	 20
 
-static bool is_frozen(const struct cgroup *cg)
-{
-	char buf[512];
-
-	if (cg_is_v1())
-		return cg_read_file(cg->dir[0], "freezer.state", buf, sizeof(buf)) > 0 &&
-		       strncmp(buf, "FROZEN", 6) == 0;
-	return cg_read_file(cg->dir[0], "cgroup.events", buf, sizeof(buf)) > 0 &&
-	       strstr(buf, "frozen 1") != NULL;
-}
-
-static void set_frozen(const struct cgroup *cg, bool on)
-{
-	int rc = cg_is_v1() ? cg_write_file(cg->dir[0], "freezer.state", on ? "FROZEN" : "THAWED")
-			    : cg_write_file(cg->dir[0], "cgroup.freeze", on ? "1" : "0");
-
-	/* A group already removed (a terminal's, ended while the daemon stops) has nothing left to
-	 * hold back. */
-	if (rc == -ENOENT)
-		return;
-	if (rc < 0) {
-		errno = -rc;
-		log_warn("cgroup %s: %s", cg->dir[0], on ? "freeze" : "thaw");
-		return;
-	}
-	/* Freezing takes a moment, mostly some microseconds: look again soon, then less often
-	 * (a kill waited a whole millisecond here); bounded near 200 ms so a stuck group can't
-	 * hang the daemon. */
-	for (long us = 20, waited = 0; on && waited < 200000 && !is_frozen(cg); waited += us) {
-		struct timespec ts = {0, us * 1000};
-
-		nanosleep(&ts, NULL);
-		if (us < 1000)
-			us *= 2;
-	}
-}
-
 /* The pid a process has in the innermost pid namespace (what the launcher reports). */
 static pid_t inner_pid(pid_t pid)
 {
@@ -141,8 +104,8 @@ static void thaw_tree(const char *dir, void *unused)
 {
 	struct cgroup one = {{(char *)dir}};
 
-	if (is_frozen(&one))
-		set_frozen(&one, false);
+	if (cg_is_frozen(&one))
+		cg_set_frozen(&one, false);
 	cg_for_each_child(dir, thaw_tree, unused);
 }
 
@@ -155,7 +118,7 @@ static size_t signal_round(const struct cgroup *cg, bool tree, pid_t keep, int k
 	size_t others = 0;
 	bool kept = !keep; /* once found, no other process needs the look at its inner pid */
 
-	set_frozen(cg, true);
+	cg_set_frozen(cg, true);
 	collect_pids(cg, tree, &pv);
 	for (size_t i = 0; i < pv.n; i++) {
 		pid_t pid = pv.v[i];
@@ -171,7 +134,7 @@ static size_t signal_round(const struct cgroup *cg, bool tree, pid_t keep, int k
 		if (kill(pid, sig) == 0 && !reached_before(reached, pid))
 			(*hit)++;
 	}
-	set_frozen(cg, false);
+	cg_set_frozen(cg, false);
 	if (tree)
 		cg_for_each_child(cg->dir[0], thaw_tree, NULL);
 	pidvec_add(reached, pv.v, pv.n);

@@ -28,6 +28,11 @@ size_t cg_read_pids(const char *dir, pid_t **pids);
 void cg_for_each_child(const char *dir, void (*fn)(const char *sub, void *arg), void *arg);
 void cg_sleep_ms(long ms);
 
+/* cgroup_freeze.c: whether cg is frozen (all of it, the groups below included); freezing cg
+ * (waiting for it, near 200 ms at most) or thawing it, failures logged. */
+bool cg_is_frozen(const struct cgroup *cg);
+void cg_set_frozen(const struct cgroup *cg, bool on);
+
 /* cgroup_kill.c: freezes cg (with tree, every group below it too), sends sig to every process but
  * keep (keep_sig to keep, in the same frozen moment), thaws; a SIGKILL repeats until nothing
  * but keep is left, for a bounded time. Returns how many processes were signalled. */

@@ -1,5 +1,8 @@
-/* The workspace image: making it (mkfs.ext4), growing it (resize2fs), its loop device, its
- * mount over the workspace directory and a stale one of a daemon that died. */
+/* The workspace image: making it (mkfs.ext4 or mkfs.xfs), growing it (resize2fs, xfs_growfs),
+ * its loop device, its mount over the workspace directory and a stale one of a daemon that
+ * died. An XFS image holds the workspace and the snapshots side by side (workspace/ and
+ * snapshots/ at its root, mounted on STATE_DIR/image), so that snapshots are reflinks of the
+ * workspace's files: only workspace/ is bound over the workspace directory. */
 #include "wsimage.h"
 
 #include <dirent.h>
@@ -21,10 +24,20 @@
 #include "xmalloc.h"
 
 #define IMAGE_NAME "workspace.img"
+#define IMAGE_MOUNT "image" /* where an XFS image is mounted, in the state dir */
+/* mkfs.xfs refuses smaller filesystems. */
+#define XFS_MIN (300ull << 20)
 
 extern char **environ;
 
 static char *mounted_on; /* the workspace directory the image is mounted over, or NULL */
+static char *image_root; /* an XFS image's own mount point, or NULL */
+static char *snap_dir;	 /* its snapshots/ */
+
+static bool is_xfs(const char *fstype)
+{
+	return strcmp(fstype, "xfs") == 0;
+}
 
 /* Runs a tool (mkfs.ext4, e2fsck, resize2fs) to its end, its stdout discarded, its stderr the
  * daemon's: its exit status, or -errno. */
@@ -61,11 +74,13 @@ static int dir_is_empty(const char *path)
 	return rc;
 }
 
-/* A sparse file of size bytes with an empty ext4 on it (no blocks kept for root: the sandbox
- * may fill it all); removed again if that fails. */
-static int make_image(const char *img, uint64_t size, char *err, size_t errlen)
+/* A sparse file of size bytes with an empty filesystem on it (ext4: no blocks kept for root,
+ * the sandbox may fill it all; xfs: with reflinks); removed again if that fails. */
+static int make_image(const char *img, uint64_t size, const char *fstype, char *err, size_t errlen)
 {
-	char *argv[] = {"mkfs.ext4", "-q", "-F", "-m", "0", "-E", "nodiscard", (char *)img, NULL};
+	char *ext4[] = {"mkfs.ext4", "-q", "-F", "-m", "0", "-E", "nodiscard", (char *)img, NULL};
+	char *xfs[] = {"mkfs.xfs", "-q", "-f", "-K", "-m", "reflink=1", (char *)img, NULL};
+	char **argv = is_xfs(fstype) ? xfs : ext4;
 	int fd = open(img, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600), rc = 0;
 
 	if (fd < 0 || ftruncate(fd, (off_t)size) < 0)
@@ -73,7 +88,8 @@ static int make_image(const char *img, uint64_t size, char *err, size_t errlen)
 	if (fd >= 0)
 		close(fd);
 	if (rc == 0 && (rc = run_tool(argv)) != 0) {
-		snprintf(err, errlen, "%s: mkfs.ext4 failed (%d)", img, rc);
+		snprintf(err, errlen, "%s: %s failed (%d)%s", img, argv[0], rc,
+			 rc == 127 ? ": is it installed (xfsprogs, e2fsprogs)?" : "");
 		rc = -EIO;
 	} else if (rc < 0) {
 		snprintf(err, errlen, "%s: %s", img, strerror(-rc));
@@ -144,8 +160,9 @@ static bool loop_backs(const char *source, const char *img)
 	return strcmp(backing, img) == 0;
 }
 
-/* A daemon that died with its watchdog left the image mounted over the workspace: detach it,
- * so this start mounts it afresh rather than on top. The state dir's lock says it is ours. */
+/* A daemon that died with its watchdog left the image mounted over the workspace (or at the
+ * image's own mount point): detach it, so this start mounts it afresh rather than on top. The
+ * state dir's lock says it is ours. */
 static void detach_stale(const char *ws, const char *img)
 {
 	char *line = NULL, point[4096], source[4096];
@@ -167,15 +184,21 @@ static void detach_stale(const char *ws, const char *img)
 		log_warnx("%s: detached the workspace image a daemon that died left mounted", ws);
 }
 
-/* Grows the image while nothing has it: checked first (resize2fs wants a clean filesystem),
- * given back its size if resize2fs fails. (Growing it mounted needs CAP_SYS_RESOURCE.) */
-static int grow(const char *img, off_t from, uint64_t size, char *err, size_t errlen)
+/* Grows an ext4 image while nothing has it: checked first (resize2fs wants a clean filesystem),
+ * given back its size if resize2fs fails. (Growing it mounted needs CAP_SYS_RESOURCE.) An XFS
+ * image only grows mounted: its file is made larger here, and xfs_growfs takes the space once
+ * it is mounted (grow_xfs). */
+static int grow(const char *img, off_t from, uint64_t size, const char *fstype, char *err,
+		size_t errlen)
 {
 	char *fsck[] = {"e2fsck", "-f", "-p", (char *)img, NULL};
 	char *resize[] = {"resize2fs", (char *)img, NULL};
 	const char *failed = NULL;
-	int rc = run_tool(fsck);
+	int rc;
 
+	if (is_xfs(fstype))
+		return truncate(img, (off_t)size) < 0 ? -errno : 0;
+	rc = run_tool(fsck);
 	if (rc != 0 && rc != 1) /* 1: errors it corrected */
 		failed = "e2fsck";
 	else if (truncate(img, (off_t)size) < 0)
@@ -242,15 +265,38 @@ static int loop_reuse(const char *img, char *dev, size_t devlen)
 	return fd;
 }
 
-/* The image there is (grown to max if smaller), or a new one; *tidy when mkfs or e2fsck made
- * a lost+found. */
-static int find_or_make(const char *ws, const char *img, uint64_t max, bool *tidy, char *err,
-			size_t errlen)
+/* The filesystem on an image, from its superblock's magic: "xfs", "ext4" or NULL. */
+static const char *image_fstype(const char *img)
 {
+	unsigned char head[0x440];
+	int fd = open(img, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? pread(fd, head, sizeof(head), 0) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	if (n >= 4 && memcmp(head, "XFSB", 4) == 0)
+		return "xfs";
+	if (n == (ssize_t)sizeof(head) && head[0x438] == 0x53 && head[0x439] == 0xef)
+		return "ext4";
+	return NULL;
+}
+
+/* The image there is (grown to max if smaller: *grown), or a new one; *tidy when mkfs or
+ * e2fsck made a lost+found. */
+static int find_or_make(const char *ws, const char *img, uint64_t max, const char *fstype,
+			bool *tidy, bool *grown, char *err, size_t errlen)
+{
+	const char *was;
 	struct stat st;
 	int rc;
 
-	*tidy = false;
+	*tidy = *grown = false;
+	if (is_xfs(fstype) && max < XFS_MIN) {
+		snprintf(err, errlen,
+			 "[sandbox] workspace_fs = xfs needs a workspace_max of 300M "
+			 "at least (mkfs.xfs makes no smaller filesystem)");
+		return -EINVAL;
+	}
 	if (stat(img, &st) == 0) {
 		if ((uint64_t)st.st_size > max) {
 			snprintf(err, errlen,
@@ -260,13 +306,23 @@ static int find_or_make(const char *ws, const char *img, uint64_t max, bool *tid
 				 img, (unsigned long long)st.st_size, (unsigned long long)max);
 			return -EINVAL;
 		}
-		*tidy = (uint64_t)st.st_size < max;
-		if (*tidy && !released(img)) {
+		was = image_fstype(img);
+		if (!was || strcmp(was, fstype)) {
+			snprintf(err, errlen,
+				 "%s holds %s, and [sandbox] workspace_fs is %s: set it back, or "
+				 "remove the image (and the files in it) to start anew",
+				 img, was ? was : "no filesystem sbxfs knows", fstype);
+			return -EINVAL;
+		}
+		*tidy = (uint64_t)st.st_size < max && !is_xfs(fstype);
+		if ((uint64_t)st.st_size < max && !released(img)) {
 			log_warnx("%s: in use by a loop device: not grown to workspace_max now",
 				  img);
 			*tidy = false;
-		} else if (*tidy && (rc = grow(img, st.st_size, max, err, errlen)) < 0) {
-			return rc;
+		} else if ((uint64_t)st.st_size < max) {
+			if ((rc = grow(img, st.st_size, max, fstype, err, errlen)) < 0)
+				return rc;
+			*grown = true;
 		}
 		if (dir_is_empty(ws) == 0)
 			log_warnx("workspace %s: its own files are hidden while the image %s is "
@@ -291,13 +347,14 @@ static int find_or_make(const char *ws, const char *img, uint64_t max, bool *tid
 			 ws);
 		return -ENOTEMPTY;
 	}
-	*tidy = true;
-	return make_image(img, max, err, errlen);
+	*tidy = !is_xfs(fstype);
+	return make_image(img, max, fstype, err, errlen);
 }
 
-/* Mounts the image on ws through a loop device: the one it is still on, else a new one. A
+/* Mounts the image on point through a loop device: the one it is still on, else a new one. A
  * device on its way out (its last unmount just now) may fail the mount: then again. */
-static int mount_image(const char *img, const char *ws, char *dev, size_t devlen)
+static int mount_image(const char *img, const char *point, const char *fstype, char *dev,
+		       size_t devlen)
 {
 	int rc = -ENOENT;
 
@@ -309,7 +366,7 @@ static int mount_image(const char *img, const char *ws, char *dev, size_t devlen
 		if (loop < 0)
 			return loop;
 		/* discard: what the sandbox deletes is given back to the host's disk. */
-		rc = mount(dev, ws, "ext4", MS_NOSUID | MS_NODEV, "discard") < 0 ? -errno : 0;
+		rc = mount(dev, point, fstype, MS_NOSUID | MS_NODEV, "discard") < 0 ? -errno : 0;
 		close(loop);
 		if (rc < 0)
 			usleep(50000);
@@ -317,11 +374,48 @@ static int mount_image(const char *img, const char *ws, char *dev, size_t devlen
 	return rc;
 }
 
-int wsimage_attach(const char *workspace, const char *state_dir, uint64_t max, char *err,
-		   size_t errlen)
+/* An XFS image, mounted on its own point: its workspace/ bound (nosuid, nodev) over ws, its
+ * snapshots/ kept for the snapshots; the filesystem grown to its file's size if that grew. */
+static int bind_xfs(const char *root, const char *ws, bool grown, char *err, size_t errlen)
+{
+	char *argv[] = {"xfs_growfs", "-d", (char *)root, NULL};
+	char *inner = xasprintf("%s/workspace", root);
+	int rc = 0;
+
+	snap_dir = xasprintf("%s/snapshots", root);
+	if (grown && run_tool(argv) != 0)
+		log_warnx("%s: xfs_growfs failed: the workspace keeps its size", root);
+	if ((mkdir(inner, 0755) < 0 && errno != EEXIST) ||
+	    (mkdir(snap_dir, 0700) < 0 && errno != EEXIST) ||
+	    mount(inner, ws, NULL, MS_BIND, NULL) < 0 ||
+	    mount(NULL, ws, NULL, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV, NULL) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "binding %s on %s: %s", inner, ws, strerror(-rc));
+	}
+	free(inner);
+	return rc;
+}
+
+/* Undoes what the attach did: the workspace's mount (lazily: the host's workspace/ mount may
+ * hold it a moment longer), then an XFS image's own; the loop device goes with the last
+ * reference. */
+static void undo_mounts(void)
+{
+	if (mounted_on && umount2(mounted_on, MNT_DETACH) < 0 && errno != EINVAL)
+		log_warn("unmounting the workspace image from %s", mounted_on);
+	if (image_root && umount2(image_root, MNT_DETACH) < 0 && errno != EINVAL)
+		log_warn("unmounting the workspace image from %s", image_root);
+	free(mounted_on);
+	free(image_root);
+	free(snap_dir);
+	mounted_on = image_root = snap_dir = NULL;
+}
+
+int wsimage_attach(const char *workspace, const char *state_dir, uint64_t max, const char *fstype,
+		   char *err, size_t errlen)
 {
 	char *ws, *state, *img = NULL, dev[64];
-	bool tidy;
+	bool tidy, grown;
 	int rc;
 
 	if (geteuid() != 0) {
@@ -338,13 +432,25 @@ int wsimage_attach(const char *workspace, const char *state_dir, uint64_t max, c
 		goto out;
 	}
 	img = xasprintf("%s/%s", state, IMAGE_NAME); /* as the loop device shows its file */
+	if (is_xfs(fstype)) {
+		image_root = xasprintf("%s/%s", state, IMAGE_MOUNT);
+		detach_stale(image_root, img);
+		if (mkdir(image_root, 0700) < 0 && errno != EEXIST) {
+			rc = -errno;
+			snprintf(err, errlen, "%s: %s", image_root, strerror(-rc));
+			goto out;
+		}
+	}
 	detach_stale(ws, img);
-	if ((rc = find_or_make(ws, img, max, &tidy, err, errlen)) < 0)
+	if ((rc = find_or_make(ws, img, max, fstype, &tidy, &grown, err, errlen)) < 0)
 		goto out;
-	if ((rc = mount_image(img, ws, dev, sizeof(dev))) < 0) {
-		snprintf(err, errlen, "mounting %s on %s: %s", img, ws, strerror(-rc));
+	if ((rc = mount_image(img, image_root ? image_root : ws, fstype, dev, sizeof(dev))) < 0) {
+		snprintf(err, errlen, "mounting %s on %s: %s", img, image_root ? image_root : ws,
+			 strerror(-rc));
 		goto out;
 	}
+	if (image_root && (rc = bind_xfs(image_root, ws, grown, err, errlen)) < 0)
+		goto out;
 	mounted_on = ws;
 	ws = NULL;
 	if (tidy) { /* the workspace has no lost+found of its own (e2fsck makes one as needed) */
@@ -353,21 +459,23 @@ int wsimage_attach(const char *workspace, const char *state_dir, uint64_t max, c
 		rmdir(lost);
 		free(lost);
 	}
-	log_info("workspace %s: the image %s (%llu bytes) on %s", mounted_on, img,
+	log_info("workspace %s: the %s image %s (%llu bytes) on %s", mounted_on, fstype, img,
 		 (unsigned long long)max, dev);
 out:
+	if (rc < 0)
+		undo_mounts();
 	free(ws);
 	free(state);
 	free(img);
 	return rc;
 }
 
+const char *wsimage_snapshot_dir(void)
+{
+	return snap_dir;
+}
+
 void wsimage_detach(void)
 {
-	if (!mounted_on)
-		return;
-	if (umount2(mounted_on, MNT_DETACH) < 0)
-		log_warn("unmounting the workspace image from %s", mounted_on);
-	free(mounted_on);
-	mounted_on = NULL;
+	undo_mounts();
 }

@@ -10,10 +10,13 @@
 #include <stdint.h>
 
 /* Mounts STATE_DIR/workspace.img, of max bytes, over the workspace directory: made (sparse,
- * mkfs.ext4) when there is none, which needs an empty workspace directory; grown when max grew.
- * Root only. On error returns -errno with a reason in err. */
-int wsimage_attach(const char *workspace, const char *state_dir, uint64_t max, char *err,
-		   size_t errlen);
+ * mkfs of fstype, "ext4" or "xfs") when there is none, which needs an empty workspace
+ * directory; grown when max grew. Root only. On error returns -errno with a reason in err. */
+int wsimage_attach(const char *workspace, const char *state_dir, uint64_t max, const char *fstype,
+		   char *err, size_t errlen);
+/* An XFS image's directory for snapshots, on the workspace's filesystem (so they are reflinks
+ * of its files); NULL for none. */
+const char *wsimage_snapshot_dir(void);
 /* Unmounts it (lazily: the host's workspace/ mount may hold it a moment longer); the loop
  * device goes with the last reference. Nothing when none is attached. */
 void wsimage_detach(void);

@@ -167,8 +167,9 @@ int sandbox_prepare(struct config *c, const char *self_exe, char *err, size_t er
 	if (cfg->isolate && (rc = resolve_identity(err, errlen)) < 0)
 		return rc;
 	/* Before anything opens the workspace by its path, so that all of them get the image. */
-	if (cfg->workspace_max && (rc = wsimage_attach(cfg->workspace, cfg->state_dir,
-						       cfg->workspace_max, err, errlen)) < 0)
+	if (cfg->workspace_max &&
+	    (rc = wsimage_attach(cfg->workspace, cfg->state_dir, cfg->workspace_max,
+				 cfg->workspace_xfs ? "xfs" : "ext4", err, errlen)) < 0)
 		return rc;
 	/* The sandbox's commands must be able to create files at the top of their workspace. */
 	if (cfg->isolate && getuid() == 0 && chown(cfg->workspace, identity.uid, identity.gid) < 0) {

@@ -100,6 +100,9 @@ ssize_t session_stdin_write(struct session *s, const char *buf, size_t len, stru
 int session_ctl(struct session *s, const char *line, size_t len);
 /* Whether session_ctl would take the line: 0 or -EINVAL, touching nothing. */
 int session_ctl_check(const char *line, size_t len);
+/* Whether something of the session runs besides its idle shell: a command (or a checkout, a cd
+ * the shell works on), or what commands left behind (not its background processes). */
+bool session_busy(struct session *s);
 /* The session's default timeout in ms (0 = none); -EINVAL on a bad value. */
 uint64_t session_timeout(struct session *s);
 int session_set_timeout(struct session *s, const char *text, size_t len);

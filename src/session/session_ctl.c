@@ -108,6 +108,23 @@ int session_ctl(struct session *s, const char *line, size_t len)
 	return rc;
 }
 
+bool session_busy(struct session *s)
+{
+	pid_t *pids;
+	bool busy;
+	size_t n;
+
+	core_lock();
+	busy = s->current || s->st == SH_BUSY;
+	core_unlock();
+	if (busy)
+		return true;
+	/* The shell, and anything else is what commands left behind. */
+	n = cgroup_pids(s->cg, &pids);
+	free(pids);
+	return n > 1;
+}
+
 char *session_status(struct session *s, size_t *len)
 {
 	struct run *latest;

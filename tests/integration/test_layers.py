@@ -14,6 +14,7 @@ LAYERS names, and of the folders below those (the rows are followed down):
   src/session                         shell, net and below (never job, term or context)
   src/job, src/term, src/context      session and below (never each other)
   src/sandbox                         job, term, context, expose and below
+  src/snapshot                        src/sandbox and below
   src/launcher, src/git, src/attach   util only
   src/netproxy                        util only
   fs/base                             src/core and below
@@ -21,6 +22,8 @@ LAYERS names, and of the folders below those (the rows are followed down):
   fs/contexts                         fs/base, src/context and below
   fs/control, fs/terms, fs/ports      fs/base, src/sandbox and below (never fs/workspace,
                                       fs/contexts, or each other)
+  fs/snapshots                        fs/base, fs/workspace (its id swap), src/snapshot and
+                                      below
   fs (main.c, ops.c, root.c, ...)     anything
 
 So nothing in src/ includes anything in fs/. Every quoted include must name a header of one
@@ -56,6 +59,7 @@ LAYERS = {
     "src/term": ["src/session"],
     "src/context": ["src/session"],
     "src/sandbox": ["src/job", "src/term", "src/context", "src/expose"],
+    "src/snapshot": ["src/sandbox"],
     "src/launcher": ["src/util"],
     "src/git": ["src/util"],
     "src/attach": ["src/util"],
@@ -66,6 +70,7 @@ LAYERS = {
     "fs/control": ["fs/base", "src/sandbox"],
     "fs/terms": ["fs/base", "src/sandbox"],
     "fs/ports": ["fs/base", "src/sandbox"],
+    "fs/snapshots": ["fs/base", "fs/workspace", "src/snapshot"],
     "fs": [ANY],
 }
 

@@ -375,6 +375,29 @@ def test_git_checkout(sbx, sandbox):
     assert type(info.value).__name__.startswith("Git") and info.value.code.startswith("GIT")
 
 
+def test_backups(sbx, sandbox):
+    sandbox.exec(f"mkdir -p {sbx.cmd_ws}/bk/sub {sbx.cmd_ws}/other && echo 1 > {sbx.cmd_ws}/bk/sub/f"
+                 f" && echo 1 > {sbx.cmd_ws}/other/g")
+    backup = sandbox.create_backup(f"{sbx.cmd_ws}/bk", name="before")
+    assert backup["dir"] == "/workspace/bk" and backup["name"] == "before"
+    sandbox.exec(f"echo 2 > {sbx.cmd_ws}/bk/sub/f && echo x > {sbx.cmd_ws}/bk/new && "
+                 f"echo 2 > {sbx.cmd_ws}/other/g")
+    assert sandbox.restore_backup(backup) == {"success": True, "id": backup["id"],
+                                              "dir": "/workspace/bk"}
+    out = sandbox.exec(f"cat {sbx.cmd_ws}/bk/sub/f {sbx.cmd_ws}/other/g; ls {sbx.cmd_ws}/bk")
+    assert out.stdout == "1\n2\nsub\n"
+    proc = sandbox.start_process("sleep 1000")
+    with pytest.raises(sdk.ResourceBusyError):
+        sandbox.restore_backup(backup)
+    sandbox.restore_backup(backup, force=True)
+    assert proc.get_status() != "running"
+    sandbox.delete_backup(backup)
+    with pytest.raises(sdk.BackupNotFoundError):
+        sandbox.restore_backup(backup)
+    with pytest.raises(sdk.ValidationError):
+        sandbox.create_backup("/etc")
+
+
 def test_terminal_round_trip(sandbox):
     t = sandbox.create_terminal(command=["bash", "--norc", "--noprofile", "-i"], cols=100,
                                 rows=30)

@@ -54,11 +54,15 @@ static bool same_config(const struct config *a, const struct config *b)
 	       a->session_pids_pct == b->session_pids_pct && a->ws_cache == b->ws_cache &&
 	       a->ws_timeout == b->ws_timeout && a->ws_passthrough == b->ws_passthrough &&
 	       a->ws_kernel == b->ws_kernel && a->ws_symfollow == b->ws_symfollow &&
-	       a->ws_max_fds == b->ws_max_fds && same_str(a->expose_address, b->expose_address) &&
+	       a->ws_max_fds == b->ws_max_fds && a->workspace_xfs == b->workspace_xfs &&
+	       same_str(a->expose_address, b->expose_address) &&
 	       a->expose_public == b->expose_public && a->expose_max_ports == b->expose_max_ports &&
 	       a->expose_max_connections == b->expose_max_connections &&
 	       same_str(a->net_allow, b->net_allow) && same_str(a->net_deny, b->net_deny) &&
-	       a->net_allow_private == b->net_allow_private && a->net_conns_max == b->net_conns_max;
+	       a->net_allow_private == b->net_allow_private && a->net_conns_max == b->net_conns_max &&
+	       same_str(a->snap_dir, b->snap_dir) && a->snap_max == b->snap_max &&
+	       a->snap_space_max == b->snap_space_max && a->snap_zstd == b->snap_zstd &&
+	       a->snap_import_files == b->snap_import_files;
 }
 
 static char *ini_path(const char *section, const char *key, const char *value)

@@ -39,6 +39,7 @@ const kinds = {
 	PortNotExposedError: 'PORT_NOT_EXPOSED',
 	InvalidPortError: 'INVALID_PORT',
 	PortLimitError: 'PORT_LIMIT',
+	BackupNotFoundError: 'BACKUP_NOT_FOUND',
 };
 
 function errorClass(name, code) {
@@ -79,6 +80,7 @@ export const PortNotExposedError = errorClass('PortNotExposedError', kinds.PortN
 export const InvalidPortError = errorClass('InvalidPortError', kinds.InvalidPortError);
 /* ENOSPC from ports/: [network] expose_max_ports are exposed already. */
 export const PortLimitError = errorClass('PortLimitError', kinds.PortLimitError);
+export const BackupNotFoundError = errorClass('BackupNotFoundError', kinds.BackupNotFoundError);
 
 // What an errno means for each kind of object; anything else is a plain SandboxError.
 const byErrno = {
@@ -87,6 +89,7 @@ const byErrno = {
 	context: { ENOENT: ContextNotFoundError },
 	terminal: { ENOENT: TerminalError, EEXIST: TerminalError },
 	port: { ENOENT: PortNotExposedError, EEXIST: PortAlreadyExposedError, EINVAL: InvalidPortError, ENOSPC: PortLimitError },
+	backup: { ENOENT: BackupNotFoundError },
 	file: {
 		ENOENT: FileNotFoundError,
 		EEXIST: FileExistsError,

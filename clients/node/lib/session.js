@@ -1,6 +1,7 @@
 // ExecutionSession (a directory sessions/ID/) and Sandbox (the mount, acting as session default).
 import { mkdir, readFile as fsReadFile, rmdir, stat } from 'node:fs/promises';
 import { join, posix } from 'node:path';
+import * as backups from './backups.js';
 import * as code from './contexts.js';
 import * as commands from './commands.js';
 import { SessionNotFoundError, ValidationError, mapError } from './errors.js';
@@ -232,6 +233,18 @@ export class Sandbox extends ExecutionSession {
 		}
 		this._sessions.delete(id);
 		return { success: true, sessionId: id, timestamp: new Date().toISOString() };
+	}
+
+	/* A snapshot of the workspace, at one instant: {id, dir[, name]}. */
+	createBackup(opts) {
+		return backups.createBackup(this, opts);
+	}
+	/* The backup's directory made as it was: {success, id, dir}. */
+	restoreBackup(backup, opts) {
+		return backups.restoreBackup(this, backup, opts);
+	}
+	deleteBackup(backup) {
+		return backups.deleteBackup(this, backup);
 	}
 
 	/* The sandbox-wide env (the mount's env): every session, except names a session set itself. */

@@ -5,6 +5,7 @@ import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import {
+	BackupNotFoundError,
 	CodeInterpreterUnavailableError,
 	CommandTimeoutError,
 	FileNotFoundError,
@@ -13,6 +14,7 @@ import {
 	PortAlreadyExposedError,
 	PortNotExposedError,
 	ProcessNotFoundError,
+	ResourceBusyError,
 	SessionAlreadyExistsError,
 	SessionNotFoundError,
 	ValidationError,
@@ -385,6 +387,27 @@ describe('files', { timeout: 120000 }, () => {
 		assert.equal(r.targetDir, `${wsPath}/clone`);
 		assert.ok(existsSync(join(m.mnt, 'workspace/clone/.git')));
 		await assert.rejects(sandbox.gitCheckout(`${wsPath}/nowhere`, { targetDir: `${wsPath}/c2` }), (e) => e.name.startsWith('Git') && e.code.startsWith('GIT'));
+	});
+});
+
+describe('backups', { timeout: 120000 }, () => {
+	it('createBackup of a directory, restoreBackup brings back that directory alone', async () => {
+		await sandbox.exec(`mkdir -p ${wsPath}/bk/sub ${wsPath}/other && echo 1 > ${wsPath}/bk/sub/f && echo 1 > ${wsPath}/other/g`);
+		const backup = await sandbox.createBackup({ dir: `${wsPath}/bk`, name: 'before' });
+		assert.match(backup.id, /^snap\d+$/);
+		assert.deepEqual([backup.dir, backup.name], [`/workspace/bk`, 'before']);
+		await sandbox.exec(`echo 2 > ${wsPath}/bk/sub/f && echo extra > ${wsPath}/bk/new && echo 2 > ${wsPath}/other/g`);
+		assert.deepEqual(await sandbox.restoreBackup(backup), { success: true, id: backup.id, dir: '/workspace/bk' });
+		assert.equal((await sandbox.exec(`cat ${wsPath}/bk/sub/f ${wsPath}/other/g; ls ${wsPath}/bk`)).stdout, '1\n2\nsub\n');
+		// Something running: busy, unless forced.
+		const proc = await sandbox.startProcess('sleep 1000');
+		await assert.rejects(sandbox.restoreBackup(backup), ResourceBusyError);
+		await sandbox.restoreBackup(backup, { force: true });
+		assert.equal((await proc.getStatus()) === 'running', false);
+		await sandbox.deleteBackup(backup);
+		await assert.rejects(sandbox.restoreBackup(backup), BackupNotFoundError);
+		await assert.rejects(sandbox.createBackup({ dir: '/etc' }), ValidationError);
+		await assert.rejects(sandbox.restoreBackup({ id: '../x', dir: '/workspace' }), ValidationError);
 	});
 });
 

@@ -1,6 +1,7 @@
 // Written against index.d.ts only: `tsc --noEmit -p test/tsconfig.json` checks both.
 import {
 	CommandTimeoutError,
+	DirectoryBackup,
 	ExecEvent,
 	ExecResult,
 	ExecutionSession,
@@ -38,6 +39,10 @@ export async function seed(mount: string): Promise<number> {
 		await sandbox.unexposePort(8000);
 		console.log(url.length);
 		console.log(ctx.cwd.length, JSON.stringify(p));
+		const backup: DirectoryBackup = await sandbox.createBackup({ dir: '/workspace/test', name: 'before' });
+		const restored = await sandbox.restoreBackup(backup, { force: true });
+		await sandbox.deleteBackup(backup);
+		console.log(restored.success, backup.id);
 		return r.exitCode + line.length + f.size + (ex.results.find((v) => v.isMainResult)?.text?.length ?? 0);
 	} catch (err) {
 		if (err instanceof CommandTimeoutError) return err.result?.exitCode ?? 124;

@@ -3,7 +3,7 @@ keywords, dicts and dataclasses for results), over a local sbxfs mount. Standard
 the files are the protocol. Calls block; use threads to run several at once."""
 
 from .commands import ExecResult
-from .errors import (CodeInterpreterUnavailableError, CommandTimeoutError, ContextNotFoundError,
+from .errors import (BackupNotFoundError, CodeInterpreterUnavailableError, CommandTimeoutError, ContextNotFoundError,
                      GitAuthenticationError, GitBranchNotFoundError, GitCheckoutError,
                      GitNetworkError, GitRepositoryNotFoundError, GitTimeoutError,
                      InvalidGitUrlError, InvalidPortError, PermissionDeniedError,
@@ -31,4 +31,5 @@ __all__ = [
     "GitAuthenticationError", "InvalidGitUrlError", "GitNetworkError", "GitTimeoutError",
     "ContextNotFoundError", "CodeInterpreterUnavailableError", "TerminalError",
     "PortAlreadyExposedError", "PortNotExposedError", "InvalidPortError", "PortLimitError",
+    "BackupNotFoundError",
 ]

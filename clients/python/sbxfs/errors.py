@@ -54,6 +54,7 @@ PortNotExposedError = _kind("PortNotExposedError", "PORT_NOT_EXPOSED")
 InvalidPortError = _kind("InvalidPortError", "INVALID_PORT")
 # ENOSPC from ports/: [network] expose_max_ports are exposed already.
 PortLimitError = _kind("PortLimitError", "PORT_LIMIT")
+BackupNotFoundError = _kind("BackupNotFoundError", "BACKUP_NOT_FOUND")
 
 _BY_ERRNO = {
     "session": {_errno.ENOENT: SessionNotFoundError, _errno.EEXIST: SessionAlreadyExistsError},
@@ -62,6 +63,7 @@ _BY_ERRNO = {
     "terminal": {_errno.ENOENT: TerminalError, _errno.EEXIST: TerminalError},
     "port": {_errno.ENOENT: PortNotExposedError, _errno.EEXIST: PortAlreadyExposedError,
              _errno.EINVAL: InvalidPortError, _errno.ENOSPC: PortLimitError},
+    "backup": {_errno.ENOENT: BackupNotFoundError},
     "file": {
         _errno.ENOENT: FileNotFoundError_,
         _errno.EEXIST: FileExistsError_,

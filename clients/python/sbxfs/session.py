@@ -6,7 +6,7 @@ import posixpath
 import threading
 from datetime import datetime, timezone
 
-from . import commands, contexts, files, ports, processes, terminals
+from . import backups, commands, contexts, files, ports, processes, terminals
 from .errors import SandboxError, SessionNotFoundError, ValidationError, map_error
 from .fsio import ENV_NAME, env_value, read_text, write_control
 from .git import git_checkout
@@ -236,6 +236,17 @@ class Sandbox(ExecutionSession):
             self._sessions.pop(id, None)
         return {"success": True, "session_id": id,
                 "timestamp": datetime.now(timezone.utc).isoformat()}
+
+    def create_backup(self, dir, name=None):
+        """A snapshot of the workspace, at one instant: {'id', 'dir'[, 'name']}."""
+        return backups.create_backup(self, dir, name=name)
+
+    def restore_backup(self, backup, force=False):
+        """The backup's directory made as it was: {'success', 'id', 'dir'}."""
+        return backups.restore_backup(self, backup, force=force)
+
+    def delete_backup(self, backup):
+        return backups.delete_backup(self, backup)
 
     def set_env_vars(self, env_vars):
         """The sandbox-wide env (the mount's env): every session, except names a session set

@@ -3,11 +3,11 @@
 // and contexts, starting, listing and killing processes. Directly, as file operations, what
 // it has not: the session list with state, cwd and latest command, a command's submission
 // that returns its run number at once, runs/ and their output followed without holding a
-// thread, a terminal's raw output from the ring and its input, process logs' tails, and the
-// workspace read by descriptor. Exposed ports go through the client too. Names from requests are checked against sbxfs's own name
+// thread, a terminal's raw output from the ring and its input, process logs' tails, snapshots
+// (taken, listed, restored, deleted), and the workspace read by descriptor. Exposed ports go through the client too. Names from requests are checked against sbxfs's own name
 // rule before they become a path component, so no request can name a path outside the mount.
 import { constants as C } from 'node:fs';
-import { open, readdir, rmdir, readFile, writeFile, realpath, readlink, lstat } from 'node:fs/promises';
+import { open, readdir, rmdir, readFile, writeFile, realpath, readlink, lstat, mkdir } from 'node:fs/promises';
 import { join, sep } from 'node:path';
 import { getSandbox, Terminal } from '../../index.js';
 
@@ -281,6 +281,37 @@ export class Mount {
 	}
 
 	/* interpreter contexts (issue 14): only where the mount has contexts/ */
+	/* snapshots: each with its state, time and size, newest first ([] on a mount without) */
+	async snapshots() {
+		let names;
+		try {
+			names = (await this.names(this.path('snapshots'))).filter((n) => n !== 'import');
+		} catch {
+			return [];
+		}
+		const out = [];
+		for (const name of names) {
+			try {
+				const st = parseStatus(await this.text('snapshots', name, 'status'));
+				out.push({ name, state: st.state ?? '', time: st.time ?? '', size: Number(st.size ?? 0) });
+			} catch {} /* deleted meanwhile */
+		}
+		return out.sort((a, b) => (a.time < b.time ? 1 : a.time > b.time ? -1 : 0));
+	}
+	/* Returns once it is taken; no name: the next free one. */
+	async takeSnapshot(name) {
+		if (!name) return (await this.text('snapshots', 'clone')).trim();
+		await mkdir(this.path('snapshots', checkName(name, 'snapshot')));
+		return name;
+	}
+	/* Without force, EBUSY while something runs in the sandbox. */
+	async restoreSnapshot(name, force) {
+		await writeFile(this.path('snapshots', checkName(name, 'snapshot'), 'ctl'), force ? 'restore force\n' : 'restore\n');
+	}
+	async deleteSnapshot(name) {
+		await rmdir(this.path('snapshots', checkName(name, 'snapshot')));
+	}
+
 	async hasContexts() {
 		try {
 			return (await lstat(this.path('contexts'))).isDirectory();

@@ -1,5 +1,5 @@
 // The page: sessions, a command's live output, history, terminals (xterm.js over a WebSocket),
-// background processes, exposed ports and interpreter contexts. Text from the sandbox goes in as textContent,
+// background processes, exposed ports, snapshots and interpreter contexts. Text from the sandbox goes in as textContent,
 // or through AnsiToHtml, which escapes it; HTML results only inside sandboxed iframes.
 import { AnsiToHtml } from './ansi.js';
 
@@ -294,6 +294,30 @@ function portCell(port) {
 	return el('button', { textContent: `expose ${port}`, onclick: () => act('POST', 'ports', { port }) });
 }
 
+/* ---- snapshots ---- */
+
+async function refreshSnapshots() {
+	const list = await api('GET', 'snapshots');
+	if (!changed('snapshots', list)) return;
+	$('#snapshots').replaceChildren(...list.map((s) => el('li', { dataset: { snapshot: s.name } },
+		el('b', { textContent: s.name }), ' ',
+		el('span', { class: 'badge', textContent: s.state === 'ready' ? s.time.slice(0, 19).replace('T', ' ') : s.state }), ' ',
+		el('button', { textContent: 'restore', disabled: s.state !== 'ready', onclick: () => restoreSnapshot(s.name) }),
+		el('button', { class: 'danger', textContent: '×', title: 'delete', onclick: () => act('DELETE', `snapshots/${enc(s.name)}`) }))));
+}
+
+/* A restore while something runs is refused (409); the user may then end it all and restore. */
+async function restoreSnapshot(name) {
+	if (!confirm(`Make the workspace what it was in snapshot ${name}?`)) return;
+	try {
+		await api('POST', `snapshots/${enc(name)}/restore`, {});
+		report(null);
+	} catch (e) {
+		if (!/EBUSY/.test(String(e.message)) || !confirm('Something runs in the sandbox: end it, then restore?')) return report(e);
+		await act('POST', `snapshots/${enc(name)}/restore`, { force: true });
+	}
+}
+
 /* ---- contexts ---- */
 
 async function refreshContexts() {
@@ -369,6 +393,7 @@ async function tick() {
 	try {
 		await refreshSessions();
 		await refreshPorts();
+		await refreshSnapshots();
 		await refreshContexts();
 		if (state.session) {
 			if (state.tab === 'commands') await refreshRuns();
@@ -441,6 +466,11 @@ function wire() {
 			report(e);
 		}
 		tick();
+	});
+	$('#new-snapshot').addEventListener('submit', (ev) => {
+		ev.preventDefault();
+		act('POST', 'snapshots', { name: $('#new-snapshot-name').value.trim() });
+		$('#new-snapshot-name').value = '';
 	});
 	$('#new-context').addEventListener('submit', async (ev) => {
 		ev.preventDefault();

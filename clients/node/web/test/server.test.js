@@ -226,6 +226,26 @@ test('exposed ports: expose a process\'s port, list it with its link, fetch thro
 	}
 });
 
+test('snapshots: take, list, restore (busy: 409, then forced), delete', async () => {
+	writeFileSync(join(mount.mnt, 'workspace', 'snap-web.txt'), 'before\n');
+	assert.deepEqual((await post('/api/snapshots', { name: 'w1' })).json, { name: 'w1' });
+	assert.equal((await post('/api/snapshots', { name: 'w1' })).status, 409);
+	const clone = (await post('/api/snapshots', {})).json.name;
+	const list = (await get('/api/snapshots')).json;
+	assert.deepEqual(list.map((s) => s.name).sort(), [clone, 'w1'].sort());
+	assert.ok(list.every((s) => s.state === 'ready' && /^\d{4}-/.test(s.time)));
+	writeFileSync(join(mount.mnt, 'workspace', 'snap-web.txt'), 'after\n');
+	assert.equal((await post(`/api/sessions/${S}/procs`, { name: 'busy', command: 'exec sleep 1000' })).status, 204);
+	await waitFor(async () => (await get(`/api/sessions/${S}/procs`)).json[0]?.state === 'running', 'the process');
+	assert.equal((await post('/api/snapshots/w1/restore', {})).status, 409);
+	assert.equal((await post('/api/snapshots/w1/restore', { force: true })).status, 204);
+	assert.equal(readFileSync(join(mount.mnt, 'workspace', 'snap-web.txt'), 'utf8'), 'before\n');
+	assert.equal((await req(web.base, 'DELETE', `/api/sessions/${S}/procs/busy`)).status, 204);
+	for (const name of [clone, 'w1']) assert.equal((await req(web.base, 'DELETE', `/api/snapshots/${name}`)).status, 204);
+	assert.deepEqual((await get('/api/snapshots')).json, []);
+	assert.equal((await post('/api/snapshots/..%2Fx/restore', {})).status, 400);
+});
+
 test('terminal: keys in, output out, replay on reconnect, resize, end', async () => {
 	assert.equal((await post(`/api/sessions/${S}/terms`, { name: 't1' })).status, 204);
 	let ws = await wsOpen(`/ws/sessions/${S}/terms/t1?rows=30&cols=100`);

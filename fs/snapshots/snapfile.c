@@ -1,0 +1,529 @@
+/* Open files of snapshots/ (see snapfs.h): clone (its open takes a snapshot and answers once it
+ * is there), status (rendered at open), ctl and a snapshot's ctl (a restore line checked at
+ * write(), applied at close, which answers once it is done), archive (a tar stream made as it
+ * is read, in order), import/NAME (an archive written in, made a snapshot at close, all or
+ * nothing), and the files of a files/ view (read-only). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fhandle.h"
+#include "park.h"
+#include "reply.h"
+#include "snapfs_priv.h"
+#include "snapshot.h"
+#include "xmalloc.h"
+
+/* A ctl file takes one line an open. */
+#define CTL_MAX 4096
+
+struct sfh {
+	struct fhandle h; /* h.lock: everything below */
+	enum snap_kind kind;
+	struct snapshot *s;
+	char *text; /* status, clone's answer */
+	size_t len;
+	struct ticket *done; /* clone: the snapshot being taken */
+	char *wbuf;	     /* ctl: what was written */
+	size_t wlen;
+	int werr;
+	struct snap_archive *ar;
+	struct snap_import *im;
+	uint64_t pos; /* archive, import: where the next read or write must be */
+	int ierr;     /* import: the first failure */
+	int fd;	      /* a files/ view's file: its open */
+};
+
+static struct fhandle_list open_files = FHANDLE_LIST_INIT(open_files);
+
+static struct sfh *sfh_of(struct fuse_file_info *fi)
+{
+	return (struct sfh *)(uintptr_t)fi->fh;
+}
+
+static void sfh_free(struct fhandle *h)
+{
+	struct sfh *fh = container_of(h, struct sfh, h);
+
+	if (fh->fd >= 0)
+		close(fh->fd);
+	if (fh->ar)
+		snapshot_archive_close(fh->ar);
+	if (fh->im)
+		snapshot_import_abort(fh->im);
+	if (fh->done)
+		ticket_unref(fh->done);
+	if (fh->s)
+		snapshot_unref(fh->s);
+	free(fh->text);
+	free(fh->wbuf);
+	free(fh);
+}
+
+static struct sfh *sfh_new(enum snap_kind kind)
+{
+	struct sfh *fh = xcalloc(1, sizeof(*fh));
+
+	fh->kind = kind;
+	fh->fd = -1;
+	fhandle_init(&fh->h, &open_files, sfh_free);
+	return fh;
+}
+
+static void reply_opened(fuse_req_t req, struct sfh *fh, struct fuse_file_info *fi)
+{
+	fi->fh = (uint64_t)(uintptr_t)fh;
+	fi->direct_io = 1;
+	fi->keep_cache = 0;
+	fi->nonseekable = fh->kind == N_ARCHIVE || fh->kind == N_IMPFILE;
+	fuse_reply_open(req, fi);
+}
+
+struct clone_wait {
+	struct sfh *fh;
+	struct fuse_file_info fi;
+	bool opened;
+};
+
+static int clone_attempt(struct park *p)
+{
+	struct clone_wait *cw = park_arg(p);
+	int result;
+
+	if (ticket_wait(cw->fh->done, &result, park_waiter(p)) < 0)
+		return -EAGAIN;
+	if (result < 0) {
+		fuse_reply_err(park_req(p), -result);
+		return 0;
+	}
+	cw->opened = true;
+	reply_opened(park_req(p), cw->fh, &cw->fi);
+	return 0;
+}
+
+/* Not opened: an interrupted clone cancels its snapshot. */
+static void clone_wait_free(void *arg)
+{
+	struct clone_wait *cw = arg;
+
+	if (!cw->opened) {
+		if (cw->fh->s)
+			snapshot_cancel(cw->fh->s);
+		fhandle_unref(&cw->fh->h);
+	}
+	free(cw);
+}
+
+/* clone's open takes a snapshot under a fresh name; it answers once the snapshot is there. */
+static void open_clone(fuse_req_t req, struct sfh *fh, struct fuse_file_info *fi)
+{
+	char name[SNAPSHOT_NAME_MAX + 1];
+	struct clone_wait *cw;
+	int rc = snapshot_clone(name, &fh->done);
+
+	if (rc < 0) {
+		fhandle_unref(&fh->h);
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	fh->s = snapshot_find(name);
+	fh->text = xasprintf("%s\n", name);
+	fh->len = strlen(fh->text);
+	cw = xcalloc(1, sizeof(*cw));
+	*cw = (struct clone_wait){fh, *fi, false};
+	park_request(req, clone_attempt, cw, clone_wait_free);
+}
+
+static void open_node(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct sfh *fh;
+	struct stat st;
+	int fd;
+
+	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	if ((fd = snapview_stat(ino, &st)) == 0 && S_ISDIR(st.st_mode))
+		fd = -EISDIR;
+	if (fd == 0)
+		fd = snapview_open(ino);
+	if (fd < 0) {
+		fuse_reply_err(req, -fd);
+		return;
+	}
+	fh = sfh_new(N_NODE);
+	fh->fd = fd;
+	fi->fh = (uint64_t)(uintptr_t)fh;
+	fi->keep_cache = 1; /* a snapshot never changes */
+	fuse_reply_open(req, fi);
+}
+
+void snapfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	enum snap_kind k = snap_ino_kind(ino);
+	bool writing = (fi->flags & O_ACCMODE) != O_RDONLY, write_only = k == N_CTL || k == N_SCTL;
+	struct sfh *fh;
+	size_t len;
+	int rc = 0;
+
+	if (k == N_NODE) {
+		open_node(req, ino, fi);
+		return;
+	}
+	if (k == N_DIR || k == N_IMPORT || k == N_SNAP || k >= N_MAX) {
+		fuse_reply_err(req, k >= N_MAX ? ENOENT : EISDIR);
+		return;
+	}
+	if (k == N_IMPFILE) { /* being written by the one who made it */
+		fuse_reply_err(req, EBUSY);
+		return;
+	}
+	if (writing != write_only || (fi->flags & O_ACCMODE) == O_RDWR) {
+		fuse_reply_err(req, EACCES);
+		return;
+	}
+	fh = sfh_new(k);
+	if (k == N_CLONE) {
+		open_clone(req, fh, fi);
+		return;
+	}
+	if (snap_ino_serial(ino) && !(fh->s = snapshot_find_serial(snap_ino_serial(ino))))
+		rc = -ENOENT;
+	if (rc == 0 && k == N_STATUS)
+		fh->text = snapshot_status(fh->s, &len), fh->len = len;
+	if (rc == 0 && k == N_ARCHIVE && (rc = snapshot_archive_open(fh->s, &fh->ar)) == -EAGAIN)
+		rc = -EBUSY; /* still being taken */
+	if (rc < 0) {
+		fhandle_unref(&fh->h);
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	reply_opened(req, fh, fi);
+}
+
+void snapfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, struct fuse_file_info *fi)
+{
+	struct fuse_entry_param e = {0};
+	struct sfh *fh;
+	int rc;
+
+	if (snap_ino_kind(parent) != N_IMPORT) {
+		fuse_reply_err(req, snap_ino_kind(parent) == N_NODE ? EROFS : EPERM);
+		return;
+	}
+	if ((fi->flags & O_ACCMODE) != O_WRONLY) {
+		fuse_reply_err(req, EACCES);
+		return;
+	}
+	fh = sfh_new(N_IMPFILE);
+	if ((rc = snapshot_import_begin(name, &fh->im)) < 0) {
+		fhandle_unref(&fh->h);
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	e.ino = snap_ino(snapshot_import_serial(fh->im), N_IMPFILE, 0);
+	if ((rc = snapfs_stat(e.ino, &e.attr)) < 0) {
+		fhandle_unref(&fh->h);
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	fi->fh = (uint64_t)(uintptr_t)fh;
+	fi->direct_io = 1;
+	fi->nonseekable = 1;
+	fuse_reply_create(req, &e, fi);
+}
+
+static void read_archive(fuse_req_t req, struct sfh *fh, size_t size, off_t off)
+{
+	char *buf = xmalloc(size);
+	ssize_t n;
+
+	pthread_mutex_lock(&fh->h.lock);
+	n = (uint64_t)off == fh->pos ? snapshot_archive_read(fh->ar, buf, size) : -ESPIPE;
+	if (n > 0)
+		fh->pos += (uint64_t)n;
+	pthread_mutex_unlock(&fh->h.lock);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+	free(buf);
+}
+
+void snapfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct sfh *fh = sfh_of(fi);
+	struct stat st;
+
+	(void)ino;
+	/* A reader killed meanwhile releases the file while its read is answered: fh (and its
+	 * descriptor) is held until the reply is out. */
+	fhandle_ref(&fh->h);
+	if (fh->kind == N_NODE && fstat(fh->fd, &st) < 0)
+		fuse_reply_err(req, errno);
+	else if (fh->kind == N_NODE)
+		reply_extent(req, fh->fd,
+			     off >= st.st_size			   ? 0
+			     : (uint64_t)(st.st_size - off) < size ? (size_t)(st.st_size - off)
+								   : size,
+			     off);
+	else if (fh->kind == N_ARCHIVE)
+		read_archive(req, fh, size, off);
+	else
+		reply_slice(req, fh->text, fh->len, size, off);
+	fhandle_unref(&fh->h);
+}
+
+/* A ctl line: "restore [force] [DIR]" for a snapshot's; "restore [force] NAME [DIR]" for
+ * snapshots/ctl, turned into the snapshot's (its name to *name). 0 or -errno. */
+static int ctl_line(struct sfh *fh, char **line, char **name)
+{
+	size_t len = fh->wlen;
+	char *text, *p, *rest;
+	bool force;
+
+	*name = NULL;
+	if (len && fh->wbuf[len - 1] == '\n')
+		len--;
+	if (memchr(fh->wbuf, '\n', len) || memchr(fh->wbuf, '\0', len))
+		return -EINVAL; /* one line an open */
+	text = xstrndup(fh->wbuf, len);
+	if (fh->kind == N_SCTL) {
+		*line = text;
+		return snapshot_ctl_check(text, len);
+	}
+	p = strncmp(text, "restore ", 8) ? NULL : text + 8;
+	force = p && !strncmp(p, "force ", 6);
+	if (force)
+		p += 6;
+	if (!p || !*p) {
+		free(text);
+		return -EINVAL;
+	}
+	rest = p + strcspn(p, " ");
+	*name = xstrndup(p, (size_t)(rest - p));
+	*line = xasprintf("restore%s%s", force ? " force" : "", rest);
+	free(text);
+	return snapshot_ctl_check(*line, strlen(*line));
+}
+
+static void write_ctl(fuse_req_t req, struct sfh *fh, const char *buf, size_t size)
+{
+	char *line = NULL, *name = NULL;
+	int rc;
+
+	pthread_mutex_lock(&fh->h.lock);
+	if (!(rc = fh->werr) && fh->wlen + size > CTL_MAX)
+		rc = -EFBIG;
+	if (rc == 0) {
+		fh->wbuf = xrealloc(fh->wbuf, fh->wlen + size);
+		memcpy(fh->wbuf + fh->wlen, buf, size);
+		fh->wlen += size;
+		/* Checked as soon as the line is whole. */
+		if (memchr(buf, '\n', size))
+			rc = ctl_line(fh, &line, &name);
+	}
+	if (rc == 0 && name) {
+		struct snapshot *s = snapshot_find(name);
+
+		if (!s)
+			rc = -ENOENT;
+		else
+			snapshot_unref(s);
+	}
+	fh->werr = rc;
+	pthread_mutex_unlock(&fh->h.lock);
+	free(line);
+	free(name);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_write(req, size);
+}
+
+static void write_import(fuse_req_t req, struct sfh *fh, const char *buf, size_t size, off_t off)
+{
+	int rc;
+
+	pthread_mutex_lock(&fh->h.lock);
+	if (!(rc = fh->ierr) && !fh->im)
+		rc = -EBADF; /* applied at an earlier close */
+	else if (rc == 0 && (uint64_t)off != fh->pos)
+		rc = -ESPIPE;
+	if (rc == 0)
+		rc = snapshot_import_write(fh->im, buf, size);
+	if (rc == 0)
+		fh->pos += size;
+	fh->ierr = rc;
+	pthread_mutex_unlock(&fh->h.lock);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_write(req, size);
+}
+
+void snapfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		  struct fuse_file_info *fi)
+{
+	struct sfh *fh;
+
+	if (snap_ino_kind(ino) == N_NODE) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	fh = sfh_of(fi);
+	fhandle_ref(&fh->h); /* as for a read */
+	if (fh->kind == N_IMPFILE)
+		write_import(req, fh, buf, size, off);
+	else if (fh->kind == N_CTL || fh->kind == N_SCTL)
+		write_ctl(req, fh, buf, size);
+	else
+		fuse_reply_err(req, EBADF);
+	fhandle_unref(&fh->h);
+}
+
+struct ctl_wait {
+	struct ticket *done;
+};
+
+static int ctl_attempt(struct park *p)
+{
+	struct ctl_wait *cw = park_arg(p);
+	int result;
+
+	if (ticket_wait(cw->done, &result, park_waiter(p)) < 0)
+		return -EAGAIN;
+	fuse_reply_err(park_req(p), -result);
+	return 0;
+}
+
+/* An interrupted close leaves the restore to finish: it is not cut short halfway. */
+static void ctl_wait_free(void *arg)
+{
+	struct ctl_wait *cw = arg;
+
+	ticket_unref(cw->done);
+	free(cw);
+}
+
+/* What the ctl open was given, applied: 0 and *done (the restore's ticket; NULL if nothing was
+ * written), or -errno. fh->h.lock held. */
+static int apply_ctl(struct sfh *fh, struct ticket **done)
+{
+	char *line = NULL, *name = NULL;
+	struct snapshot *s;
+	int rc = fh->werr;
+
+	*done = NULL;
+	if (rc == 0 && fh->wlen)
+		rc = ctl_line(fh, &line, &name);
+	if (rc == 0 && line) {
+		s = name ? snapshot_find(name) : fh->s;
+		if (!s)
+			rc = -ENOENT;
+		else
+			rc = snapshot_ctl(s, line, strlen(line), done);
+		if (s && name)
+			snapshot_unref(s);
+	}
+	free(fh->wbuf);
+	fh->wbuf = NULL;
+	fh->wlen = 0;
+	fh->werr = 0;
+	free(line);
+	free(name);
+	return rc;
+}
+
+/* The import made a snapshot, all or nothing: 0 or -errno. fh->h.lock held. */
+static int end_import(struct sfh *fh)
+{
+	int rc = fh->ierr;
+
+	if (rc)
+		snapshot_import_abort(fh->im);
+	else
+		rc = snapshot_import_end(fh->im);
+	fh->im = NULL;
+	return rc;
+}
+
+void snapfs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct ticket *done = NULL;
+	struct ctl_wait *cw;
+	struct sfh *fh;
+	int rc = 0;
+
+	if (snap_ino_kind(ino) == N_NODE) {
+		fuse_reply_err(req, 0);
+		return;
+	}
+	fh = sfh_of(fi);
+	fhandle_ref(&fh->h); /* as for a read */
+	pthread_mutex_lock(&fh->h.lock);
+	if (fh->kind == N_CTL || fh->kind == N_SCTL) {
+		rc = apply_ctl(fh, &done);
+	} else if (fh->kind == N_IMPFILE && fh->im && (fh->pos || fh->ierr)) {
+		/* The close after the writes; a shell's redirection closes its first descriptor
+		 * before anything is written (dup2), and that close applies nothing. */
+		rc = end_import(fh);
+	}
+	pthread_mutex_unlock(&fh->h.lock);
+	fhandle_unref(&fh->h);
+	if (!done) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	/* The close answers once the restore is done. */
+	cw = xmalloc(sizeof(*cw));
+	cw->done = done;
+	park_request(req, ctl_attempt, cw, ctl_wait_free);
+}
+
+void snapfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct ticket *done;
+	struct sfh *fh;
+
+	(void)ino;
+	fh = sfh_of(fi);
+	pthread_mutex_lock(&fh->h.lock);
+	/* No flush came after the writes: what was written is applied all the same, with no one
+	 * to tell the outcome; an import nothing was written to leaves nothing. */
+	if ((fh->kind == N_CTL || fh->kind == N_SCTL) && apply_ctl(fh, &done) == 0 && done)
+		ticket_unref(done);
+	if (fh->kind == N_IMPFILE && fh->im && fh->pos)
+		end_import(fh);
+	pthread_mutex_unlock(&fh->h.lock);
+	fhandle_release(&fh->h);
+	fuse_reply_err(req, 0);
+}
+
+void snapfs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi)
+{
+	struct sfh *fh = sfh_of(fi);
+	off_t to;
+
+	if (snap_ino_kind(ino) != N_NODE) {
+		fuse_reply_err(req, ENXIO);
+		return;
+	}
+	fhandle_ref(&fh->h); /* as for a read */
+	to = lseek(fh->fd, off, whence);
+	if (to < 0)
+		fuse_reply_err(req, errno);
+	else
+		fuse_reply_lseek(req, to);
+	fhandle_unref(&fh->h);
+}
+
+void snapfile_shutdown(void)
+{
+	fhandle_shutdown(&open_files);
+	snapview_shutdown();
+}

@@ -1,0 +1,370 @@
+/* snapshots/ (see snapfs.h): lookup, attributes, listings built at opendir, mkdir (a snapshot
+ * taken: answered once it is there) and rmdir; a files/ view's nodes go to snapview.c. */
+#include "snapfs.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dirsnap.h"
+#include "nodeattr.h"
+#include "park.h"
+#include "snapfs_priv.h"
+#include "snapshot.h"
+#include "xmalloc.h"
+
+/* Fixed names: let the kernel keep them. */
+#define FIXED_TIMEOUT 3600.0
+#define DIR_MODE      (S_IFDIR | 0755)
+
+/* The mode of each kind (the view's nodes have their files' own). */
+static const mode_t modes[N_MAX] = {
+    [N_DIR] = DIR_MODE,		 [N_CLONE] = S_IFREG | 0444,   [N_CTL] = S_IFREG | 0200,
+    [N_IMPORT] = S_IFDIR | 0755, [N_IMPFILE] = S_IFREG | 0200, [N_SNAP] = DIR_MODE,
+    [N_STATUS] = S_IFREG | 0444, [N_SCTL] = S_IFREG | 0200,    [N_ARCHIVE] = S_IFREG | 0444,
+};
+
+/* A snapshot's own names, in the order ls -f shows them. */
+static const struct {
+	const char *name;
+	enum snap_kind kind;
+} snap_names[] = {{"status", N_STATUS}, {"ctl", N_SCTL}, {"archive", N_ARCHIVE}, {"files", N_NODE}};
+
+#define NSNAP_NAMES (sizeof(snap_names) / sizeof(snap_names[0]))
+
+/* snapshots/'s own names: no snapshot may take them. */
+static const struct {
+	const char *name;
+	enum snap_kind kind;
+} root_names[] = {{"clone", N_CLONE}, {"ctl", N_CTL}, {"import", N_IMPORT}};
+
+#define NROOT_NAMES (sizeof(root_names) / sizeof(root_names[0]))
+
+fuse_ino_t snapfs_root_ino(void)
+{
+	return snap_ino(0, N_DIR, 0);
+}
+
+int snapfs_stat(fuse_ino_t ino, struct stat *st)
+{
+	enum snap_kind k = snap_ino_kind(ino);
+	struct snapshot *s = NULL;
+	struct timespec t;
+	char *text;
+	size_t len;
+
+	if (k == N_NODE)
+		return snapview_stat(ino, st);
+	if (k >= N_MAX)
+		return -ENOENT;
+	if (snap_ino_serial(ino) && !(s = snapshot_find_serial(snap_ino_serial(ino))))
+		return -ENOENT;
+	if (s)
+		t = snapshot_time(s);
+	nodeattr_init(st, ino, modes[k], s ? &t : NULL);
+	if (k == N_STATUS) { /* its size now, as a read would see it */
+		text = snapshot_status(s, &len);
+		st->st_size = (off_t)len;
+		free(text);
+	}
+	nodeattr_blocks(st);
+	if (s)
+		snapshot_unref(s);
+	return 0;
+}
+
+static double timeout_of(fuse_ino_t ino)
+{
+	switch (snap_ino_kind(ino)) {
+	case N_DIR:
+	case N_CLONE:
+	case N_CTL:
+	case N_IMPORT:
+		return FIXED_TIMEOUT;
+	default: /* a snapshot deleted and made again under its name is a new one */
+		return 0;
+	}
+}
+
+void snapfs_reply_entry(fuse_req_t req, fuse_ino_t ino)
+{
+	struct fuse_entry_param e = {.ino = ino, .entry_timeout = timeout_of(ino)};
+	int rc = snapfs_stat(ino, &e.attr);
+
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_entry(req, &e);
+}
+
+int snapfs_root_entry(struct fuse_entry_param *e)
+{
+	*e = (struct fuse_entry_param){.ino = snapfs_root_ino(), .entry_timeout = FIXED_TIMEOUT};
+	return snapfs_stat(e->ino, &e->attr);
+}
+
+/* A snapshot's serial by name, in the state given: 0 if there is none. */
+static uint32_t serial_of(const char *name, bool importing)
+{
+	struct snapshot *s = snapshot_find(name);
+	uint32_t serial = 0;
+
+	if (s && snapshot_importing(s) == importing)
+		serial = snapshot_serial(s);
+	if (s)
+		snapshot_unref(s);
+	return serial;
+}
+
+void snapfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	uint32_t serial = snap_ino_serial(parent);
+	struct fuse_entry_param e = {0};
+	int rc;
+
+	switch (snap_ino_kind(parent)) {
+	case N_DIR:
+		for (size_t i = 0; i < NROOT_NAMES; i++)
+			if (!strcmp(name, root_names[i].name)) {
+				snapfs_reply_entry(req, snap_ino(0, root_names[i].kind, 0));
+				return;
+			}
+		serial = serial_of(name, false);
+		if (serial)
+			snapfs_reply_entry(req, snap_ino(serial, N_SNAP, 0));
+		else
+			fuse_reply_err(req, ENOENT);
+		return;
+	case N_IMPORT:
+		serial = serial_of(name, true);
+		if (serial)
+			snapfs_reply_entry(req, snap_ino(serial, N_IMPFILE, 0));
+		else
+			fuse_reply_err(req, ENOENT);
+		return;
+	case N_SNAP:
+		for (size_t i = 0; i < NSNAP_NAMES; i++)
+			if (!strcmp(name, snap_names[i].name)) {
+				snapfs_reply_entry(req, snap_ino(serial, snap_names[i].kind, 0));
+				return;
+			}
+		fuse_reply_err(req, ENOENT);
+		return;
+	case N_NODE:
+		if ((rc = snapview_lookup(parent, name, &e)) < 0)
+			fuse_reply_err(req, -rc);
+		else
+			fuse_reply_entry(req, &e);
+		return;
+	default:
+		fuse_reply_err(req, ENOTDIR);
+	}
+}
+
+void snapfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct stat st;
+	int rc = snapfs_stat(ino, &st);
+
+	(void)fi;
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_attr(req, &st, snap_ino_kind(ino) == N_NODE ? 3600.0 : 0);
+}
+
+void snapfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		    struct fuse_file_info *fi)
+{
+	enum snap_kind k = snap_ino_kind(ino);
+
+	/* `echo restore > ctl` and `cat x.tar > import/NAME` truncate: a no-op there. */
+	if (k == N_NODE) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	if (k >= N_MAX || !nodeattr_settable(modes[k], attr, to_set)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	snapfs_getattr(req, ino, fi);
+}
+
+void snapfs_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	if (snap_ino_kind(ino) == N_NODE)
+		snapview_readlink(req, ino);
+	else
+		fuse_reply_err(req, EINVAL);
+}
+
+struct mkdir_wait {
+	struct ticket *done;
+	struct snapshot *s;
+	bool answered;
+};
+
+static int mkdir_attempt(struct park *p)
+{
+	struct mkdir_wait *mw = park_arg(p);
+	int result;
+
+	if (ticket_wait(mw->done, &result, park_waiter(p)) < 0)
+		return -EAGAIN;
+	mw->answered = true;
+	if (result < 0)
+		fuse_reply_err(park_req(p), -result);
+	else
+		snapfs_reply_entry(park_req(p), snap_ino(snapshot_serial(mw->s), N_SNAP, 0));
+	return 0;
+}
+
+/* An interrupted mkdir (Ctrl-C) cancels its snapshot: nothing of it is left. */
+static void mkdir_wait_free(void *arg)
+{
+	struct mkdir_wait *mw = arg;
+
+	if (!mw->answered)
+		snapshot_cancel(mw->s);
+	snapshot_unref(mw->s);
+	ticket_unref(mw->done);
+	free(mw);
+}
+
+void snapfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct mkdir_wait *mw;
+	struct ticket *done;
+	int rc;
+
+	if (snap_ino_kind(parent) != N_DIR) {
+		fuse_reply_err(req, snap_ino_kind(parent) == N_NODE ? EROFS : EPERM);
+		return;
+	}
+	if (!strcmp(name, "clone") || !strcmp(name, "ctl") || !strcmp(name, "import")) {
+		fuse_reply_err(req, EEXIST);
+		return;
+	}
+	if ((rc = snapshot_take(name, &done)) < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	mw = xcalloc(1, sizeof(*mw));
+	mw->done = done;
+	mw->s = snapshot_find(name);
+	if (!mw->s) { /* failed already, and gone: the ticket says why */
+		int result = -ENOENT;
+
+		ticket_wait(done, &result, NULL);
+		ticket_unref(done);
+		free(mw);
+		fuse_reply_err(req, -result);
+		return;
+	}
+	park_request(req, mkdir_attempt, mw, mkdir_wait_free);
+}
+
+void snapfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	if (snap_ino_kind(parent) != N_DIR)
+		fuse_reply_err(req, snap_ino_kind(parent) == N_NODE ? EROFS : EPERM);
+	else if (!strcmp(name, "clone") || !strcmp(name, "ctl"))
+		fuse_reply_err(req, ENOTDIR);
+	else if (!strcmp(name, "import"))
+		fuse_reply_err(req, EBUSY);
+	else
+		fuse_reply_err(req, -snapshot_remove(name));
+}
+
+static void list_root(struct dirsnap *d)
+{
+	struct snapshot_info *v;
+	size_t n = snapshot_list(&v);
+
+	for (size_t i = 0; i < NROOT_NAMES; i++)
+		dirsnap_add(d, root_names[i].name, snap_ino(0, root_names[i].kind, 0),
+			    modes[root_names[i].kind] & S_IFMT);
+	for (size_t i = 0; i < n; i++)
+		if (!v[i].importing)
+			dirsnap_add(d, v[i].name, snap_ino(v[i].serial, N_SNAP, 0), S_IFDIR);
+	free(v);
+}
+
+static void list_imports(struct dirsnap *d)
+{
+	struct snapshot_info *v;
+	size_t n = snapshot_list(&v);
+
+	for (size_t i = 0; i < n; i++)
+		if (v[i].importing)
+			dirsnap_add(d, v[i].name, snap_ino(v[i].serial, N_IMPFILE, 0), S_IFREG);
+	free(v);
+}
+
+void snapfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	uint32_t serial = snap_ino_serial(ino);
+	struct dirsnap *d = NULL;
+	struct stat st;
+	int rc = snapfs_stat(ino, &st);
+
+	if (rc == 0 && !S_ISDIR(st.st_mode))
+		rc = -ENOTDIR;
+	if (rc == 0 && snap_ino_kind(ino) == N_NODE)
+		rc = snapview_list(ino, &d);
+	else if (rc == 0 && snap_ino_kind(ino) == N_SNAP) {
+		d = dirsnap_new(ino, snapfs_root_ino());
+		for (size_t i = 0; i < NSNAP_NAMES; i++)
+			dirsnap_add(d, snap_names[i].name, snap_ino(serial, snap_names[i].kind, 0),
+				    snap_names[i].kind == N_NODE ? S_IFDIR : S_IFREG);
+	} else if (rc == 0) {
+		d = dirsnap_new(ino,
+				snap_ino_kind(ino) == N_DIR ? FUSE_ROOT_ID : snapfs_root_ino());
+		if (snap_ino_kind(ino) == N_DIR)
+			list_root(d);
+		else
+			list_imports(d);
+	}
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		dirsnap_open(req, d, fi);
+}
+
+/* Readdirplus entries count a lookup; the view's keep their attributes long. */
+static void plus_fill(const struct dirsnap_entry *de, struct fuse_entry_param *e)
+{
+	struct stat st;
+
+	if (snapfs_stat(de->ino, &st) < 0)
+		return;
+	e->attr = st;
+	e->ino = de->ino;
+	if (snap_ino_kind(de->ino) == N_NODE)
+		e->attr_timeout = e->entry_timeout = 3600.0;
+}
+
+void snapfs_readdir(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi, bool plus)
+{
+	static const struct dirsnap_plus snap_plus = {plus_fill, NULL};
+
+	dirsnap_read(req, fi, size, off, plus ? &snap_plus : NULL);
+}
+
+void snapfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	if (snap_ino_kind(ino) == N_NODE)
+		snapview_getxattr(req, ino, name, size);
+	else
+		fuse_reply_err(req, ENODATA);
+}
+
+void snapfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	if (snap_ino_kind(ino) == N_NODE)
+		snapview_listxattr(req, ino, size);
+	else if (size == 0)
+		fuse_reply_xattr(req, 0);
+	else
+		fuse_reply_buf(req, NULL, 0);
+}

@@ -1,0 +1,340 @@
+/* Restoring a snapshot into the workspace (the worker's), and the ctl lines that ask for it.
+ * The workspace's directory stays what it is (its mount, the sandbox's bind of it): its
+ * contents are made equal to the snapshot's, files that differ replaced by new ones renamed over
+ * them, files unchanged since the snapshot left as they are. Nothing may run in the sandbox
+ * meanwhile: a restore finds it idle (else EBUSY) or, with force, ends what runs first, and
+ * keeps it frozen while it works, so a command started meanwhile waits for it. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cell.h"
+#include "cgroup.h"
+#include "context.h"
+#include "job.h"
+#include "session.h"
+#include "snapshot_priv.h"
+#include "term.h"
+#include "treesync.h"
+#include "xmalloc.h"
+
+/* How long a forced restore waits for what it ended to be gone (the shells' reports, the
+ * kills' grace), and how often it looks. */
+#define SETTLE_MS      3000
+#define SETTLE_STEP_MS 20
+
+#define WS_PREFIX "/workspace"
+
+/* DIR of a ctl line, relative to the workspace: no "..", "." and empty components dropped;
+ * "" for the whole workspace. NULL if it is not one. */
+static char *normalize_dir(const char *p)
+{
+	char *out = xmalloc(strlen(p) + 1), *o = out;
+
+	if (p[0] == '/') {
+		if (strncmp(p, WS_PREFIX, strlen(WS_PREFIX)) ||
+		    (p[strlen(WS_PREFIX)] && p[strlen(WS_PREFIX)] != '/')) {
+			free(out);
+			return NULL;
+		}
+		p += strlen(WS_PREFIX);
+	}
+	while (*p) {
+		size_t n = strcspn(p, "/");
+
+		if ((n == 2 && !strncmp(p, "..", 2))) {
+			free(out);
+			return NULL;
+		}
+		if (n && !(n == 1 && p[0] == '.')) {
+			if (o != out)
+				*o++ = '/';
+			memcpy(o, p, n);
+			o += n;
+		}
+		p += n + (p[n] == '/');
+	}
+	*o = '\0';
+	return out;
+}
+
+int snap_restore_parse(const char *line, size_t len, bool *force, char **dir)
+{
+	char *text, *p, *word;
+	int rc = 0;
+
+	*force = false;
+	*dir = NULL;
+	if (len && line[len - 1] == '\n')
+		len--;
+	if (memchr(line, '\0', len) || memchr(line, '\n', len))
+		return -EINVAL;
+	p = text = xstrndup(line, len);
+	word = strsep(&p, " ");
+	if (strcmp(word, "restore"))
+		rc = -EINVAL;
+	if (rc == 0 && p && (!strcmp(p, "force") || !strncmp(p, "force ", 6))) {
+		*force = true;
+		p = p[5] ? p + 6 : NULL;
+	}
+	if (rc == 0 && p && p[0] && !(*dir = normalize_dir(p)))
+		rc = -EINVAL;
+	free(text);
+	return rc;
+}
+
+int snapshot_ctl(struct snapshot *s, const char *line, size_t len, struct ticket **done)
+{
+	char *arg = xstrndup(line, len), *dir;
+	bool force;
+	int rc = snap_restore_parse(line, len, &force, &dir);
+
+	free(dir);
+	pthread_mutex_lock(&snap_lock);
+	if (rc == 0 && (s->removed || s->state != SS_READY))
+		rc = s->removed ? -ENOENT : -EBUSY;
+	if (rc == 0) {
+		s->state = SS_RESTORING;
+		s->phase = "queued";
+		clock_gettime(CLOCK_REALTIME, &s->started);
+		s->done = ticket_new();
+		*done = s->done;
+		ticket_ref(*done);
+		snap_work_queue(JOB_RESTORE, s, arg);
+	}
+	pthread_mutex_unlock(&snap_lock);
+	free(arg);
+	return rc;
+}
+
+/* Whether a terminal has a program that started and has not ended. */
+static bool term_running(struct term *t)
+{
+	int status;
+
+	return term_cmd_settable(t) == -EBUSY && term_wait_exit(t, &status, NULL) == -EAGAIN;
+}
+
+/* Whether a context's latest cell is queued or running. */
+static bool context_busy(struct context *c)
+{
+	struct cell *cell = context_cell(c, 0);
+	bool busy = cell && cell_wait(cell, NULL) < 0;
+
+	if (cell)
+		cell_unref(cell);
+	return busy;
+}
+
+/* Each session's terminals and background processes: whether one runs; with stop, each that
+ * runs is killed. */
+static bool children_busy(struct session *s, bool stop)
+{
+	struct term_info *tv;
+	struct job_info *jv;
+	size_t nt = term_list(s, &tv), nj = job_list(s, &jv);
+	bool busy = false;
+
+	for (size_t i = 0; i < nt; i++) {
+		struct term *t = term_find_id(s, tv[i].id);
+
+		if (t && term_running(t)) {
+			busy = true;
+			if (stop)
+				term_ctl(t, "kill KILL", 9);
+		}
+		if (t)
+			term_unref(t);
+	}
+	for (size_t i = 0; i < nj; i++) {
+		struct job *j = job_find_id(s, jv[i].id);
+
+		if (j && job_idle(j) == -EBUSY) {
+			busy = true;
+			if (stop)
+				job_signal(j, SIGKILL);
+		}
+		if (j)
+			job_unref(j);
+	}
+	free(tv);
+	free(jv);
+	return busy;
+}
+
+/* Whether anything runs in the sandbox but the sessions' idle shells and the contexts' idle
+ * interpreters; with stop, all of it is killed (as `killall KILL` would, for each kind). */
+static bool sandbox_busy(bool stop)
+{
+	struct session_info *sv;
+	struct context_info *cv;
+	size_t ns = session_list(&sv), nc = context_list(&cv);
+	bool busy = false;
+
+	for (size_t i = 0; i < ns; i++) {
+		struct session *s = session_find_serial(sv[i].serial);
+
+		if (!s)
+			continue;
+		if (session_busy(s)) {
+			busy = true;
+			if (stop)
+				session_ctl(s, "killall KILL", 12);
+		}
+		busy |= children_busy(s, stop);
+		session_unref(s);
+	}
+	for (size_t i = 0; i < nc; i++) {
+		struct context *c = context_find_serial(cv[i].serial);
+
+		if (c && context_busy(c)) {
+			busy = true;
+			if (stop)
+				context_ctl(c, "kill", 4);
+		}
+		if (c)
+			context_unref(c);
+	}
+	free(sv);
+	free(cv);
+	return busy;
+}
+
+int snapshot_ctl_check(const char *line, size_t len)
+{
+	bool force;
+	char *dir;
+	int rc = snap_restore_parse(line, len, &force, &dir);
+
+	free(dir);
+	/* Told at the write: the close would find it busy too (unless it ended meanwhile). */
+	if (rc == 0 && !force && sandbox_busy(false))
+		rc = -EBUSY;
+	return rc;
+}
+
+/* The sandbox idle and frozen (or idle, without a freezer): 0, *frozen; -EBUSY when it is not
+ * idle (force: not even after its kills). */
+static int quiesce(struct snapshot *s, bool force, bool *frozen)
+{
+	const struct timespec step = {0, SETTLE_STEP_MS * 1000000L};
+
+	for (uint64_t end = snap_now_ms() + SETTLE_MS;; nanosleep(&step, NULL)) {
+		int frc;
+
+		if (force) {
+			pthread_mutex_lock(&snap_lock);
+			s->phase = "stopping";
+			pthread_mutex_unlock(&snap_lock);
+			sandbox_busy(true);
+		}
+		frc = cgroup_freeze(cgroup_sandbox(), true);
+		if (frc < 0 && frc != -EOPNOTSUPP)
+			return frc == -ETIMEDOUT ? -EBUSY : frc;
+		*frozen = frc == 0;
+		/* Frozen, nothing can start: what runs now is what the restore would race. */
+		if (!sandbox_busy(false))
+			return 0;
+		if (*frozen)
+			cgroup_freeze(cgroup_sandbox(), false);
+		if (!force || snap_now_ms() >= end)
+			return -EBUSY;
+	}
+}
+
+/* The workspace's directory dir (made, owned by the sandbox's user, where missing), one name
+ * at a time and never through a symlink: an fd or -errno. */
+static int open_ws_dir(int ws, const char *dir)
+{
+	char *copy = xstrdup(dir), *p = copy, *name;
+	int fd = dup(ws);
+
+	while (fd >= 0 && (name = strsep(&p, "/")) && name[0]) {
+		int next;
+
+		if (mkdirat(fd, name, 0755) == 0 &&
+		    fchownat(fd, name, snap_owner_uid, snap_owner_gid, AT_SYMLINK_NOFOLLOW) < 0) {
+			close(fd);
+			fd = -1;
+			break;
+		}
+		next = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		close(fd);
+		fd = next;
+	}
+	free(copy);
+	return fd < 0 ? -errno : fd;
+}
+
+/* The snapshot's directory dir, beneath its tree without following a link. */
+static int open_snap_dir(int tree, const char *dir)
+{
+	struct open_how how = {.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+					  RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV};
+	int fd = (int)syscall(SYS_openat2, tree, dir[0] ? dir : ".", &how, sizeof(how));
+
+	return fd < 0 ? -errno : fd;
+}
+
+static int restore_into(struct snapshot *s, int ws, const char *dir)
+{
+	struct tree_sync ts = {.clone = true, .copy_max = UINT64_MAX, .cancel = snap_work_cancel()};
+	int src = open_snap_dir(s->tree, dir), dst;
+	const struct snap_meta *m = &s->meta;
+	struct stat wst;
+	int rc;
+
+	if (src < 0)
+		return src;
+	if ((dst = open_ws_dir(ws, dir)) < 0) {
+		close(src);
+		return dst;
+	}
+	/* A snapshot of this workspace vouches for the files unchanged since it was taken. */
+	if (m->ws_ino && fstat(ws, &wst) == 0 && wst.st_dev == m->ws_dev &&
+	    wst.st_ino == m->ws_ino) {
+		ts.trust = TRUST_DST;
+		ts.trust_before = m->time;
+	}
+	pthread_mutex_lock(&snap_lock);
+	s->phase = "restoring";
+	s->progress = &ts.st;
+	s->total_files = m->files;
+	s->total_bytes = m->bytes;
+	pthread_mutex_unlock(&snap_lock);
+	rc = tree_sync(src, dst, &ts);
+	pthread_mutex_lock(&snap_lock);
+	s->restored_files = ts.st.files;
+	s->progress = NULL;
+	pthread_mutex_unlock(&snap_lock);
+	close(src);
+	close(dst);
+	return rc;
+}
+
+int snap_restore_run(struct snapshot *s, const char *line)
+{
+	int ws = open(snap_workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc;
+	bool force, frozen = false;
+	char *dir;
+
+	if (ws < 0)
+		return -errno;
+	if ((rc = snap_restore_parse(line, strlen(line), &force, &dir)) == 0 &&
+	    (rc = quiesce(s, force, &frozen)) == 0) {
+		rc = restore_into(s, ws, dir ? dir : "");
+		if (frozen)
+			cgroup_freeze(cgroup_sandbox(), false);
+	}
+	free(dir);
+	close(ws);
+	return rc;
+}
