@@ -289,6 +289,8 @@ export interface ExposedPort {
 
 export interface ExposedPortInfo extends ExposedPort {
 	status: 'active';
+}
+
 export interface BackupOptions {
 	/** The workspace or a directory in it, as commands see it (/workspace/...). */
 	dir: string;
