@@ -312,6 +312,58 @@ export interface RestoreBackupOptions {
 	force?: boolean;
 }
 
+export type NetworkMode = 'none' | 'filtered' | 'host';
+
+/** An `allow` rule of network/policy: `private` lets its hosts have non-public addresses. */
+export interface NetworkAllowRule {
+	pattern: string;
+	private: boolean;
+}
+
+/** network/policy as read: rules in the order written. */
+export interface NetworkPolicy {
+	mode: NetworkMode;
+	allow: NetworkAllowRule[];
+	/** Deny patterns; deny wins over allow wherever it stands. */
+	deny: string[];
+}
+
+/** A whole new policy (applied at once, or not at all); without mode the mode in force stays.
+ * A string in allow is a rule without `private`. */
+export interface NetworkPolicyInput {
+	mode?: NetworkMode;
+	allow?: (string | NetworkAllowRule)[];
+	deny?: string[];
+}
+
+/** One line of network/log, by docs/network.md's fields ('-' is null). */
+export interface NetworkLogEntry {
+	/** When the connection was accepted: UTC ISO 8601 with milliseconds. */
+	time: string;
+	/** The session's id, or `context:NAME`; null for a session removed meanwhile. */
+	session: string | null;
+	/** Always null: the proxy does not find the process. */
+	process: string | null;
+	protocol: 'connect' | 'http' | 'socks' | null;
+	/** HOST:PORT as asked ([IPv6]:PORT). */
+	target: string;
+	/** The address connected to. */
+	address: string | null;
+	decision: 'allow' | 'deny' | 'fail';
+	bytesFromClient: number;
+	bytesToClient: number;
+	durationMs: number;
+	/** The rule that decided, or why (`no rule`, `mode none`, ...). */
+	reason: string;
+}
+
+export interface NetworkLogOptions {
+	/** That session's lines only (sessions/ID/network). */
+	session?: string;
+	/** The last this many lines. */
+	limit?: number;
+}
+
 export declare class Sandbox extends ExecutionSession {
 	readonly mountpoint: string;
 	createSession(opts?: SessionOptions): Promise<ExecutionSession>;
@@ -322,6 +374,12 @@ export declare class Sandbox extends ExecutionSession {
 	/** Closes it on this host and resets its connections; the server keeps running. */
 	unexposePort(port: number): Promise<void>;
 	getExposedPorts(): Promise<ExposedPortInfo[]>;
+	getNetworkPolicy(): Promise<NetworkPolicy>;
+	/** Bad patterns are a ValidationError, a switch to or from host a NetworkPolicyError; either
+	 * way the policy in force stays. */
+	setNetworkPolicy(policy: NetworkPolicyInput): Promise<void>;
+	/** The lines the log's ring holds now (the last 1 MiB; 256 KiB for a session), oldest first. */
+	getNetworkLog(opts?: NetworkLogOptions): Promise<NetworkLogEntry[]>;
 	createBackup(opts: BackupOptions): Promise<DirectoryBackup>;
 	restoreBackup(backup: DirectoryBackup, opts?: RestoreBackupOptions): Promise<{ success: boolean; id: string; dir: string }>;
 	deleteBackup(backup: DirectoryBackup): Promise<{ success: boolean; id: string }>;
@@ -378,3 +436,5 @@ export declare class PortNotExposedError extends SandboxError {}
 export declare class InvalidPortError extends SandboxError {}
 export declare class PortLimitError extends SandboxError {}
 export declare class BackupNotFoundError extends SandboxError {}
+/** EOPNOTSUPP from network/policy: host mode is switched to or from only by a remount. */
+export declare class NetworkPolicyError extends SandboxError {}

@@ -40,6 +40,7 @@ const kinds = {
 	InvalidPortError: 'INVALID_PORT',
 	PortLimitError: 'PORT_LIMIT',
 	BackupNotFoundError: 'BACKUP_NOT_FOUND',
+	NetworkPolicyError: 'NETWORK_POLICY',
 };
 
 function errorClass(name, code) {
@@ -81,6 +82,8 @@ export const InvalidPortError = errorClass('InvalidPortError', kinds.InvalidPort
 /* ENOSPC from ports/: [network] expose_max_ports are exposed already. */
 export const PortLimitError = errorClass('PortLimitError', kinds.PortLimitError);
 export const BackupNotFoundError = errorClass('BackupNotFoundError', kinds.BackupNotFoundError);
+/* EOPNOTSUPP from network/policy: switching to or from host mode (or rules in it) needs a remount. */
+export const NetworkPolicyError = errorClass('NetworkPolicyError', kinds.NetworkPolicyError);
 
 // What an errno means for each kind of object; anything else is a plain SandboxError.
 const byErrno = {
@@ -90,6 +93,9 @@ const byErrno = {
 	terminal: { ENOENT: TerminalError, EEXIST: TerminalError },
 	port: { ENOENT: PortNotExposedError, EEXIST: PortAlreadyExposedError, EINVAL: InvalidPortError, ENOSPC: PortLimitError },
 	backup: { ENOENT: BackupNotFoundError },
+	// E2BIG: more than 100,000 rules.
+	// Node names Linux's EOPNOTSUPP ENOTSUP (the same number).
+	network: { ENOTSUP: NetworkPolicyError, EOPNOTSUPP: NetworkPolicyError, E2BIG: ValidationError },
 	file: {
 		ENOENT: FileNotFoundError,
 		EEXIST: FileExistsError,

@@ -9,6 +9,7 @@ import * as files from './files.js';
 import { ENV_NAME, envValue, writeControl } from './fsio.js';
 import { gitCheckout } from './git.js';
 import { checkName } from './names.js';
+import * as network from './network.js';
 import * as ports from './ports.js';
 import * as procs from './processes.js';
 import { createTerminal } from './terminals.js';
@@ -264,5 +265,17 @@ export class Sandbox extends ExecutionSession {
 	}
 	getExposedPorts() {
 		return ports.getExposedPorts(this);
+	}
+
+	/* network/policy: {mode, allow: [{pattern, private}], deny: [pattern]}. */
+	getNetworkPolicy() {
+		return network.getNetworkPolicy(this);
+	}
+	setNetworkPolicy(policy) {
+		return network.setNetworkPolicy(this, policy);
+	}
+	/* network/log, or sessions/ID/network with {session}, as objects by the log's fields. */
+	getNetworkLog(opts) {
+		return network.getNetworkLog(this, opts);
 	}
 }

@@ -11,6 +11,7 @@ import {
 	FileNotFoundError,
 	InvalidPortError,
 	IsDirectoryError,
+	NetworkPolicyError,
 	PortAlreadyExposedError,
 	PortNotExposedError,
 	ProcessNotFoundError,
@@ -522,5 +523,52 @@ describe('exposed ports', { timeout: 120000 }, () => {
 		} finally {
 			await sandbox.killProcess('exposed').catch(() => {});
 		}
+	});
+});
+
+describe('the network policy and log', { timeout: 120000 }, () => {
+	it('sets the policy, reads it back, and refuses a bad one whole', async () => {
+		if (isolationNone()) {
+			// Commands have the host's network, which no rule decides.
+			assert.equal((await sandbox.getNetworkPolicy()).mode, 'host');
+			await assert.rejects(sandbox.setNetworkPolicy({ deny: ['denied.example'] }), NetworkPolicyError);
+			return;
+		}
+		assert.deepEqual(await sandbox.getNetworkPolicy(), { mode: 'none', allow: [], deny: [] });
+		const policy = {
+			mode: 'none',
+			allow: [{ pattern: 'registry.example', private: true }, { pattern: '*.example.org:8080', private: false }],
+			deny: ['denied.example'],
+		};
+		await sandbox.setNetworkPolicy(policy);
+		assert.deepEqual(await sandbox.getNetworkPolicy(), policy);
+		await assert.rejects(sandbox.setNetworkPolicy({ allow: ['*.*'] }), ValidationError);
+		await assert.rejects(sandbox.setNetworkPolicy({ allow: ['a.example:0'] }), ValidationError);
+		await assert.rejects(sandbox.setNetworkPolicy({ deny: ['two words'] }), ValidationError);
+		await assert.rejects(sandbox.setNetworkPolicy({ mode: 'host' }), NetworkPolicyError);
+		assert.deepEqual(await sandbox.getNetworkPolicy(), policy);
+		await sandbox.setNetworkPolicy({ allow: ['plain.example'] });
+		assert.deepEqual(await sandbox.getNetworkPolicy(), { mode: 'none', allow: [{ pattern: 'plain.example', private: false }], deny: [] });
+		await sandbox.setNetworkPolicy({ mode: 'none' });
+	});
+
+	it('logs a refused request, in the sandbox log and the session\'s', async () => {
+		assert.ok(Array.isArray(await sandbox.getNetworkLog()));
+		await assert.rejects(sandbox.getNetworkLog({ session: '../x' }), ValidationError);
+		if (isolationNone() || process.getuid() !== 0) return; // no proxy: nothing is logged
+		const r = await sandbox.exec('curl -s -o /dev/null -w "%{http_code}" -x "$HTTP_PROXY" http://denied.example/');
+		assert.equal(r.stdout, '403');
+		const want = (e) => e.target === 'denied.example:80' && e.decision === 'deny' && e.session === 'default';
+		let entry;
+		for (let i = 0; i < 100 && !entry; i++) {
+			entry = (await sandbox.getNetworkLog()).find(want);
+			if (!entry) await new Promise((res) => setTimeout(res, 50));
+		}
+		assert.ok(entry, 'the refused request is logged');
+		assert.equal(entry.protocol, 'http');
+		assert.equal(entry.reason, 'mode none');
+		assert.match(entry.time, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+		assert.ok((await sandbox.getNetworkLog({ session: 'default' })).some(want));
+		assert.equal((await sandbox.getNetworkLog({ limit: 1 })).length, 1);
 	});
 });
