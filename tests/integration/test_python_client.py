@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 import tomllib
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -293,6 +294,56 @@ def test_exposed_ports(sbx, sandbox):
         sandbox.unexpose_port(port)
     finally:
         sandbox.kill_process("exposed")
+
+
+def test_network_policy(sandbox):
+    if isolation_none():
+        # Commands have the host's network, which no rule decides.
+        assert sandbox.get_network_policy()["mode"] == "host"
+        with pytest.raises(sdk.NetworkPolicyError):
+            sandbox.set_network_policy(deny=["denied.example"])
+        return
+    assert sandbox.get_network_policy() == {"mode": "none", "allow": [], "deny": []}
+    policy = {"mode": "none",
+              "allow": [{"pattern": "registry.example", "private": True},
+                        {"pattern": "*.example.org:8080", "private": False}],
+              "deny": ["denied.example"]}
+    sandbox.set_network_policy(**policy)
+    assert sandbox.get_network_policy() == policy
+    for bad in [{"allow": ["*.*"]}, {"allow": ["a.example:0"]}, {"deny": ["two words"]},
+                {"deny": "denied.example"}]:
+        with pytest.raises(sdk.ValidationError):
+            sandbox.set_network_policy(**bad)
+    with pytest.raises(sdk.NetworkPolicyError):
+        sandbox.set_network_policy(mode="host")
+    assert sandbox.get_network_policy() == policy
+    sandbox.set_network_policy(allow=["plain.example"])
+    assert sandbox.get_network_policy() == {
+        "mode": "none", "allow": [{"pattern": "plain.example", "private": False}], "deny": []}
+    sandbox.set_network_policy(mode="none")
+
+
+def test_network_log(sandbox):
+    assert isinstance(sandbox.get_network_log(), list)
+    with pytest.raises(sdk.ValidationError):
+        sandbox.get_network_log(session="../x")
+    if isolation_none() or os.getuid() != 0:
+        return  # no proxy: nothing is logged
+    r = sandbox.exec('curl -s -o /dev/null -w "%{http_code}" -x "$HTTP_PROXY" '
+                     "http://denied.example/")
+    assert r.stdout == "403"
+
+    def want(e):
+        return (e["target"], e["decision"], e["session"]) == ("denied.example:80", "deny", "default")
+
+    deadline = time.monotonic() + 5
+    while not any(map(want, sandbox.get_network_log())) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    entry = next(filter(want, sandbox.get_network_log()))
+    assert (entry["protocol"], entry["reason"]) == ("http", "mode none")
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", entry["time"])
+    assert any(map(want, sandbox.get_network_log(session="default")))
+    assert len(sandbox.get_network_log(limit=1)) == 1
 
 
 def test_files(sbx, sandbox):

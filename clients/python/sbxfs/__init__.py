@@ -6,7 +6,8 @@ from .commands import ExecResult
 from .errors import (BackupNotFoundError, CodeInterpreterUnavailableError, CommandTimeoutError, ContextNotFoundError,
                      GitAuthenticationError, GitBranchNotFoundError, GitCheckoutError,
                      GitNetworkError, GitRepositoryNotFoundError, GitTimeoutError,
-                     InvalidGitUrlError, InvalidPortError, PermissionDeniedError,
+                     InvalidGitUrlError, InvalidPortError, NetworkPolicyError,
+                     PermissionDeniedError,
                      PortAlreadyExposedError, PortLimitError, PortNotExposedError,
                      ProcessExistsError,
                      ProcessExitedBeforeReadyError, ProcessNotFoundError,
@@ -31,5 +32,5 @@ __all__ = [
     "GitAuthenticationError", "InvalidGitUrlError", "GitNetworkError", "GitTimeoutError",
     "ContextNotFoundError", "CodeInterpreterUnavailableError", "TerminalError",
     "PortAlreadyExposedError", "PortNotExposedError", "InvalidPortError", "PortLimitError",
-    "BackupNotFoundError",
+    "BackupNotFoundError", "NetworkPolicyError",
 ]

@@ -55,6 +55,8 @@ InvalidPortError = _kind("InvalidPortError", "INVALID_PORT")
 # ENOSPC from ports/: [network] expose_max_ports are exposed already.
 PortLimitError = _kind("PortLimitError", "PORT_LIMIT")
 BackupNotFoundError = _kind("BackupNotFoundError", "BACKUP_NOT_FOUND")
+# EOPNOTSUPP from network/policy: switching to or from host mode (or rules in it) needs a remount.
+NetworkPolicyError = _kind("NetworkPolicyError", "NETWORK_POLICY")
 
 _BY_ERRNO = {
     "session": {_errno.ENOENT: SessionNotFoundError, _errno.EEXIST: SessionAlreadyExistsError},
@@ -64,6 +66,8 @@ _BY_ERRNO = {
     "port": {_errno.ENOENT: PortNotExposedError, _errno.EEXIST: PortAlreadyExposedError,
              _errno.EINVAL: InvalidPortError, _errno.ENOSPC: PortLimitError},
     "backup": {_errno.ENOENT: BackupNotFoundError},
+    # E2BIG: more than 100,000 rules.
+    "network": {_errno.EOPNOTSUPP: NetworkPolicyError, _errno.E2BIG: ValidationError},
     "file": {
         _errno.ENOENT: FileNotFoundError_,
         _errno.EEXIST: FileExistsError_,

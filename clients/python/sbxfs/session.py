@@ -6,7 +6,7 @@ import posixpath
 import threading
 from datetime import datetime, timezone
 
-from . import backups, commands, contexts, files, ports, processes, terminals
+from . import backups, commands, contexts, files, network, ports, processes, terminals
 from .errors import SandboxError, SessionNotFoundError, ValidationError, map_error
 from .fsio import ENV_NAME, env_value, read_text, write_control
 from .git import git_checkout
@@ -267,6 +267,20 @@ class Sandbox(ExecutionSession):
 
     def get_exposed_ports(self):
         return ports.get_exposed_ports(self)
+
+    # the network (network/)
+    def get_network_policy(self):
+        """{"mode", "allow": [{"pattern", "private"}], "deny": [pattern]}, in the order written."""
+        return network.get_network_policy(self)
+
+    def set_network_policy(self, mode=None, allow=(), deny=()):
+        """A whole new policy, applied at once or not at all: a bad pattern is a ValidationError,
+        a switch to or from host a NetworkPolicyError. `allow` takes patterns or dicts."""
+        network.set_network_policy(self, mode=mode, allow=allow, deny=deny)
+
+    def get_network_log(self, session=None, limit=None):
+        """network/log (sessions/ID/network with `session`) as dicts by the log's fields."""
+        return network.get_network_log(self, session=session, limit=limit)
 
 
 def get_sandbox(mountpoint, workspace_path=None):
