@@ -33,6 +33,8 @@ const ROUTES = [
 	['GET', 'ports', ({ m }) => m.ports()],
 	['POST', 'ports', ({ m, body }) => m.exposePort(body.port, body.name)],
 	['DELETE', 'ports/:port', async ({ m, p }) => void (await m.unexposePort(portOf(p.port)))],
+	['GET', 'network', ({ m }) => m.network()],
+	['POST', 'network', async ({ m, body }) => void (await m.setNetworkPolicy(body))],
 	['GET', 'snapshots', ({ m }) => m.snapshots()],
 	['POST', 'snapshots', async ({ m, body }) => ({ name: await m.takeSnapshot(body.name) })],
 	['POST', 'snapshots/:name/restore', async ({ m, p, body }) => void (await m.restoreSnapshot(p.name, body.force === true))],
@@ -94,7 +96,8 @@ export async function handleApi(m, req, res, rest) {
 }
 
 /* The Node client's errors by their SDK code, when no errno says more. */
-const CODE_STATUS = { VALIDATION_FAILED: 400, RESOURCE_BUSY: 409, PERMISSION_DENIED: 403, INVALID_PORT: 400 };
+// NETWORK_POLICY: a switch to or from host mode, which takes a remount.
+const CODE_STATUS = { VALIDATION_FAILED: 400, RESOURCE_BUSY: 409, PERMISSION_DENIED: 403, INVALID_PORT: 400, NETWORK_POLICY: 409 };
 
 /* Answers with the error's status and a message that names no host path (the client's
  * messages and Node's hold the mount's). */

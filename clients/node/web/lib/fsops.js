@@ -4,7 +4,8 @@
 // it has not: the session list with state, cwd and latest command, a command's submission
 // that returns its run number at once, runs/ and their output followed without holding a
 // thread, a terminal's raw output from the ring and its input, process logs' tails, snapshots
-// (taken, listed, restored, deleted), and the workspace read by descriptor. Exposed ports go through the client too. Names from requests are checked against sbxfs's own name
+// (taken, listed, restored, deleted), and the workspace read by descriptor. Exposed ports and the
+// network's policy and log go through the client too. Names from requests are checked against sbxfs's own name
 // rule before they become a path component, so no request can name a path outside the mount.
 import { constants as C } from 'node:fs';
 import { open, readdir, rmdir, readFile, writeFile, realpath, readlink, lstat, mkdir } from 'node:fs/promises';
@@ -17,6 +18,7 @@ const CHUNK = 1 << 16;
 const LOG_TAIL = 256 * 1024;
 const FILE_MAX = 1 << 20;
 const COMMAND_SHOWN = 1000; /* of a session's latest command in the list */
+const NET_LINES = 50; /* of network/log on the page */
 
 /* An error a handler turns into an HTTP status. */
 export class WebError extends Error {
@@ -245,6 +247,20 @@ export class Mount {
 
 	async unexposePort(port) {
 		await this.sandbox.unexposePort(checkPort(port));
+	}
+
+	/* the network: its policy and the log's last lines, through the client (network/) */
+	async network() {
+		const policy = await this.sandbox.getNetworkPolicy();
+		return { ...policy, log: await this.sandbox.getNetworkLog({ limit: NET_LINES }) };
+	}
+
+	/* A whole new policy; the client checks each pattern is one word, the daemon the rest. */
+	async setNetworkPolicy({ mode, allow, deny }) {
+		const rule = (r) => typeof r === 'string' || (r && typeof r.pattern === 'string' && typeof r.private === 'boolean');
+		if ((mode !== undefined && typeof mode !== 'string') || !Array.isArray(allow) || !Array.isArray(deny) || !allow.every(rule))
+			throw new WebError(400, 'bad policy');
+		await this.sandbox.setNetworkPolicy({ mode, allow, deny });
 	}
 
 	/* terminals */

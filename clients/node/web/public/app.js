@@ -1,5 +1,5 @@
 // The page: sessions, a command's live output, history, terminals (xterm.js over a WebSocket),
-// background processes, exposed ports, snapshots and interpreter contexts. Text from the sandbox goes in as textContent,
+// background processes, exposed ports, the network (policy and log), snapshots and interpreter contexts. Text from the sandbox goes in as textContent,
 // or through AnsiToHtml, which escapes it; HTML results only inside sandboxed iframes.
 import { AnsiToHtml } from './ansi.js';
 
@@ -294,6 +294,40 @@ function portCell(port) {
 	return el('button', { textContent: `expose ${port}`, onclick: () => act('POST', 'ports', { port }) });
 }
 
+/* ---- the network ---- */
+
+const ruleLine = (verb, pattern, priv) => `${verb} ${pattern}${priv ? ' private' : ''}`;
+const logLine = (e) => `${e.time.slice(11, 19)} ${e.session ?? '-'} ${e.decision} ${e.target} (${e.reason})`;
+
+async function refreshNetwork() {
+	const net = await api('GET', 'network');
+	if (!changed('network', net)) return;
+	const rules = [...net.allow.map((r) => ruleLine('allow', r.pattern, r.private)), ...net.deny.map((p) => ruleLine('deny', p))];
+	$('#network-mode').textContent = net.mode;
+	$('#network-rules').replaceChildren(...rules.map((r) => el('li', { textContent: r })));
+	// host mode is switched only by a remount: no form for it.
+	$('#network-policy').hidden = net.mode === 'host';
+	if (document.activeElement !== $('#network-policy-rules') && document.activeElement !== $('#network-policy-mode')) {
+		$('#network-policy-mode').value = net.mode;
+		$('#network-policy-rules').value = rules.join('\n');
+	}
+	$('#network-log').textContent = net.log.map(logLine).join('\n');
+}
+
+/* The form's rules: `allow PATTERN [private]` and `deny PATTERN` lines, as the policy file
+ * has them; the server and the daemon check each. */
+function policyOf(mode, text) {
+	const policy = { mode, allow: [], deny: [] };
+	for (const line of text.split('\n').map((l) => l.trim()).filter(Boolean)) {
+		const [verb, pattern, marker, ...rest] = line.split(/\s+/);
+		if (verb === 'allow' && pattern && (marker === undefined || marker === 'private') && !rest.length)
+			policy.allow.push({ pattern, private: marker === 'private' });
+		else if (verb === 'deny' && pattern && marker === undefined) policy.deny.push(pattern);
+		else throw new Error(`not a rule: ${line}`);
+	}
+	return policy;
+}
+
 /* ---- snapshots ---- */
 
 async function refreshSnapshots() {
@@ -393,6 +427,7 @@ async function tick() {
 	try {
 		await refreshSessions();
 		await refreshPorts();
+		await refreshNetwork();
 		await refreshSnapshots();
 		await refreshContexts();
 		if (state.session) {
@@ -466,6 +501,17 @@ function wire() {
 			report(e);
 		}
 		tick();
+	});
+	$('#network-policy').addEventListener('submit', async (ev) => {
+		ev.preventDefault();
+		try {
+			await api('POST', 'network', policyOf($('#network-policy-mode').value, $('#network-policy-rules').value));
+			$('#network-policy-rules').blur();
+			await refreshNetwork();
+			report(null);
+		} catch (e) {
+			report(e);
+		}
 	});
 	$('#new-snapshot').addEventListener('submit', (ev) => {
 		ev.preventDefault();

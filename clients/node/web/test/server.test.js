@@ -226,6 +226,38 @@ test('exposed ports: expose a process\'s port, list it with its link, fetch thro
 	}
 });
 
+test('network: the mode, the rules and the log\'s last lines; a new policy, a bad one refused whole', async () => {
+	const net = await get('/api/network');
+	assert.equal(net.status, 200, net.text);
+	assert.deepEqual(Object.keys(net.json).sort(), ['allow', 'deny', 'log', 'mode']);
+	assert.ok(Array.isArray(net.json.log));
+	if (net.json.mode === 'host') {
+		// --isolation none: the host's network, which no rule decides.
+		assert.equal((await post('/api/network', { allow: [], deny: ['denied.example'] })).status, 409);
+		return;
+	}
+	const policy = { mode: 'none', allow: [{ pattern: 'registry.example', private: true }], deny: ['denied.example'] };
+	assert.equal((await post('/api/network', policy)).status, 204);
+	try {
+		const { json } = await get('/api/network');
+		assert.deepEqual({ mode: json.mode, allow: json.allow, deny: json.deny }, policy);
+		assert.equal((await post('/api/network', { mode: 'none', allow: ['*.*'], deny: [] })).status, 400);
+		assert.equal((await post('/api/network', { mode: 'none', allow: [], deny: ['a\nallow *'] })).status, 400);
+		assert.equal((await post('/api/network', { mode: 'none', allow: 'x', deny: [] })).status, 400);
+		assert.equal((await post('/api/network', { mode: 'host', allow: [], deny: [] })).status, 409);
+		const after = (await get('/api/network')).json;
+		assert.deepEqual({ mode: after.mode, allow: after.allow, deny: after.deny }, policy);
+		if (process.getuid() !== 0) return; // no proxy: nothing is logged
+		const run = await post('/api/sessions/default/exec', { command: 'curl -s -o /dev/null -x "$HTTP_PROXY" http://denied.example/' });
+		assert.equal(run.status, 200, run.text);
+		const entry = await waitFor(async () => (await get('/api/network')).json.log.find((e) => e.target === 'denied.example:80' && e.session === 'default'), 'the log line');
+		assert.equal(entry.decision, 'deny');
+		assert.equal(entry.reason, 'mode none'); // mode none refuses before any rule
+	} finally {
+		await post('/api/network', { mode: 'none', allow: [], deny: [] });
+	}
+});
+
 test('snapshots: take, list, restore (busy: 409, then forced), delete', async () => {
 	writeFileSync(join(mount.mnt, 'workspace', 'snap-web.txt'), 'before\n');
 	assert.deepEqual((await post('/api/snapshots', { name: 'w1' })).json, { name: 'w1' });
