@@ -38,6 +38,9 @@ export async function seed(mount: string): Promise<number> {
 		for (const e of await sandbox.getExposedPorts()) console.log(e.port, e.url, e.name ?? '', e.status);
 		await sandbox.unexposePort(8000);
 		console.log(url.length);
+		const policy = await sandbox.getNetworkPolicy();
+		await sandbox.setNetworkPolicy({ mode: 'filtered', allow: ['registry.example', { pattern: '*.example.org', private: false }], deny: policy.deny });
+		for (const e of await sandbox.getNetworkLog({ session: 'default', limit: 10 })) console.log(e.decision, e.target, e.durationMs, e.address ?? '-');
 		console.log(ctx.cwd.length, JSON.stringify(p));
 		const backup: DirectoryBackup = await sandbox.createBackup({ dir: '/workspace/test', name: 'before' });
 		const restored = await sandbox.restoreBackup(backup, { force: true });
