@@ -10,6 +10,7 @@ import errno
 import os
 import signal
 import statistics
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -186,6 +187,15 @@ def hang_shim():
     return shim if shim.exists() else None
 
 
+def preload(shim):
+    """LD_PRELOAD for the daemon with the shim: after ASan's runtime when the daemon is a
+    sanitizer build, which refuses to start unless that runtime comes first."""
+    out = subprocess.run(["ldd", str(sbxfs_binary())], capture_output=True, text=True).stdout
+    asan = [line.split("=>")[1].split()[0] for line in out.splitlines()
+            if "libasan.so" in line and "=>" in line]
+    return ":".join(asan + [str(shim)])
+
+
 @pytest.mark.sbx_timeout(120)
 def test_a_stuck_emulator_is_given_up_on(monkeypatch):
     """What the filter keeps away from libvterm cannot hang the mount anyway: with a libvterm
@@ -194,7 +204,7 @@ def test_a_stuck_emulator_is_given_up_on(monkeypatch):
     shim = hang_shim()
     if shim is None:
         pytest.skip("no tests/libvterm_hang.so next to the daemon under test")
-    monkeypatch.setenv("LD_PRELOAD", str(shim))
+    monkeypatch.setenv("LD_PRELOAD", preload(shim))
     m = started(ConfMount(tempfile.mkdtemp(prefix="sbxfs-it-termstuck-"), "[session]\n"))
     monkeypatch.delenv("LD_PRELOAD")
     try:
