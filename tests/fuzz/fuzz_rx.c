@@ -8,8 +8,8 @@
 #include "rx.h"
 
 /* Whether glibc can be asked: its regcomp takes exponential time on stacked or nested
- * repetitions (a*********, (a*()*){13}{2}), so only patterns with at most 6 of them, and bounds
- * of at most 4. */
+ * repetitions (a*********, (a*\>)*++++_, (a*()*){13}{2}), so only patterns with at most 6 of
+ * them, none right after another, and bounds of at most 4. */
 static bool glibc_can(const char *pattern, size_t len)
 {
 	unsigned repeats = 0;
@@ -19,7 +19,7 @@ static bool glibc_can(const char *pattern, size_t len)
 			return false;
 		if (!strchr("*+?{", pattern[i]))
 			continue;
-		if (++repeats > 6)
+		if (++repeats > 6 || (i > 0 && strchr("*+?}", pattern[i - 1])))
 			return false;
 		for (size_t j = i + 1, n = 0; pattern[i] == '{' && j < len && pattern[j] != '}';
 		     j++) {
