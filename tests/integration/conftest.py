@@ -43,6 +43,10 @@ def pytest_configure(config):
         "markers", "client: tests of the Node and Python clients and the browser view over a "
         "mount (CI's extra passes, which are about the daemon, leave them out; the daemon's "
         "paths they use have tests of their own)")
+    config.addinivalue_line(
+        "markers", "heavy: load and scale tests (a hundred remounts, a repository larger than a "
+        "session's memory, a libvterm that never returns) whose daemon paths shorter tests "
+        "cover too; CI runs them once, in its main pass, to stay under 30 minutes")
 
 
 def _real_stderr(config):

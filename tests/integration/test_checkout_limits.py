@@ -290,6 +290,7 @@ def no_swap():
         pytest.skip("with swap, a memory limit swaps instead of killing")
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("form", ["path", "file", "git"])
 def test_repository_larger_than_the_sessions_memory_is_checked_out(default, session, base,
                                                                    form):

@@ -102,6 +102,7 @@ def _identity(pid):
 
 
 @pytest.mark.sbx_timeout(240)
+@pytest.mark.heavy
 def test_unmount_returns_once_the_daemon_is_gone():
     """`sbxfs MNT && sbxfs -u MNT && sbxfs MNT`, as a newcomer types it, 100 times: every mount
     finds its state dir free, and when -u returns the daemon has exited and none of its

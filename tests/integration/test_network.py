@@ -499,6 +499,7 @@ def test_session_log_and_following(fm):
     assert any(" default " in line for line in whole.splitlines())
 
 
+@pytest.mark.heavy
 def test_thousand_connections_leave_the_daemon_answering(fm):
     bomb = fm.new_session()
     calm = fm.new_session()

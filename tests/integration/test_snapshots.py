@@ -376,6 +376,7 @@ def test_space_budget_enospc_and_nothing_half_made(m):
     empty_workspace(m)
 
 
+@pytest.mark.heavy
 def test_a_thousand_snapshots_listed_and_kept_across_restarts():
     n = 1000
     with conf_mount(f"[snapshots]\nmax = {n}\ncompress = zstd\n") as m2:

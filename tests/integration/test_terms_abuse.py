@@ -196,6 +196,7 @@ def preload(shim):
     return ":".join(asan + [str(shim)])
 
 
+@pytest.mark.heavy
 @pytest.mark.sbx_timeout(120)
 def test_a_stuck_emulator_is_given_up_on(monkeypatch):
     """What the filter keeps away from libvterm cannot hang the mount anyway: with a libvterm
