@@ -37,3 +37,11 @@ __attribute__((constructor)) static void nodeattr_start(void)
 {
 	clock_gettime(CLOCK_REALTIME, &mount_time);
 }
+
+void nodeattr_reply(fuse_req_t req, int rc, const struct stat *st)
+{
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_attr(req, st, 0);
+}

@@ -20,5 +20,7 @@ void nodeattr_blocks(struct stat *st);
  * truncates to 0 and `touch` sets times, which one may do to the files one writes to. Read-only
  * files refuse even root. */
 bool nodeattr_settable(mode_t mode, const struct stat *attr, int to_set);
+/* Replies a getattr with st, or with the error rc (-errno) a part's stat gave. */
+void nodeattr_reply(fuse_req_t req, int rc, const struct stat *st);
 
 #endif

@@ -215,10 +215,7 @@ void ctxfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct stat st;
 	int rc = ctxfs_stat(ino, &st, fi, true);
 
-	if (rc < 0)
-		fuse_reply_err(req, -rc);
-	else
-		fuse_reply_attr(req, &st, 0);
+	nodeattr_reply(req, rc, &st);
 }
 
 void ctxfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,

@@ -134,10 +134,7 @@ void termfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int rc = termfs_stat(ino, &st, true);
 
 	(void)fi;
-	if (rc < 0)
-		fuse_reply_err(req, -rc);
-	else
-		fuse_reply_attr(req, &st, 0);
+	nodeattr_reply(req, rc, &st);
 }
 
 void termfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,

@@ -169,6 +169,18 @@ static void watch_drop(struct termemu_watch *w)
 	free(w);
 }
 
+/* e->lock held: what matching w against s found (line, or NULL), taken over; the first line
+ * found stays, and w has now seen s. */
+static void watch_record(struct termemu_watch *w, const struct termsnap *s, char *line)
+{
+	if (w->gen < s->gen)
+		w->gen = s->gen;
+	if (line && !w->line)
+		w->line = line;
+	else
+		free(line);
+}
+
 /* Lock held: matches one watch that has not seen the latest snapshot (the lock is let go
  * meanwhile); false if there is none. */
 static bool match_one(struct termemu *e)
@@ -187,12 +199,7 @@ static bool match_one(struct termemu *e)
 	pthread_mutex_unlock(&e->lock);
 	line = termsnap_match(s, w->rx);
 	pthread_mutex_lock(&e->lock);
-	if (w->gen < s->gen)
-		w->gen = s->gen;
-	if (line && !w->line)
-		w->line = line;
-	else
-		free(line);
+	watch_record(w, s, line);
 	termsnap_unref(s);
 	watch_drop(w);
 	notify(e);
@@ -453,12 +460,7 @@ void termemu_watch_scan(struct termemu_watch *w)
 	pthread_mutex_unlock(&e->lock);
 	line = termsnap_match(s, w->rx);
 	pthread_mutex_lock(&e->lock);
-	if (w->gen < s->gen)
-		w->gen = s->gen;
-	if (line && !w->line)
-		w->line = line;
-	else
-		free(line);
+	watch_record(w, s, line);
 	pthread_mutex_unlock(&e->lock);
 	termsnap_unref(s);
 }
