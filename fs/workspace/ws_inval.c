@@ -5,9 +5,12 @@
  *
  * Every backing directory the kernel holds an inode for has an inotify watch (watches are not
  * descriptors). While a command or background process runs (the core's run hooks), the events
- * are read on the core loop thread each time it wakes, before it handles what woke it, so
- * those of a command are all handled before its shell's report (or its SIGCHLD) makes its end
- * visible; a timer wakes the loop meanwhile so that the queue does not overflow. Each event
+ * are read on the core loop thread each time it wakes, before it handles what woke it; a timer
+ * wakes the loop meanwhile so that the queue does not overflow. What woke it may bring more than
+ * it announced (a read of the report pipe takes a report written after the wake), so when a run
+ * ends the queue is read at once (core lock held: reading never blocks) and if anything was
+ * still there, or the end was not seen on the loop thread, the run's end is published only
+ * after the loop has sent those invalidations (run_end, loop_after_sync). Each event
  * becomes an invalidation: a name created, removed or moved drops the kernel's entry (or cached
  * absence) of that name and the directory's attributes and listing; a file's attributes or
  * contents changed drop that inode's attributes (and its pages without passthrough, which
@@ -24,6 +27,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +47,9 @@
 #define CHANGE_EVENTS (IN_ATTRIB | IN_MODIFY | IN_CLOSE_WRITE)
 /* While something runs, the loop reads the queue at least this often. */
 #define TICK_MS 50
+/* Events read when runs end and not yet sent; past this, everything is invalidated instead. */
+#define PEND_MAX  (1024 * 1024)
+#define EVENT_BUF (64 * 1024)
 
 static struct {
 	int fd; /* inotify; -1: none, nothing is cached */
@@ -51,10 +58,16 @@ static struct {
 	atomic_bool off;   /* workspace/ is a kernel mount: nothing to keep coherent */
 	struct loop_timer tick;
 	unsigned gen; /* one per buffer of events read */
+	/* Read by run ends, for the loop to send; under pend_lock. */
+	pthread_mutex_t pend_lock;
+	char *pend;
+	size_t npend;
+	bool pend_overflow;
+	atomic_bool pending;
 	/* watch descriptor -> inode, under the table lock */
 	struct ws_inode **wdb;
 	size_t nwdb, nwd;
-} wi = {.fd = -1};
+} wi = {.fd = -1, .pend_lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* ---- watches (table lock held) ---- */
 
@@ -322,26 +335,105 @@ static void handle_event(const struct inotify_event *ev)
 	ws_inode_drop(in);
 }
 
-/* Reads the queue to its end; apply: turns the events into invalidations. */
+/* Turns a buffer of events into invalidations; returns whether the queue had overflowed. */
+static bool apply_events(const char *buf, size_t n)
+{
+	bool overflow = false;
+
+	wi.gen++;
+	for (const char *p = buf; p < buf + n;) {
+		const struct inotify_event *ev = (const void *)p;
+
+		if (ev->mask & IN_Q_OVERFLOW)
+			overflow = true;
+		else
+			handle_event(ev);
+		p += sizeof(*ev) + ev->len;
+	}
+	return overflow;
+}
+
+/* Events dropped unread still end their watches: a gone directory's watch is gone. */
+static void forget_ignored(const char *buf, size_t n)
+{
+	for (const char *p = buf; p < buf + n;) {
+		const struct inotify_event *ev = (const void *)p;
+		struct ws_inode *in;
+
+		if (ev->mask & IN_IGNORED) {
+			ws_inode_lock();
+			if ((in = *wd_slot(ev->wd)))
+				wd_forget(in);
+			ws_inode_unlock();
+		}
+		p += sizeof(*ev) + ev->len;
+	}
+}
+
+/* What run ends read and left for the loop; *overflow set if some was dropped. */
+static char *pend_take(size_t *n, bool *overflow)
+{
+	char *buf;
+
+	pthread_mutex_lock(&wi.pend_lock);
+	buf = wi.pend;
+	*n = wi.npend;
+	*overflow = wi.pend_overflow;
+	wi.pend = NULL;
+	wi.npend = 0;
+	wi.pend_overflow = false;
+	atomic_store(&wi.pending, false);
+	pthread_mutex_unlock(&wi.pend_lock);
+	return buf;
+}
+
+/* Core lock held, any thread: moves what the queue holds now into the pending events; returns
+ * whether any are pending. */
+static bool pend_read(void)
+{
+	char buf[EVENT_BUF] __attribute__((aligned(__alignof__(struct inotify_event))));
+	bool any;
+	ssize_t n;
+
+	pthread_mutex_lock(&wi.pend_lock);
+	while ((n = read(wi.fd, buf, sizeof(buf))) > 0) {
+		if (wi.npend + (size_t)n > PEND_MAX) {
+			wi.pend_overflow =
+			    true; /* all will be invalidated: the rest need not be kept */
+			continue;
+		}
+		wi.pend = xrealloc(wi.pend, wi.npend + (size_t)n);
+		memcpy(wi.pend + wi.npend, buf, (size_t)n);
+		wi.npend += (size_t)n;
+	}
+	any = wi.npend || wi.pend_overflow;
+	if (any)
+		atomic_store(&wi.pending, true);
+	pthread_mutex_unlock(&wi.pend_lock);
+	return any;
+}
+
+/* Reads the queue to its end; apply: turns the pending events and the queue's into
+ * invalidations. */
 static void drain(bool apply)
 {
-	char buf[64 * 1024] __attribute__((aligned(__alignof__(struct inotify_event))));
+	char buf[EVENT_BUF] __attribute__((aligned(__alignof__(struct inotify_event))));
 	bool overflow = false;
 	ssize_t n;
 
+	if (apply) {
+		size_t np;
+		char *p = pend_take(&np, &overflow);
+
+		if (p && !overflow)
+			overflow = apply_events(p, np);
+		free(p);
+	}
 	while ((n = read(wi.fd, buf, sizeof(buf))) > 0) {
 		if (!apply)
-			continue;
-		wi.gen++;
-		for (char *p = buf; p < buf + n;) {
-			const struct inotify_event *ev = (const void *)p;
-
-			if (ev->mask & IN_Q_OVERFLOW)
-				overflow = true;
-			else
-				handle_event(ev);
-			p += sizeof(*ev) + ev->len;
-		}
+			forget_ignored(buf, (size_t)n);
+		else if (apply_events(buf, (size_t)n))
+			overflow = true;
 	}
 	if (overflow) {
 		log_info("workspace: inotify queue overflow; invalidating every cached entry");
@@ -354,6 +446,7 @@ void ws_inval_everything(void)
 	if (wi.fd < 0 || atomic_load(&wi.off))
 		return;
 	drain(false); /* all of it is covered below */
+	free(pend_take(&(size_t){0}, &(bool){false}));
 	wi.gen++;
 	inval_all();
 }
@@ -364,7 +457,8 @@ static void on_wake(void)
 {
 	if (atomic_load_explicit(&wi.off, memory_order_relaxed))
 		return;
-	if (atomic_load_explicit(&wi.active, memory_order_relaxed) > 0)
+	if (atomic_load_explicit(&wi.active, memory_order_relaxed) > 0 ||
+	    atomic_load_explicit(&wi.pending, memory_order_relaxed))
 		drain(true);
 }
 
@@ -383,9 +477,14 @@ static void on_begin(void)
 	}
 }
 
-static void on_end(void)
+/* What the run changed is in the queue by now; the end waits if any of it is unsent, or if the
+ * loop may be sending some of it this moment (the end was seen on another thread). */
+static bool on_end(void)
 {
 	atomic_fetch_sub(&wi.active, 1);
+	if (atomic_load(&wi.off))
+		return false;
+	return pend_read() || !loop_on_thread();
 }
 
 void ws_inval_init(bool cache, double timeout)
@@ -420,6 +519,7 @@ void ws_inval_stop(void)
 	loop_set_wake_hook(NULL);
 	close(wi.fd);
 	wi.fd = -1;
+	free(pend_take(&(size_t){0}, &(bool){false}));
 	free(wi.wdb);
 	wi.wdb = NULL;
 	wi.nwdb = wi.nwd = 0;

@@ -56,6 +56,12 @@ const char *cell_state_name(enum cell_state st)
 	return names[st];
 }
 
+/* Core lock held: the state readers see; running until its end is published (run_end). */
+static enum cell_state shown_state(const struct cell *c)
+{
+	return c->run->ending ? CELL_RUNNING : c->st;
+}
+
 void cell_add_result(struct cell *c, struct ctx_event *ev)
 {
 	struct cell_result *cr;
@@ -120,7 +126,7 @@ char *cell_status(struct cell *c, size_t *len)
 	stamp(started, sizeof(started), &c->run->started, c->run->state != RUN_QUEUED);
 	stamp(ended, sizeof(ended), &c->run->ended, c->run->state == RUN_DONE);
 	text = xasprintf("cell %u\nstate %s\nstarted %s\nended %s\nresults %zu\n%s%s", c->n,
-			 cell_state_name(c->st), started, ended, c->nres,
+			 cell_state_name(shown_state(c)), started, ended, c->nres,
 			 c->res_dropped ? "results_dropped yes\n" : "",
 			 c->run->budget.dropped ? "output_dropped yes\n" : "");
 	core_unlock();
@@ -256,7 +262,7 @@ int cell_result_json(struct cell *c, char **text, size_t *len)
 	jbuf_add(&b, "},\"error\":", 10);
 	add_error(&b, c);
 	jbuf_printf(&b, ",\"executionCount\":%u,\"status\":\"%s\",\"resultsDropped\":%s}\n", c->n,
-		    cell_state_name(c->st), c->res_dropped ? "true" : "false");
+		    cell_state_name(shown_state(c)), c->res_dropped ? "true" : "false");
 	if (rc < 0) {
 		free(b.p);
 		return rc;

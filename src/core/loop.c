@@ -37,6 +37,7 @@ struct deferred {
 static pthread_mutex_t core_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t defer_mutex = PTHREAD_MUTEX_INITIALIZER;
 static STAILQ_HEAD(, deferred) deferred = STAILQ_HEAD_INITIALIZER(deferred);
+static STAILQ_HEAD(, deferred) after_sync = STAILQ_HEAD_INITIALIZER(after_sync);
 static SLIST_HEAD(, loop_fd) dead = SLIST_HEAD_INITIALIZER(dead);
 static int epfd = -1, evfd = -1, sigfd = -1, tfd = -1;
 static struct loop_timer *timers; /* sorted by deadline */
@@ -201,6 +202,28 @@ void loop_defer(void (*fn)(void *), void *arg)
 	loop_poke();
 }
 
+void loop_after_sync(void (*fn)(void *), void *arg)
+{
+	struct deferred *d = xmalloc(sizeof(*d));
+
+	d->fn = fn;
+	d->arg = arg;
+	pthread_mutex_lock(&defer_mutex);
+	STAILQ_INSERT_TAIL(&after_sync, d, link);
+	pthread_mutex_unlock(&defer_mutex);
+	loop_poke();
+}
+
+bool loop_running(void)
+{
+	return started && !stopping;
+}
+
+bool loop_on_thread(void)
+{
+	return started && pthread_equal(pthread_self(), thread);
+}
+
 void loop_set_sigchld(void (*fn)(void))
 {
 	sigchld_fn = fn;
@@ -223,6 +246,27 @@ static void run_deferred(void)
 		pthread_mutex_unlock(&defer_mutex);
 		if (!d)
 			return;
+		d->fn(d->arg);
+		free(d);
+	}
+}
+
+/* The calls queued by loop_after_sync so far, after one more call of the wake hook (sync: the
+ * mount is still there to catch up with). */
+static void run_after_sync(bool sync)
+{
+	STAILQ_HEAD(, deferred) batch = STAILQ_HEAD_INITIALIZER(batch);
+	struct deferred *d;
+
+	pthread_mutex_lock(&defer_mutex);
+	STAILQ_CONCAT(&batch, &after_sync);
+	pthread_mutex_unlock(&defer_mutex);
+	if (STAILQ_EMPTY(&batch))
+		return;
+	if (sync && wake_fn)
+		wake_fn();
+	while ((d = STAILQ_FIRST(&batch))) {
+		STAILQ_REMOVE_HEAD(&batch, link);
 		d->fn(d->arg);
 		free(d);
 	}
@@ -284,6 +328,7 @@ static void *loop_main(void *arg)
 		if (n > 0)
 			dispatch(evs, n);
 		run_deferred();
+		run_after_sync(true);
 		waiters_run_ready();
 	}
 	return NULL;
@@ -308,4 +353,5 @@ void loop_stop(void)
 	pthread_join(thread, NULL);
 	started = false;
 	run_deferred();
+	run_after_sync(false);
 }

@@ -37,13 +37,21 @@ uint64_t loop_now_ns(void);
 
 /* Any thread, no lock needed: fn(arg) runs on the loop thread without the core lock. */
 void loop_defer(void (*fn)(void *), void *arg);
+/* Any thread, no lock needed: fn(arg) runs on the loop thread without the core lock, after the
+ * wake hook has run once more: what the sandbox did before this call is visible by then. */
+void loop_after_sync(void (*fn)(void *), void *arg);
+/* Whether the loop thread runs and will run what loop_after_sync queues. */
+bool loop_running(void);
+/* Whether the caller is the loop thread. */
+bool loop_on_thread(void);
 /* Any thread: make the loop look at its ready list. */
 void loop_poke(void);
 /* Called on the loop thread, core lock held, when the signalfd reports SIGCHLD. */
 void loop_set_sigchld(void (*fn)(void));
 /* Called on the loop thread without the core lock each time the loop wakes, before it handles
- * what woke it (a shell's report, a SIGCHLD): the layer above catches up there with what must be
- * visible before a command's end is published. It may block on the kernel, not on the core. */
+ * what woke it (a shell's report, a SIGCHLD), and before the calls queued by loop_after_sync:
+ * the layer above catches up there with what must be visible before a command's end is
+ * published. It may block on the kernel, not on the core. */
 void loop_set_wake_hook(void (*fn)(void));
 
 #endif

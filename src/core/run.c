@@ -12,9 +12,10 @@
 #include "escape.h"
 #include "xmalloc.h"
 
-static void (*begin_hook)(void), (*end_hook)(void);
+static void (*begin_hook)(void);
+static bool (*end_hook)(void);
 
-void run_set_hooks(void (*begin)(void), void (*end)(void))
+void run_set_hooks(void (*begin)(void), bool (*end)(void))
 {
 	begin_hook = begin;
 	end_hook = end;
@@ -171,20 +172,45 @@ char *run_status(struct run *r)
 	return text;
 }
 
-void run_end(struct run *r, int status)
+/* The end becomes visible: status, end of output, and whoever waits for it. */
+static void publish_end(struct run *r)
 {
-	if (r->state == RUN_DONE)
-		return;
-	if (r->state == RUN_RUNNING && end_hook)
-		end_hook();
-	clock_gettime(CLOCK_REALTIME, &r->ended);
-	if (r->state == RUN_QUEUED) /* it never started: it took no time */
-		r->started = r->ended;
 	r->state = RUN_DONE;
-	r->status = status;
+	r->ending = false;
 	for (int i = 0; i < RUN_STREAMS; i++)
 		spool_finish(&r->out[i]);
 	waitq_wake(&r->doneq);
+}
+
+static void publish_end_synced(void *arg)
+{
+	struct run *r = arg;
+
+	core_lock();
+	publish_end(r);
+	core_unlock();
+	run_unref(r);
+}
+
+void run_end(struct run *r, int status)
+{
+	bool later;
+
+	if (r->state == RUN_DONE || r->ending)
+		return;
+	/* The hook runs whether or not the loop can still catch up. */
+	later = r->state == RUN_RUNNING && end_hook && end_hook() && loop_running();
+	clock_gettime(CLOCK_REALTIME, &r->ended);
+	if (r->state == RUN_QUEUED) /* it never started: it took no time */
+		r->started = r->ended;
+	r->status = status;
+	if (later) {
+		r->ending = true;
+		run_ref(r);
+		loop_after_sync(publish_end_synced, r);
+		return;
+	}
+	publish_end(r);
 }
 
 int run_read_extent(struct run *r, enum run_stream s, off_t off, size_t size, int *fd, size_t *n,

@@ -33,6 +33,7 @@ struct run {
 	bool started_ack;     /* the shell said it started it */
 	bool timed_out;
 	bool killed;          /* by a kill (ctl, restart, rmdir) */
+	bool ending;          /* ended, not yet visible as done: the loop catches up first */
 	int kill_sig;
 	pid_t shell_pid;      /* the shell that ran it */
 	uint64_t oom_mark;    /* its group's OOM kills when it started */
@@ -58,10 +59,13 @@ void run_ref(struct run *r);
 void run_unref(struct run *r);
 
 /* Called with the core lock held when a run starts and when a started run ends (before its end
- * is visible); the layer above learns from them when the sandbox may be changing files. */
-void run_set_hooks(void (*begin)(void), void (*end)(void));
+ * is visible); the layer above learns from them when the sandbox may be changing files. end
+ * returns true when what the run changed is not all visible yet: the run then stays running to
+ * every reader until the loop's wake hook has run once more (loop_after_sync). */
+void run_set_hooks(void (*begin)(void), bool (*end)(void));
 
-/* Core lock held. */
+/* Core lock held. run_end records the status at once; the end is visible at once or, when the
+ * end hook says so, a moment later from the loop thread. */
 void run_begin(struct run *r);
 void run_end(struct run *r, int status);
 /* Records why the run could not go as asked ("EMFILE: what: Too many open files"; err 0: just

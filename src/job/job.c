@@ -309,8 +309,8 @@ int job_start(struct job *j, const char *cmd, size_t len, unsigned *n)
 		core_unlock();
 		return j->running ? -EBUSY : -ENOENT;
 	}
-	base = xasprintf("%s/%llu-p%u-%u", session_spool_dir, (unsigned long long)session_serial(j->c.s),
-			 j->c.id, j->starts + 1);
+	base = xasprintf("%s/%llu-p%u-%u", session_spool_dir,
+			 (unsigned long long)session_serial(j->c.s), j->c.id, j->starts + 1);
 	r = run_new(j->starts + 1, cmd, len, base, session_cfg->output_cap, &err);
 	free(base);
 	if (!r) {
@@ -488,8 +488,8 @@ static const char *state_of(const struct job *j, int *sig)
 		return "idle";
 	if (j->running && !j->proc.pid)
 		return "starting"; /* the launcher has not said its pid yet */
-	if (j->running)
-		return "running";
+	if (j->running || r->ending)
+		return "running"; /* or ended, not yet published (run_end) */
 	/* A shell wrapper reports its killed child as 128+N: a kill we sent counts too. */
 	if (j->term_sig || (r->killed && r->status > 128)) {
 		*sig = j->term_sig ? j->term_sig : r->status - 128;
@@ -619,4 +619,3 @@ int job_remove(struct session *s, const char *name)
 {
 	return session_child_remove(s, SESSION_CHILD_JOB, name);
 }
-

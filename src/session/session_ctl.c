@@ -135,17 +135,18 @@ char *session_status(struct session *s, size_t *len)
 	core_lock();
 	TAILQ_FOREACH(op, &s->queue, link)
 	queued += op->kind == OP_RUN;
+	latest = TAILQ_LAST(&s->runs, run_list);
 	if (queued)
 		snprintf(state, sizeof(state), "queued %u", queued);
+	else if ((s->current && s->current->kind == OP_RUN) || (latest && latest->ending))
+		snprintf(state, sizeof(state), "running"); /* an end not yet published too */
 	else
-		snprintf(state, sizeof(state), "%s",
-			 s->current && s->current->kind == OP_RUN ? "running" : "idle");
+		snprintf(state, sizeof(state), "idle");
 	head = xasprintf("state %s\nqueued %u\nshell_pid %d\nrestarts %u\ntimeout %llu\n"
 			 "oom_kills %llu\n",
 			 state, queued, s->sh ? (int)shell_pid(s->sh) : 0, s->restarts,
 			 (unsigned long long)s->timeout_ms,
 			 (unsigned long long)cgroup_mem_oom_kills(s->cg, true));
-	latest = TAILQ_LAST(&s->runs, run_list);
 	tail = latest ? run_describe(latest) : xstrdup("");
 	core_unlock();
 	text = xasprintf("%s%s", head, tail);
