@@ -238,6 +238,20 @@ def test_host_work_between_commands_keeps_its_cache_right(case):
     assert len(os.listdir(w)) == 199
 
 
+def test_each_of_many_short_commands_is_seen_at_its_exit(case):
+    """Short commands one after another, each checked the moment its exit can be read: a
+    report read in the same batch as the command's start comes after the loop caught up
+    with the workspace, so the end waits for one more catch-up."""
+    m, s, d, w = case
+    for i in range(60):
+        (w / f"k{i}").write_text("k")
+    for i in range(60):
+        enoent(w / f"n{i}")
+        run_ok(m, s, f"rm {d}/k{i}; echo {i} > {d}/n{i}")
+        enoent(w / f"k{i}")
+        assert (w / f"n{i}").read_text() == f"{i}\n"
+
+
 def test_error_exit_still_publishes_changes(case):
     m, s, d, w = case
     enoent(w / "e")
