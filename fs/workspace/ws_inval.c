@@ -397,9 +397,9 @@ static bool pend_read(void)
 
 	pthread_mutex_lock(&wi.pend_lock);
 	while ((n = read(wi.fd, buf, sizeof(buf))) > 0) {
+		/* Past the bound all will be invalidated: the rest need not be kept. */
 		if (wi.npend + (size_t)n > PEND_MAX) {
-			wi.pend_overflow =
-			    true; /* all will be invalidated: the rest need not be kept */
+			wi.pend_overflow = true;
 			continue;
 		}
 		wi.pend = xrealloc(wi.pend, wi.npend + (size_t)n);
