@@ -338,8 +338,9 @@ def all_pids():
     return [int(p) for p in os.listdir("/proc") if p.isdigit()]
 
 
-def procs_matching(text):
-    """Live pids (other than ours) whose command line contains `text` (like pgrep -f)."""
+def procs_matching(text, comm=None):
+    """Live pids (other than ours) whose command line contains `text` (like pgrep -f); with
+    comm, only those that run that program now (not a `bash -c` whose script holds `text`)."""
     found = []
     me = os.getpid()
     for pid in all_pids():
@@ -348,6 +349,10 @@ def procs_matching(text):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
                 cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
+            if comm is not None:
+                with open(f"/proc/{pid}/comm", "rb") as f:
+                    if f.read().rstrip(b"\n").decode(errors="replace") != comm:
+                        continue
         except OSError:
             continue
         if text in cmdline and pid_alive(pid):

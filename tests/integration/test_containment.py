@@ -256,7 +256,10 @@ def test_the_next_command_waits_out_the_grace_and_is_not_killed_by_it(small):
     tag = sleep_tag()
     try:
         m.submit(s, f"bash -c 'trap \"\" TERM; sleep {tag}' & sleep {tag}")
-        wait_until(lambda: len(procs_matching(f"sleep {tag}")) == 2, 10, "both sleeps")
+        # two sleeps running: the background one only after its TERM is ignored (the bash
+        # -c whose script names the sleep would match the tag before its trap is set)
+        wait_until(lambda: len(procs_matching(f"sleep {tag}", comm="sleep")) == 2, 10,
+                   "both sleeps")
         # timed from the kill, where the grace begins (reading exit may take long under load)
         t0 = time.monotonic()
         assert ctl(s, "kill", at_close=True) == 0

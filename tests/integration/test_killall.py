@@ -278,7 +278,8 @@ def test_procs_ctl_refuses_anything_but_kill(sbx, tags, line):
         # a line is checked when its newline arrives, a last one without it at close
         assert ctl(path, data + b"\n") == errno.EINVAL
         assert ctl(path, data, at_close=True) == errno.EINVAL
-    assert running(a)
+    assert running(a), (read_bytes(s / "procs" / "a" / "status").decode(errors="replace"),
+                        sbx.daemon_log())
 
 
 def test_procs_ctl_takes_a_huge_write_without_harm(sbx):
