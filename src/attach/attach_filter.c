@@ -20,6 +20,7 @@
  * for each character beyond ASCII, as tmux does: it would take bytes of UTF-8 (as 0x9d of
  * U+201D) for C1 controls. */
 #include "attach.h"
+#include "utf8.h"
 
 #include <string.h>
 
@@ -54,21 +55,7 @@ static void put(struct sink *o, char c)
 
 static void put_utf8(struct sink *o, uint32_t c)
 {
-	if (c < 0x80) {
-		put(o, (char)c);
-	} else if (c < 0x800) {
-		put(o, (char)(0xc0 | c >> 6));
-		put(o, (char)(0x80 | (c & 0x3f)));
-	} else if (c < 0x10000) {
-		put(o, (char)(0xe0 | c >> 12));
-		put(o, (char)(0x80 | (c >> 6 & 0x3f)));
-		put(o, (char)(0x80 | (c & 0x3f)));
-	} else {
-		put(o, (char)(0xf0 | c >> 18));
-		put(o, (char)(0x80 | (c >> 12 & 0x3f)));
-		put(o, (char)(0x80 | (c >> 6 & 0x3f)));
-		put(o, (char)(0x80 | (c & 0x3f)));
-	}
+	o->n += utf8_put(o->out + o->n, c);
 }
 
 static void put_number(struct sink *o, unsigned v)

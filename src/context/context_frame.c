@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "json.h"
+#include "utf8.h"
 #include "xmalloc.h"
 
 /* Nesting a displayed JSON value may have: deeper is refused, so parsing never recurses far. */
@@ -92,27 +93,8 @@ static int hex4(struct parser *p, unsigned *v)
 static void put_utf8(struct jbuf *b, unsigned cp)
 {
 	char u[4];
-	size_t n;
+	size_t n = utf8_put(u, cp);
 
-	if (cp < 0x80) {
-		u[0] = (char)cp;
-		n = 1;
-	} else if (cp < 0x800) {
-		u[0] = (char)(0xc0 | (cp >> 6));
-		u[1] = (char)(0x80 | (cp & 0x3f));
-		n = 2;
-	} else if (cp < 0x10000) {
-		u[0] = (char)(0xe0 | (cp >> 12));
-		u[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-		u[2] = (char)(0x80 | (cp & 0x3f));
-		n = 3;
-	} else {
-		u[0] = (char)(0xf0 | (cp >> 18));
-		u[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-		u[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-		u[3] = (char)(0x80 | (cp & 0x3f));
-		n = 4;
-	}
 	if (b)
 		jbuf_add(b, u, n);
 }

@@ -11,6 +11,7 @@
 
 #include "log.h"
 #include "termfilter.h"
+#include "utf8.h"
 #include "xmalloc.h"
 
 /* Bytes filtered at a time: the filter's output for them sits on the stack. */
@@ -162,31 +163,6 @@ void termscreen_resize(struct termscreen *ts, unsigned rows, unsigned cols)
 	termscreen_feed(ts, reset, (size_t)n);
 }
 
-/* UTF-8 of one code point (libvterm hands out code points). */
-static size_t put_utf8(char *out, uint32_t c)
-{
-	if (c < 0x80) {
-		out[0] = (char)c;
-		return 1;
-	}
-	if (c < 0x800) {
-		out[0] = (char)(0xc0 | (c >> 6));
-		out[1] = (char)(0x80 | (c & 0x3f));
-		return 2;
-	}
-	if (c < 0x10000) {
-		out[0] = (char)(0xe0 | (c >> 12));
-		out[1] = (char)(0x80 | ((c >> 6) & 0x3f));
-		out[2] = (char)(0x80 | (c & 0x3f));
-		return 3;
-	}
-	out[0] = (char)(0xf0 | ((c >> 18) & 0x07));
-	out[1] = (char)(0x80 | ((c >> 12) & 0x3f));
-	out[2] = (char)(0x80 | ((c >> 6) & 0x3f));
-	out[3] = (char)(0x80 | (c & 0x3f));
-	return 4;
-}
-
 /* Appends row r at out; returns the bytes written (blanks at its end left out), and in *cells
  * the columns up to its last character. */
 static size_t render_row(struct termscreen *ts, int r, char *out, unsigned *cells)
@@ -206,7 +182,7 @@ static size_t render_row(struct termscreen *ts, int r, char *out, unsigned *cell
 		}
 		for (int i = 0; i < VTERM_MAX_CHARS_PER_CELL && cell.chars[i]; i++)
 			len +=
-			    put_utf8(out + len, cell.chars[i] > 0x10ffff ? 0xfffd : cell.chars[i]);
+			    utf8_put(out + len, cell.chars[i] > 0x10ffff ? 0xfffd : cell.chars[i]);
 		kept = len;
 		*cells = (unsigned)(c + (cell.width > 1 ? cell.width : 1));
 	}

@@ -8,6 +8,7 @@
 #include "check.h"
 #include "termfilter.h"
 #include "termscreen.h"
+#include "utf8.h"
 
 /* The screen after feeding data whole, and again cut into pieces of every size from 1 to 7:
  * both must render the same. */
@@ -166,26 +167,6 @@ static void test_shrink(void)
 			 "ab"));
 }
 
-static size_t put_utf8(char *out, uint32_t c)
-{
-	if (c < 0x800) {
-		out[0] = (char)(0xc0 | (c >> 6));
-		out[1] = (char)(0x80 | (c & 0x3f));
-		return 2;
-	}
-	if (c < 0x10000) {
-		out[0] = (char)(0xe0 | (c >> 12));
-		out[1] = (char)(0x80 | ((c >> 6) & 0x3f));
-		out[2] = (char)(0x80 | (c & 0x3f));
-		return 3;
-	}
-	out[0] = (char)(0xf0 | (c >> 18));
-	out[1] = (char)(0x80 | ((c >> 12) & 0x3f));
-	out[2] = (char)(0x80 | ((c >> 6) & 0x3f));
-	out[3] = (char)(0x80 | (c & 0x3f));
-	return 4;
-}
-
 /* The filter's mark test must cover every code point libvterm (unfiltered) combines with the
  * character before it: else a stream of that one would grow libvterm's buffer without end. */
 static void test_marks_cover_libvterm(void)
@@ -198,7 +179,7 @@ static void test_marks_cover_libvterm(void)
 	vterm_screen_reset(screen, 1);
 	for (uint32_t cp = 0xa0; cp <= 0x10ffff; cp++) {
 		char buf[16] = "\ra";
-		size_t n = 2 + put_utf8(buf + 2, cp);
+		size_t n = 2 + utf8_put(buf + 2, cp);
 		VTermScreenCell cell;
 		VTermPos at = {0, 0};
 
