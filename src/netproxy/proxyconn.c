@@ -322,13 +322,25 @@ static void http_refuse(struct conn *c, int rc)
 	}
 }
 
+/* The policy's decision on the requested host and port, then the connection: 0 with c->up
+ * set, or -errno (-EACCES: refused by the policy) with the record saying why. */
+static int connect_up(struct conn *c)
+{
+	struct policy_ref *pr = policy_get();
+	bool priv;
+	int rc = decide(c, pr, &priv) ? dial(c, pr, priv) : -EACCES;
+
+	policy_put(pr);
+	if (rc < 0 && c->m.u.conn.verdict == NETV_ALLOW)
+		c->m.u.conn.verdict = NETV_FAIL;
+	return rc;
+}
+
 static void serve_http(struct conn *c)
 {
 	struct netmsg_conn *mc = &c->m.u.conn;
 	struct http_req r;
-	struct policy_ref *pr;
 	long head;
-	bool priv;
 	int rc;
 
 	while ((head = http_head_len(c->buf, c->len)) == 0)
@@ -356,12 +368,8 @@ static void serve_http(struct conn *c)
 	snprintf(mc->host, sizeof(mc->host), "%s", r.host);
 	mc->port = (uint16_t)r.port;
 	mc->proto = r.connect ? 'C' : 'H';
-	pr = policy_get();
-	rc = decide(c, pr, &priv) ? dial(c, pr, priv) : -EACCES;
-	policy_put(pr);
+	rc = connect_up(c);
 	if (rc < 0) {
-		if (mc->verdict == NETV_ALLOW)
-			mc->verdict = NETV_FAIL;
 		http_refuse(c, rc);
 	} else if (r.connect) {
 		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
@@ -389,9 +397,7 @@ static void socks_reply(struct conn *c, uint8_t code)
 static void serve_socks(struct conn *c)
 {
 	struct netmsg_conn *mc = &c->m.u.conn;
-	struct policy_ref *pr;
 	long n, req;
-	bool priv;
 	int rc;
 
 	mc->proto = 'S';
@@ -418,12 +424,8 @@ static void serve_socks(struct conn *c)
 		return;
 	}
 	mc->port = (uint16_t)(((uint8_t)c->buf[req - 2] << 8) | (uint8_t)c->buf[req - 1]);
-	pr = policy_get();
-	rc = decide(c, pr, &priv) ? dial(c, pr, priv) : -EACCES;
-	policy_put(pr);
+	rc = connect_up(c);
 	if (rc < 0) {
-		if (mc->verdict == NETV_ALLOW)
-			mc->verdict = NETV_FAIL;
 		/* 2: not allowed by the ruleset; 4: host unreachable; 5: refused; 6: TTL expired */
 		socks_reply(c, mc->verdict == NETV_DENY ? 2
 			       : rc == -ECONNREFUSED	? 5
