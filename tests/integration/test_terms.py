@@ -12,13 +12,13 @@ import select
 import subprocess
 import tempfile
 import time
-from pathlib import Path
 
 import pytest
 
 from sbxutil import (Background, ConfMount, bounded, errname, isolation_none, parse_status,
                      procs_matching, read_bytes, sleep_tag, started, stopped_cleanly, uniq,
                      wait_until, write_bytes, write_errno, exit_of)
+from termutil import new_term, start, type_keys
 
 # The module's mount keeps this much of a terminal's output (term_ring).
 RING = 64 * 1024
@@ -40,20 +40,6 @@ def sbx():
 
 
 # --- helpers -----------------------------------------------------------------------------------
-
-
-def new_term(session, name=None):
-    t = Path(session) / "terms" / (name or uniq("t"))
-    bounded(os.mkdir, t, what=f"mkdir {t}")
-    return t
-
-
-def start(t, cmd):
-    write_bytes(t / "cmd", cmd, flags=os.O_WRONLY)
-
-
-def type_keys(t, keys):
-    write_bytes(t / "in", keys, flags=os.O_WRONLY)
 
 
 def screen(t):

@@ -18,25 +18,12 @@ from pathlib import Path
 import pytest
 
 from sbxutil import (Background, ConfMount, bounded, errname, is_mounted, put_script,
-                     read_bytes, sbxfs_binary, sh, started, stopped_cleanly, uniq, wait_until,
+                     read_bytes, sbxfs_binary, sh, started, stopped_cleanly, wait_until,
                      write_bytes, write_errno)
+from termutil import new_term, start, type_keys
 
 WAIT_MS = 4000
 ECHOES = 5
-
-
-def new_term(session, name=None):
-    t = Path(session) / "terms" / (name or uniq("t"))
-    bounded(os.mkdir, t, what=f"mkdir {t}")
-    return t
-
-
-def start(t, cmd):
-    write_bytes(t / "cmd", cmd, flags=os.O_WRONLY)
-
-
-def type_keys(t, keys):
-    write_bytes(t / "in", keys, flags=os.O_WRONLY)
 
 
 def screen(t):
