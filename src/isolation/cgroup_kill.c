@@ -19,17 +19,18 @@
 #define KILL_DEADLINE_MS 2000
 #define KILL_SETTLE_MS	 20
 
-/* The pid a process has in the innermost pid namespace (what the launcher reports). */
+/* The pid a process has in the innermost pid namespace (what the launcher reports), or -1 if
+ * it is gone. Never its host pid instead: a host pid can be any number, a spared shell's too. */
 static pid_t inner_pid(pid_t pid)
 {
 	char path[64], line[256];
-	pid_t inner = pid;
+	pid_t inner = -1;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
 	f = fopen(path, "r");
 	if (!f)
-		return pid;
+		return -1;
 	while (fgets(line, sizeof(line), f)) {
 		char *p = line + 6, *end;
 
@@ -123,7 +124,7 @@ static size_t signal_round(const struct cgroup *cg, bool tree, pid_t keep, int k
 	for (size_t i = 0; i < pv.n; i++) {
 		pid_t pid = pv.v[i];
 
-		if (!kept && (pid == keep || inner_pid(pid) == keep)) {
+		if (!kept && inner_pid(pid) == keep) {
 			if (keep_sig)
 				kill(pid, keep_sig);
 			kept = true;
@@ -156,8 +157,7 @@ static bool emptied(const struct cgroup *cg, bool tree, pid_t keep, long ms)
 
 		collect_pids(cg, tree, &pv);
 		/* At most one is keep: only a lone process needs the look at its inner pid. */
-		only_keep = pv.n == 0 ||
-			    (pv.n == 1 && keep && (pv.v[0] == keep || inner_pid(pv.v[0]) == keep));
+		only_keep = pv.n == 0 || (pv.n == 1 && keep && inner_pid(pv.v[0]) == keep);
 		free(pv.v);
 		if (only_keep)
 			return true;
