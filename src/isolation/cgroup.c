@@ -427,16 +427,6 @@ int cgroup_init(const char *want, const struct cg_limits *lim, char *err, size_t
 	return 0;
 }
 
-void cgroup_cleanup_daemon(pid_t pid)
-{
-	char name[64];
-	struct cgroup *dead;
-
-	snprintf(name, sizeof(name), PREFIX "%d", (int)pid);
-	dead = child_of(&parent, name, false);
-	cgroup_destroy(dead);
-}
-
 /* v1 counts an OOM kill in the group of the victim only: add up the whole tree. */
 static void add_oom_kills(const char *dir, void *sum)
 {

@@ -28,8 +28,6 @@ const char *cgroup_mode(void);
 struct cgroup *cgroup_launcher(void);
 /* The sandbox's own group, above every other (NULL without cgroups). */
 struct cgroup *cgroup_sandbox(void);
-/* Removes the groups of daemon pid (its watchdog calls this once it died). */
-void cgroup_cleanup_daemon(pid_t pid);
 
 /* A child of the sandbox's group, or of parent if given. */
 struct cgroup *cgroup_create(struct cgroup *parent, const char *name);
