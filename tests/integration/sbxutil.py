@@ -316,6 +316,14 @@ def pid_alive(pid):
     return st is not None and st[0] not in ("Z", "X")
 
 
+def alive_inside(m, session, pid):
+    """Whether `pid`, a pid as the sandbox numbers it (what status files show), is a live process
+    there, as a command of `session` of mount m sees it: on the host that number is another
+    process's, or none."""
+    out, _, _ = m.run(session, f"sed 's/.*) //' /proc/{int(pid)}/stat 2>/dev/null | cut -c1")
+    return out.strip() not in (b"", b"Z", b"X")
+
+
 def proc_state(pid):
     st = _proc_stat(pid)
     return st[0] if st else None

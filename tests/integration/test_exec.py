@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from sbxutil import (status, ConfMount, Background, bounded, errname, kill_quietly, pid_alive,
+from sbxutil import (status, ConfMount, Background, alive_inside, bounded, errname, kill_quietly,
                     procs_matching, read_bytes, read_pipe_until, run_proc, sleep_tag, uniq,
                     wait_file_sh, wait_until, write_bytes, write_errno, stopped_cleanly, started, ctl,
                     ctl_ok, spool_stats, nonempty_spools)
@@ -306,6 +306,8 @@ def test_timeout_of_a_builtin_busy_loop(sbx):
     d = uniq("busy")
     assert sbx.run(s, f"mkdir {d}; cd {d}; export BUSYVAR=before")[2] == 0
     old_shell = int(status(s)["shell_pid"])
+    probe = sbx.new_session()
+    assert alive_inside(sbx, probe, old_shell)
     ctl_ok(s, "timeout 500")
     t0 = time.monotonic()
     sbx.submit(s, "while :; do :; done")
@@ -317,7 +319,8 @@ def test_timeout_of_a_builtin_busy_loop(sbx):
     assert (out, err, code) == (f"before\n{cmd_ws(sbx)}/{d}\n".encode(), b"", 0)
     new_shell = int(status(s)["shell_pid"])
     if new_shell != old_shell:
-        wait_until(lambda: not pid_alive(old_shell), 5, f"the stuck shell {old_shell} to die")
+        wait_until(lambda: not alive_inside(sbx, probe, old_shell), 5,
+                   f"the stuck shell {old_shell} to die")
 
 
 def test_timeout_ends_a_command_that_ignores_term(sbx):
@@ -555,6 +558,8 @@ def test_exit_in_a_command_restarts_the_shell_with_env_and_cwd(sbx):
     d = uniq("exitdir")
     assert sbx.run(s, f"mkdir {d}; cd {d}; export EXITVAR=set-before; gone() {{ :; }}")[2] == 0
     before = status(s)
+    probe = sbx.new_session()
+    assert alive_inside(sbx, probe, before["shell_pid"])
     assert sbx.run(s, "echo bye; exit 3") == (b"bye\n", b"", 3)
     out, err, code = sbx.run(s, 'echo "$EXITVAR"; pwd -P; type gone >/dev/null 2>&1 || echo nofn')
     assert (out, err, code) == (f"set-before\n{cmd_ws(sbx)}/{d}\nnofn\n".encode(), b"", 0)
@@ -563,7 +568,8 @@ def test_exit_in_a_command_restarts_the_shell_with_env_and_cwd(sbx):
     assert after["shell_pid"] != before["shell_pid"]
     assert after["pid"] == after["shell_pid"], after
     assert status(s / "runs" / "2")["pid"] == before["shell_pid"]
-    wait_until(lambda: not pid_alive(int(before["shell_pid"])), 5, "the old shell to be gone")
+    wait_until(lambda: not alive_inside(sbx, probe, before["shell_pid"]), 5,
+               "the old shell to be gone")
 
 
 def test_exec_true_ends_with_0_and_the_next_command_works(sbx):
@@ -587,6 +593,8 @@ def test_ctl_restart_keeps_env_and_cwd(sbx):
     d = uniq("rdir")
     assert sbx.run(s, f"mkdir {d}; cd {d}; export RESTVAR=kept")[2] == 0
     before = status(s)
+    probe = sbx.new_session()
+    assert alive_inside(sbx, probe, before["shell_pid"])
     ctl_ok(s, "restart\n")
     wait_until(lambda: status(s)["restarts"] == str(int(before["restarts"]) + 1), 10,
                "restarts to go up", show=lambda: status(s))
@@ -594,7 +602,8 @@ def test_ctl_restart_keeps_env_and_cwd(sbx):
     assert (out, err, code) == (f"kept\n{cmd_ws(sbx)}/{d}\n".encode(), b"", 0)
     after = status(s)
     assert after["shell_pid"] != before["shell_pid"]
-    wait_until(lambda: not pid_alive(int(before["shell_pid"])), 5, "the old shell to be gone")
+    wait_until(lambda: not alive_inside(sbx, probe, before["shell_pid"]), 5,
+               "the old shell to be gone")
 
 
 # --- stdin -------------------------------------------------------------------------------------
