@@ -181,8 +181,7 @@ static size_t render_row(struct termscreen *ts, int r, char *out, unsigned *cell
 			continue;
 		}
 		for (int i = 0; i < VTERM_MAX_CHARS_PER_CELL && cell.chars[i]; i++)
-			len +=
-			    utf8_put(out + len, cell.chars[i] > 0x10ffff ? 0xfffd : cell.chars[i]);
+			len += utf8_put(out + len, cell.chars[i]);
 		kept = len;
 		*cells = (unsigned)(c + (cell.width > 1 ? cell.width : 1));
 	}

@@ -5,7 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Writes c (at most 0x10ffff) as UTF-8 to out (room for 4 bytes); returns how many bytes. */
+/* Writes c as UTF-8 to out (room for 4 bytes), U+FFFD for a surrogate or anything past
+ * U+10FFFF; returns how many bytes. */
 size_t utf8_put(char *out, uint32_t c);
 
 #endif
