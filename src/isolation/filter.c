@@ -1,8 +1,10 @@
 /* The sandbox's seccomp filter (see filter.h). Everything is allowed but what lets a process
  * leave or widen the sandbox: new namespaces, mounts, kernel keyrings, bpf, io_uring,
- * userfaultfd, perf events, module and kexec loading, and faking terminal input. Refusals are
- * EPERM, as an unprivileged process would get; clone3 gets ENOSYS so libc falls back to clone,
- * whose flags a filter can see. */
+ * userfaultfd, perf events, module and kexec loading, faking terminal input, and sockets of any
+ * family but local, IP and netlink (vsock, for one, ignores network namespaces). Refusals are
+ * EPERM, as an unprivileged process would get, and EAFNOSUPPORT for a socket family, as a kernel
+ * without it answers; clone3 gets ENOSYS so libc falls back to clone, whose flags a filter can
+ * see. */
 #include "filter.h"
 
 #include <errno.h>
@@ -10,6 +12,7 @@
 #include <linux/ioprio.h>
 #include <linux/sched.h>
 #include <seccomp.h>
+#include <stdbool.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/mman.h>
@@ -60,6 +63,32 @@ static int refuse_if_arg(scmp_filter_ctx ctx, int err, int sc, unsigned arg, int
 	struct scmp_arg_cmp cmp = {arg, SCMP_CMP_MASKED_EQ, 0xffffffffu, (uint32_t)v};
 
 	return seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(err), sc, 1, &cmp);
+}
+
+/* socket() and socketpair() of any family below AF_MAX but these get EAFNOSUPPORT (the kernel
+ * refuses larger ones itself). One rule per refused family: a filter cannot ask "none of". */
+static const int socket_families[] = {AF_UNIX, AF_INET, AF_INET6, AF_NETLINK};
+
+static bool family_allowed(int family)
+{
+	for (size_t i = 0; i < sizeof(socket_families) / sizeof(socket_families[0]); i++)
+		if (socket_families[i] == family)
+			return true;
+	return false;
+}
+
+static int add_socket_rules(scmp_filter_ctx ctx)
+{
+	int rc = 0;
+
+	for (int family = 0; family < AF_MAX && rc == 0; family++) {
+		if (family_allowed(family))
+			continue;
+		rc = refuse_if_arg(ctx, EAFNOSUPPORT, SCMP_SYS(socket), 0, family);
+		if (rc == 0)
+			rc = refuse_if_arg(ctx, EAFNOSUPPORT, SCMP_SYS(socketpair), 0, family);
+	}
+	return rc;
 }
 
 /* The launcher, its stdin holder and bwrap's init are out of reach of commands (same user):
@@ -137,6 +166,8 @@ int filter_bpf_fd(void)
 		rc = filter_add_setid_rules(ctx);
 	if (rc == 0)
 		rc = add_launcher_rules(ctx);
+	if (rc == 0)
+		rc = add_socket_rules(ctx);
 	fd = rc == 0 ? memfd_create("sbxfs-seccomp", MFD_CLOEXEC) : -1;
 	if (fd >= 0)
 		rc = seccomp_export_bpf(ctx, fd);
