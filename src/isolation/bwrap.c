@@ -1,12 +1,16 @@
 /* Building bwrap's argv (see bwrap.h): read-only system directories, the host's top-level
- * symlinks (/bin -> usr/bin ...) recreated, sized tmpfs for /tmp and /dev/shm, a private /proc
- * and /dev, the workspace read-write, new namespaces, and the root remounted read-only. */
+ * symlinks (/bin -> usr/bin ...) recreated, /etc as a tmpfs of the host's entries bound one by
+ * one, sized tmpfs for /tmp and /dev/shm, a private /proc and /dev, the workspace read-write,
+ * new namespaces, and the root remounted read-only. */
 #include "bwrap.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -45,29 +49,99 @@ static void add_num(struct argv_builder *b, const char *opt, unsigned long long 
 	add2(b, opt, num);
 }
 
-/* /usr and /etc read-only; /bin, /lib... as the host has them (links into /usr or dirs). */
+/* An entry of a host directory as it is: a link recreated, a file or directory bound. */
+static void add_entry(struct argv_builder *b, const char *path)
+{
+	char target[PATH_MAX];
+	struct stat st;
+	ssize_t n;
+
+	if (lstat(path, &st) < 0)
+		return;
+	if (S_ISLNK(st.st_mode)) {
+		n = readlink(path, target, sizeof(target) - 1);
+		if (n <= 0)
+			return;
+		target[n] = '\0';
+		add3(b, "--symlink", target, path);
+	} else if (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)) {
+		add3(b, "--ro-bind-try", path, path);
+	}
+}
+
+/* /usr read-only; /bin, /lib... as the host has them (links into /usr or dirs). */
 static void add_system_dirs(struct argv_builder *b)
 {
-	static const char *const names[] = {"/usr", "/etc", "/bin", "/sbin", "/lib",
+	static const char *const names[] = {"/usr", "/bin", "/sbin", "/lib",
 					    "/lib32", "/lib64", "/libx32"};
 
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		char target[PATH_MAX];
-		struct stat st;
-		ssize_t n;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		add_entry(b, names[i]);
+}
 
-		if (lstat(names[i], &st) < 0)
-			continue;
-		if (S_ISLNK(st.st_mode)) {
-			n = readlink(names[i], target, sizeof(target) - 1);
-			if (n <= 0)
-				continue;
-			target[n] = '\0';
-			add3(b, "--symlink", target, names[i]);
-		} else if (S_ISDIR(st.st_mode)) {
-			add3(b, "--ro-bind", names[i], names[i]);
+static int by_name(const struct dirent **a, const struct dirent **c)
+{
+	return strcmp((*a)->d_name, (*c)->d_name);
+}
+
+static bool is_etc_id_file(const char *name)
+{
+	return strcmp(name, "passwd") == 0 || strcmp(name, "group") == 0;
+}
+
+/* /etc is a tmpfs of the sandbox's own, with each host entry bound on a name of that tmpfs: a
+ * mount over the host's own /etc/passwd would be detached when the host renames a new passwd
+ * over it (useradd), and the sandbox's identity files with it. So a host file shows as it was
+ * at the start when the host replaces it by a rename, and as it is when edited in place;
+ * directories show live; an entry the host adds later does not show. */
+static void add_etc(struct argv_builder *b, const struct bwrap_spec *sp)
+{
+	struct dirent **list = NULL;
+	int n = scandir("/etc", &list, NULL, by_name);
+
+	add_num(b, "--size", 1 << 20);
+	add2(b, "--tmpfs", "/etc");
+	for (int i = 0; i < n; i++) {
+		const char *name = list[i]->d_name;
+
+		if (strcmp(name, ".") && strcmp(name, "..") && !(sp->etc_ids && is_etc_id_file(name))) {
+			char *path = xasprintf("/etc/%s", name);
+
+			add_entry(b, path);
+			free(path);
 		}
+		free(list[i]);
 	}
+	free(list);
+	if (sp->etc_ids) {
+		add_num(b, "--ro-bind-data", BWRAP_FD_PASSWD);
+		add(b, "/etc/passwd");
+		add_num(b, "--ro-bind-data", BWRAP_FD_GROUP);
+		add(b, "/etc/group");
+	}
+	add2(b, "--remount-ro", "/etc");
+}
+
+int bwrap_etc_fd(const struct bwrap_spec *sp)
+{
+	struct argv_builder b = {0};
+	int fd = memfd_create("sbxfs-etc-args", MFD_CLOEXEC), rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	add_etc(&b, sp);
+	for (size_t i = 0; i < b.n && rc == 0; i++) {
+		size_t len = strlen(b.v[i]) + 1; /* with its NUL: bwrap's separator */
+
+		if (write(fd, b.v[i], len) != (ssize_t)len)
+			rc = -errno;
+	}
+	bwrap_argv_free(b.v);
+	if (rc < 0) {
+		close(fd);
+		return rc;
+	}
+	return fd;
 }
 
 static void add_namespaces(struct argv_builder *b, const struct bwrap_spec *sp)
@@ -94,12 +168,7 @@ char **bwrap_argv(const struct bwrap_spec *sp)
 	add(&b, "--die-with-parent");
 	add(&b, "--new-session");
 	add_system_dirs(&b);
-	if (sp->etc_ids) {
-		add_num(&b, "--ro-bind-data", BWRAP_FD_PASSWD);
-		add(&b, "/etc/passwd");
-		add_num(&b, "--ro-bind-data", BWRAP_FD_GROUP);
-		add(&b, "/etc/group");
-	}
+	add_num(&b, "--args", BWRAP_FD_ETC); /* the host's names stay out of ps's view */
 	add2(&b, "--proc", "/proc");
 	add2(&b, "--dev", "/dev");
 	add_num(&b, "--size", sp->tmp_size);

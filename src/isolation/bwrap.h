@@ -13,9 +13,11 @@
 
 /* The fd bwrap reads the seccomp program from, as numbered in its argv. */
 #define BWRAP_FD_SECCOMP 4
-/* And the /etc/passwd and /etc/group it shows, when the spec asks for them. */
-#define BWRAP_FD_PASSWD 5
-#define BWRAP_FD_GROUP 6
+/* The arguments that make its /etc (bwrap_etc_fd), and the /etc/passwd and /etc/group it
+ * shows when the spec asks for them. */
+#define BWRAP_FD_ETC 5
+#define BWRAP_FD_PASSWD 6
+#define BWRAP_FD_GROUP 7
 
 struct bwrap_spec {
 	const char *bwrap;     /* the bwrap binary */
@@ -28,6 +30,9 @@ struct bwrap_spec {
 	bool etc_ids;          /* /etc/passwd and /etc/group from BWRAP_FD_PASSWD and _GROUP */
 };
 
+/* A memfd of the NUL-separated arguments that build the sandbox's /etc, for BWRAP_FD_ETC, or
+ * -errno. The host's entries are listed when it is made. */
+int bwrap_etc_fd(const struct bwrap_spec *sp);
 /* NULL-terminated argv; free with bwrap_argv_free. */
 char **bwrap_argv(const struct bwrap_spec *sp);
 void bwrap_argv_free(char **argv);

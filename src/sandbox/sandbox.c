@@ -50,6 +50,7 @@ static bool own_uid; /* identity is from uid_range: no passwd entry on the host 
 static char **bwrap;
 static int seccomp_fd = -1;
 static int etc_fds[2] = {-1, -1}; /* the sandbox's passwd and group, for an own uid */
+static int etc_args_fd = -1;	  /* bwrap's arguments that make the sandbox's /etc */
 static char *mountpoint;
 static char *git_helper;
 static char *netproxy;
@@ -316,6 +317,10 @@ static int prepare_isolation(char *err, size_t errlen)
 	if (own_uid && (rc = make_etc_ids(err, errlen)) < 0)
 		return rc;
 	bs.etc_ids = own_uid;
+	if ((etc_args_fd = bwrap_etc_fd(&bs)) < 0) {
+		snprintf(err, errlen, "the sandbox's /etc: %s", strerror(-etc_args_fd));
+		return etc_args_fd;
+	}
 	if ((rc = stage_paths(err, errlen)) < 0)
 		return rc;
 	/* The daemon's own namespace, so that it can open the proxy's listeners in it; bwrap
@@ -460,8 +465,9 @@ int sandbox_start(const char *mnt, char *err, size_t errlen)
 			return rc;
 		ls = (struct launch_spec){.launcher = launcher,
 					  .bwrap_argv = bwrap,
-					  .pass_fds = {seccomp_fd, etc_fds[0], etc_fds[1]},
-					  .npass = own_uid ? 3 : 1,
+					  .pass_fds = {seccomp_fd, etc_args_fd, etc_fds[0],
+						       etc_fds[1]},
+					  .npass = own_uid ? 4 : 2,
 					  .id = &identity,
 					  .netns = netns_fd(),
 					  .repair = repair_workspace_root};
@@ -520,6 +526,9 @@ void sandbox_stop(void)
 	bwrap_argv_free(bwrap);
 	if (seccomp_fd >= 0)
 		close(seccomp_fd);
+	if (etc_args_fd >= 0)
+		close(etc_args_fd);
+	etc_args_fd = -1;
 	for (int i = 0; i < 2; i++)
 		if (etc_fds[i] >= 0)
 			close(etc_fds[i]);

@@ -16,6 +16,7 @@ import errno
 import json
 import os
 import platform
+import shlex
 import shutil
 import signal
 import socket
@@ -29,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from sbxutil import (status, ConfMount, bounded, descendants, errname, errno_of, is_mounted,
+from sbxutil import (status, ConfMount, SbxMount, bounded, descendants, errname, errno_of, is_mounted,
                     isolation_none, kill_quietly, pid_alive, proc_comm, proc_parent,
                     procs_matching, read_bytes, sleep_tag, uniq, wait_until, write_errno, started,
                     stopped_cleanly, sh, put_script, limits, ctl_ok, cgroup_tree_pids)
@@ -1142,3 +1143,75 @@ def test_cwd_writes_resolve_inside_the_sandbox(sbx):
     assert read_bytes(s / "cwd") == b"/\n"
     out, err, code = sh(sbx, s, "pwd; ls")
     assert out.split("\n")[0] == "/" and "workspace" in out.split() and "root" not in out.split()
+
+
+class EtcCopyMount(SbxMount):
+    """A daemon in a mount namespace of its own whose /etc is a copy of the host's, so that the
+    test can useradd and userdel "on the host" without touching this machine's files. Its mount
+    is reached through /proc/PID/root, which walks that namespace's mounts."""
+
+    def __init__(self, tmp):
+        super().__init__(tmp)
+        self.etc = self.tmp / "etc"
+        shutil.copytree("/etc", self.etc, symlinks=True)
+
+    def command_line(self):
+        inner = " ".join(shlex.quote(a) for a in super().command_line())
+        return ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                f"mount --bind {shlex.quote(str(self.etc))} /etc && exec {inner}"]
+
+    def start(self, timeout=10):
+        with open(self.stdout_log, "ab") as out, open(self.stderr_log, "ab") as err:
+            self.proc = subprocess.Popen(self.command_line(), stdin=subprocess.DEVNULL,
+                                         stdout=out, stderr=err, start_new_session=True)
+        self.mnt = Path(f"/proc/{self.proc.pid}/root") / str(self.tmp / "mnt").lstrip("/")
+        self.sessions = self.mnt / "sessions"
+        self.workspace = self.mnt / "workspace"
+
+        def up():
+            try:
+                return "workspace starting" not in (self.mnt / "limits").read_text()
+            except OSError:
+                return False
+        wait_until(up, timeout, "the mount in its own namespace", show=self.daemon_log)
+        return self
+
+    def in_namespace(self, *argv):
+        return subprocess.run(["nsenter", "-t", str(self.proc.pid), "-m", *argv],
+                              capture_output=True, timeout=30)
+
+    def end(self):
+        self.proc.terminate()
+        try:
+            return self.proc.wait(timeout=20)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def test_the_sandboxs_passwd_stays_when_the_host_replaces_its_own():
+    """useradd and userdel rename a new /etc/passwd over the old one: a mount on the old one's
+    dentry would be detached, and the sandbox would see the host's users and lose its own name."""
+    if not shutil.which("useradd"):
+        pytest.skip("no useradd")
+    m = EtcCopyMount(tempfile.mkdtemp(prefix="sbxfs-etc-")).start()
+    try:
+        s = m.new_session()
+        who = "whoami && cat /etc/passwd && cat /etc/group"
+        before = sh(m, s, who)
+        assert before[2] == 0 and before[0].startswith("sbxfs\n"), before
+        user = uniq("sbxu")[:24]
+        for step in (["useradd", "-M", user], ["userdel", user]):
+            res = m.in_namespace(*step)
+            assert res.returncode == 0, res
+            assert (user in (m.etc / "passwd").read_text()) == (step[0] == "useradd")
+            assert sh(m, s, who) == before, step
+        # and the rest of /etc is the host's, as of the start where the host renames a new
+        # file over one, live where it edits one in place
+        with open(m.etc / "hostname", "a") as f:
+            f.write("edited-in-place\n")
+        assert "edited-in-place" in sh(m, s, "cat /etc/hostname")[0]
+    finally:
+        assert m.end() == 0, m.daemon_log()
+        shutil.rmtree(m.tmp, ignore_errors=True)
