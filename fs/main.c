@@ -16,6 +16,7 @@
 #include "ctl.h"
 #include "ctxfs.h"
 #include "daemon.h"
+#include "guard.h"
 #include "handover.h"
 #include "idmap.h"
 #include "log.h"
@@ -36,7 +37,7 @@
 #define DEFAULT_CONFIG "/etc/sbxfs/sbxfs.ini"
 
 struct cmdline {
-	bool foreground, debug, unmount;
+	bool foreground, debug, unmount, lazy;
 	const char *config, *workspace, *state_dir, *isolation, *network, *source, *mountpoint;
 	struct mountopts opts;
 };
@@ -72,9 +73,12 @@ static void usage(FILE *out)
 	    "                    FUSE's mount options (allow_other, nosuid, fsname=...);\n"
 	    "                    fstab's own (defaults, nofail, x-*) are ignored.\n"
 	    "                    Precedence: the ini file < -o < the flags above\n"
-	    "  -u                unmount MOUNTPOINT: its kernel-mounted workspace, then the\n"
-	    "                    sandbox (which ends every session); returns once its\n"
-	    "                    daemon has exited\n"
+	    "  -u                unmount MOUNTPOINT and what is mounted on it, or nothing if\n"
+	    "                    any of it is in use (it says by which processes); this ends\n"
+	    "                    the sandbox and every session; returns once its daemon has\n"
+	    "                    exited\n"
+	    "  -z, --lazy        with -u: stop the daemon whatever is open; what held the mount\n"
+	    "                    gets ENOTCONN\n"
 	    "  -h, --help        this text\n"
 	    "  -V, --version     the version\n"
 	    "  attach PATH       attach this terminal to the sandbox terminal PATH (made if\n"
@@ -95,13 +99,14 @@ static void parse_cmdline(int argc, char **argv, struct cmdline *cl)
 		{"network", required_argument, NULL, 'n'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
+		{"lazy", no_argument, NULL, 'z'},
 		{NULL, 0, NULL, 0},
 	};
 	char err[512];
 	int c;
 
 	memset(cl, 0, sizeof(*cl));
-	while ((c = getopt_long(argc, argv, "fdc:o:uhV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "fdc:o:uzhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f': cl->foreground = true; break;
 		case 'd': cl->debug = cl->foreground = true; break;
@@ -111,6 +116,7 @@ static void parse_cmdline(int argc, char **argv, struct cmdline *cl)
 				fatalx("%s", err);
 			break;
 		case 'u': cl->unmount = true; break;
+		case 'z': cl->lazy = true; break;
 		case 'w': cl->workspace = optarg; break;
 		case 's': cl->state_dir = optarg; break;
 		case 'i': cl->isolation = optarg; break;
@@ -291,6 +297,17 @@ static int start_snapshots(const struct config *cfg, uid_t uid, gid_t gid, char 
 	return rc;
 }
 
+/* The mount point, for mount_whole (set before the attach thread starts). */
+static const char *whole_at;
+
+/* Once workspace/ is attached (its attach thread): the other trees get their covers, then the
+ * mount is whole and ready. */
+static void mount_whole(void)
+{
+	guard_attach(whole_at);
+	daemon_ready();
+}
+
 int main(int argc, char **argv)
 {
 	struct fuse_session *se;
@@ -307,7 +324,7 @@ int main(int argc, char **argv)
 		return attach_main(argc - 1, argv + 1);
 	parse_cmdline(argc, argv, &cl);
 	if (cl.unmount)
-		unmount_main(cl.mountpoint);
+		unmount_main(cl.mountpoint, cl.lazy);
 	load_config(&cl, &cfg);
 	log_init("sbxfs", cfg.log_level, NULL);
 	check_fuse_device();
@@ -324,7 +341,8 @@ int main(int argc, char **argv)
 	if (cfg.idmap == IDMAP_USER && own_user)
 		idmap_swap(getuid(), getgid(), sb_uid, sb_gid);
 	/* Before anything reaps children: it forks (see ws_mount_prepare). */
-	sandbox_describe_also(ws_view_describe);
+	sandbox_describe_also(guard_describe);
+	guard_prepare(!cfg.ws_symfollow);
 	ws_view_prepare(&(struct ws_view_spec){
 	    .backing = cfg.workspace,
 	    .kernel = cfg.ws_kernel,
@@ -373,7 +391,8 @@ int main(int argc, char **argv)
 			  strerror(-rc));
 	ws_dev_tune_mount(mnt_abs);
 	log_info("mounted on %s (workspace %s)", cl.mountpoint, cfg.workspace);
-	ws_view_attach(mnt_abs, daemon_ready);
+	whole_at = mnt_abs;
+	ws_view_attach(mnt_abs, mount_whole);
 	rc = serve(se);
 	/* Nothing is served any more: what the kernel never released goes first, then the work
 	 * under way, before the sessions a restore would stop. */

@@ -1,8 +1,15 @@
-/* `sbxfs -u MOUNTPOINT`: unmounts, then waits for the daemon that served the mount to exit, so
- * that what follows (a mount on the same state dir, systemd's SIGTERM to what is left of the
- * unit) meets a daemon that is gone, not one still stopping. The daemon is found by the FUSE
- * connection its /dev/fuse descriptors serve (fdinfo's fuse_connection, Linux 6.16 and later),
- * so nothing but the mount point is needed; on older kernels -u returns once unmounted. */
+/* `sbxfs -u MOUNTPOINT`: unmounts as a transaction, then waits for the daemon that served the
+ * mount to exit, so that what follows (a mount on the same state dir, systemd's SIGTERM to what
+ * is left of the unit) meets a daemon that is gone, not one still stopping.
+ * A busy mount (holders.h) is refused before anything changes, with what holds it. Otherwise the
+ * mounts on the mount (workspace/, the guard's covers) are detached, each kept as a clone, and
+ * the mount unmounted; should that still fail (something got in meanwhile), the clones go back
+ * where they were, so a refused unmount never leaves a tree that follows links. -z (--lazy)
+ * stops the daemon instead, which detaches it all lazily and ends the connection: what held it
+ * gets ENOTCONN, and the detached covers keep their nosymfollow.
+ * The daemon is found by the FUSE connection its /dev/fuse descriptors serve (fdinfo's
+ * fuse_connection, Linux 6.16 and later), so nothing but the mount point is needed; on older
+ * kernels -u returns once unmounted. */
 #include "unmount.h"
 
 #include <dirent.h>
@@ -10,19 +17,22 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "holders.h"
 #include "log.h"
-#include "ws_mount.h"
+#include "mounttab.h"
 #include "xmalloc.h"
 
 extern char **environ;
@@ -33,23 +43,6 @@ extern char **environ;
 /* Past this, say what -u is waiting for, so a slow stop does not look like a hang. */
 #define STOP_NOTE_MS 3000
 #define MAX_SERVERS  8
-
-/* Undoes mountinfo's octal escapes (\040 for a space, \011, \012, \134) in place. */
-static void unescape(char *s)
-{
-	char *out = s;
-
-	for (; *s; s++) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
-		    s[3] >= '0' && s[3] <= '7') {
-			*out++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
-			s += 3;
-		} else {
-			*out++ = *s;
-		}
-	}
-	*out = '\0';
-}
 
 /* The absolute path of the mount point, found without entering the mount: its parent resolved,
  * its own name appended, as fusermount3 does. NULL if the parent cannot be resolved. */
@@ -76,33 +69,51 @@ static char *mount_path(const char *mountpoint)
 	return path;
 }
 
-/* The device of the topmost sbxfs mount at path, as the kernel numbers FUSE connections
- * (MAJOR << 20 | MINOR); 0 if none is mounted there. */
-static unsigned long sbxfs_connection(const char *path)
+/* The mount at path and every mount on it, with the FUSE connection of the sbxfs mount there
+ * (MAJOR << 20 | MINOR, 0 if there is none) and the points of the mounts on it. */
+struct tree_scan {
+	const char *path;
+	struct mount_tree tree;
+	unsigned long conn;
+	char *subs[64];
+	int nsubs;
+};
+
+static int scan_mount(const struct mount_entry *m, void *arg)
 {
-	char *line = NULL, point[PATH_MAX + 1], fstype[64];
-	unsigned maj, min;
-	unsigned long conn = 0;
-	size_t cap = 0;
-	FILE *f = fopen("/proc/self/mountinfo", "re");
+	struct tree_scan *t = arg;
 
-	if (!f)
+	if (!mounttab_under(m->point, t->path) || t->tree.n == 64)
 		return 0;
-	while (getline(&line, &cap, f) > 0) {
-		/* id parent MAJ:MIN root mountpoint options [optional fields] - fstype ... */
-		char *sep = strstr(line, " - ");
+	t->tree.ids[t->tree.n] = m->id;
+	t->tree.major[t->tree.n] = m->major;
+	t->tree.minor[t->tree.n++] = m->minor;
+	if (strcmp(m->point, t->path) == 0)
+		t->conn = strcmp(m->fstype, "fuse.sbxfs") == 0
+			      ? (unsigned long)m->major << 20 | m->minor
+			      : 0;
+	else if (t->nsubs < 64)
+		t->subs[t->nsubs++] = xstrdup(m->point);
+	return 0;
+}
 
-		if (!sep || sscanf(line, "%*s %*s %u:%u %*s %4096s", &maj, &min, point) != 3 ||
-		    sscanf(sep + 3, "%63s", fstype) != 1)
-			continue;
-		unescape(point);
-		if (strcmp(point, path) == 0)
-			conn =
-			    strcmp(fstype, "fuse.sbxfs") == 0 ? (unsigned long)maj << 20 | min : 0;
-	}
-	free(line);
-	fclose(f);
-	return conn;
+static int deepest_first(const void *a, const void *b)
+{
+	return (int)strlen(*(char *const *)b) - (int)strlen(*(char *const *)a);
+}
+
+static void scan_tree(struct tree_scan *t, const char *path)
+{
+	memset(t, 0, sizeof(*t));
+	t->path = path;
+	mounttab_each(scan_mount, t);
+	qsort(t->subs, (size_t)t->nsubs, sizeof(t->subs[0]), deepest_first);
+}
+
+static void free_tree(struct tree_scan *t)
+{
+	for (int i = 0; i < t->nsubs; i++)
+		free(t->subs[i]);
 }
 
 /* Whether one of pid's descriptors is /dev/fuse serving connection conn. */
@@ -224,20 +235,110 @@ static bool wait_exited(int *pidfds, int n, const char *mountpoint)
 	return left == 0;
 }
 
-void unmount_main(const char *mountpoint)
+/* Pids of the servers found, for holders_find to skip: the daemon holds its own mount. */
+static int server_pids(int *pidfds, int n, pid_t *pids)
 {
-	int pidfds[MAX_SERVERS], n = 0, rc;
-	char *path = mount_path(mountpoint);
-	unsigned long conn = path ? sbxfs_connection(path) : 0;
+	for (int i = 0; i < n; i++) {
+		char path[64], line[128];
+		FILE *f;
 
+		pids[i] = 0;
+		snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfds[i]);
+		if (!(f = fopen(path, "re")))
+			continue;
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "Pid: %d", &pids[i]) == 1)
+				break;
+		fclose(f);
+	}
+	return n;
+}
+
+/* Refuses a busy mount: exits 1 with what holds it. */
+static void refuse_if_busy(const struct tree_scan *t, const char *mountpoint, const pid_t *skip,
+			   int nskip, const char *done)
+{
+	char names[1024];
+	int n = holders_find(&t->tree, skip, nskip, names, sizeof(names));
+
+	if (n == 0)
+		return;
+	log_warnx("%s is busy, %s: held by %s (close what they have open there, or stop their "
+		  "working directory being there; or unmount lazily with sbxfs -u -z)",
+		  mountpoint, done, names);
+	exit(1);
+}
+
+/* Detaches the mounts on the mount, deepest first, keeping a clone of each in clones. */
+static void detach_subs(const struct tree_scan *t, int *clones)
+{
+	for (int i = 0; i < t->nsubs; i++) {
+		clones[i] = open_tree(AT_FDCWD, t->subs[i], OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+		if (umount2(t->subs[i], MNT_DETACH | UMOUNT_NOFOLLOW) < 0 && errno != EINVAL)
+			log_warn("unmount %s", t->subs[i]);
+	}
+}
+
+/* Puts the clones back, shallowest first. */
+static void restore_subs(const struct tree_scan *t, int *clones)
+{
+	for (int i = t->nsubs - 1; i >= 0; i--) {
+		if (clones[i] < 0)
+			continue;
+		if (move_mount(clones[i], "", AT_FDCWD, t->subs[i], MOVE_MOUNT_F_EMPTY_PATH) < 0)
+			log_warn("cannot mount %s back", t->subs[i]);
+		close(clones[i]);
+		clones[i] = -1;
+	}
+}
+
+static void close_clones(const struct tree_scan *t, int *clones)
+{
+	for (int i = 0; i < t->nsubs; i++)
+		if (clones[i] >= 0)
+			close(clones[i]);
+}
+
+/* -z: the daemon stops, detaching what it mounted and then the mount, lazily. */
+static int stop_servers(int *pidfds, int n, const char *mountpoint)
+{
+	if (n == 0) {
+		log_warnx("%s: no daemon serving it was found to stop (this kernel does not tell "
+			  "which process serves a FUSE connection)",
+			  mountpoint);
+		return 1;
+	}
+	for (int i = 0; i < n; i++)
+		if (syscall(SYS_pidfd_send_signal, pidfds[i], SIGTERM, NULL, 0) < 0)
+			log_warn("signal the daemon of %s", mountpoint);
+	return 0;
+}
+
+void unmount_main(const char *mountpoint, bool lazy)
+{
+	int pidfds[MAX_SERVERS], clones[64], n = 0, rc;
+	pid_t pids[MAX_SERVERS];
+	char *path = mount_path(mountpoint);
+	struct tree_scan t;
+
+	scan_tree(&t, path ? path : mountpoint);
 	free(path);
-	if (conn)
-		n = find_servers(conn, pidfds, MAX_SERVERS);
-	/* The workspace mounted on the mount goes first, or the FUSE unmount meets EBUSY. */
-	rc = ws_mount_unmount_at(mountpoint);
-	if (rc < 0 && rc != -EPERM) /* EPERM: not root, so there is no kernel mount to undo */
-		log_warnx("unmount %s/workspace: %s", mountpoint, strerror(-rc));
-	if ((rc = fusermount_unmount(mountpoint)) != 0)
+	if (t.conn)
+		n = server_pids(pidfds, find_servers(t.conn, pidfds, MAX_SERVERS), pids);
+	if (lazy) {
+		rc = stop_servers(pidfds, n, mountpoint);
+	} else {
+		refuse_if_busy(&t, mountpoint, pids, n, "nothing was unmounted");
+		detach_subs(&t, clones);
+		if ((rc = fusermount_unmount(mountpoint)) != 0) {
+			restore_subs(&t, clones);
+			refuse_if_busy(&t, mountpoint, pids, n, "it is mounted as it was");
+			log_warnx("%s: it is mounted as it was", mountpoint);
+		}
+		close_clones(&t, clones);
+	}
+	free_tree(&t);
+	if (rc != 0)
 		exit(rc);
 	if (!wait_exited(pidfds, n, mountpoint))
 		fatalx("%s is unmounted, but its daemon did not stop within %d s (see its log)",

@@ -3,6 +3,7 @@
 #include "snapfs.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -190,9 +191,21 @@ void snapfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_se
 	snapfs_getattr(req, ino, fi);
 }
 
+/* Set while the host is to follow no link here and no nosymfollow mount covers snapshots/ yet
+ * (the guard's, fs/guard.c): the files/ views then give no link's target, as that mount would
+ * refuse to follow one. */
+static atomic_bool hold_links;
+
+void snapfs_hold_links(bool hold)
+{
+	atomic_store(&hold_links, hold);
+}
+
 void snapfs_readlink(fuse_req_t req, fuse_ino_t ino)
 {
-	if (snap_ino_kind(ino) == N_NODE)
+	if (snap_ino_kind(ino) == N_NODE && atomic_load(&hold_links))
+		fuse_reply_err(req, ELOOP);
+	else if (snap_ino_kind(ino) == N_NODE)
 		snapview_readlink(req, ino);
 	else
 		fuse_reply_err(req, EINVAL);

@@ -18,6 +18,8 @@ void snapfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void snapfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		    struct fuse_file_info *fi);
 void snapfs_readlink(fuse_req_t req, fuse_ino_t ino);
+/* While hold is set, files/ views answer readlink with ELOOP (see snapfs.c). */
+void snapfs_hold_links(bool hold);
 void snapfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name);
 void snapfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
 void snapfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);

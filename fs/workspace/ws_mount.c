@@ -189,14 +189,3 @@ void ws_mount_detach(void)
 	}
 	pthread_mutex_unlock(&lock);
 }
-
-int ws_mount_unmount_at(const char *mountpoint)
-{
-	char *path = xasprintf("%s/workspace", mountpoint);
-	int rc = 0;
-
-	if (umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
-		rc = errno == EINVAL ? 1 : -errno; /* EINVAL: not a mount point */
-	free(path);
-	return rc;
-}

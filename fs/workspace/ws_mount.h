@@ -40,8 +40,4 @@ int ws_mount_attach(int mfd, const char *target, bool keep);
  * the FUSE mount, so it works once the FUSE session stopped serving. No-op if none. */
 void ws_mount_detach(void);
 
-/* For `sbxfs -u`: detaches whatever is mounted on mountpoint/workspace. Returns 0 if something
- * was, 1 if nothing was, -errno on failure. */
-int ws_mount_unmount_at(const char *mountpoint);
-
 #endif

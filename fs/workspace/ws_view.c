@@ -1,7 +1,8 @@
 /* What the host gets at MOUNT/workspace (see ws_view.h): the choice between the kernel mount and
  * the FUSE workspace, the nosymfollow bind that covers the latter, what is logged about it, and
- * the lines of `limits`. A fallback to FUSE is never silent: it is a warning in the log and a
- * line of `limits` with its reason, and so is a view that follows links when asked not to. */
+ * what `limits` says of it, read from the mount table. A fallback to FUSE is never silent: it is
+ * a warning in the log and a line of `limits` with its reason, and so is a view that follows
+ * links when asked not to. */
 #include "ws_view.h"
 
 #include <errno.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "mounttab.h"
 #include "workspace.h"
 #include "ws_mount.h"
 #include "xmalloc.h"
@@ -25,11 +27,13 @@ static enum view shown = V_STARTING; /* what `limits` says */
 static enum view planned;	     /* what ws_view_prepare could set up */
 static int kernel_mfd = -1;	     /* the prepared kernel mount */
 static bool want_nofollow;	     /* host_symlinks = nofollow */
-static bool nofollow;		     /* a nosymfollow mount is attached */
+static char *view_path;		     /* MOUNT/workspace, once attached */
 static char fallback_why[512];	     /* why not the kernel mount, when asked for */
 static char links_why[512];	     /* why links are followed, when nofollow was asked for */
 /* Until the view is attached, the FUSE workspace refuses readlink: a host program that looks at
- * workspace/ in the first milliseconds of the mount follows no link either. */
+ * workspace/ in the first milliseconds of the mount follows no link either. Under the kernel
+ * mount it keeps refusing: only what got in before the mount, or after someone detached it,
+ * reaches the FUSE view there. */
 static atomic_bool hold_links;
 
 void ws_view_prepare(const struct ws_view_spec *s)
@@ -108,9 +112,8 @@ static void settle(const char *target)
 		log_warnx("workspace/ follows the sandbox's symlinks on the host: %s", links_why);
 	pthread_mutex_lock(&lock);
 	shown = v;
-	nofollow = want_nofollow && (v == V_KERNEL || bound);
 	pthread_mutex_unlock(&lock);
-	atomic_store(&hold_links, false);
+	atomic_store(&hold_links, want_nofollow && v == V_KERNEL);
 }
 
 struct attach {
@@ -138,6 +141,9 @@ void ws_view_attach(const char *mountpoint, void (*settled)(void))
 
 	/* The mounts need target's lookup answered: they run while the session serves. */
 	a->target = target;
+	pthread_mutex_lock(&lock);
+	view_path = xstrdup(target);
+	pthread_mutex_unlock(&lock);
 	a->settled = settled;
 	if ((rc = pthread_create(&t, NULL, attach_thread, a)) == 0) {
 		pthread_detach(t);
@@ -163,19 +169,48 @@ char *ws_view_describe(void)
 	    [V_FUSE] = "fuse",
 	    [V_FALLBACK] = "fuse-fallback",
 	};
+	struct mount_top top = {0};
 	enum view v;
 	char *text;
-	bool links;
 
 	pthread_mutex_lock(&lock);
 	v = shown;
-	links = v == V_STARTING ? !atomic_load(&hold_links) : !nofollow;
-	text = xasprintf("workspace %s%s%s\nhost_symlinks %s%s%s\n", names[v],
-			 v == V_FALLBACK ? " " : "", v == V_FALLBACK ? fallback_why : "",
-			 links ? "follow" : "nofollow", links && want_nofollow ? " " : "",
-			 links && want_nofollow ? links_why : "");
+	if (v != V_STARTING)
+		mounttab_top(view_path, &top);
+	if (v == V_KERNEL && (!top.found || !strcmp(top.fstype, "fuse.sbxfs")))
+		text = xasprintf("workspace detached: nothing is mounted on workspace/ (its FUSE view "
+				 "%s)\n",
+				 want_nofollow ? "refuses to read links" : "is served");
+	else
+		text = xasprintf("workspace %s%s%s\n", names[v], v == V_FALLBACK ? " " : "",
+				 v == V_FALLBACK ? fallback_why : "");
 	pthread_mutex_unlock(&lock);
 	return text;
+}
+
+bool ws_view_follows(char *why, size_t whylen)
+{
+	struct mount_top top = {0};
+	bool follows;
+
+	*why = '\0';
+	if (!want_nofollow)
+		return true;
+	if (atomic_load(&hold_links))
+		return false;
+	pthread_mutex_lock(&lock);
+	if (shown == V_STARTING) {
+		pthread_mutex_unlock(&lock);
+		snprintf(why, whylen, "%s", links_why);
+		return true;
+	}
+	mounttab_top(view_path, &top);
+	follows = !top.found || !top.nosymfollow;
+	if (follows)
+		snprintf(why, whylen, "%s",
+			 links_why[0] ? links_why : "no nosymfollow mount covers workspace/ any more");
+	pthread_mutex_unlock(&lock);
+	return follows;
 }
 
 bool ws_view_hold_links(void)

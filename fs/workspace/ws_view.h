@@ -24,12 +24,15 @@ void ws_view_prepare(const struct ws_view_spec *s);
  * asked for: a fallback to FUSE, links followed), then calls settled (from that thread): only
  * then is the mount whole, so an unmount right after the start finds what it has to undo. */
 void ws_view_attach(const char *mountpoint, void (*settled)(void));
-/* The `limits` lines: "workspace kernel", "workspace fuse" or "workspace fuse-fallback WHY"
- * ("workspace starting" until attached), then "host_symlinks nofollow" or "host_symlinks follow"
- * (with why, when nofollow was asked for). Caller frees. */
+/* The `limits` line of what is on MOUNT/workspace now, by the mount table: "workspace kernel",
+ * "workspace fuse" or "workspace fuse-fallback WHY" ("workspace starting" until attached,
+ * "workspace detached: ..." once the kernel mount is gone). Caller frees. */
 char *ws_view_describe(void);
-/* Whether the FUSE workspace must not give symlink targets yet: the host is to follow none, and
- * the mount that enforces it is not attached yet. */
+/* Whether the host follows links in workspace/ now (by the mount table); why (at most whylen)
+ * when nofollow was asked for, "" when links are followed by configuration. */
+bool ws_view_follows(char *why, size_t whylen);
+/* Whether the FUSE workspace must not give symlink targets: the host is to follow none, and the
+ * mount that enforces it is not attached yet, or the kernel mount covers the FUSE view. */
 bool ws_view_hold_links(void);
 
 #endif

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "elapsed.h"
 #include "json.h"
 #include "loop.h"
 #include "xmalloc.h"
@@ -107,8 +108,7 @@ int result_render(struct run *r, const char *sid, char **text, size_t *len)
 		  r->cmdlen < RESULT_STREAM_MAX ? r->cmdlen : RESULT_STREAM_MAX,
 		  r->cmdlen > RESULT_STREAM_MAX, r->cmdlen > RESULT_STREAM_MAX);
 	jbuf_printf(&b, ",\"duration\":%lld,\"timestamp\":\"%s.%03ldZ\",\"sessionId\":",
-		    (long long)((sn.ended.tv_sec - sn.started.tv_sec) * 1000 +
-				(sn.ended.tv_nsec - sn.started.tv_nsec) / 1000000),
+		    (long long)elapsed_ms(&sn.started, &sn.ended),
 		    stamp, sn.started.tv_nsec / 1000000);
 	json_string(&b, sid, strlen(sid));
 	jbuf_printf(&b, ",\"run\":%u,\"signal\":", sn.n);

@@ -72,7 +72,7 @@ static void add_entry(struct argv_builder *b, const char *path)
 /* /usr read-only; /bin, /lib... as the host has them (links into /usr or dirs). */
 static void add_system_dirs(struct argv_builder *b)
 {
-	static const char *const names[] = {"/usr", "/bin", "/sbin", "/lib",
+	static const char *const names[] = {"/usr",   "/bin",	"/sbin",  "/lib",
 					    "/lib32", "/lib64", "/libx32"};
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
@@ -104,7 +104,8 @@ static void add_etc(struct argv_builder *b, const struct bwrap_spec *sp)
 	for (int i = 0; i < n; i++) {
 		const char *name = list[i]->d_name;
 
-		if (strcmp(name, ".") && strcmp(name, "..") && !(sp->etc_ids && is_etc_id_file(name))) {
+		if (strcmp(name, ".") && strcmp(name, "..") &&
+		    !(sp->etc_ids && is_etc_id_file(name))) {
 			char *path = xasprintf("/etc/%s", name);
 
 			add_entry(b, path);

@@ -2,13 +2,16 @@
  * (network/log, NETLOG_ALL bytes) and one per session or context (sessions/ID/network,
  * NETLOG_CLIENT bytes). The oldest lines go first; offsets count from the start, so a reader
  * follows it like a growing file, and a read at the end waits for the next line. The proxy's
- * records are checked before they become text: it parses what the sandbox sends. */
+ * records are untrusted (it parses what the sandbox sends): each string in them is written in
+ * the %HH form (escape.h), so no byte of a host name can make a field or a line of its own. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "escape.h"
 #include "log.h"
 #include "loop.h"
 #include "net_priv.h"
@@ -68,8 +71,8 @@ static void start_time(uint32_t ms, char *out, size_t len)
 
 void netlog_record(struct net_client *c, const struct netmsg_conn *m)
 {
-	char when[64], line[1024];
-	bool v6 = strchr(m->host, ':') != NULL;
+	char when[64], line[4096], *host, *addr, *rule;
+	bool v6;
 	int n;
 
 	if (!netmsg_conn_ok(m)) {
@@ -77,12 +80,18 @@ void netlog_record(struct net_client *c, const struct netmsg_conn *m)
 			log_warnx("sbxfs-netproxy sent a malformed record (more are not logged)");
 		return;
 	}
+	host = esc_percent(m->host, false);
+	addr = esc_percent(m->addr, false);
+	rule = esc_percent(m->rule, true);
+	v6 = strchr(host, ':') != NULL;
 	start_time(m->ms, when, sizeof(when));
 	n = snprintf(line, sizeof(line),
 		     "%s %s - %s %s%s%s:%u %s %s %" PRIu64 " %" PRIu64 " %" PRIu32 " %s\n", when,
-		     c ? c->label : "-", proto_name(m->proto), v6 ? "[" : "", m->host,
-		     v6 ? "]" : "", m->port, m->addr, verdict_name(m->verdict), m->up, m->down,
-		     m->ms, m->rule);
+		     c ? c->label : "-", proto_name(m->proto), v6 ? "[" : "", host, v6 ? "]" : "",
+		     m->port, addr, verdict_name(m->verdict), m->up, m->down, m->ms, rule);
+	free(host);
+	free(addr);
+	free(rule);
 	if (n < 0)
 		return;
 	if ((size_t)n >= sizeof(line)) {

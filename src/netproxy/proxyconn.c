@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "addrclass.h"
+#include "elapsed.h"
 #include "proxy_priv.h"
 #include "proxyreq.h"
 #include "xmalloc.h"
@@ -45,8 +46,7 @@ static uint64_t ms_since(const struct timespec *t0)
 	struct timespec t;
 
 	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)(t.tv_sec - t0->tv_sec) * 1000 +
-	       (uint64_t)(t.tv_nsec - t0->tv_nsec) / 1000000;
+	return elapsed_ms(t0, &t);
 }
 
 static int write_all(int fd, const void *buf, size_t len)

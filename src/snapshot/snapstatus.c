@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "elapsed.h"
 #include "snapshot_priv.h"
 #include "xmalloc.h"
 
@@ -49,9 +50,7 @@ static void put_progress(FILE *f, const struct snapshot *s)
 				   ? (bytes > s->total_bytes ? 100 : bytes * 100 / s->total_bytes)
 				   : (files > s->total_files ? 100
 							     : files * 100 / s->total_files)));
-	fprintf(f, "elapsed_ms %lld\n",
-		(long long)(now.tv_sec - s->started.tv_sec) * 1000 +
-		    (now.tv_nsec - s->started.tv_nsec) / 1000000);
+	fprintf(f, "elapsed_ms %llu\n", (unsigned long long)elapsed_ms(&s->started, &now));
 }
 
 static void put_meta(FILE *f, const struct snap_meta *m)

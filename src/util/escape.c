@@ -1,5 +1,5 @@
 /* The $'...' text form of values (see escape.h): encoding, decoding, and a round-trip check
- * for fuzzers. */
+ * for fuzzers; and the %HH form of a log's fields. */
 #include "escape.h"
 
 #include <errno.h>
@@ -73,6 +73,27 @@ char *esc_encode(const char *v, size_t len, size_t *outlen)
 	*p++ = '\'';
 	*p = '\0';
 	*outlen = (size_t)(p - out);
+	return out;
+}
+
+char *esc_percent(const char *v, bool spaces)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t len = strlen(v), o = 0;
+	char *out = xmalloc(3 * len + 1);
+
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)v[i];
+
+		if (c < 0x20 || c > 0x7e || c == '%' || (c == ' ' && !spaces)) {
+			out[o++] = '%';
+			out[o++] = hex[c >> 4];
+			out[o++] = hex[c & 15];
+		} else {
+			out[o++] = (char)c;
+		}
+	}
+	out[o] = '\0';
 	return out;
 }
 

@@ -8,6 +8,7 @@
 #ifndef SBX_ESCAPE_H
 #define SBX_ESCAPE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,6 +20,9 @@ int esc_decode(const char *in, size_t len, char **out, size_t *outlen);
 /* A status text with the line "error VALUE" added when error is not NULL (VALUE in the shown
  * form: it may quote what a user wrote). Takes text and error; caller frees the result. */
 char *esc_status_error(char *text, char *error);
+/* A log field as written: v with every byte outside printable ASCII, and %, as %HH (uppercase
+ * hex), and a space too unless spaces is set (the line's last field, its rest). Caller frees. */
+char *esc_percent(const char *v, bool spaces);
 /* The value of one hex digit, -1 if c is none. */
 int esc_hexval(char c);
 /* For fuzzers: data without NUL encodes to one line that decodes back to data; anything decodes

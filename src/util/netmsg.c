@@ -75,21 +75,13 @@ int netmsg_recv(int sock, struct netmsg *m, int *fd)
 	return 1;
 }
 
-static bool printable(const char *s, size_t cap)
+static bool terminated(const char *s, size_t cap)
 {
-	const char *nul = memchr(s, '\0', cap);
-
-	if (!nul)
-		return false;
-	for (; s < nul; s++)
-		if (*s < 0x21 || *s > 0x7e)
-			if (*s != ' ')
-				return false;
-	return true;
+	return memchr(s, '\0', cap) != NULL;
 }
 
 bool netmsg_conn_ok(const struct netmsg_conn *c)
 {
-	return printable(c->host, sizeof(c->host)) && printable(c->addr, sizeof(c->addr)) &&
-	       printable(c->rule, sizeof(c->rule));
+	return terminated(c->host, sizeof(c->host)) && terminated(c->addr, sizeof(c->addr)) &&
+	       terminated(c->rule, sizeof(c->rule));
 }

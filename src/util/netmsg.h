@@ -54,7 +54,8 @@ int netmsg_send(int sock, const struct netmsg *m, int fd, bool wait);
 /* Receives one message and its fd (-1 if none; extra fds are closed): 1, 0 at EOF, -EAGAIN,
  * or -EBADMSG for a packet of the wrong size or type. */
 int netmsg_recv(int sock, struct netmsg *m, int *fd);
-/* Whether a received CONN record's strings are NUL-terminated, printable ASCII. */
+/* Whether a received CONN record's strings are NUL-terminated (they may hold any other byte:
+ * the host is what the sandbox sent). */
 bool netmsg_conn_ok(const struct netmsg_conn *c);
 
 #endif

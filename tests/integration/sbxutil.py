@@ -479,6 +479,12 @@ def mountpoints():
     return points
 
 
+def mounts_on(path):
+    """The mount points below path (what is mounted on a mount), deepest first."""
+    top = os.path.realpath(path)
+    return sorted((p for p in mountpoints() if p.startswith(top + "/")), key=len, reverse=True)
+
+
 def is_mounted(path):
     return os.path.realpath(path) in mountpoints()
 

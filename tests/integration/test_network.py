@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from sbxutil import (ConfMount, SbxMount, isolation_none, read_bytes, started,
+from sbxutil import (REPO_ROOT, ConfMount, SbxMount, isolation_none, read_bytes, started,
                      stopped_cleanly, uniq, write_bytes, write_errno)
 
 pytestmark = [
@@ -635,3 +635,66 @@ def test_a_dead_proxy_is_restarted_with_the_policy_and_listeners(fm):
     assert out == "hello www.allowed.test\n"
     out, _, _ = curl(fm, fm.sessions / "default", "http://deny.wild.test/hello")
     assert out == "sbxfs network policy: deny.wild.test:80 denied (deny deny.wild.test)\n"
+
+
+# A SOCKS5 request whose host name is chosen to forge a line: spaces that would make fields of
+# their own, a newline that would make a line, control bytes and bytes over 0x7f (which used to
+# drop the record). The proxy refuses each name; its line holds it %HH-escaped, in one field.
+FORGE_PY = r"""
+import os, socket, sys
+port = int(os.environ["ALL_PROXY"].rsplit(":", 1)[1])
+name = bytes.fromhex(sys.argv[1])
+s = socket.create_connection(("127.0.0.1", port))
+s.sendall(b"\x05\x01\x00")
+assert s.recv(2) == b"\x05\x00"
+s.sendall(b"\x05\x01\x00\x03" + bytes([len(name)]) + name + b"\x01\xbb")
+print(s.recv(10)[:2].hex())
+"""
+
+FORGED = [
+    b"bank.example 93.184.216.34 allow 4096 1048576 250 allow bank.example",
+    b"x.test\n2026-01-01T00:00:00.000Z default - socks ok.test:443 1.2.3.4 allow 1 1 1 allow",
+    b"ctl\x01\x1b[2Jbyte\x7f\xff\xc3\xa9.test",
+    b"100%25.test",
+]
+
+
+def test_a_forged_socks_name_is_one_escaped_field(fm, inet):
+    s = fm.new_session()
+    script = fm.ws / "forge.py"
+    script.write_text(FORGE_PY)
+    for name in FORGED:
+        out, err, code = sh(fm, s, f"python3 {fm.cmd_ws}/forge.py {name.hex()}")
+        assert code == 0 and out.startswith("05"), (out, err)
+    # the request is refused before its port is read: the line says port 0; names are matched
+    # in lower case, and logged so; one with a colon is bracketed, as an IPv6 address is
+    def target(n, esc):
+        n = n.lower()
+        host = ("".join(f"%{b:02X}" if b < 0x21 or b > 0x7e or b == 0x25 else chr(b) for b in n)
+                if esc else n.decode(errors="replace"))
+        return (f"[{host}]" if b":" in n else host) + ":0"
+    want = [f"socks {target(n, True)} " for n in FORGED]
+    text = log_text(fm, wait_for=want[-1])
+    # one line per connection, no more (no line of its own from a newline in a name)
+    lines = [line for line in text.splitlines() if line.split(" ")[1] == s.name]
+    assert len(lines) == len(FORGED), text
+    for needle in want:
+        line = next((line for line in lines if needle in line), None)
+        assert line is not None, (needle, text)
+        f = line.split(" ", 10)
+        assert f[3] == "socks" and f[6] == "deny" and f[10] == "malformed SOCKS request", line
+    # both clients give the name back as it was sent, and the line as a denial
+    sys.path.insert(0, str(REPO_ROOT / "clients" / "python"))
+    from sbxfs.network import parse_log_line
+    for n, needle in zip(FORGED, want):
+        line = next(line for line in lines if needle in line)
+        e = parse_log_line(line)
+        assert e["decision"] == "deny" and e["target"] == target(n, False), e
+    js = ("import {parseLogLine} from '%s';" % (REPO_ROOT / "clients/node/lib/network.js") +
+          "const lines = JSON.parse(process.argv[1]);" +
+          "console.log(JSON.stringify(lines.map((l) => parseLogLine(l))));")
+    res = subprocess.run(["node", "--input-type=module", "-e", js, json.dumps(lines)],
+                         capture_output=True, timeout=30, check=True)
+    got = {e["target"]: e["decision"] for e in json.loads(res.stdout)}
+    for n in FORGED:
+        assert got[target(n, False)] == "deny", got

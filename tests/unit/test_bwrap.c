@@ -2,6 +2,7 @@
  * depends on, and signal names parse as users write them. */
 #include <signal.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bwrap.h"
 #include "check.h"
@@ -17,8 +18,15 @@ static int index_of(char **argv, const char *arg)
 
 static void test_argv(void)
 {
-	struct bwrap_spec sp = {"/usr/bin/bwrap", "/run/sbxfs-1/workspace", "/run/sbxfs-1/launcher",
-				false, 1 << 20, 1 << 16, 999, 999, false};
+	struct bwrap_spec sp = {"/usr/bin/bwrap",
+				"/run/sbxfs-1/workspace",
+				"/run/sbxfs-1/launcher",
+				false,
+				1 << 20,
+				1 << 16,
+				999,
+				999,
+				false};
 	char **argv = bwrap_argv(&sp);
 	int dash = index_of(argv, "--");
 
@@ -39,13 +47,51 @@ static void test_argv(void)
 	CHECK(index_of(argv, "/etc/passwd") < 0);
 	bwrap_argv_free(argv);
 
-	/* an own uid's account files go over the host's /etc, before the root turns read-only */
-	sp.etc_ids = true;
+	/* /etc comes from the arguments in BWRAP_FD_ETC, before the root turns read-only */
 	argv = bwrap_argv(&sp);
-	CHECK(index_of(argv, "/etc/passwd") > index_of(argv, "/etc"));
-	CHECK(index_of(argv, "/etc/group") > index_of(argv, "/etc"));
-	CHECK(index_of(argv, "--remount-ro") > index_of(argv, "/etc/group"));
+	CHECK(index_of(argv, "--args") > 0 &&
+	      index_of(argv, "--args") < index_of(argv, "--remount-ro"));
+	CHECK(index_of(argv, "/etc") < 0);
 	bwrap_argv_free(argv);
+}
+
+/* The NUL-separated arguments of bwrap_etc_fd as an argv (at most 4096). */
+static char **etc_args(const struct bwrap_spec *sp, char *buf, size_t size)
+{
+	static char *v[4096];
+	int fd = bwrap_etc_fd(sp), n = 0;
+	ssize_t len = fd < 0 ? -1 : pread(fd, buf, size - 1, 0);
+
+	if (fd >= 0)
+		close(fd);
+	for (ssize_t i = 0; i < len && n < 4095; i += (ssize_t)strlen(buf + i) + 1)
+		v[n++] = buf + i;
+	v[n] = NULL;
+	return v;
+}
+
+static void test_etc(void)
+{
+	struct bwrap_spec sp = {.etc_ids = true};
+	static char buf[1 << 20];
+	char **a = etc_args(&sp, buf, sizeof(buf));
+	int tmpfs = index_of(a, "--tmpfs"), last = 0;
+
+	while (a[last])
+		last++;
+	/* a tmpfs of its own, the host's entries on it, its own passwd and group, read-only */
+	CHECK(tmpfs >= 0 && !strcmp(a[tmpfs + 1], "/etc"));
+	CHECK(index_of(a, "/etc/hostname") > tmpfs);
+	CHECK(index_of(a, "/etc/passwd") > tmpfs &&
+	      !strcmp(a[index_of(a, "/etc/passwd") - 2], "--ro-bind-data"));
+	CHECK(index_of(a, "/etc/group") > tmpfs);
+	CHECK(last >= 2 && !strcmp(a[last - 2], "--remount-ro") && !strcmp(a[last - 1], "/etc"));
+	/* the host's passwd is not bound under the sandbox's */
+	for (int i = 0; a[i]; i++)
+		CHECK(strcmp(a[i], "--ro-bind-try") || strcmp(a[i + 1], "/etc/passwd"));
+	sp.etc_ids = false;
+	a = etc_args(&sp, buf, sizeof(buf));
+	CHECK(index_of(a, "--ro-bind-data") < 0 && index_of(a, "/etc/passwd") > 0);
 }
 
 static void test_signals(void)
@@ -64,6 +110,7 @@ static void test_signals(void)
 int main(void)
 {
 	test_argv();
+	test_etc();
 	test_signals();
 	return check_done();
 }

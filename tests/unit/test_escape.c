@@ -96,8 +96,33 @@ static void test_roundtrip_exhaustive(void)
 	CHECK(bad == 0);
 }
 
+/* The log's %HH form: printable ASCII as is, every other byte, % and (but in the last field)
+ * a space as %HH, so a field holds no separator and no line break. */
+static void test_percent(void)
+{
+	struct {
+		const char *in, *field, *last;
+	} cases[] = {
+	    {"a.example", "a.example", "a.example"},
+	    {"a b\nc", "a%20b%0Ac", "a b%0Ac"},
+	    {"100%", "100%25", "100%25"},
+	    {"\x01\x1b[2J\x7f\xff\xc3\xa9", "%01%1B[2J%7F%FF%C3%A9", "%01%1B[2J%7F%FF%C3%A9"},
+	    {"", "", ""},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *f = esc_percent(cases[i].in, false), *l = esc_percent(cases[i].in, true);
+
+		CHECK(!strcmp(f, cases[i].field));
+		CHECK(!strcmp(l, cases[i].last));
+		free(f);
+		free(l);
+	}
+}
+
 int main(void)
 {
+	test_percent();
 	test_encode();
 	test_decode();
 	test_roundtrip_exhaustive();

@@ -50,10 +50,11 @@ static void test_records(void)
 	strcpy(c.addr, "198.51.100.10");
 	strcpy(c.rule, "allow *.example private");
 	CHECK(netmsg_conn_ok(&c));
+	/* a host is what the sandbox sent: any byte but NUL, escaped when it is logged */
 	c.host[3] = '\n';
-	CHECK(!netmsg_conn_ok(&c));
+	CHECK(netmsg_conn_ok(&c));
 	c.host[3] = (char)0xc3;
-	CHECK(!netmsg_conn_ok(&c));
+	CHECK(netmsg_conn_ok(&c));
 	c.host[3] = 'x';
 	memset(c.rule, 'r', sizeof(c.rule)); /* no terminator */
 	CHECK(!netmsg_conn_ok(&c));

@@ -68,6 +68,21 @@ export async function setNetworkPolicy(sandbox, policy) {
 
 const dash = (s) => (s === '-' ? null : s);
 
+/* A field as the log writes it: any byte of what the sandbox sent as %HH (docs/network.md).
+ * The bytes are UTF-8, with U+FFFD for what is not. */
+export function unpercent(s) {
+	const bytes = [];
+	for (let i = 0; i < s.length; i++) {
+		if (s[i] === '%' && /^[0-9A-Fa-f]{2}$/.test(s.slice(i + 1, i + 3))) {
+			bytes.push(parseInt(s.slice(i + 1, i + 3), 16));
+			i += 2;
+		} else {
+			bytes.push(...Buffer.from(s[i], 'utf8'));
+		}
+	}
+	return Buffer.from(bytes).toString('utf8');
+}
+
 /* One log line by docs/network.md's fields; the last field is the rest of the line. */
 export function parseLogLine(line) {
 	const f = line.split(' ');
@@ -77,13 +92,13 @@ export function parseLogLine(line) {
 		session: dash(f[1]),
 		process: dash(f[2]),
 		protocol: dash(f[3]),
-		target: f[4],
-		address: dash(f[5]),
+		target: unpercent(f[4]),
+		address: dash(unpercent(f[5])),
 		decision: f[6],
 		bytesFromClient: Number(f[7]),
 		bytesToClient: Number(f[8]),
 		durationMs: Number(f[9]),
-		reason: f.slice(10).join(' '),
+		reason: unpercent(f.slice(10).join(' ')),
 	};
 }
 

@@ -3,6 +3,7 @@ network/log (or sessions/ID/network) as get_network_log. docs/network.md describ
 
 import os
 import re
+import urllib.parse
 
 from .errors import ValidationError, map_error
 from .fsio import CHUNK, read_text, write_control
@@ -79,6 +80,12 @@ def _dash(s):
     return None if s == "-" else s
 
 
+def unpercent(s):
+    """A field as the log writes it: any byte of what the sandbox sent as %HH
+    (docs/network.md). The bytes are UTF-8, with U+FFFD for what is not."""
+    return urllib.parse.unquote(s, errors="replace")
+
+
 def parse_log_line(line):
     """One log line by docs/network.md's fields; the last field is the rest of the line."""
     f = line.split(" ", 10)
@@ -86,9 +93,9 @@ def parse_log_line(line):
         return None
     return {
         "time": f[0], "session": _dash(f[1]), "process": _dash(f[2]),
-        "protocol": _dash(f[3]), "target": f[4], "address": _dash(f[5]), "decision": f[6],
-        "bytes_from_client": int(f[7]), "bytes_to_client": int(f[8]),
-        "duration_ms": int(f[9]), "reason": f[10],
+        "protocol": _dash(f[3]), "target": unpercent(f[4]), "address": _dash(unpercent(f[5])),
+        "decision": f[6], "bytes_from_client": int(f[7]), "bytes_to_client": int(f[8]),
+        "duration_ms": int(f[9]), "reason": unpercent(f[10]),
     }
 
 

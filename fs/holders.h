@@ -1,0 +1,22 @@
+/* Who holds a mount tree: the processes with a descriptor, a working or root directory, or a
+ * mapped file on any of its mounts, so that `sbxfs -u` can refuse a busy mount before it changes
+ * anything, and name what keeps it busy. */
+#ifndef SBX_HOLDERS_H
+#define SBX_HOLDERS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct mount_tree {
+	int ids[64]; /* the mounts' ids (mountinfo's first field) */
+	unsigned major[64], minor[64];
+	int n;
+};
+
+/* Writes "PID (COMM), ..." for the holders (at most max named, then "and N more") into text,
+ * skipping the pids in skip. Returns how many hold the tree. */
+int holders_find(const struct mount_tree *t, const pid_t *skip, int nskip, char *text,
+		 size_t textlen);
+
+#endif
