@@ -330,7 +330,7 @@ void unmount_main(const char *mountpoint, bool lazy)
 	} else {
 		refuse_if_busy(&t, mountpoint, pids, n, "nothing was unmounted");
 		detach_subs(&t, clones);
-		if ((rc = fusermount_unmount(mountpoint)) != 0) {
+		if ((rc = fusermount_unmount(mountpoint)) != 0 && t.nsubs > 0) {
 			restore_subs(&t, clones);
 			refuse_if_busy(&t, mountpoint, pids, n, "it is mounted as it was");
 			log_warnx("%s: it is mounted as it was", mountpoint);
