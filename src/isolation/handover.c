@@ -43,6 +43,7 @@
 
 #include "handover_priv.h"
 #include "log.h"
+#include "samemount.h"
 #include "xmalloc.h"
 
 #define WATCH_MASK (IN_CREATE | IN_MOVED_TO | IN_ONLYDIR)
@@ -86,7 +87,7 @@ static bool is_owners(const struct stat *st)
  * The owner's group goes with it; another group (chosen by the host) stays. Returns 1 if given. */
 static int give(int dirfd, const char *name)
 {
-	int fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC), given = 0;
+	int fd = open_here(dirfd, name, O_PATH), given = 0; /* a link itself; never a mount */
 	struct stat st;
 
 	if (fd < 0)
@@ -232,8 +233,9 @@ static size_t walk(int top, bool give_now, bool all)
 			n--;
 			continue;
 		}
+		/* A mount nested in the workspace is neither given away nor entered. */
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
-		    fstatat(f->fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		    lstat_here(f->fd, de->d_name, &st) < 0)
 			continue;
 		if (is_owners(&st)) {
 			if (give_now)
@@ -243,7 +245,7 @@ static size_t walk(int top, bool give_now, bool all)
 		}
 		if (!S_ISDIR(st.st_mode) || st.st_dev != root_dev || n == MAX_LEVELS)
 			continue;
-		sub = openat(f->fd, de->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		sub = open_here(f->fd, de->d_name, O_PATH | O_DIRECTORY);
 		if (sub >= 0)
 			n += (size_t)enter(sub, give_now, all, &stack[n]);
 		else if (errno == EMFILE || errno == ENFILE)
@@ -265,13 +267,12 @@ static void on_event(const struct inotify_event *ev)
 		handover_dirs_drop(ev->wd);
 		return;
 	}
-	if (!ev->len || (dfd = handover_dirs_fd(ev->wd)) < 0 ||
-	    fstatat(dfd, ev->name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+	if (!ev->len || (dfd = handover_dirs_fd(ev->wd)) < 0 || lstat_here(dfd, ev->name, &st) < 0)
 		return;
 	if (is_owners(&st))
 		note(ev->wd, ev->name);
 	if (S_ISDIR(st.st_mode) && st.st_dev == root_dev && !degraded) {
-		fd = openat(dfd, ev->name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		fd = open_here(dfd, ev->name, O_PATH | O_DIRECTORY);
 		if (fd >= 0)
 			walk(fd, false, false);
 	}

@@ -20,6 +20,7 @@
 
 #include "inomap.h"
 #include "tarfmt.h"
+#include "samemount.h"
 #include "xmalloc.h"
 
 #define XLIST_MAX  (64 << 10)
@@ -250,10 +251,10 @@ static int next_entry(struct tar_writer *w)
 	if (f->pathlen + nlen + 2 > sizeof(w->path))
 		return -ENAMETOOLONG;
 	memcpy(w->path + f->pathlen, name, nlen + 1);
-	if (fstatat(f->fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return -errno;
+	if (lstat_here(f->fd, name, &st) < 0)
+		return errno == EXDEV ? 0 : -errno; /* a mount nested in the tree is not archived */
 	if (S_ISDIR(st.st_mode)) {
-		if ((fd = openat(f->fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		if ((fd = open_here(f->fd, name, O_RDONLY | O_DIRECTORY)) < 0)
 			return -errno;
 		strcpy(w->path + f->pathlen + nlen, "/");
 		entry(w, TAR_DIR, &st, 0, NULL, fd);
@@ -272,7 +273,7 @@ static int next_entry(struct tar_writer *w)
 		entry(w, TAR_LINK, &st, 0, first->path, -1);
 		return 0;
 	}
-	if ((fd = openat(f->fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+	if ((fd = open_here(f->fd, name, O_RDONLY)) < 0)
 		return -errno;
 	if (st.st_nlink > 1)
 		inomap_put(&w->links, st.st_dev, st.st_ino)->path = xstrdup(w->path);

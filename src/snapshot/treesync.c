@@ -19,6 +19,7 @@
 
 #include "filecopy.h"
 #include "inomap.h"
+#include "samemount.h"
 #include "xmalloc.h"
 
 struct walk {
@@ -79,9 +80,10 @@ static void free_names(char **names, size_t n)
 	free(names);
 }
 
+/* A directory of the tree, never a mount nested in it (EXDEV) nor a link. */
 static int open_dir(int dir, const char *name)
 {
-	int fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = open_here(dir, name, O_RDONLY | O_DIRECTORY);
 
 	return fd < 0 ? -errno : fd;
 }
@@ -89,9 +91,12 @@ static int open_dir(int dir, const char *name)
 int tree_remove(int dir, const char *name)
 {
 	char **names;
+	struct stat st;
 	size_t n;
 	int fd, rc;
 
+	if (lstat_here(dir, name, &st) < 0 && errno == EXDEV)
+		return 0; /* a mount nested in the tree: not ours to remove */
 	if (unlinkat(dir, name, 0) == 0 || errno == ENOENT)
 		return 0;
 	if (errno != EISDIR)
@@ -123,8 +128,8 @@ static int measure_dir(int dir, uint64_t *bytes, uint64_t *entries, const bool *
 
 		if (cancelled(cancel))
 			rc = -ECANCELED;
-		else if (fstatat(dir, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0)
-			rc = errno == ENOENT ? 0 : -errno;
+		else if (lstat_here(dir, names[i], &st) < 0)
+			rc = errno == ENOENT || errno == EXDEV ? 0 : -errno;
 		else if (++*entries, S_ISREG(st.st_mode))
 			*bytes += (uint64_t)st.st_blocks * 512 < (uint64_t)st.st_size
 				      ? (uint64_t)st.st_blocks * 512
@@ -199,8 +204,7 @@ static void note_young(struct tree_sync *ts, const struct stat *ss, int64_t read
 {
 	struct inomap_slot *s;
 
-	if (!ts->young || ts->trust != TRUST_NONE ||
-	    settled(ss->st_ctim, ns_of(ts->trust_before)))
+	if (!ts->young || ts->trust != TRUST_NONE || settled(ss->st_ctim, ns_of(ts->trust_before)))
 		return;
 	s = inomap_put(ts->young, ss->st_dev, ss->st_ino);
 	s->value = (uint64_t)ns_of(ss->st_ctim);
@@ -280,14 +284,14 @@ static int copy_file(struct walk *w, int sdir, int ddir, const char *name, const
 {
 	struct tree_sync *ts = w->ts;
 	uint64_t replaced = replaced_bytes(ts, old);
-	int src = openat(sdir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), dst = -1, rc = 0;
+	int src = open_here(sdir, name, O_RDONLY), dst = -1, rc = 0;
 	struct timespec read_at;
 	char tmp[32];
 	struct stat ss, ds;
 	int64_t n;
 
-	if (src < 0)
-		return errno == ENOENT ? 0 : -errno; /* gone meanwhile: the next pass sees it */
+	if (src < 0) /* gone meanwhile (the next pass sees it), or a mount now */
+		return errno == ENOENT || errno == EXDEV || errno == ELOOP ? 0 : -errno;
 	clock_gettime(CLOCK_REALTIME, &read_at);
 	if (fstat(src, &ss) < 0) {
 		rc = -errno;
@@ -300,7 +304,8 @@ static int copy_file(struct walk *w, int sdir, int ddir, const char *name, const
 		goto out;
 	}
 	if (!old) {
-		dst = openat(ddir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		dst =
+		    openat(ddir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (dst < 0)
 			dst = -errno;
 	} else {
@@ -416,12 +421,18 @@ static int sync_entry(struct walk *w, int sdir, int ddir, const char *name, char
 
 	if (cancelled(w->ts->cancel))
 		return -ECANCELED;
-	if (fstatat(ddir, name, ds, AT_SYMLINK_NOFOLLOW) < 0)
+	if (lstat_here(ddir, name, ds) < 0) {
+		if (errno == EXDEV)
+			return 0; /* a mount nested in the destination stays as it is */
 		ds = NULL;
-	if (fstatat(sdir, name, &ss, AT_SYMLINK_NOFOLLOW) < 0) {
-		if (errno != ENOENT)
+	}
+	if (lstat_here(sdir, name, &ss) < 0) {
+		if (errno != ENOENT && errno != EXDEV)
 			return -errno;
-		gone = true; /* removed meanwhile: so is the destination's */
+		/* removed meanwhile, so is the destination's; a mount nested in the source is
+		 * neither entered nor copied, as a special file is not */
+		gone = errno == ENOENT;
+		ss.st_mode = 0;
 	}
 	if (gone || !(S_ISREG(ss.st_mode) || S_ISDIR(ss.st_mode) || S_ISLNK(ss.st_mode))) {
 		if (!gone)
