@@ -119,6 +119,7 @@ void config_defaults(struct config *cfg)
 	cfg->snap_max = 100;
 	cfg->snap_space_max = 8ull << 30;
 	cfg->snap_import_files = 1000000;
+	cfg->snap_files_max = 1000000;
 	config_base_env_set(cfg, "PATH",
 			    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
 	config_base_env_set(cfg, "LANG", "C.UTF-8");

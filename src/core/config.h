@@ -100,6 +100,7 @@ struct config {
 	uint64_t snap_space_max;    /* bytes the snapshots' copies may take; 0 = no bound */
 	bool snap_zstd;		    /* compress = zstd: archives are read zstd-compressed */
 	uint64_t snap_import_files; /* entries an imported archive may hold */
+	uint64_t snap_files_max;    /* entries the snapshots may hold together; 0 = no bound */
 };
 
 void config_defaults(struct config *cfg);

@@ -71,6 +71,7 @@ const struct config_key config_keys[] = {
     {"snapshots", "space_max", "1G", "1GB"},
     {"snapshots", "compress", "zstd", "gzip"},
     {"snapshots", "import_files_max", "1000", "0"},
+    {"snapshots", "files_max", "5000", "0"},
     {NULL, NULL, NULL, NULL},
 };
 

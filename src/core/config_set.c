@@ -481,6 +481,13 @@ static int set_snapshots(struct config *cfg, const char *key, const char *value)
 		return set_choice(value, "zstd", "none", &cfg->snap_zstd);
 	if (!strcmp(key, "import_files_max"))
 		return parse_u64(value, 1, 1u << 30, &cfg->snap_import_files);
+	if (!strcmp(key, "files_max")) {
+		if (!strcmp(value, "max")) {
+			cfg->snap_files_max = 0;
+			return 0;
+		}
+		return parse_u64(value, 1, UINT32_MAX, &cfg->snap_files_max);
+	}
 	return -ENOENT;
 }
 

@@ -211,6 +211,18 @@ uint64_t snap_space_used_locked(void)
 	return n;
 }
 
+uint64_t snap_files_used_locked(void)
+{
+	struct snapshot *s;
+	uint64_t n = 0;
+
+	TAILQ_FOREACH(s, &table, link)
+	n += s->state == SS_READY || s->state == SS_RESTORING ? s->meta.files
+	     : s->progress ? __atomic_load_n(&s->progress->files, __ATOMIC_RELAXED)
+			   : 0;
+	return n;
+}
+
 static int take_locked(const char *name, struct ticket **done)
 {
 	int rc = snap_may_add_locked(name);

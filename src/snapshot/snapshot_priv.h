@@ -69,6 +69,8 @@ int snap_may_add_locked(const char *name);
 struct snapshot *snap_add_locked(const char *name, enum snap_state state);
 /* snap_lock held: the bytes all snapshots take (those being made count what they reserved). */
 uint64_t snap_space_used_locked(void);
+/* Entries the snapshots hold, and the ones being made: what counts against files_max. */
+uint64_t snap_files_used_locked(void);
 /* Takes s out of the table (snap_lock held), its ticket done with rc; its tree removed by the
  * worker. */
 void snap_drop_locked(struct snapshot *s, int rc);

@@ -87,6 +87,24 @@ static uint64_t space_left(void)
 	return used < max ? max - used : 0;
 }
 
+/* The entries the snapshot may hold, in *left: what files_max leaves (0 for no bound, as
+ * tree_sync takes it). -ENOSPC when it leaves none. */
+static int files_left(uint64_t *left)
+{
+	uint64_t used, max = snap_cfg->snap_files_max;
+
+	*left = 0;
+	if (!max)
+		return 0;
+	pthread_mutex_lock(&snap_lock);
+	used = snap_files_used_locked();
+	pthread_mutex_unlock(&snap_lock);
+	if (used >= max)
+		return -ENOSPC;
+	*left = max - used;
+	return 0;
+}
+
 /* The frozen pass: 0 or -errno; *frozen whether the sandbox was frozen for it. */
 static int catch_up(struct snapshot *s, int ws, int tree, struct tree_sync *ts, struct snap_meta *m)
 {
@@ -127,8 +145,13 @@ static int take(struct snapshot *s, int ws, int dir, int tree)
 	int rc;
 
 	/* A copy is measured first: whether it fits, and the totals its progress shows. Reflinks
-	 * take no space and a walk's time: that walk would double it. */
+	 * take no space and a walk's time: that walk would double it (they take inodes all the
+	 * same: the sync itself stops at files_max). */
 	ts.copy_max = space_left();
+	if ((rc = files_left(&ts.files_max)) < 0) {
+		log_info("snapshot %s: the snapshots hold files_max entries already", s->name);
+		return rc;
+	}
 	if (!likely) {
 		set_phase(s, "measuring", NULL);
 		if ((rc = tree_measure(ws, &bytes, &entries, ts.cancel)) < 0)
@@ -137,8 +160,13 @@ static int take(struct snapshot *s, int ws, int dir, int tree)
 		s->total_files = entries;
 		s->total_bytes = bytes;
 		pthread_mutex_unlock(&snap_lock);
-		if (bytes > ts.copy_max)
+		if (bytes > ts.copy_max || (ts.files_max && entries > ts.files_max)) {
+			log_info("snapshot %s: %" PRIu64 " bytes and %" PRIu64
+				 " entries do not fit in "
+				 "what space_max and files_max leave",
+				 s->name, bytes, entries);
 			return -ENOSPC;
+		}
 	}
 	inomap_init(&young);
 	ts.young = &young;

@@ -274,6 +274,13 @@ int snapshot_import_begin(const char *name, struct snap_import **out)
 	im->space_left = snap_cfg->snap_space_max ? snap_cfg->snap_space_max : UINT64_MAX;
 	im->space_left -=
 	    snap_space_used_locked() < im->space_left ? snap_space_used_locked() : im->space_left;
+	if (snap_cfg->snap_files_max) { /* what files_max leaves bounds its entries too */
+		uint64_t used = snap_files_used_locked(), max = snap_cfg->snap_files_max;
+		uint64_t left = used < max ? max - used : 0;
+
+		if (left < lim.entries)
+			lim.entries = left;
+	}
 	pthread_mutex_unlock(&snap_lock);
 	im->file = im->dir = im->tree = -1;
 	snap_tmp_name(im->s, im->tmp, sizeof(im->tmp));

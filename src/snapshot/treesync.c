@@ -363,8 +363,10 @@ static int sync_link(struct walk *w, int sdir, int ddir, const char *name, const
 	struct timespec ts[2] = {ss->st_atim, ss->st_mtim};
 	ssize_t n = readlinkat(sdir, name, target, PATH_MAX), m;
 
+	/* Gone, or no link any more (EINVAL), since it was looked at: the next pass (frozen, in a
+	 * snapshot) copies what is there then. */
 	if (n < 0)
-		return errno == ENOENT ? 0 : -errno;
+		return errno == ENOENT || errno == EINVAL ? 0 : -errno;
 	target[n] = '\0';
 	m = ds ? readlinkat(ddir, name, had, PATH_MAX) : -1;
 	if (m == n && memcmp(had, target, (size_t)n) == 0 && ds->st_uid == ss->st_uid &&
@@ -396,8 +398,9 @@ static int sync_subdir(struct walk *w, int sdir, int ddir, const char *name, cha
 
 	if (!ds && mkdirat(ddir, name, 0700) < 0)
 		return -errno;
+	/* Gone, no directory or a link now, or a mount: left to the next pass, as in sync_link. */
 	if ((src = open_dir(sdir, name)) < 0)
-		return src == -ENOENT || src == -ENOTDIR ? 0 : src;
+		return src == -ENOENT || src == -ENOTDIR || src == -ELOOP || src == -EXDEV ? 0 : src;
 	if ((dst = open_dir(ddir, name)) < 0) {
 		close(src);
 		return dst;
@@ -450,6 +453,8 @@ static int sync_entry(struct walk *w, int sdir, int ddir, const char *name, char
 		rel[rlen++] = '/';
 	memcpy(rel + rlen, name, len + 1);
 	add(&w->ts->st.files, 1);
+	if (w->ts->files_max && w->ts->st.files > w->ts->files_max)
+		return -ENOSPC;
 	if (S_ISDIR(ss.st_mode))
 		return sync_subdir(w, sdir, ddir, name, rel, rlen + len, ds);
 	if (S_ISLNK(ss.st_mode))

@@ -43,6 +43,7 @@ struct tree_sync {
 	bool strip_setid;	    /* files lose their set-id bits */
 	bool clone;		    /* reflinks are tried (cleared once they fail) */
 	uint64_t copy_max;	    /* bytes it may write (UINT64_MAX: any), else -ENOSPC */
+	uint64_t files_max;	    /* entries the destination may hold (0: any), else -ENOSPC */
 	const bool *cancel;	    /* set by another thread: the sync ends, -ECANCELED */
 	struct tree_stats st;
 };

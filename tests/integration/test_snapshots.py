@@ -377,6 +377,66 @@ def test_space_budget_enospc_and_nothing_half_made(m):
 
 
 @pytest.mark.heavy
+def test_files_budget_bounds_inodes_with_enospc_and_nothing_half_made():
+    """200,000 empty files take 41 KB of space_max and 200,000 inodes: files_max bounds the
+    entries, refused at mkdir with ENOSPC (the reason in the log), with nothing left behind."""
+    with conf_mount("[snapshots]\nfiles_max = 150000\n") as m2:
+        sh(m2, "mkdir many && cd many && python3 -c 'import os\n"
+               "for i in range(200000): os.close(os.open(str(i), os.O_CREAT | os.O_WRONLY))'",
+           timeout=120)
+        assert errno_of(os.mkdir, snaps(m2) / "many", timeout=120) == errno.ENOSPC
+        assert not (snaps(m2) / "many").exists()
+        assert "do not fit in what space_max and files_max leave" in m2.daemon_log()
+        wait_until(lambda: not leftovers(m2), 30, "the refused snapshot's tree to go")
+        sh(m2, f"cd {m2.cmd_ws} && find many -name '1*' -delete")  # 88,889 entries left
+        st = take(m2, "fits")
+        assert int(st["files"]) <= 150000, st
+        # a second one would pass the budget the first one holds
+        assert errno_of(os.mkdir, snaps(m2) / "again", timeout=120) == errno.ENOSPC
+        wait_until(lambda: not leftovers(m2), 30, "the refused snapshot's tree to go")
+
+
+SWAP_PY = r"""
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+RENAME_EXCHANGE = 2
+open("swapping", "w").close()
+while True:
+    for i in range(100):
+        libc.renameat2(-100, b"p%d" % i, -100, b"q%d" % i, RENAME_EXCHANGE)
+"""
+
+
+def test_snapshots_taken_while_a_directory_and_a_link_swap_places(m):
+    """A command swaps a hundred directories with links of the same names as fast as it can
+    (renameat2 RENAME_EXCHANGE): each of 25 snapshots is taken, each name copied as the frozen
+    pass finds it (a directory with its file, or a link), none fails with EINVAL."""
+    empty_workspace(m)
+    sh(m, f"cd {m.cmd_ws} && mkdir real && for i in $(seq 0 99); do mkdir p$i && "
+          f"echo in > p$i/f && ln -s real q$i; done")
+    (m.ws / "swap.py").write_text(SWAP_PY)
+    swapper = m.new_session()
+    m.submit(swapper, f"cd {m.cmd_ws} && exec python3 swap.py")
+    try:
+        wait_until(lambda: (m.ws / "swapping").exists(), 10, "the swapper")
+        for i in range(25):
+            take(m, f"swap{i}")
+            files = snaps(m) / f"swap{i}" / "files"
+            for j in range(100):
+                for name in (f"p{j}", f"q{j}"):
+                    st = os.lstat(files / name)
+                    if stat.S_ISDIR(st.st_mode):
+                        assert (files / name / "f").read_text() == "in\n"
+                    else:
+                        assert stat.S_ISLNK(st.st_mode) and os.readlink(files / name) == "real"
+    finally:
+        assert ctl(swapper / "ctl", "kill KILL\n") in (0, errno.ESRCH)
+    for i in range(25):
+        bounded(os.rmdir, snaps(m) / f"swap{i}")
+    empty_workspace(m)
+
+
+@pytest.mark.heavy
 def test_a_thousand_snapshots_listed_and_kept_across_restarts():
     n = 1000
     with conf_mount(f"[snapshots]\nmax = {n}\ncompress = zstd\n") as m2:
