@@ -59,10 +59,11 @@ static bool same_config(const struct config *a, const struct config *b)
 	       a->expose_public == b->expose_public && a->expose_max_ports == b->expose_max_ports &&
 	       a->expose_max_connections == b->expose_max_connections &&
 	       same_str(a->net_allow, b->net_allow) && same_str(a->net_deny, b->net_deny) &&
-	       a->net_allow_private == b->net_allow_private && a->net_conns_max == b->net_conns_max &&
-	       same_str(a->snap_dir, b->snap_dir) && a->snap_max == b->snap_max &&
-	       a->snap_space_max == b->snap_space_max && a->snap_zstd == b->snap_zstd &&
-	       a->snap_import_files == b->snap_import_files;
+	       a->net_allow_private == b->net_allow_private &&
+	       a->net_conns_max == b->net_conns_max && same_str(a->snap_dir, b->snap_dir) &&
+	       a->snap_max == b->snap_max && a->snap_space_max == b->snap_space_max &&
+	       a->snap_zstd == b->snap_zstd && a->snap_import_files == b->snap_import_files &&
+	       a->snap_files_max == b->snap_files_max;
 }
 
 static char *ini_path(const char *section, const char *key, const char *value)
