@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -84,10 +85,34 @@ static int send_policy(void)
 	return rc;
 }
 
+/* A credential no one can guess: 128 bits from the kernel's random pool, as hex. */
+static void make_secret(char secret[NETMSG_SECRET_LEN + 1])
+{
+	static const char hex[] = "0123456789abcdef";
+	uint8_t raw[NETMSG_SECRET_LEN / 2];
+	size_t got = 0;
+
+	while (got < sizeof(raw)) {
+		ssize_t n = getrandom(raw + got, sizeof(raw) - got, 0);
+
+		if (n < 0 && errno != EINTR)
+			fatal("getrandom");
+		got += n > 0 ? (size_t)n : 0;
+	}
+	for (size_t i = 0; i < sizeof(raw); i++) {
+		secret[2 * i] = hex[raw[i] >> 4];
+		secret[2 * i + 1] = hex[raw[i] & 15];
+	}
+	secret[NETMSG_SECRET_LEN] = '\0';
+}
+
 static void send_listener(struct net_client *c)
 {
 	struct netmsg m = {.type = NETMSG_LISTEN, .id = c->id};
-	int rc = ctl >= 0 ? netmsg_send(ctl, &m, c->fd, true) : 0;
+	int rc;
+
+	memcpy(m.u.listen.secret, c->secret, sizeof(c->secret));
+	rc = ctl >= 0 ? netmsg_send(ctl, &m, c->fd, true) : 0;
 
 	if (rc < 0)
 		log_warnx("listener of %s not handed to sbxfs-netproxy: %s", c->label,
@@ -309,6 +334,7 @@ struct net_client *net_client_open(const char *label)
 	c->label = xstrdup(label);
 	c->fd = fd;
 	c->port = port;
+	make_secret(c->secret);
 	netlog_client_init(c);
 	LIST_INSERT_HEAD(&clients, c, link);
 	send_listener(c);
@@ -323,14 +349,18 @@ void net_client_env(const struct net_client *c, struct envlist *env)
 					   "PIP_PROXY"};
 	static const char *const socks[] = {"ALL_PROXY", "all_proxy"};
 	static const char *const none[] = {"NO_PROXY", "no_proxy"};
-	char url[64];
+	char url[128];
 
 	if (!c)
 		return;
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u", c->port);
+	/* The credential makes the session's own requests its own: without it the proxy refuses
+	 * (407), so another session's listener is no way to use or fill its share. */
+	snprintf(url, sizeof(url), "http://" NETMSG_PROXY_USER ":%s@127.0.0.1:%u", c->secret,
+		 c->port);
 	for (size_t i = 0; i < sizeof(http) / sizeof(http[0]); i++)
 		envlist_set(env, http[i], url);
-	snprintf(url, sizeof(url), "socks5h://127.0.0.1:%u", c->port);
+	snprintf(url, sizeof(url), "socks5h://" NETMSG_PROXY_USER ":%s@127.0.0.1:%u", c->secret,
+		 c->port);
 	for (size_t i = 0; i < 2; i++)
 		envlist_set(env, socks[i], url);
 	/* The sandbox's own servers stay direct: they share its loopback. */

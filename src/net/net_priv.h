@@ -15,6 +15,7 @@ struct net_client {
 	char *label;	     /* the session's id, or context:NAME */
 	int fd;		     /* the listening socket, kept to hand a restarted proxy */
 	uint16_t port;	     /* on the sandbox's 127.0.0.1 */
+	char secret[NETMSG_SECRET_LEN + 1]; /* its credential, in its proxy variables */
 	struct termring log; /* its own lines */
 	struct waitq logq;
 	LIST_ENTRY(net_client) link;

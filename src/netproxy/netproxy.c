@@ -2,7 +2,10 @@
  * user with a socketpair on fd 3 (netmsg.h). The daemon hands it listening sockets that live in
  * the sandbox's network namespace and the policy; it accepts on them, serves each connection on
  * a thread (proxyconn.c), and reports every connection. It parses what the sandbox sends, so it
- * runs confined (proxyfilter.c) and holds nothing but its sockets. */
+ * runs confined (proxyfilter.c) and holds nothing but its sockets.
+ * A listener belongs to one session, whose proxy address carries the listener's secret: a
+ * request is its session's only by that credential (whatever port it came in on), counted
+ * against that session's connections_max, and logged under its name; one without is refused. */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -26,7 +29,9 @@
 struct listener {
 	uint32_t id;
 	int fd;
-	unsigned active;
+	char secret[NETMSG_SECRET_LEN + 1];
+	unsigned refs;	  /* connections that came in on it or are its session's */
+	unsigned claimed; /* connections that are its session's, by their credential */
 	bool closed;
 };
 
@@ -75,16 +80,80 @@ uint32_t listener_id(const struct listener *l)
 	return l->id;
 }
 
+/* Lock held: drops one reference; true if l is to be freed. */
+static bool put_locked(struct listener *l)
+{
+	return --l->refs == 0 && l->closed;
+}
+
 void listener_done(struct listener *l)
 {
 	bool gone;
 
 	pthread_mutex_lock(&lock);
 	active_all--;
-	gone = --l->active == 0 && l->closed;
+	gone = put_locked(l);
 	pthread_mutex_unlock(&lock);
 	if (gone)
 		free(l);
+}
+
+/* Compares every byte whatever the first difference: how long it takes says nothing of how
+ * much of a secret was right. */
+static bool same_secret(const char *a, const char *b)
+{
+	unsigned char diff = 0;
+
+	for (size_t i = 0; i < NETMSG_SECRET_LEN; i++)
+		diff |= (unsigned char)(a[i] ^ b[i]);
+	return diff == 0;
+}
+
+int listener_claim(const char *pass, struct listener **owner)
+{
+	struct listener *found = NULL;
+	struct policy_ref *pr = policy_get();
+	unsigned max = pr->set.conns_max;
+	int rc = -EACCES;
+
+	policy_put(pr);
+	if (strlen(pass) != NETMSG_SECRET_LEN)
+		return -EACCES;
+	pthread_mutex_lock(&lock);
+	for (size_t i = 0; i < nls; i++)
+		if (same_secret(pass, ls[i]->secret))
+			found = ls[i];
+	if (found && found->claimed >= max) {
+		rc = -EBUSY;
+	} else if (found) {
+		found->claimed++;
+		found->refs++;
+		*owner = found;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&lock);
+	return rc;
+}
+
+void listener_unclaim(struct listener *l)
+{
+	bool gone;
+
+	pthread_mutex_lock(&lock);
+	l->claimed--;
+	gone = put_locked(l);
+	pthread_mutex_unlock(&lock);
+	if (gone)
+		free(l);
+}
+
+unsigned listener_conns_max(void)
+{
+	struct policy_ref *pr = policy_get();
+	unsigned max = pr->set.conns_max;
+
+	policy_put(pr);
+	return max;
 }
 
 /* Lock held. */
@@ -110,20 +179,22 @@ static void unlisten(uint32_t id)
 		ls[i] = ls[--nls];
 		close(l->fd);
 		l->closed = true;
-		gone = l->active == 0;
+		gone = l->refs == 0;
 	}
 	pthread_mutex_unlock(&lock);
 	if (gone)
 		free(l);
 }
 
-static void listen_on(uint32_t id, int fd)
+static void listen_on(uint32_t id, int fd, const struct netmsg_listen *ml)
 {
 	struct listener *l = xcalloc(1, sizeof(*l));
 
 	unlisten(id);
 	l->id = id;
 	l->fd = fd;
+	memcpy(l->secret, ml->secret, sizeof(l->secret));
+	l->secret[NETMSG_SECRET_LEN] = '\0';
 	pthread_mutex_lock(&lock);
 	ls = xrealloc(ls, (nls + 1) * sizeof(*ls));
 	ls[nls++] = l;
@@ -179,7 +250,7 @@ static void ctl_message(void)
 	if (rc < 0)
 		fatalx("bad message from the daemon");
 	if (m.type == NETMSG_LISTEN && fd >= 0)
-		listen_on(m.id, fd);
+		listen_on(m.id, fd, &m.u.listen);
 	else if (m.type == NETMSG_UNLISTEN)
 		unlisten(m.id);
 	else if (m.type == NETMSG_POLICY && fd >= 0)
@@ -190,7 +261,7 @@ static void ctl_message(void)
 		close(fd);
 }
 
-/* A connection past the limits is closed at once, and reported. */
+/* A connection past the proxy's limit is closed at once, and reported. */
 static void refuse(struct listener *l, int fd, unsigned max)
 {
 	struct netmsg m = {.type = NETMSG_CONN};
@@ -208,21 +279,18 @@ static void refuse(struct listener *l, int fd, unsigned max)
 static void accept_on(struct listener *l)
 {
 	int fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC);
-	struct policy_ref *pr;
-	unsigned max;
 
 	if (fd < 0)
 		return;
-	pr = policy_get();
-	max = pr->set.conns_max;
-	policy_put(pr);
+	/* A session's own limit is checked once its credential is read (listener_claim): a
+	 * connection is nobody's until then, whatever port it came in on. */
 	pthread_mutex_lock(&lock);
-	if (l->active >= max || active_all >= CONNS_ALL_MAX) {
+	if (active_all >= CONNS_ALL_MAX) {
 		pthread_mutex_unlock(&lock);
-		refuse(l, fd, l->active >= max ? max : CONNS_ALL_MAX);
+		refuse(l, fd, CONNS_ALL_MAX);
 		return;
 	}
-	l->active++;
+	l->refs++;
 	active_all++;
 	pthread_mutex_unlock(&lock);
 	if (conn_start(fd, l) < 0) {

@@ -24,9 +24,16 @@ struct policy_ref *policy_get(void);
 void policy_put(struct policy_ref *pr);
 /* Sends a connection's record to the daemon; without wait, dropped if it lags. */
 void proxy_report(const struct netmsg *m, bool wait);
-/* A connection of l ended: its count goes down. */
+/* A connection that came in on l ended: its count goes down. */
 void listener_done(struct listener *l);
 uint32_t listener_id(const struct listener *l);
+/* The session whose credential pass is, for one more of its connections: 0 with *owner set
+ * (release with listener_unclaim), -EACCES if pass is no session's, -EBUSY if that session has
+ * connections_max already. */
+int listener_claim(const char *pass, struct listener **owner);
+void listener_unclaim(struct listener *l);
+/* The policy's connections_max. */
+unsigned listener_conns_max(void);
 
 /* proxyconn.c: serves client fd of listener l on a thread of its own (fd closed, l's count
  * dropped and a record sent once it ends). 0, or -errno and nothing started. */

@@ -4,7 +4,12 @@
  * to loopback or a private range is refused without a connection, and DNS rebinding cannot
  * move the check); then bytes are relayed both ways without being looked at (CONNECT and SOCKS
  * are tunnels, a plain HTTP request's body is streamed). The connection's record goes to the
- * daemon when it ends. */
+ * daemon when it ends.
+ * Before the policy, the credential: a request is a session's by the secret of its proxy
+ * address (Proxy-Authorization, or SOCKS5's username and password), refused without it (407,
+ * or SOCKS5's failure). Until then a connection is nobody's, held in a bounded queue whose
+ * oldest is dropped for a newer one, so idle connections from one session to another's port
+ * can neither fill nor starve that session's share. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,18 +34,63 @@
 
 /* How long a client may take to send its request, and a server to accept. */
 #define HANDSHAKE_S 30
+/* Connections not yet any session's (no credential read): past this many, the oldest goes. */
+#define PENDING_MAX 128
 /* Each direction's pipe: what one splice may move. */
 #define PIPE_BYTES (1u << 20)
 #define STACK_SIZE (256u << 10)
 
 struct conn {
 	int fd, up;
-	struct listener *l;
+	struct listener *l;	/* the one it came in on */
+	struct listener *owner; /* its session's, once its credential is read */
+	bool pending;		/* in the queue of connections that are nobody's yet */
+	bool dropped;		/* shut down for a newer one (pending_lock) */
+	TAILQ_ENTRY(conn) link;
 	struct timespec t0;
 	char buf[HTTP_HEAD_MAX + 1];
 	size_t len;
 	struct netmsg m; /* the record: host, port, verdict, rule, bytes */
 };
+
+static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
+static TAILQ_HEAD(, conn) pending = TAILQ_HEAD_INITIALIZER(pending);
+static unsigned npending;
+
+/* Queues c as nobody's yet; past PENDING_MAX, the oldest queued is shut down (its thread then
+ * reads EOF and ends, logged as a connection that sent no request). */
+static void pending_add(struct conn *c)
+{
+	pthread_mutex_lock(&pending_lock);
+	TAILQ_INSERT_TAIL(&pending, c, link);
+	c->pending = true;
+	if (++npending > PENDING_MAX) {
+		struct conn *old = TAILQ_FIRST(&pending);
+
+		TAILQ_REMOVE(&pending, old, link);
+		old->pending = false;
+		old->dropped = true;
+		npending--;
+		shutdown(old->fd, SHUT_RDWR);
+	}
+	pthread_mutex_unlock(&pending_lock);
+}
+
+/* Takes c out of the queue; true if it had been dropped from it for a newer one. */
+static bool pending_remove(struct conn *c)
+{
+	bool dropped;
+
+	pthread_mutex_lock(&pending_lock);
+	if (c->pending) {
+		TAILQ_REMOVE(&pending, c, link);
+		c->pending = false;
+		npending--;
+	}
+	dropped = c->dropped;
+	pthread_mutex_unlock(&pending_lock);
+	return dropped;
+}
 
 static uint64_t ms_since(const struct timespec *t0)
 {
@@ -293,16 +344,35 @@ out:
 				close(pipes[d][e]);
 }
 
-static void http_reply(struct conn *c, const char *status, const char *body)
+/* An answer of the proxy's own; extra: more header lines (each ending in CRLF), or "". */
+static void http_reply_with(struct conn *c, const char *status, const char *extra, const char *body)
 {
-	char head[256 + sizeof(c->m.u.conn.rule)];
+	char head[512 + sizeof(c->m.u.conn.rule)];
 	int n = snprintf(head, sizeof(head),
-			 "HTTP/1.1 %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
+			 "HTTP/1.1 %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n%s"
 			 "Connection: close\r\n\r\n%s",
-			 status, strlen(body), body);
+			 status, strlen(body), extra, body);
 
 	if (n > 0)
 		write_all(c->fd, head, (size_t)n < sizeof(head) ? (size_t)n : sizeof(head) - 1);
+}
+
+static void http_reply(struct conn *c, const char *status, const char *body)
+{
+	http_reply_with(c, status, "", body);
+}
+
+/* The answer to a request that is no session's, or past its session's limit. */
+static void http_refuse_identity(struct conn *c, int rc)
+{
+	char body[sizeof(c->m.u.conn.rule) + 64];
+
+	snprintf(body, sizeof(body), "sbxfs proxy: %s\n", c->m.u.conn.rule);
+	if (rc == -EBUSY)
+		http_reply(c, "503 Service Unavailable", body);
+	else
+		http_reply_with(c, "407 Proxy Authentication Required",
+				"Proxy-Authenticate: Basic realm=\"sbxfs\"\r\n", body);
 }
 
 /* The one-line answer to a request the proxy does not carry. */
@@ -336,9 +406,32 @@ static int connect_up(struct conn *c)
 	return rc;
 }
 
+/* Makes c its session's by the password pass: 0, or -errno with the record saying why. */
+static int identify(struct conn *c, int found, const char *pass)
+{
+	struct netmsg_conn *mc = &c->m.u.conn;
+	int rc = found < 0 ? found : listener_claim(pass, &c->owner);
+
+	pending_remove(c);
+	mc->verdict = NETV_DENY;
+	if (rc == -ENOENT)
+		set_rule(c, "%s", "no credential (the session's proxy address carries it)");
+	else if (rc == -EBUSY)
+		snprintf(mc->rule, sizeof(mc->rule), "connection limit %u of the session",
+			 listener_conns_max());
+	else if (rc < 0)
+		set_rule(c, "%s", "wrong credential (no session's)");
+	if (rc < 0)
+		return rc == -EBUSY ? rc : -EACCES;
+	mc->verdict = 0;
+	mc->listener = listener_id(c->owner); /* logged under the session it is */
+	return 0;
+}
+
 static void serve_http(struct conn *c)
 {
 	struct netmsg_conn *mc = &c->m.u.conn;
+	char pass[PROXY_CRED_MAX + 1] = "";
 	struct http_req r;
 	long head;
 	int rc;
@@ -368,6 +461,11 @@ static void serve_http(struct conn *c)
 	snprintf(mc->host, sizeof(mc->host), "%s", r.host);
 	mc->port = (uint16_t)r.port;
 	mc->proto = r.connect ? 'C' : 'H';
+	if ((rc = identify(c, http_credential(c->buf, (size_t)head, pass), pass)) < 0) {
+		http_refuse_identity(c, rc);
+		free(r.forward);
+		return;
+	}
 	rc = connect_up(c);
 	if (rc < 0) {
 		http_refuse(c, rc);
@@ -397,6 +495,7 @@ static void socks_reply(struct conn *c, uint8_t code)
 static void serve_socks(struct conn *c)
 {
 	struct netmsg_conn *mc = &c->m.u.conn;
+	char pass[PROXY_CRED_MAX + 1] = "";
 	long n, req;
 	int rc;
 
@@ -405,11 +504,25 @@ static void serve_socks(struct conn *c)
 		if (more(c) <= 0)
 			return;
 	if (n < 0) {
-		set_rule(c, "%s", "SOCKS5 without \"no authentication\"");
+		set_rule(c, "%s",
+			 "SOCKS5 without a username and password (the session's ALL_PROXY has "
+			 "them)");
 		write_all(c->fd, "\x05\xff", 2);
 		return;
 	}
-	if (write_all(c->fd, "\x05\x00", 2) < 0)
+	if (write_all(c->fd, "\x05\x02", 2) < 0)
+		return;
+	memmove(c->buf, c->buf + n, c->len - (size_t)n);
+	c->len -= (size_t)n;
+	while ((n = socks_auth((uint8_t *)c->buf, c->len, pass)) == 0)
+		if (more(c) <= 0)
+			return;
+	/* RFC 1929: any status but 0 is a failure, and the connection closes. */
+	if (identify(c, n < 0 ? -EACCES : 0, pass) < 0) {
+		write_all(c->fd, "\x01\x01", 2);
+		return;
+	}
+	if (write_all(c->fd, "\x01\x00", 2) < 0)
 		return;
 	memmove(c->buf, c->buf + n, c->len - (size_t)n);
 	c->len -= (size_t)n;
@@ -444,6 +557,7 @@ static void *conn_main(void *arg)
 {
 	struct conn *c = arg;
 	struct timeval tv = {.tv_sec = HANDSHAKE_S};
+	bool dropped;
 	int one = 1;
 
 	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
@@ -459,9 +573,14 @@ static void *conn_main(void *arg)
 		strcpy(c->m.u.conn.host, "-");
 	if (!c->m.u.conn.addr[0])
 		strcpy(c->m.u.conn.addr, "-");
+	dropped = pending_remove(c);
 	if (!c->m.u.conn.verdict) {
 		c->m.u.conn.verdict = NETV_DENY;
-		if (!c->m.u.conn.rule[0])
+		if (dropped)
+			snprintf(c->m.u.conn.rule, sizeof(c->m.u.conn.rule),
+				 "dropped: no credential yet when %u newer connections waited",
+				 PENDING_MAX);
+		else if (!c->m.u.conn.rule[0])
 			set_rule(c, "%s", "no request");
 	}
 	c->m.u.conn.ms = (uint32_t)ms_since(&c->t0);
@@ -469,6 +588,8 @@ static void *conn_main(void *arg)
 	if (c->up >= 0)
 		close(c->up);
 	close(c->fd);
+	if (c->owner)
+		listener_unclaim(c->owner);
 	listener_done(c->l);
 	free(c);
 	return NULL;
@@ -491,9 +612,11 @@ int conn_start(int fd, struct listener *l)
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, STACK_SIZE);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pending_add(c);
 	rc = pthread_create(&t, &attr, conn_main, c);
 	pthread_attr_destroy(&attr);
 	if (rc) {
+		pending_remove(c);
 		free(c);
 		return -rc;
 	}

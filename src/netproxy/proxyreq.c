@@ -228,6 +228,99 @@ int http_parse(const char *head, size_t len, struct http_req *r)
 	return parse_plain(head, mlen, sp1 + 1, (size_t)(sp2 - sp1 - 1), sp2 + 1, nl + 1, end, r);
 }
 
+static int b64_value(char c)
+{
+	static const char digits[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const char *p = c ? strchr(digits, c) : NULL;
+
+	return p ? (int)(p - digits) : -1;
+}
+
+/* Standard base64 with its padding into out (at most cap bytes): the length, or -EINVAL. */
+static long b64_decode(const char *in, size_t len, char *out, size_t cap)
+{
+	size_t o = 0, pad = 0;
+
+	if (len == 0 || len % 4)
+		return -EINVAL;
+	while (pad < 2 && in[len - 1 - pad] == '=')
+		pad++;
+	for (size_t i = 0; i < len; i += 4) {
+		int v[4];
+		uint32_t w = 0;
+
+		for (int k = 0; k < 4; k++) {
+			bool padding = i + (size_t)k >= len - pad;
+
+			v[k] = padding ? 0 : b64_value(in[i + (size_t)k]);
+			if (v[k] < 0 || (padding && i + 4 < len))
+				return -EINVAL;
+			w = w << 6 | (uint32_t)v[k];
+		}
+		for (int k = 0; k < 3; k++) {
+			if (i + 4 == len && k >= 3 - (int)pad)
+				break;
+			if (o == cap)
+				return -EINVAL;
+			out[o++] = (char)(w >> (16 - 8 * k));
+		}
+	}
+	return (long)o;
+}
+
+/* The value of one Proxy-Authorization header: Basic, user PROXY_USER, the password out. */
+static int basic_credential(const char *v, size_t vlen, char pass[PROXY_CRED_MAX + 1])
+{
+	char plain[PROXY_CRED_MAX + sizeof(PROXY_USER) + 1];
+	size_t ulen = strlen(PROXY_USER);
+	long n;
+
+	if (vlen < 6 || strncasecmp(v, "Basic ", 6))
+		return -EINVAL;
+	v += 6, vlen -= 6;
+	while (vlen && *v == ' ')
+		v++, vlen--;
+	n = b64_decode(v, vlen, plain, sizeof(plain));
+	if (n < (long)ulen + 1 || memcmp(plain, PROXY_USER, ulen) || plain[ulen] != ':' ||
+	    memchr(plain, '\0', (size_t)n) || (size_t)n - ulen - 1 > PROXY_CRED_MAX)
+		return -EINVAL;
+	memcpy(pass, plain + ulen + 1, (size_t)n - ulen - 1);
+	pass[n - (long)ulen - 1] = '\0';
+	return 0;
+}
+
+int http_credential(const char *head, size_t len, char pass[PROXY_CRED_MAX + 1])
+{
+	const char *p = memchr(head, '\n', len), *end = head + len;
+	int rc = -ENOENT;
+
+	for (p = p ? p + 1 : end; p < end;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p)), *colon, *v;
+		size_t llen = (size_t)((nl ? nl : end) - p), vlen;
+
+		if (llen && p[llen - 1] == '\r')
+			llen--;
+		if (llen == 0)
+			break;
+		colon = memchr(p, ':', llen);
+		if (colon && header_is(p, (size_t)(colon - p), "proxy-authorization")) {
+			if (rc != -ENOENT)
+				return -EINVAL; /* twice: which one is meant? */
+			v = colon + 1;
+			vlen = (size_t)(p + llen - v);
+			while (vlen && (*v == ' ' || *v == '\t'))
+				v++, vlen--;
+			while (vlen && (v[vlen - 1] == ' ' || v[vlen - 1] == '\t'))
+				vlen--;
+			if ((rc = basic_credential(v, vlen, pass)) < 0)
+				return rc;
+		}
+		p = nl ? nl + 1 : end;
+	}
+	return rc;
+}
+
 long socks_greeting_len(const uint8_t *buf, size_t len)
 {
 	if (len >= 1 && buf[0] != 5)
@@ -238,7 +331,29 @@ long socks_greeting_len(const uint8_t *buf, size_t len)
 		return -EINVAL;
 	if (len < 2u + buf[1])
 		return 0;
-	return memchr(buf + 2, 0, buf[1]) ? 2 + buf[1] : -EACCES;
+	return memchr(buf + 2, 2, buf[1]) ? 2 + buf[1] : -EACCES;
+}
+
+long socks_auth(const uint8_t *buf, size_t len, char pass[PROXY_CRED_MAX + 1])
+{
+	size_t ulen, plen;
+
+	if (len >= 1 && buf[0] != 1)
+		return -EINVAL;
+	if (len < 2)
+		return 0;
+	ulen = buf[1];
+	if (len < 3 + ulen)
+		return 0;
+	plen = buf[2 + ulen];
+	if (len < 3 + ulen + plen)
+		return 0;
+	if (ulen != strlen(PROXY_USER) || memcmp(buf + 2, PROXY_USER, ulen) ||
+	    memchr(buf + 3 + ulen, '\0', plen))
+		return -EINVAL;
+	memcpy(pass, buf + 3 + ulen, plen);
+	pass[plen] = '\0';
+	return (long)(3 + ulen + plen);
 }
 
 long socks_request(const uint8_t *buf, size_t len, char host[NETPOLICY_HOST_MAX + 1],

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "netmsg.h"
 #include "netpolicy.h"
 
 /* A request head's bytes at most, request line and headers with the blank line. */
@@ -31,9 +32,22 @@ long http_head_len(const char *buf, size_t len);
  * http://: 400, with that said) or -EPERM (Host disagrees with the URL). */
 int http_parse(const char *head, size_t len, struct http_req *r);
 
+/* A session's credential: the password of its proxy address (http://sbxfs:SECRET@...), at most
+ * this many bytes, and the user name all sessions share. */
+#define PROXY_CRED_MAX 255
+#define PROXY_USER     NETMSG_PROXY_USER
+
+/* The credential of a complete head: the password of its one Proxy-Authorization header of the
+ * Basic scheme, for user PROXY_USER, into pass (NUL-terminated). 0, -ENOENT if there is none, or
+ * -EINVAL for one that is malformed, of another scheme or user, or given twice. */
+int http_credential(const char *head, size_t len, char pass[PROXY_CRED_MAX + 1]);
+
 /* SOCKS5: the greeting's length (0: incomplete), -EINVAL if it is not SOCKS5, or -EACCES if
- * it does not offer "no authentication". */
+ * it does not offer the username and password method (RFC 1929), the only one taken. */
 long socks_greeting_len(const uint8_t *buf, size_t len);
+/* The username and password subnegotiation that follows it: its length (0: incomplete) with the
+ * password in pass, or -EINVAL (malformed, or another user than PROXY_USER). */
+long socks_auth(const uint8_t *buf, size_t len, char pass[PROXY_CRED_MAX + 1]);
 /* A CONNECT request: its length (0: incomplete) with host and port set, or the reply code
  * to fail with, negated: -1 malformed, -7 not CONNECT, -8 an unknown address type. */
 long socks_request(const uint8_t *buf, size_t len, char host[NETPOLICY_HOST_MAX + 1],

@@ -14,15 +14,25 @@
 #include "netpolicy.h"
 
 enum netmsg_type {
-	NETMSG_LISTEN = 1,   /* daemon: id, one fd attached: accept connections of listener id */
+	NETMSG_LISTEN = 1,   /* daemon: id, the secret, one fd attached: accept connections of
+			      * listener id, whose session's requests carry that secret */
 	NETMSG_UNLISTEN = 2, /* daemon: id: close it (connections under way go on) */
 	NETMSG_POLICY = 3,   /* daemon: a memfd attached with the policy's text, and settings */
 	NETMSG_CONN = 4,     /* proxy: a connection ended (or was refused) */
 };
 
+/* A session's proxy credential: user NETMSG_PROXY_USER (the same for all), and a password of
+ * 32 hex digits (128 random bits) its own. */
+#define NETMSG_PROXY_USER "sbxfs"
+#define NETMSG_SECRET_LEN 32
+
+struct netmsg_listen {
+	char secret[NETMSG_SECRET_LEN + 1];
+};
+
 struct netmsg_policy {
 	bool allow_private; /* [network] allow_private */
-	uint32_t conns_max; /* connections at once per listener */
+	uint32_t conns_max; /* connections at once per session (its credential) */
 	uint32_t connect_timeout_ms;
 };
 
@@ -44,6 +54,7 @@ struct netmsg {
 	uint32_t type;
 	uint32_t id;
 	union {
+		struct netmsg_listen listen;
 		struct netmsg_policy policy;
 		struct netmsg_conn conn;
 	} u;

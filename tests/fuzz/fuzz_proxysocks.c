@@ -1,7 +1,8 @@
-/* Fuzz target: a SOCKS5 greeting and request from the sandbox (src/netproxy/proxyreq.c).
- * Properties: lengths stay within the input; a greeting is accepted only if it offers "no
- * authentication"; a request's host is one the policy accepts as a host, its port is not 0,
- * and a longer buffer (more bytes after it) parses to the same length, host and port. */
+/* Fuzz target: a SOCKS5 greeting, username and password, and request from the sandbox
+ * (src/netproxy/proxyreq.c). Properties: lengths stay within the input; a greeting is accepted
+ * only if it offers the username and password method; a password taken is as long as the
+ * subnegotiation said; a request's host is one the policy accepts as a host, its port is not
+ * 0, and a longer buffer (more bytes after it) parses to the same length, host and port. */
 #include "fuzz.h"
 #include "proxyreq.h"
 
@@ -12,9 +13,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	long g = socks_greeting_len(data, size), n;
 	uint8_t *more;
 
-	FUZZ_ASSERT(g <= (long)size);
+	char pass[PROXY_CRED_MAX + 1];
+	long a = socks_auth(data, size, pass);
+
+	FUZZ_ASSERT(g <= (long)size && a <= (long)size);
 	if (g > 0)
-		FUZZ_ASSERT(memchr(data + 2, 0, (size_t)g - 2) != NULL);
+		FUZZ_ASSERT(memchr(data + 2, 2, (size_t)g - 2) != NULL);
+	if (a > 0)
+		FUZZ_ASSERT(strlen(pass) == data[2 + data[1]] && (long)strlen(pass) < a);
 	n = socks_request(data, size, host, &port);
 	FUZZ_ASSERT(n <= (long)size && n >= -8);
 	if (n <= 0)

@@ -16,6 +16,7 @@ Documentation ranges are not public to the address policy (as for checkouts): ru
 test names carry `private`, and one test shows the same name refused without it.
 """
 
+import errno
 import json
 import os
 import pwd
@@ -31,8 +32,8 @@ from pathlib import Path
 
 import pytest
 
-from sbxutil import (REPO_ROOT, ConfMount, SbxMount, isolation_none, read_bytes, started,
-                     stopped_cleanly, uniq, write_bytes, write_errno)
+from sbxutil import (REPO_ROOT, ConfMount, SbxMount, ctl, isolation_none, read_bytes, started,
+                     stopped_cleanly, uniq, wait_until, write_bytes, write_errno)
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="filtered mode needs a root daemon"),
@@ -526,7 +527,9 @@ def test_thousand_connections_leave_the_daemon_answering(fm):
         time.sleep(0.3)
     assert fm.read(bomb, "stdout", timeout=60) == b"open 1000\n"
     assert max(times) < 3, times
-    line = log_line(fm, "connection limit 256", timeout=10)
+    # none sent a whole head, so none was any session's: past 128 such, the oldest went
+    line = log_line(fm, "dropped: no credential yet when 128 newer connections waited",
+                    timeout=10)
     assert line[1] == bomb.name and line[6] == "deny"
     # the neighbour still gets through while those are held
     assert curl(fm, calm, "http://www.allowed.test/hello")[0] == "hello www.allowed.test\n"
@@ -538,8 +541,9 @@ def test_limits_and_policy_file(fm):
     assert text == POLICY
     assert sorted(os.listdir(fm.mnt / "network")) == ["log", "policy"]
     env = fm.read_env(fm.sessions / "default")
-    port = env["HTTP_PROXY"].rsplit(":", 1)[1]
-    assert env["ALL_PROXY"] == f"socks5h://127.0.0.1:{port}"
+    secret, port = re.fullmatch(r"http://sbxfs:([0-9a-f]{32})@127\.0\.0\.1:(\d+)",
+                                env["HTTP_PROXY"]).groups()
+    assert env["ALL_PROXY"] == f"socks5h://sbxfs:{secret}@127.0.0.1:{port}"
     assert env["NO_PROXY"] == "localhost,127.0.0.1,::1"
 
 
@@ -642,11 +646,15 @@ def test_a_dead_proxy_is_restarted_with_the_policy_and_listeners(fm):
 # drop the record). The proxy refuses each name; its line holds it %HH-escaped, in one field.
 FORGE_PY = r"""
 import os, socket, sys
-port = int(os.environ["ALL_PROXY"].rsplit(":", 1)[1])
+url = os.environ["ALL_PROXY"]
+port = int(url.rsplit(":", 1)[1])
+secret = url.split(":")[2].split("@")[0].encode()
 name = bytes.fromhex(sys.argv[1])
 s = socket.create_connection(("127.0.0.1", port))
-s.sendall(b"\x05\x01\x00")
-assert s.recv(2) == b"\x05\x00"
+s.sendall(b"\x05\x01\x02")
+assert s.recv(2) == b"\x05\x02"
+s.sendall(b"\x01\x05sbxfs" + bytes([len(secret)]) + secret)
+assert s.recv(2) == b"\x01\x00"
 s.sendall(b"\x05\x01\x00\x03" + bytes([len(name)]) + name + b"\x01\xbb")
 print(s.recv(10)[:2].hex())
 """
@@ -698,3 +706,128 @@ def test_a_forged_socks_name_is_one_escaped_field(fm, inet):
     got = {e["target"]: e["decision"] for e in json.loads(res.stdout)}
     for n in FORGED:
         assert got[target(n, False)] == "deny", got
+
+
+# --- each session's credential ------------------------------------------------------------------
+
+
+def session_proxy(m, s):
+    """A session's proxy credential and port, from its HTTP_PROXY."""
+    got = re.fullmatch(r"http://sbxfs:([0-9a-f]{32})@127\.0\.0\.1:(\d+)",
+                       m.read_env(s)["HTTP_PROXY"])
+    return got.group(1), int(got.group(2))
+
+
+def test_a_request_without_its_sessions_credential_is_refused_and_logged(fm, inet):
+    s = fm.new_session()
+    secret, port = session_proxy(fm, s)
+    code_of = "-s -o /dev/null -w '%{http_code}' "
+    for proxy, why in ((f"http://127.0.0.1:{port}", "no credential"),
+                       (f"http://sbxfs:{'0' * 32}@127.0.0.1:{port}", "wrong credential"),
+                       (f"http://root:{secret}@127.0.0.1:{port}", "wrong credential")):
+        out, err, _ = curl(fm, s, f"{code_of} -x {proxy} http://www.allowed.test/hello")
+        assert out == "407", (proxy, out, err)
+        # a CONNECT's own answer is %{http_connect}
+        out, _, _ = curl(fm, s, f"-s -o /dev/null -w '%{{http_connect}}' -p -x {proxy} "
+                                "http://www.allowed.test/hello")
+        assert out == "407", (proxy, out)
+        line = log_line(fm, f"{s.name} - http www.allowed.test:80 - deny 0 0 ")
+        assert line[10].startswith(why), line
+    # the reason reaches the tool: the answer's body says it
+    out, _, _ = curl(fm, s, f"-x http://127.0.0.1:{port} http://www.allowed.test/hello")
+    assert out == "sbxfs proxy: no credential (the session's proxy address carries it)\n"
+    # SOCKS5 without the username and password: refused at its greeting
+    _, _, code = curl(fm, s, f"-x socks5h://127.0.0.1:{port} http://www.allowed.test/hello")
+    assert code != 0
+    assert "SOCKS5 without a username and password" in log_line(fm, f"{s.name} - socks ")[10]
+    _, _, code = curl(fm, s, f"-x socks5h://sbxfs:{'1' * 32}@127.0.0.1:{port} "
+                             "http://www.allowed.test/hello")
+    assert code != 0
+    # with it, through either protocol
+    assert curl(fm, s, "http://www.allowed.test/hello")[0] == "hello www.allowed.test\n"
+    assert curl(fm, s, '-x "$ALL_PROXY" http://a.wild.test/hello')[0] == "hello a.wild.test\n"
+
+
+def test_the_credential_not_the_port_says_whose_request_it_is(fm, inet):
+    a, b = fm.new_session(), fm.new_session()
+    a_secret, _ = session_proxy(fm, a)
+    _, b_port = session_proxy(fm, b)
+    out, _, code = curl(fm, a, f"-x http://sbxfs:{a_secret}@127.0.0.1:{b_port} "
+                               "http://www.allowed.test/hello")
+    assert code == 0 and out == "hello www.allowed.test\n"
+    text = log_text(fm, wait_for=f"{a.name} - http www.allowed.test:80 ")
+    assert f"{a.name} - http www.allowed.test:80 " in text
+    assert f"{b.name} - http www.allowed.test:80 " not in text
+    assert f"{a.name} - http" in log_text(fm, fm.sessions / a.name / "network")
+
+
+HOLD_PY = r"""
+import socket, sys, time
+port, n = int(sys.argv[1]), int(sys.argv[2])
+socks = []
+for _ in range(n):
+    s = socket.socket()
+    s.connect(("127.0.0.1", port))
+    socks.append(s)
+open("/workspace/held", "w").write(str(len(socks)))
+time.sleep(60)
+"""
+
+
+def test_idle_connections_to_another_sessions_port_starve_nothing(fm, inet):
+    """300 connections held open, sending nothing, from one session to another's proxy port:
+    the other's requests, a clone and downloads, all get through meanwhile."""
+    attacker, victim = fm.new_session(), fm.new_session()
+    _, victim_port = session_proxy(fm, victim)
+    (fm.ws / "hold.py").write_text(HOLD_PY)
+    held = fm.ws / "held"
+    if held.exists():
+        held.unlink()
+    fm.submit(attacker, f"python3 {fm.cmd_ws}/hold.py {victim_port} 300")
+    try:
+        wait_until(held.exists, 30, "300 connections held")
+        for _ in range(5):
+            assert curl(fm, victim, "http://www.allowed.test/hello")[0] == \
+                "hello www.allowed.test\n"
+        out, err, code = sh(fm, victim, "rm -rf /tmp/v && git clone -q http://git.test/repo.git "
+                                        "/tmp/v && cat /tmp/v/README")
+        assert code == 0 and out == "network test repository\n", err
+    finally:
+        assert ctl(attacker, "kill KILL\n") in (0, errno.ESRCH)
+
+
+def test_a_sessions_connection_limit_is_its_own(inet):
+    """connections_max bounds each session's own connections: one that holds its share of
+    tunnels is refused more (503, logged), another session is not."""
+    m = NetMount(tempfile.mkdtemp(prefix="sbxfs-it-net-cap-"),
+                 "[sandbox]\nnetwork = filtered\n[network]\nconnections_max = 8\n", inet.name)
+    started(m)
+    try:
+        set_policy(m, POLICY)
+        greedy, other = m.new_session(), m.new_session()
+        secret, port = session_proxy(m, greedy)
+        (m.ws / "tunnels.py").write_text(TUNNELS_PY)
+        out, err, code = sh(m, greedy, f"python3 {m.cmd_ws}/tunnels.py {port} {secret} 12")
+        assert code == 0, err
+        assert sorted(out.split()) == sorted(["200"] * 8 + ["503"] * 4), out
+        line = log_line(m, f"{greedy.name} - connect www.allowed.test:80 - deny")
+        assert line[10] == "connection limit 8 of the session", line
+        assert curl(m, other, "http://www.allowed.test/hello")[0] == "hello www.allowed.test\n"
+    finally:
+        stopped_cleanly(m, "connection-limit sbxfs")
+
+
+# Opens n CONNECT tunnels with the session's credential and holds them all, printing each
+# answer's status.
+TUNNELS_PY = r"""
+import base64, socket, sys
+port, secret, n = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+auth = base64.b64encode(f"sbxfs:{secret}".encode()).decode()
+socks = []
+for _ in range(n):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(f"CONNECT www.allowed.test:80 HTTP/1.1\r\nProxy-Authorization: Basic {auth}\r\n"
+              "\r\n".encode())
+    print(s.recv(4096).split()[1].decode(), flush=True)
+    socks.append(s)
+"""

@@ -234,7 +234,9 @@ def test_clean_initial_environment(sbx):
              "NODE_USE_ENV_PROXY"}
     if "HTTP_PROXY" in env:
         assert proxy <= set(env), f"a proxy variable is missing: {sorted(proxy - set(env))}"
-        assert re.fullmatch(r"http://127\.0\.0\.1:\d+", env["HTTP_PROXY"]), env["HTTP_PROXY"]
+        # with the session's credential (docs/network.md)
+        assert re.fullmatch(r"http://sbxfs:[0-9a-f]{32}@127\.0\.0\.1:\d+", env["HTTP_PROXY"]), \
+            env["HTTP_PROXY"]
     else:
         proxy = set()
     extra = set(env) - {"PATH", "HOME", "LANG", "TERM", "PWD", "OLDPWD", "SHLVL", "_"} - proxy

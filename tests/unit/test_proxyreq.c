@@ -100,8 +100,10 @@ static void test_socks(void)
 
 	CHECK(socks_greeting_len((const uint8_t *)"\x05", 1) == 0);
 	CHECK(socks_greeting_len((const uint8_t *)"\x05\x02\x02", 3) == 0);
+	/* only the username and password method (2) is taken: a session's credential */
 	CHECK(socks_greeting_len((const uint8_t *)"\x05\x02\x02\x00", 4) == 4);
-	CHECK(socks_greeting_len((const uint8_t *)"\x05\x01\x02", 3) == -EACCES);
+	CHECK(socks_greeting_len((const uint8_t *)"\x05\x01\x02", 3) == 3);
+	CHECK(socks_greeting_len((const uint8_t *)"\x05\x01\x00", 3) == -EACCES);
 	CHECK(socks_greeting_len((const uint8_t *)"\x04\x01\x00", 3) == -EINVAL);
 	CHECK(socks_greeting_len((const uint8_t *)"\x05\x00", 2) == -EINVAL);
 	CHECK(socks_request(dom, sizeof(dom), host, &port) == (long)sizeof(dom));
@@ -120,8 +122,58 @@ static void test_socks(void)
 	CHECK(socks_request((const uint8_t *)"\x04\x01\x00\x01", 4, host, &port) == -1);
 }
 
+static void test_socks_auth(void)
+{
+	const uint8_t ok[] = "\x01\x05sbxfs\x04" "abcd", other[] = "\x01\x04root\x04" "abcd";
+	const uint8_t nul[] = "\x01\x05sbxfs\x03" "a\0b", ver[] = "\x05\x05sbxfs\x00";
+	char pass[PROXY_CRED_MAX + 1];
+
+	CHECK(socks_auth(ok, sizeof(ok) - 1, pass) == 12 && !strcmp(pass, "abcd"));
+	for (size_t n = 0; n < sizeof(ok) - 1; n++)
+		CHECK(socks_auth(ok, n, pass) == 0);
+	CHECK(socks_auth(other, sizeof(other) - 1, pass) == -EINVAL);
+	CHECK(socks_auth(nul, sizeof(nul) - 1, pass) == -EINVAL);
+	CHECK(socks_auth(ver, sizeof(ver) - 1, pass) == -EINVAL);
+}
+
+static int cred(const char *head, char *pass)
+{
+	return http_credential(head, strlen(head), pass);
+}
+
+static void test_http_credential(void)
+{
+	char pass[PROXY_CRED_MAX + 1];
+
+	/* sbxfs:s3cret, sbxfs:, root:x, sbxfs:a:b */
+	CHECK(cred("CONNECT a:1 HTTP/1.1\r\nProxy-Authorization: Basic c2J4ZnM6czNjcmV0\r\n\r\n",
+		   pass) == 0 &&
+	      !strcmp(pass, "s3cret"));
+	CHECK(cred("GET http://a/ HTTP/1.1\nproxy-authorization:basic   c2J4ZnM6\n\n", pass) == 0 &&
+	      !strcmp(pass, ""));
+	CHECK(cred("GET http://a/ HTTP/1.1\r\nProxy-Authorization: Basic c2J4ZnM6YTpi\r\n\r\n",
+		   pass) == 0 &&
+	      !strcmp(pass, "a:b"));
+	CHECK(cred("CONNECT a:1 HTTP/1.1\r\nHost: a\r\n\r\n", pass) == -ENOENT);
+	CHECK(cred("CONNECT a:1 HTTP/1.1\r\nProxy-Authorization: Basic cm9vdDp4\r\n\r\n", pass) ==
+	      -EINVAL);
+	CHECK(cred("CONNECT a:1 HTTP/1.1\r\nProxy-Authorization: Bearer c2J4ZnM6czNjcmV0\r\n\r\n",
+		   pass) == -EINVAL);
+	CHECK(cred("CONNECT a:1 HTTP/1.1\r\nProxy-Authorization: Basic c2J4ZnM6czNjcmV0=\r\n\r\n",
+		   pass) == -EINVAL); /* not a whole number of groups */
+	CHECK(cred("CONNECT a:1 HTTP/1.1\r\nProxy-Authorization: Basic c2J4=nM6\r\n\r\n", pass) ==
+	      -EINVAL); /* padding inside */
+	CHECK(cred("CONNECT a:1 HTTP/1.1\r\nProxy-Authorization: Basic c2J4ZnM6czNjcmV0\r\n"
+		   "Proxy-Authorization: Basic c2J4ZnM6b3RoZXI=\r\n\r\n",
+		   pass) == -EINVAL); /* twice */
+	/* a header line in the request line's place is not a header */
+	CHECK(cred("Proxy-Authorization: Basic c2J4ZnM6czNjcmV0\r\n\r\n", pass) == -ENOENT);
+}
+
 int main(void)
 {
+	test_socks_auth();
+	test_http_credential();
 	test_head_len();
 	test_connect();
 	test_plain();
