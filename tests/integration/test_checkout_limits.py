@@ -14,9 +14,12 @@ random bytes, larger than a session's memory. Sessions have 256M of their own
 peak memory (which counts sbxfs-git's: its group is below) is that test's.
 """
 
+import hashlib
 import os
 import re
 import shutil
+import struct
+import zlib
 import signal
 import socket
 import tempfile
@@ -86,6 +89,77 @@ def wide_repo(path):
         (path / name).unlink()
 
 
+# The delta bomb: a 64 KiB blob, and a delta on it of one byte per 64 KiB copy that makes a
+# 1 GiB blob (8 KiB of delta, a few dozen bytes once compressed).
+SEED = 64 << 10
+BOMB = 1 << 30
+
+
+def pack_header(kind, size):
+    """A pack object's type-and-size header (git's pack format)."""
+    out = bytearray([(kind << 4) | (size & 15)])
+    size >>= 4
+    while size:
+        out[-1] |= 0x80
+        out.append(size & 0x7f)
+        size >>= 7
+    return bytes(out)
+
+
+def delta_size(n):
+    out = bytearray()
+    while True:
+        out.append(n & 0x7f | (0x80 if n > 0x7f else 0))
+        n >>= 7
+        if not n:
+            return bytes(out)
+
+
+def ofs_delta_offset(n):
+    """OFS_DELTA's distance back to its base, in git's own varint."""
+    out = [n & 0x7f]
+    n >>= 7
+    while n:
+        n -= 1
+        out.insert(0, 0x80 | (n & 0x7f))
+        n >>= 7
+    return bytes(out)
+
+
+def delta_bomb_repo(path):
+    """A bare repository whose one commit holds `seed` (SEED random bytes) and `bomb`, a BOMB
+    byte blob stored as a delta on seed: its pack is a decompression bomb."""
+    seed = os.urandom(SEED)
+    copies = BOMB // SEED
+    seed_id = hashlib.sha1(b"blob %d\0" % SEED + seed).digest()
+    h = hashlib.sha1(b"blob %d\0" % BOMB)
+    for _ in range(copies):
+        h.update(seed)
+    bomb_id = h.digest()
+    tree = b"100644 bomb\0" + bomb_id + b"100644 seed\0" + seed_id
+    tree_id = hashlib.sha1(b"tree %d\0" % len(tree) + tree).digest()
+    commit = (b"tree %s\nauthor a <a@a> 0 +0000\ncommitter a <a@a> 0 +0000\n\nbomb\n"
+              % tree_id.hex().encode())
+    commit_id = hashlib.sha1(b"commit %d\0" % len(commit) + commit).digest()
+    # 0x80 alone: copy 0x10000 bytes from offset 0 of the base
+    delta = delta_size(SEED) + delta_size(BOMB) + b"\x80" * copies
+    pack = bytearray(b"PACK" + struct.pack(">II", 2, 4))
+    pack += pack_header(1, len(commit)) + zlib.compress(commit)
+    pack += pack_header(2, len(tree)) + zlib.compress(tree)
+    seed_at = len(pack)
+    pack += pack_header(3, SEED) + zlib.compress(seed)
+    bomb_at = len(pack)
+    pack += pack_header(6, len(delta)) + ofs_delta_offset(bomb_at - seed_at)
+    pack += zlib.compress(delta, 9)
+    pack += hashlib.sha1(pack).digest()
+    run_proc([GIT, "init", "-q", "--bare", "-b", "main", str(path)], timeout=60)
+    name = path / "objects" / "pack" / f"pack-{hashlib.sha1(pack).hexdigest()}.pack"
+    name.write_bytes(pack)
+    git(path, "index-pack", str(name))
+    git(path, "update-ref", "refs/heads/main", commit_id.hex())
+    return len(pack)
+
+
 @pytest.fixture(scope="module")
 def base():
     d = Path(tempfile.mkdtemp(prefix="sbxfs-lim-src-"))
@@ -95,6 +169,7 @@ def base():
         git(d / "big", "tag", "tg")
         repo_with_blob(d / "medium", MEDIUM)
         wide_repo(d / "wide")
+        delta_bomb_repo(d / "bomb")
         (d / "tiny").mkdir()
         git(d / "tiny", "init", "-q", "-b", "main")
         (d / "tiny" / "x").write_text("x\n")
@@ -269,6 +344,32 @@ def test_blob_past_git_object_max_is_refused_before_it_is_read(default, session,
     assert os.listdir(default.ws / rel) == []
     # sbxfs-git, the session's shell and the sleeper: far below the blob.
     assert s.peak() < 64 << 20, s.peak()
+    s.still_works(base)
+
+
+@pytest.mark.parametrize("form", ["path", "file", "git"])
+def test_a_pack_that_is_a_decompression_bomb_is_refused(default, session, base, form):
+    """A pack of a few kilobytes whose one delta makes a 1 GiB blob: refused by its size before
+    it is made (the delta's header says it), or, where libgit2 must make it to index the pack
+    (git://), ended at the checkout's memory limit; either way nothing is written, the host's
+    memory is the session's bound, and the session goes on."""
+    assert (base / "bomb" / "objects" / "pack").is_dir()
+    s = session(default)
+    rel = uniq("bomb")
+    url, daemon = source(base, "bomb", form)
+    try:
+        text, final = checkout(s.s, f"{url} dir={rel}", timeout=300)
+    finally:
+        if daemon:
+            daemon.close()
+    assert final in (
+        f"error too-large: {shown(default, rel)}/bomb is {BOMB} bytes, more than the "
+        f"{OBJECT_MAX} a checkout takes ([session] git_object_max)",
+        "error too-large: out of memory: sbxfs-git was killed at the checkout's or the "
+        "session's memory limit"), text
+    assert not os.path.exists(default.ws / rel / "bomb")
+    assert s.peak() <= SESSION_MAX, s.peak()
+    print(f"{form}: {final}; the session's peak {s.peak() >> 20} MiB")
     s.still_works(base)
 
 
