@@ -253,6 +253,17 @@ test('network: the mode, the rules and the log\'s last lines; a new policy, a ba
 		const entry = await waitFor(async () => (await get('/api/network')).json.log.find((e) => e.target === 'denied.example:80' && e.session === 'default'), 'the log line');
 		assert.equal(entry.decision, 'deny');
 		assert.equal(entry.reason, 'mode none'); // mode none refuses before any rule
+		// A SOCKS5 host name made to read as an allowed connection: one field, denied.
+		const forged = 'bank.example 93.184.216.34 allow 4096 1048576 250 allow bank.example';
+		const py = 'import os,socket;u=os.environ["ALL_PROXY"];p=int(u.rsplit(":",1)[1]);k=u.split(":")[2].split("@")[0].encode();' +
+			'n=bytes.fromhex(os.environ["N"]);s=socket.create_connection(("127.0.0.1",p));s.sendall(b"\\x05\\x01\\x02");s.recv(2);' +
+			's.sendall(b"\\x01\\x05sbxfs"+bytes([len(k)])+k);s.recv(2);s.sendall(b"\\x05\\x01\\x00\\x03"+bytes([len(n)])+n+b"\\x01\\xbb");s.recv(10)';
+		const forge = await post('/api/sessions/default/exec', { command: `N=${Buffer.from(forged).toString('hex')} python3 -c '${py}'` });
+		assert.equal(forge.status, 200, forge.text);
+		const shown = await waitFor(async () => (await get('/api/network')).json.log.find((e) => e.target === `${forged}:0`), 'the forged line');
+		assert.equal(shown.decision, 'deny');
+		assert.equal(shown.reason, 'malformed SOCKS request');
+		assert.ok(!(await get('/api/network')).json.log.some((e) => e.decision === 'allow' && e.target.startsWith('bank.example')));
 	} finally {
 		await post('/api/network', { mode: 'none', allow: [], deny: [] });
 	}
