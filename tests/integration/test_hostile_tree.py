@@ -8,7 +8,7 @@ the fallback's ramfs, which keeps no holes), and names
 with a newline, an escape sequence and bytes that are not UTF-8; a snapshot then holds them all
 in snapshots/NAME/files/. As root, the test runs cat, head, cp -a, cp -rL, diff -r, grep -r and
 -R, tar -c and -ch, find -exec and find -L, du and du -L, rsync -a and -L (if installed), and
-the Python client's file calls over every tree of the mount, and writes through every planted
+the Python and Node clients' file calls over the planted tree, and writes through every planted
 link. No canary's text may show in any output or copy, the host directory keeps its files, and
 every tool returns within its bound.
 
@@ -17,6 +17,7 @@ to the mount and not to TREES fails test_every_tree_of_the_mount_is_known, so a 
 skip this test (docs/sandbox.md, "One rule for every tree")."""
 
 import errno
+import json
 import os
 import shutil
 import stat
@@ -29,6 +30,7 @@ import pytest
 
 from sbxutil import (REPO_ROOT, bounded, errno_of, isolation_none, limits, mounts_on, run_proc,
                      sbxfs_binary, uniq)
+from test_client_safety import node
 from test_host_safety import MODES, end_mount, make_mount
 
 sys.path.insert(0, str(REPO_ROOT / "clients" / "python"))
@@ -181,9 +183,18 @@ def run_tools_over_control(tree):
 
 
 def client_calls(m):
-    """The Python client's file calls over the planted tree."""
+    """The Python and Node clients' file calls over the planted tree."""
     box = sdk.get_sandbox(m.mnt)
     session = box.create_session()
+    calls = [{"on": {"session": session.id}, "method": method, "args": [f"hostile/{name}"]}
+             for name in ("canarylink", "climb", "sub/chained", "shadowlink", "dirlink")
+             for method in ("readFile", "exists")]
+    calls.append({"on": {"session": session.id}, "method": "listFiles",
+                  "args": ["hostile", {"recursive": True}]})
+    outcomes, _ = node(m, calls)
+    no_canary(json.dumps(outcomes), "the Node client")
+    refused = [o["ok"] is False for o, c in zip(outcomes, calls) if c["method"] == "readFile"]
+    assert refused and all(refused), outcomes
     for name in ("canarylink", "climb", "sub/chained", "shadowlink"):
         try:
             got = session.read_file(f"hostile/{name}")
