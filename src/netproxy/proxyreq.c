@@ -100,6 +100,21 @@ static void put(struct out *o, const char *s, size_t n)
 	o->buf[o->len] = '\0';
 }
 
+/* A header's value: what follows its colon up to the line's end, without the blanks around
+ * it. Its length, *v its start. */
+static size_t header_value(const char *colon, const char *end, const char **v)
+{
+	size_t vlen;
+
+	*v = colon + 1;
+	vlen = (size_t)(end - *v);
+	while (vlen && (**v == ' ' || **v == '\t'))
+		(*v)++, vlen--;
+	while (vlen && ((*v)[vlen - 1] == ' ' || (*v)[vlen - 1] == '\t'))
+		vlen--;
+	return vlen;
+}
+
 static bool header_is(const char *line, size_t nlen, const char *name)
 {
 	return strlen(name) == nlen && !strncasecmp(line, name, nlen);
@@ -128,12 +143,7 @@ static int copy_headers(const char *p, const char *end, struct http_req *r, stru
 		for (size_t i = 0; i < nlen; i++)
 			if (!tchar(p[i]))
 				return -EINVAL;
-		v = colon + 1;
-		vlen = (size_t)(p + len - v);
-		while (vlen && (*v == ' ' || *v == '\t'))
-			v++, vlen--;
-		while (vlen && (v[vlen - 1] == ' ' || v[vlen - 1] == '\t'))
-			vlen--;
+		vlen = header_value(colon, p + len, &v);
 		if (header_is(p, nlen, "host")) {
 			char host[NETPOLICY_HOST_MAX + 1];
 			unsigned port;
@@ -307,12 +317,7 @@ int http_credential(const char *head, size_t len, char pass[PROXY_CRED_MAX + 1])
 		if (colon && header_is(p, (size_t)(colon - p), "proxy-authorization")) {
 			if (rc != -ENOENT)
 				return -EINVAL; /* twice: which one is meant? */
-			v = colon + 1;
-			vlen = (size_t)(p + llen - v);
-			while (vlen && (*v == ' ' || *v == '\t'))
-				v++, vlen--;
-			while (vlen && (v[vlen - 1] == ' ' || v[vlen - 1] == '\t'))
-				vlen--;
+			vlen = header_value(colon, p + llen, &v);
 			if ((rc = basic_credential(v, vlen, pass)) < 0)
 				return rc;
 		}

@@ -199,28 +199,31 @@ int snap_may_add_locked(const char *name)
 	return 0;
 }
 
-uint64_t snap_space_used_locked(void)
+/* What the snapshots hold, and the ones being made so far: entries, or bytes of copies. */
+static uint64_t used_locked(bool entries)
 {
 	struct snapshot *s;
 	uint64_t n = 0;
 
 	TAILQ_FOREACH(s, &table, link)
-	n += s->state == SS_READY || s->state == SS_RESTORING ? s->meta.space
-	     : s->progress ? __atomic_load_n(&s->progress->copied, __ATOMIC_RELAXED)
-			   : 0;
+	{
+		if (s->state == SS_READY || s->state == SS_RESTORING)
+			n += entries ? s->meta.files : s->meta.space;
+		else if (s->progress)
+			n += __atomic_load_n(entries ? &s->progress->files : &s->progress->copied,
+					     __ATOMIC_RELAXED);
+	}
 	return n;
+}
+
+uint64_t snap_space_used_locked(void)
+{
+	return used_locked(false);
 }
 
 uint64_t snap_files_used_locked(void)
 {
-	struct snapshot *s;
-	uint64_t n = 0;
-
-	TAILQ_FOREACH(s, &table, link)
-	n += s->state == SS_READY || s->state == SS_RESTORING ? s->meta.files
-	     : s->progress ? __atomic_load_n(&s->progress->files, __ATOMIC_RELAXED)
-			   : 0;
-	return n;
+	return used_locked(true);
 }
 
 static int take_locked(const char *name, struct ticket **done)

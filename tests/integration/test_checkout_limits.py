@@ -327,18 +327,23 @@ def source(base, name, form):
     return f"{'file://' if form == 'file' else ''}{base}/{name}", None
 
 
+def checkout_from(s, base, name, form, rel, timeout=120):
+    """A checkout of repository base/name by form into rel: (whole text, final line)."""
+    url, daemon = source(base, name, form)
+    try:
+        return checkout(s.s, f"{url} dir={rel}", timeout=timeout)
+    finally:
+        if daemon:
+            daemon.close()
+
+
 @pytest.mark.parametrize("form", ["path", "file", "git"])
 def test_blob_past_git_object_max_is_refused_before_it_is_read(default, session, base, form):
     """By a local path or file:// (libgit2 copies the object files) or from a git server
     (libgit2 indexes the pack as it comes): checked by its header before checkout reads it."""
     s = session(default)
     rel = uniq("big")
-    url, daemon = source(base, "big", form)
-    try:
-        text, final = checkout(s.s, f"{url} dir={rel}")
-    finally:
-        if daemon:
-            daemon.close()
+    text, final = checkout_from(s, base, "big", form, rel)
     assert final == (f"error too-large: {shown(default, rel)}/zeros is {BIG} bytes, more than "
                      f"the {OBJECT_MAX} a checkout takes ([session] git_object_max)"), text
     assert os.listdir(default.ws / rel) == []
@@ -356,12 +361,7 @@ def test_a_pack_that_is_a_decompression_bomb_is_refused(default, session, base, 
     assert (base / "bomb" / "objects" / "pack").is_dir()
     s = session(default)
     rel = uniq("bomb")
-    url, daemon = source(base, "bomb", form)
-    try:
-        text, final = checkout(s.s, f"{url} dir={rel}", timeout=300)
-    finally:
-        if daemon:
-            daemon.close()
+    text, final = checkout_from(s, base, "bomb", form, rel, timeout=300)
     assert final in (
         f"error too-large: {shown(default, rel)}/bomb is {BOMB} bytes, more than the "
         f"{OBJECT_MAX} a checkout takes ([session] git_object_max)",

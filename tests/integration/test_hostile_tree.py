@@ -31,7 +31,7 @@ import pytest
 from sbxutil import (REPO_ROOT, bounded, errno_of, isolation_none, limits, mounts_on, run_proc,
                      sbxfs_binary, uniq)
 from test_client_safety import node
-from test_host_safety import MODES, end_mount, make_mount
+from test_host_safety import hm  # noqa: F401 (the fixture: a mount in each mode)
 
 sys.path.insert(0, str(REPO_ROOT / "clients" / "python"))
 
@@ -236,16 +236,6 @@ def prepare(m):
     snap = uniq("snap")
     bounded(os.mkdir, m.mnt / "snapshots" / snap, what="mkdir snapshots/NAME")
     return snap
-
-
-@pytest.fixture(scope="module", params=list(MODES))
-def hm(request):
-    m = make_mount(request.param)
-    m.mode = request.param
-    try:
-        yield m
-    finally:
-        end_mount(m)
 
 
 def test_every_tree_of_the_mount_is_known(hm):
