@@ -135,12 +135,36 @@ static void comm_of(pid_t pid, char *comm, size_t len)
 			*c = '?';
 }
 
+/* Whether pid has /dev/fuse open. */
+static bool fuse_server(pid_t pid)
+{
+	char dir[64], target[16];
+	struct dirent *de;
+	bool found = false;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
+	if (!(d = opendir(dir)))
+		return false;
+	while (!found && (de = readdir(d))) {
+		ssize_t n = readlinkat(dirfd(d), de->d_name, target, sizeof(target) - 1);
+
+		found = n == 9 && memcmp(target, "/dev/fuse", 9) == 0;
+	}
+	closedir(d);
+	return found;
+}
+
 static bool skipped(pid_t pid, const pid_t *skip, int nskip)
 {
+	if (pid == getpid())
+		return true;
+	if (!skip)
+		return fuse_server(pid);
 	for (int i = 0; i < nskip; i++)
 		if (skip[i] == pid)
 			return true;
-	return pid == getpid();
+	return false;
 }
 
 int holders_find(const struct mount_tree *t, const pid_t *skip, int nskip, char *text,

@@ -14,8 +14,10 @@ struct mount_tree {
 	int n;
 };
 
-/* Writes "PID (COMM), ..." for the holders (at most max named, then "and N more") into text,
- * skipping the pids in skip. Returns how many hold the tree. */
+/* Writes "PID (COMM), ..." for the holders (at most ten named, then "and N more") into text,
+ * skipping the pids in skip, or, when skip is NULL (a kernel that does not say which process
+ * serves a FUSE connection), every process with /dev/fuse open: a FUSE daemon, the mount's own
+ * among them, which holds its covers. Returns how many hold the tree. */
 int holders_find(const struct mount_tree *t, const pid_t *skip, int nskip, char *text,
 		 size_t textlen);
 

@@ -259,7 +259,7 @@ static void refuse_if_busy(const struct tree_scan *t, const char *mountpoint, co
 			   int nskip, const char *done)
 {
 	char names[1024];
-	int n = holders_find(&t->tree, skip, nskip, names, sizeof(names));
+	int n = holders_find(&t->tree, nskip ? skip : NULL, nskip, names, sizeof(names));
 
 	if (n == 0)
 		return;
