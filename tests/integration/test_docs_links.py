@@ -126,3 +126,22 @@ def test_slug_rule():
         "a-bounded-workspace-sandbox-workspace_max"
     assert slug("Run handles, result and output") == "run-handles-result-and-output"
     assert slug("The [JavaScript](x.md) drivers") == "the-javascript-drivers"
+
+
+# A repository path named in a code span: it begins with one of the repository's folders.
+REPO_PATH = re.compile(r"`((?:src|fs|tests|conf|examples|clients|scripts|docs|\.ci)/[^`\s]+)`")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO_ROOT)))
+def test_repository_paths_in_the_docs_exist(page):
+    """`src/core/loop.c` and the like name files that are there; a pattern (`*`, NAME, <...>,
+    {...}, $VAR, ...) stands for many and is left out."""
+    missing = []
+    for n, line in enumerate(page.read_text().splitlines(), 1):
+        for m in REPO_PATH.finditer(line):
+            path = m.group(1).rstrip(".,:;").split("#")[0]
+            if any(c in path for c in "*<>{}$") or "NAME" in path or "..." in path:
+                continue
+            if not (REPO_ROOT / path).exists():
+                missing.append(f"{page.relative_to(REPO_ROOT)}:{n}: {path}")
+    assert not missing, "paths that are not in the repository:\n" + "\n".join(missing)
