@@ -153,7 +153,6 @@ int ctl_write_netpolicy(fuse_req_t req, struct ctlfh *fh, const char *buf, size_
 int ctl_apply_netpolicy(struct ctlfh *fh, const char *text, size_t len, unsigned *n);
 void ctl_size_netlog(struct ctlfh *fh, struct stat *st);
 int ctl_read_netlog(fuse_req_t req, struct fhandle *h, size_t size, off_t off, struct waiter *w);
-bool ctl_poll_netlog(struct fhandle *h, struct waiter *w);
 
 /* readme.c */
 extern const char readme_text[];

@@ -347,7 +347,6 @@ static const struct kind_info netlog_row = {
     .flags = KF_ROOT,
     .size = ctl_size_netlog,
     .read = ctl_read_netlog,
-    .poll = ctl_poll_netlog,
 };
 
 /* the session's own lines of network/log */
@@ -357,7 +356,6 @@ static const struct kind_info snetlog_row = {
     .where = IN_SESSION,
     .size = ctl_size_netlog,
     .read = ctl_read_netlog,
-    .poll = ctl_poll_netlog,
 };
 
 /* Indexed by kind; a directory lists its files in the order of enum ctl_kind (ino.h). */

@@ -1,6 +1,7 @@
 /* network/policy (each line checked at its write(), the whole policy applied at close, all or
- * nothing), and the connection log: network/log and a session's network, followed like a
- * growing file (a read at the end waits), from the oldest line the ring still holds. */
+ * nothing), and the connection log: network/log and a session's network, read like a log file
+ * on disk (to its current end, then EOF; tail -f follows its size), from the oldest line the
+ * ring still holds. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -73,8 +74,8 @@ int ctl_read_netlog(fuse_req_t req, struct fhandle *h, size_t size, off_t off, s
 	uint64_t at;
 	size_t n = 0;
 	char *buf;
-	int rc = 0;
 
+	(void)w; /* never waits */
 	if (no_log(fh)) {
 		fuse_reply_buf(req, NULL, 0);
 		return 0;
@@ -83,22 +84,13 @@ int ctl_read_netlog(fuse_req_t req, struct fhandle *h, size_t size, off_t off, s
 	at = (uint64_t)off + fh->shift;
 	pthread_mutex_unlock(&fh->h.lock);
 	buf = xmalloc(size ? size : 1);
-	rc = net_log_read(log_of(fh), &at, buf, size, &n, w);
-	if (rc == 0) {
-		pthread_mutex_lock(&fh->h.lock);
-		if (at > (uint64_t)off + fh->shift)
-			fh->shift = at - (uint64_t)off;
-		fh->pos = (off_t)(at + n - fh->shift);
-		pthread_mutex_unlock(&fh->h.lock);
-		fuse_reply_buf(req, buf, n);
-	}
+	net_log_read(log_of(fh), &at, buf, size, &n);
+	pthread_mutex_lock(&fh->h.lock);
+	if (at > (uint64_t)off + fh->shift)
+		fh->shift = at - (uint64_t)off;
+	fh->pos = (off_t)(at + n - fh->shift);
+	pthread_mutex_unlock(&fh->h.lock);
+	fuse_reply_buf(req, buf, n);
 	free(buf);
-	return rc;
-}
-
-bool ctl_poll_netlog(struct fhandle *h, struct waiter *w)
-{
-	struct ctlfh *fh = container_of(h, struct ctlfh, h);
-
-	return no_log(fh) || net_log_poll(log_of(fh), (uint64_t)fh->pos + fh->shift, w);
+	return 0;
 }

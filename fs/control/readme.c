@@ -36,7 +36,7 @@ const char readme_text[] =
 	"                        write NAME=VALUE to set, -NAME to unset\n"
 	"network/policy          mode none|filtered|host, allow and deny lines (HOST,\n"
 	"                        *.DOMAIN, :PORT); write a new one, applied at close\n"
-	"network/log             a line per connection through the proxy; follows (tail -f)\n"
+	"network/log             a line per connection through the proxy (tail -f follows it)\n"
 	"sessions/ID/network     the session's lines of network/log\n"
 	"contexts/NAME/          code interpreters (mkdir; language, cwd, env, timeout\n"
 	"                        before the first cell): write code, read result, stdout,\n"

@@ -47,11 +47,6 @@ static gid_t proxy_gid = 65534;
 static uint32_t next_id = 1;
 static LIST_HEAD(, net_client) clients = LIST_HEAD_INITIALIZER(clients);
 
-bool net_proxy_running(void)
-{
-	return running;
-}
-
 enum net_mode net_mode(void)
 {
 	return mode;
@@ -381,7 +376,6 @@ void net_client_close(struct net_client *c)
 	close(c->fd);
 	c->fd = -1;
 	LIST_REMOVE(c, link);
-	waitq_wake(&c->logq);
 }
 
 void net_client_free(struct net_client *c)

@@ -13,7 +13,6 @@
 #include "config.h"
 #include "envlist.h"
 #include "netpolicy.h"
-#include "waiter.h"
 
 /* A session's or a context's way out: its listener and its part of the log. */
 struct net_client;
@@ -48,12 +47,8 @@ int net_policy_check_line(const char *line, size_t len);
 int net_policy_write(const char *text, size_t len);
 
 /* The log, of c or of all (NULL): up to size bytes from *off (moved up to the oldest byte held
- * if below it) into buf, *n of them. -EAGAIN at its end with w (if given) queued: the log never
- * ends while there is a proxy (without one, the end is EOF). */
-int net_log_read(const struct net_client *c, uint64_t *off, char *buf, size_t size, size_t *n,
-		 struct waiter *w);
-/* Whether a read at pos would not wait; else w (if given) is queued. */
-bool net_log_poll(const struct net_client *c, uint64_t pos, struct waiter *w);
+ * if below it) into buf, *n of them: 0 at its current end, as a file on disk gives. */
+void net_log_read(const struct net_client *c, uint64_t *off, char *buf, size_t size, size_t *n);
 /* Bytes written to the log so far: its size. */
 uint64_t net_log_end(const struct net_client *c);
 

@@ -8,7 +8,6 @@
 #include "net.h"
 #include "netmsg.h"
 #include "termring.h"
-#include "waiter.h"
 
 struct net_client {
 	uint32_t id;	     /* the listener's, in messages to the proxy */
@@ -17,15 +16,10 @@ struct net_client {
 	uint16_t port;	     /* on the sandbox's 127.0.0.1 */
 	char secret[NETMSG_SECRET_LEN + 1]; /* its credential, in its proxy variables */
 	struct termring log; /* its own lines */
-	struct waitq logq;
 	LIST_ENTRY(net_client) link;
 };
 
-/* net.c: a proxy is wanted (none or filtered mode, the daemon's namespace): without one
- * nothing will ever be logged, and reads at the log's end give EOF. */
-bool net_proxy_running(void);
-
-/* netlog.c, core lock held (but netlog_client_free: c's last user is gone, no waiter left) */
+/* netlog.c, core lock held (but netlog_client_free: c's last user is gone) */
 void netlog_init(void);
 void netlog_shutdown(void);
 void netlog_client_init(struct net_client *c);

@@ -1,7 +1,8 @@
 /* The connection log: one line per connection the proxy reports, in a ring for the whole sandbox
  * (network/log, NETLOG_ALL bytes) and one per session or context (sessions/ID/network,
- * NETLOG_CLIENT bytes). The oldest lines go first; offsets count from the start, so a reader
- * follows it like a growing file, and a read at the end waits for the next line. The proxy's
+ * NETLOG_CLIENT bytes). The oldest lines go first; offsets count from the start, so it reads
+ * like a log file on disk: to its current end, then EOF, and tail -f (which polls its growing
+ * size) follows it. The proxy's
  * records are untrusted (it parses what the sandbox sends): each string in them is written in
  * the %HH form (escape.h), so no byte of a host name can make a field or a line of its own. */
 #include <errno.h>
@@ -20,13 +21,11 @@
 #define NETLOG_CLIENT (256u << 10)
 
 static struct termring all;
-static struct waitq allq;
 static unsigned bad_records;
 
 void netlog_init(void)
 {
 	termring_init(&all, NETLOG_ALL);
-	waitq_init(&allq);
 }
 
 void netlog_shutdown(void)
@@ -37,7 +36,6 @@ void netlog_shutdown(void)
 void netlog_client_init(struct net_client *c)
 {
 	termring_init(&c->log, NETLOG_CLIENT);
-	waitq_init(&c->logq);
 }
 
 void netlog_client_free(struct net_client *c)
@@ -99,42 +97,19 @@ void netlog_record(struct net_client *c, const struct netmsg_conn *m)
 		line[n - 1] = '\n';
 	}
 	termring_put(&all, line, (size_t)n);
-	waitq_wake(&allq);
-	if (c) {
+	if (c)
 		termring_put(&c->log, line, (size_t)n);
-		waitq_wake(&c->logq);
-	}
 }
 
-int net_log_read(const struct net_client *c, uint64_t *off, char *buf, size_t size, size_t *n,
-		 struct waiter *w)
+void net_log_read(const struct net_client *c, uint64_t *off, char *buf, size_t size, size_t *n)
 {
 	const struct termring *r = c ? &c->log : &all;
-	int rc = 0;
 
 	core_lock();
 	if (*off < termring_oldest(r))
 		*off = termring_oldest(r);
 	*n = termring_get(r, *off, buf, size);
-	if (*n == 0 && net_proxy_running()) {
-		rc = -EAGAIN;
-		if (w)
-			waitq_add(c ? (struct waitq *)&c->logq : &allq, w);
-	}
 	core_unlock();
-	return rc;
-}
-
-bool net_log_poll(const struct net_client *c, uint64_t pos, struct waiter *w)
-{
-	bool ready;
-
-	core_lock();
-	ready = pos < (c ? c->log.end : all.end) || !net_proxy_running();
-	if (!ready && w)
-		waitq_add(c ? (struct waitq *)&c->logq : &allq, w);
-	core_unlock();
-	return ready;
 }
 
 uint64_t net_log_end(const struct net_client *c)

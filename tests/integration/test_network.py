@@ -21,7 +21,6 @@ import json
 import os
 import pwd
 import re
-import select
 import shutil
 import subprocess
 import sys
@@ -32,8 +31,9 @@ from pathlib import Path
 
 import pytest
 
-from sbxutil import (REPO_ROOT, ConfMount, SbxMount, ctl, isolation_none, read_bytes, started,
-                     stopped_cleanly, uniq, wait_until, write_bytes, write_errno)
+from sbxutil import (REPO_ROOT, ConfMount, SbxMount, ctl, isolation_none, read_bytes,
+                     read_pipe_until, started, stopped_cleanly, uniq, wait_until, write_bytes,
+                     write_errno)
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="filtered mode needs a root daemon"),
@@ -480,20 +480,34 @@ def test_mode_switches_live_between_none_and_filtered(fm):
     assert curl(fm, s, "http://www.allowed.test/hello")[0] == "hello www.allowed.test\n"
 
 
-def test_session_log_and_following(fm):
+def test_a_log_reads_to_its_end_and_tail_f_follows_it(fm):
+    """network/log and sessions/ID/network read like a log file on disk: to their current end,
+    then EOF, so cat and grep return (an agent's tool that waits for a command does not stall);
+    the same open reads the next line once it is written, and tail -f follows."""
     s = fm.new_session()
     name = s.name
     fd = os.open(s / "network", os.O_RDONLY)
     try:
-        r, _, _ = select.select([fd], [], [], 0.2)
-        assert not r, "the session's log is readable before any connection"
+        assert os.read(fd, 4096) == b"", "a log with no line is empty"
         curl(fm, s, "http://a.wild.test/hello")
-        r, _, _ = select.select([fd], [], [], 10)
-        assert r, "poll did not wake for the new line"
-        line = os.read(fd, 4096).decode()
+        line = wait_until(lambda: os.read(fd, 4096), 10, "the new line").decode()
         assert line.count("\n") == 1 and f" {name} - http a.wild.test:80 " in line
+        assert os.read(fd, 4096) == b""
     finally:
         os.close(fd)
+    whole = run("cat", str(fm.mnt / "network" / "log")).stdout.decode()
+    assert f" {name} - http a.wild.test:80 " in whole
+    assert run("cat", str(s / "network")).stdout.decode() == line
+    assert int(run("grep", "-c", f" {name} ", str(fm.mnt / "network" / "log")).stdout) == 1
+    tail = subprocess.Popen(["tail", "-n", "0", "-f", str(s / "network")],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(1.2)  # tail -f has taken the size it follows from
+        curl(fm, s, "http://www.allowed.test/hello")
+        read_pipe_until(tail.stdout, f" {name} - http www.allowed.test:80 ".encode(), 10)
+    finally:
+        tail.kill()
+        tail.wait()
     whole = log_text(fm)
     own = log_text(fm, path=s / "network")
     assert own.strip() and all(f" {name} " in line for line in own.splitlines())
