@@ -508,7 +508,9 @@ def test_a_log_reads_to_its_end_and_tail_f_follows_it(fm):
     finally:
         tail.kill()
         tail.wait()
-    whole = log_text(fm)
+    # the whole log has every session's lines, a session's its own only
+    curl(fm, fm.sessions / "default", "http://a.wild.test/hello")
+    whole = log_text(fm, wait_for=" default - http a.wild.test:80 ")
     own = log_text(fm, path=s / "network")
     assert own.strip() and all(f" {name} " in line for line in own.splitlines())
     assert any(" default " in line for line in whole.splitlines())
