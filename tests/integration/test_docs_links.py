@@ -98,9 +98,10 @@ def test_readme_is_short():
 
 
 def test_readme_starts_with_its_two_commands():
-    """The first two commands a reader meets: mount with the default config in the foreground,
-    and run every test (both on a fresh Debian 12 machine, as root)."""
+    """The title, then the first two commands a reader meets: mount with the default config in
+    the foreground, and run every test (both on a fresh Debian 12 machine, as root)."""
     text = README.read_text()
+    assert text.startswith("# sbxfs\n"), "the README does not start with its title"
     blocks = re.findall(r"^```sh\n(.*?)\n```", text, re.M | re.S)
     assert blocks[:2] == ["scripts/bootstrap && build/sbxfs -f /mnt/sbx",
                           "scripts/bootstrap && tests/run-all"]
