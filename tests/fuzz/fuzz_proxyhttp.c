@@ -3,7 +3,9 @@
  * the policy accepts as a host and a port in 1-65535; a plain request's forwarded head starts
  * with its method, holds no Proxy- header and no bare CR, names the same Host, ends with
  * "Connection: close" and a blank line, and parses again as a request (in origin form it is
- * not one for a proxy: it must be refused as malformed or not http://). */
+ * not one for a proxy: it must be refused as malformed or not http://). A credential read from
+ * a head is NUL-terminated within its bound, and only when the head has a Proxy-Authorization
+ * header. */
 #include <strings.h>
 
 #include "fuzz.h"
@@ -14,13 +16,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *buf = (const char *)data;
 	long head = http_head_len(buf, size);
 	struct http_req r, again;
-	char host[NETPOLICY_HOST_MAX + 1];
+	char host[NETPOLICY_HOST_MAX + 1], pass[PROXY_CRED_MAX + 1];
 	const char *tail = "Connection: close\r\n\r\n";
 
 	FUZZ_ASSERT(head <= (long)size && head <= (long)HTTP_HEAD_MAX);
 	if (head <= 0)
 		return 0;
 	FUZZ_ASSERT(buf[head - 1] == '\n');
+	if (http_credential(buf, (size_t)head, pass) == 0) {
+		char *h = fuzz_str(data, (size_t)head);
+
+		FUZZ_ASSERT(memchr(pass, '\0', sizeof(pass)) && strcasestr(h, "proxy-authorization"));
+		free(h);
+	}
 	if (http_parse(buf, (size_t)head, &r) < 0)
 		return 0;
 	snprintf(host, sizeof(host), "%s", r.host);

@@ -407,6 +407,7 @@ while True:
 """
 
 
+@pytest.mark.heavy
 def test_snapshots_taken_while_a_directory_and_a_link_swap_places(m):
     """A command swaps a hundred directories with links of the same names as fast as it can
     (renameat2 RENAME_EXCHANGE): each of 25 snapshots is taken, each name copied as the frozen
