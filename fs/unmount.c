@@ -322,10 +322,13 @@ void unmount_main(const char *mountpoint, bool lazy)
 	struct tree_scan t;
 
 	scan_tree(&t, path ? path : mountpoint);
-	free(path);
 	if (t.conn)
 		n = server_pids(pidfds, find_servers(t.conn, pidfds, MAX_SERVERS), pids);
-	if (lazy) {
+	if (!t.conn) {
+		/* No sbxfs mount there: nothing of what is mounted below is ours to touch, and
+		 * fusermount3 says what it makes of the path. */
+		rc = lazy ? stop_servers(pidfds, 0, mountpoint) : fusermount_unmount(mountpoint);
+	} else if (lazy) {
 		rc = stop_servers(pidfds, n, mountpoint);
 	} else {
 		refuse_if_busy(&t, mountpoint, pids, n, "nothing was unmounted");
@@ -338,6 +341,7 @@ void unmount_main(const char *mountpoint, bool lazy)
 		close_clones(&t, clones);
 	}
 	free_tree(&t);
+	free(path);
 	if (rc != 0)
 		exit(rc);
 	if (!wait_exited(pidfds, n, mountpoint))

@@ -145,11 +145,18 @@ def test_lazy_unmount_stops_the_daemon_and_leaves_nothing_that_follows(mount):
 
 
 @pytest.mark.no_daemon
-def test_unmount_of_a_path_that_is_no_mount_says_so():
+def test_unmount_of_a_path_that_is_no_mount_says_so_and_detaches_nothing():
+    """-u of a directory that is no sbxfs mount, with a mount below it: fusermount3's refusal,
+    and the mount below stays (-u detaches what is on an sbxfs mount only)."""
     d = tempfile.mkdtemp(prefix="sbxfs-it-nomount-")
+    sub = os.path.join(d, "sub")
+    os.mkdir(sub)
+    subprocess.run(["mount", "-t", "tmpfs", "none", sub], check=True, timeout=30)
     try:
         res = run_proc([str(sbxfs_binary()), "-u", d], timeout=30)
         assert res.returncode != 0
         assert b"mounted as it was" not in res.stderr and res.stderr, res
+        assert is_mounted(sub)
     finally:
-        os.rmdir(d)
+        subprocess.run(["umount", sub], check=False, timeout=30)
+        shutil.rmtree(d, ignore_errors=True)
