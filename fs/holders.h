@@ -8,10 +8,15 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+/* The mounts a tree may have: the mount, workspace/'s and the covers, and what the host nested
+ * in the workspace. More is refused, never half seen. */
+#define MOUNT_TREE_MAX 64
+
 struct mount_tree {
-	int ids[64]; /* the mounts' ids (mountinfo's first field) */
-	unsigned major[64], minor[64];
+	int ids[MOUNT_TREE_MAX]; /* the mounts' ids (mountinfo's first field) */
+	unsigned major[MOUNT_TREE_MAX], minor[MOUNT_TREE_MAX];
 	int n;
+	bool overflow; /* it has more than MOUNT_TREE_MAX */
 };
 
 /* Writes "PID (COMM), ..." for the holders (at most ten named, then "and N more") into text,

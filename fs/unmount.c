@@ -75,7 +75,7 @@ struct tree_scan {
 	const char *path;
 	struct mount_tree tree;
 	unsigned long conn;
-	char *subs[64];
+	char *subs[MOUNT_TREE_MAX];
 	int nsubs;
 };
 
@@ -83,8 +83,12 @@ static int scan_mount(const struct mount_entry *m, void *arg)
 {
 	struct tree_scan *t = arg;
 
-	if (!mounttab_under(m->point, t->path) || t->tree.n == 64)
+	if (!mounttab_under(m->point, t->path))
 		return 0;
+	if (t->tree.n == MOUNT_TREE_MAX) {
+		t->tree.overflow = true;
+		return 0;
+	}
 	t->tree.ids[t->tree.n] = m->id;
 	t->tree.major[t->tree.n] = m->major;
 	t->tree.minor[t->tree.n++] = m->minor;
@@ -92,7 +96,7 @@ static int scan_mount(const struct mount_entry *m, void *arg)
 		t->conn = strcmp(m->fstype, "fuse.sbxfs") == 0
 			      ? (unsigned long)m->major << 20 | m->minor
 			      : 0;
-	else if (t->nsubs < 64)
+	else
 		t->subs[t->nsubs++] = xstrdup(m->point);
 	return 0;
 }
@@ -316,7 +320,7 @@ static int stop_servers(int *pidfds, int n, const char *mountpoint)
 
 void unmount_main(const char *mountpoint, bool lazy)
 {
-	int pidfds[MAX_SERVERS], clones[64], n = 0, rc;
+	int pidfds[MAX_SERVERS], clones[MOUNT_TREE_MAX], n = 0, rc;
 	pid_t pids[MAX_SERVERS];
 	char *path = mount_path(mountpoint);
 	struct tree_scan t;
@@ -324,7 +328,13 @@ void unmount_main(const char *mountpoint, bool lazy)
 	scan_tree(&t, path ? path : mountpoint);
 	if (t.conn)
 		n = server_pids(pidfds, find_servers(t.conn, pidfds, MAX_SERVERS), pids);
-	if (!t.conn) {
+	if (t.tree.overflow) {
+		/* Its holders and covers could not all be seen: nothing is touched. */
+		log_warnx("%s has more than %d mounts on it: nothing was unmounted (unmount those "
+			  "the host made, or use sbxfs -u -z)",
+			  mountpoint, MOUNT_TREE_MAX);
+		rc = lazy ? stop_servers(pidfds, n, mountpoint) : 1;
+	} else if (!t.conn) {
 		/* No sbxfs mount there: nothing of what is mounted below is ours to touch, and
 		 * fusermount3 says what it makes of the path. */
 		rc = lazy ? stop_servers(pidfds, 0, mountpoint) : fusermount_unmount(mountpoint);

@@ -119,6 +119,30 @@ def test_an_unmount_refused_by_a_hidden_holder_puts_every_cover_back(mount):
     assert m.wait_exit(10) == 0
 
 
+def test_more_mounts_than_it_can_see_are_refused_whole(mount):
+    """70 mounts the host made in workspace/: past the 64 -u keeps track of, it could miss a
+    holder or a cover, so it unmounts nothing and says why."""
+    m = mount
+    points = []
+    try:
+        for i in range(70):
+            p = m.workspace / f"m{i:02d}"
+            p.mkdir()
+            subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1M", "none", str(p)],
+                           check=True, timeout=30)
+            points.append(p)
+        before = mounts_on(m.mnt)
+        code, err = unmount(m)
+        assert code == 1 and "more than 64 mounts on it: nothing was unmounted" in err, err
+        assert mounts_on(m.mnt) == before and m.alive()
+    finally:
+        for p in reversed(points):
+            subprocess.run(["umount", str(p)], check=False, timeout=30)
+    code, err = unmount(m)
+    assert code == 0, err
+    assert m.wait_exit(10) == 0
+
+
 def test_lazy_unmount_stops_the_daemon_and_leaves_nothing_that_follows(mount):
     m = mount
     links = with_link(m)
