@@ -1,6 +1,7 @@
 /* One mount at a time (see samemount.h): openat2 with RESOLVE_NO_XDEV refuses to cross into a
- * mount, bind mounts included; statx's mount id tells a mount point from the entries of its
- * parent's mount, where st_dev cannot (a bind mount of the same filesystem shares it). */
+ * mount, bind mounts included; statx says whether a name is a mount's root (or, on an older
+ * kernel, its mount id is compared with its directory's), where st_dev cannot tell (a bind
+ * mount of the same filesystem shares it). */
 #include "samemount.h"
 
 #include <errno.h>
@@ -43,15 +44,20 @@ int lstat_here(int dir, const char *name, struct stat *st)
 {
 	struct statx parent, x;
 
-	if (statx(dir, "", AT_EMPTY_PATH, STATX_MNT_ID, &parent) < 0 ||
-	    statx(dir, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT,
+	if (statx(dir, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT,
 		  STATX_BASIC_STATS | STATX_MNT_ID, &x) < 0)
 		return -1;
 	to_stat(&x, st);
-	if ((x.stx_mask & STATX_MNT_ID) && (parent.stx_mask & STATX_MNT_ID) &&
-	    x.stx_mnt_id != parent.stx_mnt_id) {
-		errno = EXDEV;
-		return -1;
+	/* One call a name: the kernel says whether it is the root of a mount (5.8 and later);
+	 * else its mount is compared with the directory's. */
+	if (x.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) {
+		if (!(x.stx_attributes & STATX_ATTR_MOUNT_ROOT))
+			return 0;
+	} else if (!(x.stx_mask & STATX_MNT_ID) ||
+		   statx(dir, "", AT_EMPTY_PATH, STATX_MNT_ID, &parent) < 0 ||
+		   !(parent.stx_mask & STATX_MNT_ID) || x.stx_mnt_id == parent.stx_mnt_id) {
+		return 0;
 	}
-	return 0;
+	errno = EXDEV;
+	return -1;
 }
