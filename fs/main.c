@@ -22,6 +22,7 @@
 #include "log.h"
 #include "mountopts.h"
 #include "ops.h"
+#include "root.h"
 #include "portfs.h"
 #include "sandbox.h"
 #include "snapfs.h"
@@ -93,14 +94,14 @@ static void usage(FILE *out)
 static void parse_cmdline(int argc, char **argv, struct cmdline *cl)
 {
 	static const struct option longopts[] = {
-		{"workspace", required_argument, NULL, 'w'},
-		{"state-dir", required_argument, NULL, 's'},
-		{"isolation", required_argument, NULL, 'i'},
-		{"network", required_argument, NULL, 'n'},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},
-		{"lazy", no_argument, NULL, 'z'},
-		{NULL, 0, NULL, 0},
+	    {"workspace", required_argument, NULL, 'w'},
+	    {"state-dir", required_argument, NULL, 's'},
+	    {"isolation", required_argument, NULL, 'i'},
+	    {"network", required_argument, NULL, 'n'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
+	    {"lazy", no_argument, NULL, 'z'},
+	    {NULL, 0, NULL, 0},
 	};
 	char err[512];
 	int c;
@@ -108,22 +109,46 @@ static void parse_cmdline(int argc, char **argv, struct cmdline *cl)
 	memset(cl, 0, sizeof(*cl));
 	while ((c = getopt_long(argc, argv, "fdc:o:uzhV", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'f': cl->foreground = true; break;
-		case 'd': cl->debug = cl->foreground = true; break;
-		case 'c': cl->config = optarg; break;
+		case 'f':
+			cl->foreground = true;
+			break;
+		case 'd':
+			cl->debug = cl->foreground = true;
+			break;
+		case 'c':
+			cl->config = optarg;
+			break;
 		case 'o':
 			if (mountopts_add(&cl->opts, optarg, err, sizeof(err)) < 0)
 				fatalx("%s", err);
 			break;
-		case 'u': cl->unmount = true; break;
-		case 'z': cl->lazy = true; break;
-		case 'w': cl->workspace = optarg; break;
-		case 's': cl->state_dir = optarg; break;
-		case 'i': cl->isolation = optarg; break;
-		case 'n': cl->network = optarg; break;
-		case 'h': usage(stdout); exit(0);
-		case 'V': printf("sbxfs %s\n", SBXFS_VERSION); exit(0);
-		default: usage(stderr); exit(2);
+		case 'u':
+			cl->unmount = true;
+			break;
+		case 'z':
+			cl->lazy = true;
+			break;
+		case 'w':
+			cl->workspace = optarg;
+			break;
+		case 's':
+			cl->state_dir = optarg;
+			break;
+		case 'i':
+			cl->isolation = optarg;
+			break;
+		case 'n':
+			cl->network = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case 'V':
+			printf("sbxfs %s\n", SBXFS_VERSION);
+			exit(0);
+		default:
+			usage(stderr);
+			exit(2);
 		}
 	}
 	if (optind == argc - 2 && !cl->unmount)
@@ -314,7 +339,7 @@ int main(int argc, char **argv)
 	struct ws_opts wso;
 	struct cmdline cl;
 	struct config cfg;
-	char err[512], *self, *ws_abs, *mnt_abs;
+	char err[512], *self, *ws_abs, *mnt_abs, *readme;
 	uid_t sb_uid = getuid();
 	gid_t sb_gid = getgid();
 	bool own_user;
@@ -355,6 +380,8 @@ int main(int argc, char **argv)
 	});
 	if ((rc = ws_open(cfg.workspace, &wso)) < 0)
 		fatalx("workspace %s: %s", cfg.workspace, strerror(-rc));
+	readme = root_readme();
+	ctl_set_readme(readme);
 	se = mount_fs(&cl, self);
 	mnt_abs = absolute(cl.mountpoint);
 	if (!cl.foreground) {
@@ -415,6 +442,7 @@ int main(int argc, char **argv)
 	mountopts_free(&cl.opts);
 	free(self);
 	free(mnt_abs);
+	free(readme);
 	log_info("unmounted");
 	return rc < 0 ? 1 : 0;
 }

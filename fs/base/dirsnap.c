@@ -27,8 +27,10 @@ void dirsnap_add(struct dirsnap *d, const char *name, fuse_ino_t ino, mode_t mod
 	d->e[d->n++] = (struct dirsnap_entry){xstrdup(name), ino, mode};
 }
 
-void dirsnap_open(fuse_req_t req, struct dirsnap *d, struct fuse_file_info *fi)
+void dirsnap_open(fuse_req_t req, struct dirsnap *d, const struct dirsnap_plus *plus,
+		  struct fuse_file_info *fi)
 {
+	d->plus = plus;
 	fi->fh = (uint64_t)(uintptr_t)d;
 	fuse_reply_open(req, fi);
 }
@@ -39,10 +41,11 @@ static bool is_dot(size_t i)
 	return i < 2;
 }
 
-void dirsnap_read(fuse_req_t req, struct fuse_file_info *fi, size_t size, off_t off,
-		  const struct dirsnap_plus *plus)
+static void dirsnap_read(fuse_req_t req, struct fuse_file_info *fi, size_t size, off_t off,
+			 bool with_attr)
 {
 	struct dirsnap *d = dirsnap_of(fi);
+	const struct dirsnap_plus *plus = with_attr ? d->plus : NULL;
 	char *buf = xmalloc(size);
 	size_t used = 0;
 
@@ -53,7 +56,7 @@ void dirsnap_read(fuse_req_t req, struct fuse_file_info *fi, size_t size, off_t 
 
 		if (plus && !is_dot(i))
 			plus->fill(&d->e[i], &e);
-		if (plus)
+		if (with_attr)
 			need = fuse_add_direntry_plus(req, buf + used, size - used, d->e[i].name,
 						      &e, (off_t)(i + 1));
 		else
@@ -70,10 +73,25 @@ void dirsnap_read(fuse_req_t req, struct fuse_file_info *fi, size_t size, off_t 
 	free(buf);
 }
 
-void dirsnap_release(fuse_req_t req, struct fuse_file_info *fi)
+void dirsnap_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		     struct fuse_file_info *fi)
+{
+	(void)ino;
+	dirsnap_read(req, fi, size, off, false);
+}
+
+void dirsnap_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			 struct fuse_file_info *fi)
+{
+	(void)ino;
+	dirsnap_read(req, fi, size, off, true);
+}
+
+void dirsnap_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct dirsnap *d = dirsnap_of(fi);
 
+	(void)ino;
 	for (size_t i = 0; i < d->n; i++)
 		free(d->e[i].name);
 	free(d->e);

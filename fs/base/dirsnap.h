@@ -17,11 +17,6 @@ struct dirsnap_entry {
 	mode_t mode; /* its type only */
 };
 
-struct dirsnap {
-	struct dirsnap_entry *e;
-	size_t n;
-};
-
 /* What readdirplus gives of the entries other than "." and "..". */
 struct dirsnap_plus {
 	/* Fills e (its attr holds the entry's ino and type); e->ino 0: no attributes given. */
@@ -31,15 +26,24 @@ struct dirsnap_plus {
 	void (*unsent)(const struct fuse_entry_param *e);
 };
 
+struct dirsnap {
+	struct dirsnap_entry *e;
+	size_t n;
+	const struct dirsnap_plus *plus;
+};
+
 /* A listing of ino whose parent is parent: "." and ".." already in it. */
 struct dirsnap *dirsnap_new(fuse_ino_t ino, fuse_ino_t parent);
 void dirsnap_add(struct dirsnap *d, const char *name, fuse_ino_t ino, mode_t mode);
-/* Answers opendir: the listing becomes the open directory's. */
-void dirsnap_open(fuse_req_t req, struct dirsnap *d, struct fuse_file_info *fi);
-/* Answers readdir (plus NULL) or readdirplus from the open directory's listing. */
-void dirsnap_read(fuse_req_t req, struct fuse_file_info *fi, size_t size, off_t off,
-		  const struct dirsnap_plus *plus);
-/* Answers releasedir: frees the listing. */
-void dirsnap_release(fuse_req_t req, struct fuse_file_info *fi);
+/* Answers opendir: the listing becomes the open directory's, and plus says what readdirplus
+ * gives of its entries. */
+void dirsnap_open(fuse_req_t req, struct dirsnap *d, const struct dirsnap_plus *plus,
+		  struct fuse_file_info *fi);
+/* readdir, readdirplus and releasedir of an open listing, as a part's ops table has them. */
+void dirsnap_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		     struct fuse_file_info *fi);
+void dirsnap_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			 struct fuse_file_info *fi);
+void dirsnap_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 
 #endif

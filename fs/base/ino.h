@@ -1,9 +1,11 @@
-/* Inode numbers of the control tree. A control inode is odd and encodes the session's serial
- * (0 for the root level), a number with a flag saying whose it is (a run of the history, or a
- * background process; 0: the session's own files, which follow the latest run) and the file's
- * kind, so no table is needed and a number is never reused for another session. Workspace
- * inodes are even (see workspace.h). Bits: 0 tag, 1-6 kind, 7 job flag, 8-31 number, 32-63
- * serial. */
+/* Inode numbers: the encoding the parts share, and nothing of their kinds. Workspace inodes are
+ * even (workspace.h). The others are odd, and bits 1-3 name the part that serves them (enum
+ * part_tag); the part owns the 60 bits above, its payload, and says in its own header what
+ * they hold. The mount's root (1) is the control part's payload 0.
+ *
+ * Parts whose files belong to a session share one layout of the payload (tree_ino): bits 0-5 a
+ * kind, 6 a flag, 7-30 a number, 31-59 a serial (a session's, or 0 at the root). Two addresses
+ * are known across parts: a session's directory, and its terms/. */
 #ifndef SBX_INO_H
 #define SBX_INO_H
 
@@ -14,137 +16,79 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-enum ctl_kind {
-	K_ROOT,
-	K_README,
-	K_LIMITS,
-	K_SESSIONS,
-	K_CLONE,
-	K_SDIR,	  /* sessions/<id>/ */
-	K_RUNS,	  /* sessions/<id>/runs/ */
-	K_RUNDIR, /* sessions/<id>/runs/<n>/ */
-	K_CMD,
-	K_STDOUT,
-	K_STDERR,
-	K_EXIT,
-	K_STATUS,
-	K_ENV,
-	K_CWD,
-	K_TIMEOUT,
-	K_CTL,
-	K_STDIN,
-	K_JOBS,	  /* sessions/<id>/procs/ */
-	K_JOBDIR, /* sessions/<id>/procs/<name>/ */
-	K_SIGNAL,
-	K_PORTS,
-	K_READY,
-	K_ALLJOBS, /* procs/ at the root */
-	K_JOBLINK, /* procs/<session>.<name> */
-	K_CHECKOUT,
-	K_RESULT,     /* a run's result as one JSON object */
-	K_OUTPUT,     /* stdout and stderr interleaved */
-	K_JOBSCTL,    /* sessions/<id>/procs/ctl */
-	K_ALLJOBSCTL, /* procs/ctl at the root */
-	K_ROOTENV,    /* env at the root */
-	K_TERMS,      /* sessions/<id>/terms/ */
-	K_TERMDIR,    /* sessions/<id>/terms/<name>/: it and its files carry the terminal's id */
-	K_TCMD,
-	K_TIN,
-	K_TOUT,
-	K_TSCREEN,
-	K_TSIZE,
-	K_TCTL,
-	K_TEXIT,
-	K_TWAIT,
-	K_TSTATUS,
-	K_TTY, /* sessions/<id>/procs/<name>/tty */
-	K_XPORTS,   /* ports/ at the root */
-	K_XEXPOSE,  /* ports/expose */
-	K_XPORTDIR, /* ports/<port>/: it and its files carry the port and the exposure's serial */
-	K_XURL,
-	K_XADDRESS,
-	K_XPORT,
-	K_XNAME,
-	K_XSTATUS,
-	K_NETDIR,    /* network/ at the root */
-	K_NETPOLICY, /* network/policy */
-	K_NETLOG,    /* network/log */
-	K_SNETLOG,   /* sessions/<id>/network: the session's lines of the log */
-	K_MAX
-};
+enum part_tag { PART_CONTROL, PART_TERMS, PART_PORTS, PART_CONTEXTS, PART_SNAPSHOTS, PART_MAX };
 
-#define KIND_BITS 6
-#define JOB_FLAG (1ull << (KIND_BITS + 1))
-#define NUM_SHIFT (KIND_BITS + 2)
-#define RUN_BITS 24
-#define RUN_MAX ((1u << RUN_BITS) - 1)
+#define PART_BITS     3
+#define PAYLOAD_SHIFT (PART_BITS + 1)
+#define PAYLOAD_BITS  (64 - PAYLOAD_SHIFT)
+_Static_assert(PART_MAX <= 1 << PART_BITS, "a new part needs a wider tag");
 
-static inline fuse_ino_t ctl_ino(uint64_t serial, enum ctl_kind kind, unsigned run)
+static inline fuse_ino_t part_ino(enum part_tag tag, uint64_t payload)
 {
-	return (fuse_ino_t)((serial << 32) | ((uint64_t)run << NUM_SHIFT) | ((uint64_t)kind << 1) |
-			    1);
+	return (fuse_ino_t)((payload << PAYLOAD_SHIFT) | ((uint64_t)tag << 1) | 1);
 }
 
-/* A background process's files: num is its id within the session. */
-static inline fuse_ino_t job_ino(uint64_t serial, enum ctl_kind kind, unsigned id)
+/* The part of an odd inode. */
+static inline enum part_tag ino_part(fuse_ino_t ino)
 {
-	return ctl_ino(serial, kind, id) | JOB_FLAG;
+	return (enum part_tag)((ino >> 1) & ((1u << PART_BITS) - 1));
 }
 
-static inline enum ctl_kind ino_kind(fuse_ino_t ino)
+static inline uint64_t ino_payload(fuse_ino_t ino)
 {
-	return (enum ctl_kind)((ino >> 1) & ((1u << KIND_BITS) - 1));
+	return (uint64_t)ino >> PAYLOAD_SHIFT;
+}
+
+/* The layout of a session's files. A part's kinds fit TREE_KINDS (its enum asserts it). */
+#define TREE_KIND_BITS	  6
+#define TREE_KINDS	  (1u << TREE_KIND_BITS)
+#define TREE_FLAG	  (1ull << TREE_KIND_BITS)
+#define TREE_NUM_SHIFT	  (TREE_KIND_BITS + 1)
+#define TREE_NUM_BITS	  24
+#define TREE_NUM_MAX	  ((1u << TREE_NUM_BITS) - 1)
+#define TREE_SERIAL_SHIFT (TREE_NUM_SHIFT + TREE_NUM_BITS)
+#define TREE_SERIAL_MAX	  ((1ull << (PAYLOAD_BITS - TREE_SERIAL_SHIFT)) - 1)
+
+static inline fuse_ino_t tree_ino(enum part_tag tag, uint64_t serial, unsigned kind, unsigned num,
+				  bool flag)
+{
+	return part_ino(tag, (serial << TREE_SERIAL_SHIFT) | ((uint64_t)num << TREE_NUM_SHIFT) |
+				 (flag ? TREE_FLAG : 0) | kind);
+}
+
+static inline unsigned ino_kind(fuse_ino_t ino)
+{
+	return (unsigned)(ino_payload(ino) & (TREE_KINDS - 1));
+}
+
+static inline bool ino_flag(fuse_ino_t ino)
+{
+	return ino_payload(ino) & TREE_FLAG;
 }
 
 static inline unsigned ino_num(fuse_ino_t ino)
 {
-	return (unsigned)((ino >> NUM_SHIFT) & RUN_MAX);
-}
-
-/* The run a history file belongs to (0: the session's own files). */
-static inline unsigned ino_run(fuse_ino_t ino)
-{
-	return (ino & JOB_FLAG) ? 0 : ino_num(ino);
-}
-
-/* The background process a file belongs to (0: none). */
-static inline unsigned ino_job(fuse_ino_t ino)
-{
-	return (ino & JOB_FLAG) ? ino_num(ino) : 0;
-}
-
-/* terms/ of a session, a terminal's directory or file (fs/terms serves them all). */
-static inline bool ino_is_term(fuse_ino_t ino)
-{
-	return ino_kind(ino) >= K_TERMS && ino_kind(ino) <= K_TSTATUS;
-}
-
-/* The terminal a directory or file belongs to (0: terms/ itself). */
-static inline unsigned ino_term(fuse_ino_t ino)
-{
-	return ino_num(ino);
-}
-
-/* ports/ and what it holds (fs/ports serves them all): the number is the sandbox's port, the
- * serial the exposure's (both 0 for ports/ itself and ports/expose). */
-static inline bool ino_is_xport(fuse_ino_t ino)
-{
-	return ino_kind(ino) >= K_XPORTS && ino_kind(ino) <= K_XSTATUS;
+	return (unsigned)((ino_payload(ino) >> TREE_NUM_SHIFT) & TREE_NUM_MAX);
 }
 
 static inline uint64_t ino_serial(fuse_ino_t ino)
 {
-	return (uint64_t)ino >> 32;
+	return ino_payload(ino) >> TREE_SERIAL_SHIFT;
 }
 
-/* The odd inodes with bit 63 set are contexts/'s (ctxino.h), but for those whose bits 1-5 are
- * all ones: snapshots/'s (snapino.h). */
-#define XINO_FLAG     (1ull << 63)
-#define SNAP_INO_MARK (0x1full << 1)
+/* The addresses one part gives another: sessions/ID/ (the control part's kind TREE_SESSION_DIR)
+ * and sessions/ID/terms/ (the terms part's kind TREE_TOP). */
+#define TREE_TOP	 0
+#define TREE_SESSION_DIR 5
 
-static inline bool ino_is_snap(fuse_ino_t ino)
+static inline fuse_ino_t session_dir_ino(uint64_t serial)
 {
-	return (ino & 1) && (ino & XINO_FLAG) && (ino & SNAP_INO_MARK) == SNAP_INO_MARK;
+	return tree_ino(PART_CONTROL, serial, TREE_SESSION_DIR, 0, false);
+}
+
+static inline fuse_ino_t terms_dir_ino(uint64_t serial)
+{
+	return tree_ino(PART_TERMS, serial, TREE_TOP, 0, false);
 }
 
 #endif

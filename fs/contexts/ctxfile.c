@@ -61,7 +61,7 @@ void ctxfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fh = xcalloc(1, sizeof(*fh));
 	fh->kind = ctx_ino_kind(ino);
 	fhandle_init(&fh->h, &open_files, xfh_free);
-	fh->handle = (k->flags & XF_HANDLE) && acc == O_RDWR;
+	fh->rh.on = (k->flags & XF_HANDLE) && acc == O_RDWR;
 	rc = ctxfs_resolve(ino, &fh->c, &fh->cell);
 	if (rc == 0 && k->open)
 		rc = k->open(fh);
@@ -90,31 +90,19 @@ int ctxfile_stat(struct fuse_file_info *fi, struct stat *st)
 
 static int submit_locked(struct xfh *fh);
 
-/* A run handle's read: what was written is submitted, and "N\n" read back once. */
-static int read_answer(fuse_req_t req, struct xfh *fh, size_t size)
+static int submit(void *fh)
 {
-	int rc = 0;
-
-	pthread_mutex_lock(&fh->h.lock);
-	if (fh->wlen || fh->werr)
-		rc = submit_locked(fh);
-	if (rc == 0 && !fh->anslen)
-		rc = -ENODATA;
-	if (rc < 0) {
-		pthread_mutex_unlock(&fh->h.lock);
-		return rc;
-	}
-	reply_answer(req, fh->answer, fh->anslen, &fh->ansoff, size);
-	pthread_mutex_unlock(&fh->h.lock);
-	return 0;
+	return submit_locked(fh);
 }
 
-void ctxfile_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi)
+void ctxfile_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct xfh *fh = xfh_of(fi);
 	int rc;
 
-	if (fh->handle && (rc = read_answer(req, fh, size)) != -ENODATA) {
+	(void)ino;
+	if (fh->rh.on && (rc = runhandle_read(req, &fh->h, &fh->rh, size, fh->wlen || fh->werr,
+					      submit, fh)) != -ENODATA) {
 		if (rc < 0)
 			fuse_reply_err(req, -rc);
 		return;
@@ -140,11 +128,14 @@ static int check_written(struct xfh *fh)
 	return fh_row(fh)->check(fh);
 }
 
-void ctxfile_write(fuse_req_t req, const char *buf, size_t size, struct fuse_file_info *fi)
+void ctxfile_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		   struct fuse_file_info *fi)
 {
 	struct xfh *fh = xfh_of(fi);
 	int rc;
 
+	(void)ino;
+	(void)off;
 	pthread_mutex_lock(&fh->h.lock);
 	if (fh->werr) {
 		rc = fh->werr;
@@ -152,7 +143,7 @@ void ctxfile_write(fuse_req_t req, const char *buf, size_t size, struct fuse_fil
 		fh->wbuf = xrealloc(fh->wbuf, fh->wlen + size + 1);
 		memcpy(fh->wbuf + fh->wlen, buf, size);
 		fh->wlen += size;
-		fh->anslen = fh->ansoff = 0;
+		runhandle_clear(&fh->rh);
 		rc = fh->werr = check_written(fh);
 	}
 	pthread_mutex_unlock(&fh->h.lock);
@@ -175,10 +166,8 @@ static int submit_locked(struct xfh *fh)
 	fh->werr = 0;
 	if (rc == 0 && len)
 		rc = fh_row(fh)->apply(fh, text, len, &n);
-	if (rc == 0 && n && fh->handle) {
-		fh->anslen = (size_t)snprintf(fh->answer, sizeof(fh->answer), "%u\n", n);
-		fh->ansoff = 0;
-	}
+	if (rc == 0)
+		runhandle_set(&fh->rh, n);
 	free(text);
 	return rc;
 }
@@ -193,26 +182,31 @@ static int flush_pending(struct xfh *fh)
 	return rc;
 }
 
-void ctxfile_flush(fuse_req_t req, struct fuse_file_info *fi)
+void ctxfile_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	(void)ino;
+
 	fuse_reply_err(req, -flush_pending(xfh_of(fi)));
 }
 
-void ctxfile_release(fuse_req_t req, struct fuse_file_info *fi)
+void ctxfile_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct xfh *fh = xfh_of(fi);
 
+	(void)ino;
 	flush_pending(fh);
 	fhandle_release(&fh->h);
 	fuse_reply_err(req, 0);
 }
 
 /* Before the first cell nothing is pending: ready. */
-void ctxfile_poll(fuse_req_t req, struct fuse_file_info *fi, struct fuse_pollhandle *ph)
+void ctxfile_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		  struct fuse_pollhandle *ph)
 {
 	struct xfh *fh = xfh_of(fi);
 	unsigned revents = POLLIN | POLLRDNORM;
 
+	(void)ino;
 	if (fh_row(fh)->apply)
 		revents |= POLLOUT | POLLWRNORM;
 	fhandle_poll(req, &fh->h, ph, revents, fh->cell ? fh_row(fh)->poll : NULL);

@@ -8,6 +8,7 @@
 
 #include "ctxkind.h"
 #include "fhandle.h"
+#include "runhandle.h"
 
 struct xfh {
 	struct fhandle h; /* h.lock: snap once rendered, wbuf, pos and poll state */
@@ -18,11 +19,9 @@ struct xfh {
 	size_t snaplen;
 	char *wbuf;
 	size_t wlen;
-	int werr;    /* the first failed write: nothing of this open applies */
-	bool handle; /* code opened read-write: a read submits and answers N */
-	char answer[16];
-	size_t anslen, ansoff;
-	off_t pos; /* end of the last stream read, for poll */
+	int werr;	     /* the first failed write: nothing of this open applies */
+	struct runhandle rh; /* code opened read-write: a read submits and answers N */
+	off_t pos;	     /* end of the last stream read, for poll */
 };
 
 static inline const struct xkind *fh_row(const struct xfh *fh)

@@ -162,7 +162,7 @@ static void lookup_in(fuse_req_t req, fuse_ino_t parent, const char *name, int w
 	fuse_reply_err(req, ENOENT);
 }
 
-void ctxfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+static void ctxfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	uint32_t serial = ctx_ino_serial(parent);
 	unsigned n = ctx_ino_cell(parent), k, f;
@@ -210,7 +210,7 @@ void ctxfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 }
 
-void ctxfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+static void ctxfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct stat st;
 	int rc = ctxfs_stat(ino, &st, fi, true);
@@ -218,8 +218,8 @@ void ctxfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	nodeattr_reply(req, rc, &st);
 }
 
-void ctxfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
-		   struct fuse_file_info *fi)
+static void ctxfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+			  struct fuse_file_info *fi)
 {
 	mode_t mode = ctx_ino_kind(ino) < X_MAX ? mode_of(ino) : 0;
 
@@ -231,11 +231,12 @@ void ctxfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 	ctxfs_getattr(req, ino, fi);
 }
 
-void ctxfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+static void ctxfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	struct context *c;
 	int rc;
 
+	(void)mode;
 	if (ctx_ino_kind(parent) != X_DIR) {
 		fuse_reply_err(req, EPERM);
 		return;
@@ -257,7 +258,7 @@ void ctxfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	context_unref(c);
 }
 
-void ctxfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+static void ctxfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	if (ctx_ino_kind(parent) != X_DIR)
 		fuse_reply_err(req, EPERM);
@@ -325,7 +326,20 @@ static fuse_ino_t parent_of(fuse_ino_t ino)
 	}
 }
 
-void ctxfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+/* Readdirplus entries count a lookup, with no timeouts. */
+static void plus_fill(const struct dirsnap_entry *de, struct fuse_entry_param *e)
+{
+	struct stat st;
+
+	if (ctxfs_stat(de->ino, &st, NULL, false) < 0)
+		return;
+	e->attr = st;
+	e->ino = de->ino;
+}
+
+static const struct dirsnap_plus ctx_plus = {plus_fill, NULL};
+
+static void ctxfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	enum ctx_kind k = ctx_ino_kind(ino);
 	struct context *c;
@@ -360,23 +374,41 @@ void ctxfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 				    ctx_row(x)->mode & S_IFMT);
 	}
 	release_pair(c, cell);
-	dirsnap_open(req, d, fi);
+	dirsnap_open(req, d, &ctx_plus, fi);
 }
 
-/* Readdirplus entries count a lookup, with no timeouts. */
-static void plus_fill(const struct dirsnap_entry *de, struct fuse_entry_param *e)
+/* A row with paths has its own lines; the others one in each directory that holds them. */
+void ctx_help(struct help *h)
 {
-	struct stat st;
+	for (int k = 0; k < X_MAX; k++) {
+		const struct xkind *r = ctx_row(k);
+		char *paths = r->path ? xstrdup(r->path) : NULL, *save;
 
-	if (ctxfs_stat(de->ino, &st, NULL, false) < 0)
-		return;
-	e->attr = st;
-	e->ino = de->ino;
+		for (char *p = paths ? strtok_r(paths, " ", &save) : NULL; p;
+		     p = strtok_r(NULL, " ", &save))
+			help_add(h, p, "", false, r->help);
+		free(paths);
+		if (!r->path && (r->where & IN_CTX))
+			help_add(h, "contexts/NAME/", r->name, S_ISDIR(r->mode), r->help);
+		if (!r->path && (r->where & IN_CELL))
+			help_add(h, "contexts/NAME/cells/N/", r->name, S_ISDIR(r->mode), r->help);
+	}
 }
 
-void ctxfs_readdir(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi, bool plus)
-{
-	static const struct dirsnap_plus ctx_plus = {plus_fill, NULL};
-
-	dirsnap_read(req, fi, size, off, plus ? &ctx_plus : NULL);
-}
+const struct fuse_lowlevel_ops ctx_ops = {
+    .lookup = ctxfs_lookup,
+    .getattr = ctxfs_getattr,
+    .setattr = ctxfs_setattr,
+    .mkdir = ctxfs_mkdir,
+    .rmdir = ctxfs_rmdir,
+    .open = ctxfile_open,
+    .read = ctxfile_read,
+    .write = ctxfile_write,
+    .flush = ctxfile_flush,
+    .release = ctxfile_release,
+    .opendir = ctxfs_opendir,
+    .readdir = dirsnap_readdir,
+    .readdirplus = dirsnap_readdirplus,
+    .releasedir = dirsnap_releasedir,
+    .poll = ctxfile_poll,
+};

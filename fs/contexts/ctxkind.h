@@ -29,6 +29,10 @@ enum {
 
 struct xkind {
 	const char *name;
+	/* Its line in the mount's README: the paths no directory lists by name (several,
+	 * separated by spaces), and its help. */
+	const char *path;
+	const char *help;
 	mode_t mode; /* 0: no such kind */
 	int where;   /* IN_*: the directories that hold it */
 	unsigned flags;
@@ -56,5 +60,24 @@ struct xkind {
 
 /* k's row; one of mode 0 for a number of no kind. */
 const struct xkind *ctx_row(enum ctx_kind k);
+
+/* ctxfs.c */
+int ctxfs_stat(fuse_ino_t ino, struct stat *st, struct fuse_file_info *fi, bool held);
+/* The context (referenced) and, for a cell's file, the cell (referenced; latest when n is 0,
+ * may be NULL before the first cell): -ENOENT when gone. */
+int ctxfs_resolve(fuse_ino_t ino, struct context **c, struct cell **cell);
+
+/* ctxfile.c: the open files, as ctx_ops has them. */
+void ctxfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void ctxfile_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		  struct fuse_file_info *fi);
+void ctxfile_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		   struct fuse_file_info *fi);
+void ctxfile_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void ctxfile_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void ctxfile_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		  struct fuse_pollhandle *ph);
+/* fstat through an open handle: its snapshot's size. */
+int ctxfile_stat(struct fuse_file_info *fi, struct stat *st);
 
 #endif

@@ -153,7 +153,7 @@ static int check_ctl(struct xfh *fh)
 	for (size_t i = 0; i < upto;) {
 		const char *end = memchr(fh->wbuf + i, '\n', upto - i);
 		size_t len = (size_t)(end - fh->wbuf) - i + 1;
-		int rc = len > 1 ? context_ctl_check(fh->wbuf + i, len) : 0;
+		int rc = len > 1 ? context_ctl(NULL, fh->wbuf + i, len) : 0;
 
 		if (rc < 0)
 			return rc;
@@ -217,12 +217,16 @@ static bool poll_stream(struct fhandle *h, struct waiter *w)
 
 static const struct xkind dir_row = {
     .name = "contexts",
+    .path = "contexts/",
+    .help = "code interpreters, one directory each",
     .mode = DIR_MODE,
     .flags = XF_TOP,
 };
 
 static const struct xkind clone_row = {
     .name = "clone",
+    .path = "contexts/clone",
+    .help = "read it: creates a context, returns its name",
     .mode = S_IFREG | 0444,
     .flags = XF_TOP,
     .open = open_clone,
@@ -230,6 +234,8 @@ static const struct xkind clone_row = {
 
 static const struct xkind ctx_dir_row = {
     .name = "",
+    .path = "contexts/NAME/",
+    .help = "an interpreter: mkdir makes it, rmdir ends it; cells go to code",
     .mode = DIR_MODE,
 };
 
@@ -237,6 +243,7 @@ static const struct xkind ctx_dir_row = {
 
 static const struct xkind language_row = {
     .name = "language",
+    .help = "python, javascript or typescript, before the first cell",
     .mode = S_IFREG | 0644,
     .where = IN_CTX,
     .attr = CA_LANGUAGE,
@@ -248,6 +255,7 @@ static const struct xkind language_row = {
 
 static const struct xkind cwd_row = {
     .name = "cwd",
+    .help = "the directory its interpreter starts in",
     .mode = S_IFREG | 0644,
     .where = IN_CTX,
     .attr = CA_CWD,
@@ -259,6 +267,7 @@ static const struct xkind cwd_row = {
 
 static const struct xkind env_row = {
     .name = "env",
+    .help = "NAME=VALUE lines its interpreter starts with; write NAME=VALUE, -NAME",
     .mode = S_IFREG | 0644,
     .where = IN_CTX,
     .attr = CA_ENV,
@@ -270,6 +279,7 @@ static const struct xkind env_row = {
 
 static const struct xkind timeout_row = {
     .name = "timeout",
+    .help = "each cell's time limit in ms (0: none)",
     .mode = S_IFREG | 0644,
     .where = IN_CTX,
     .attr = CA_TIMEOUT,
@@ -281,6 +291,7 @@ static const struct xkind timeout_row = {
 
 static const struct xkind ctl_row = {
     .name = "ctl",
+    .help = "write: interrupt | kill | restart | timeout MS",
     .mode = S_IFREG | 0200,
     .where = IN_CTX,
     .flags = XF_NO_READ,
@@ -291,6 +302,7 @@ static const struct xkind ctl_row = {
 
 static const struct xkind status_row = {
     .name = "status",
+    .help = "name, language, driver state, pid, cells, queued, ...",
     .mode = S_IFREG | 0444,
     .where = IN_CTX,
     .render = render_status,
@@ -300,6 +312,7 @@ static const struct xkind status_row = {
 
 static const struct xkind code_row = {
     .name = "code",
+    .help = "write a cell: it runs at close; read: its code",
     .mode = S_IFREG | 0644,
     .where = IN_ANY_CELL,
     .flags = XF_CELL | XF_HANDLE,
@@ -312,6 +325,7 @@ static const struct xkind code_row = {
 
 static const struct xkind stdout_row = {
     .name = "stdout",
+    .help = "what the cell wrote; blocks while it runs",
     .mode = S_IFREG | 0444,
     .where = IN_ANY_CELL,
     .flags = XF_CELL | XF_STREAM,
@@ -323,6 +337,7 @@ static const struct xkind stdout_row = {
 
 static const struct xkind stderr_row = {
     .name = "stderr",
+    .help = "its error output, read the same way",
     .mode = S_IFREG | 0444,
     .where = IN_ANY_CELL,
     .flags = XF_CELL | XF_STREAM,
@@ -334,6 +349,7 @@ static const struct xkind stderr_row = {
 
 static const struct xkind result_row = {
     .name = "result",
+    .help = "blocks until it ends, then one JSON object of its results",
     .mode = S_IFREG | 0444,
     .where = IN_ANY_CELL,
     .flags = XF_CELL,
@@ -344,6 +360,7 @@ static const struct xkind result_row = {
 
 static const struct xkind error_row = {
     .name = "error",
+    .help = "blocks until it ends, then its error and traceback, or nothing",
     .mode = S_IFREG | 0444,
     .where = IN_ANY_CELL,
     .flags = XF_CELL,
@@ -354,6 +371,7 @@ static const struct xkind error_row = {
 
 static const struct xkind cell_status_row = {
     .name = "status",
+    .help = "cell N, state, started, ended, results",
     .mode = S_IFREG | 0444,
     .where = IN_CELL,
     .flags = XF_CELL,
@@ -362,6 +380,7 @@ static const struct xkind cell_status_row = {
 
 static const struct xkind results_row = {
     .name = "results",
+    .help = "the cell's displayed values, a file per format",
     .mode = DIR_MODE,
     .where = IN_ANY_CELL,
     .flags = XF_CELL,
@@ -369,6 +388,8 @@ static const struct xkind results_row = {
 
 static const struct xkind resfile_row = {
     .name = "",
+    .path = "contexts/NAME/results/K.FORMAT contexts/NAME/cells/N/results/K.FORMAT",
+    .help = "format FORMAT (txt, html, png, json, ...) of displayed value K",
     .mode = S_IFREG | 0444,
     .flags = XF_CELL,
     .render = render_resfile,
@@ -376,12 +397,15 @@ static const struct xkind resfile_row = {
 
 static const struct xkind cells_row = {
     .name = "cells",
+    .help = "the last cells, one directory each",
     .mode = DIR_MODE,
     .where = IN_CTX,
 };
 
 static const struct xkind celldir_row = {
     .name = "",
+    .path = "contexts/NAME/cells/N/",
+    .help = "cell N's files, read-only",
     .mode = DIR_MODE,
     .flags = XF_CELL,
 };

@@ -1,7 +1,8 @@
-/* The control tree: sessions/ and each session's files, procs/, and the root's files (fs/root.c
- * lists them). Its inodes' kinds (ino.h) each have a row (ctlkind.h) that says what the kind
- * is and does: ctltree.c owns attributes and entries, ctlnames.c lookups and listings,
- * ctlmkdir.c mkdir and rmdir, ctlfile.c, ctlread.c and ctlwrite.c open files. */
+/* The control tree: sessions/ and each session's files, procs/, network/, and the root's files
+ * (fs/root.c lists them). Its inodes' kinds (ctlino.h) each have a row (ctlkind.h) that says
+ * what the kind is and does: ctltree.c owns attributes and entries and the part's operation
+ * table, ctlnames.c lookups and listings, ctlmkdir.c mkdir and rmdir, ctlfile.c, ctlread.c and
+ * ctlwrite.c open files. */
 #ifndef SBX_CTL_H
 #define SBX_CTL_H
 
@@ -9,17 +10,14 @@
 #define FUSE_USE_VERSION 312
 #endif
 #include <fuse_lowlevel.h>
-
 #include <stdbool.h>
 
+#include "ctlino.h"
 #include "dirsnap.h"
-#include "ino.h"
+#include "help.h"
 
-/* ctltree.c */
-void ctl_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void ctl_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
-		 struct fuse_file_info *fi);
-void ctl_readlink(fuse_req_t req, fuse_ino_t ino);
+extern const struct fuse_lowlevel_ops ctl_ops;
+
 /* Fills st for a control inode; -ENOENT if it no longer exists, unless held (a getattr: the
  * kernel holds the inode, maybe open). */
 int ctl_stat(fuse_ino_t ino, struct stat *st, struct fuse_file_info *fi, bool held);
@@ -27,24 +25,13 @@ int ctl_stat(fuse_ino_t ino, struct stat *st, struct fuse_file_info *fi, bool he
 int ctl_entry(fuse_ino_t ino, struct fuse_entry_param *e);
 /* The entry readdirplus gives of a control inode. */
 void ctl_plus_fill(const struct dirsnap_entry *de, struct fuse_entry_param *e);
-
-/* ctlnames.c */
-void ctl_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
-void ctl_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-/* readdir (plus false) or readdirplus of a directory ctl_opendir opened (a dirsnap). */
-void ctl_readdir(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi, bool plus);
-
-/* ctlmkdir.c */
-void ctl_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name);
-void ctl_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
-
-/* ctlfile.c, ctlread.c, ctlwrite.c */
-void ctl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void ctl_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi);
-void ctl_write(fuse_req_t req, const char *buf, size_t size, struct fuse_file_info *fi);
-void ctl_flush(fuse_req_t req, struct fuse_file_info *fi);
-void ctl_release(fuse_req_t req, struct fuse_file_info *fi);
-void ctl_poll(fuse_req_t req, struct fuse_file_info *fi, struct fuse_pollhandle *ph);
+/* The control part's names at the mount's root: the entry of one (-ENOENT: not one of them),
+ * or all of them added to the root's listing. */
+int ctl_root_entry(const char *name, struct fuse_entry_param *e);
+void ctl_list_root(struct dirsnap *d);
+/* Adds the control part's files to the mount's README, and sets the text it reads. */
+void ctl_help(struct help *h);
+void ctl_set_readme(const char *text);
 /* Frees handles the kernel never released (it sends no RELEASE after unmount). */
 void ctlfile_shutdown(void);
 

@@ -211,7 +211,7 @@ void ctl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fh->kind = ino_kind(ino);
 	fh->n = ino_run(ino);
 	fh->writable = is_writable(k, ino);
-	fh->handle = (fi->flags & O_ACCMODE) == O_RDWR && (k->flags & KF_HANDLE);
+	fh->rh.on = (fi->flags & O_ACCMODE) == O_RDWR && (k->flags & KF_HANDLE);
 	fhandle_init(&fh->h, &open_files, fh_free);
 	rc = open_bind(fh, ino, writing);
 	if (rc < 0) {
@@ -230,10 +230,11 @@ void ctl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_open(req, fi);
 }
 
-void ctl_release(fuse_req_t req, struct fuse_file_info *fi)
+void ctl_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct ctlfh *fh = fh_of(fi);
 
+	(void)ino;
 	flush_pending(fh);
 	fhandle_release(&fh->h);
 	fuse_reply_err(req, 0);

@@ -12,34 +12,33 @@
 #include "envlist.h"
 #include "fhandle.h"
 #include "run.h"
+#include "runhandle.h"
 #include "waiter.h"
 
 struct job;
 struct ticket;
 
 struct ctlfh {
-	struct fhandle h;      /* h.lock: wbuf and poll state */
+	struct fhandle h; /* h.lock: wbuf and poll state */
 	enum ctl_kind kind;
-	unsigned n;            /* run number for a run's files, 0 for the session's */
+	unsigned n; /* run number for a run's files, 0 for the session's */
 	bool writable;
-	struct job *job;       /* a background process's files */
-	bool stdin_writer;     /* counted as a writer of the session's (or job's) stdin */
+	struct job *job;   /* a background process's files */
+	bool stdin_writer; /* counted as a writer of the session's (or job's) stdin */
 	struct session *s;
-	struct run *run;       /* stdout, stderr, exit: the latest run when opened */
-	char *snap;            /* README, clone, env, cwd, cmd: the text read back */
-	struct ticket *ready;  /* clone: done once the new session's shell is up */
+	struct run *run;      /* stdout, stderr, exit: the latest run when opened */
+	char *snap;	      /* README, clone, env, cwd, cmd: the text read back */
+	struct ticket *ready; /* clone: done once the new session's shell is up */
 	size_t snaplen;
-	char *wbuf;            /* cmd, env, timeout, checkout, cwd, ctl: applied at close */
+	char *wbuf; /* cmd, env, timeout, checkout, cwd, ctl: applied at close */
 	size_t wlen;
-	size_t wchecked;       /* wbuf's prefix of lines already checked */
+	size_t wchecked;	/* wbuf's prefix of lines already checked */
 	struct envedits wedits; /* env: those lines parsed, to check the env they would make */
-	int werr;              /* the first failed write's -errno: nothing of the open applies */
-	bool wdone;            /* cwd: its one path was sent */
-	off_t pos;             /* end of the last read, for poll */
-	uint64_t shift;	       /* a log: how far the ring moved past this open's offsets */
-	bool handle;           /* cmd or checkout opened read-write: a read answers the run number */
-	char answer[16];       /* handle: "N\n" of the last submit, read once whatever the offset */
-	size_t anslen, ansoff; /* anslen 0: nothing submitted through the handle since its last write */
+	int werr;		/* the first failed write's -errno: nothing of the open applies */
+	bool wdone;		/* cwd: its one path was sent */
+	off_t pos;		/* end of the last read, for poll */
+	uint64_t shift;		/* a log: how far the ring moved past this open's offsets */
+	struct runhandle rh; /* cmd or checkout opened read-write: a read answers the run number */
 };
 
 static inline struct ctlfh *fh_of(struct fuse_file_info *fi)

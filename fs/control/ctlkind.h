@@ -16,8 +16,9 @@
 struct ctlfh;
 struct session;
 
-/* where and holds: a session's directory, a run's, a background process's. */
-enum { IN_SESSION = 1, IN_RUN = 2, IN_JOB = 4, IN_NET = 8 };
+/* where and holds: a session's directory, a run's, a background process's, network/, and the
+ * mount's root (fs/root.c lists those with the other parts' names). */
+enum { IN_SESSION = 1, IN_RUN = 2, IN_JOB = 4, IN_NET = 8, IN_ROOT = 16 };
 
 enum {
 	KF_ROOT = 1 << 0,	/* no session behind it: the root's files, clone, procs/ctl */
@@ -37,6 +38,10 @@ enum {
 
 struct kind_info {
 	const char *name;
+	/* Its line in the mount's README: its path, when its directory does not say it (a name
+	 * lookup gives), and its help. */
+	const char *path;
+	const char *help;
 	mode_t mode;
 	int where;	/* IN_*: the directories that hold it */
 	unsigned flags; /* KF_* */
@@ -49,6 +54,8 @@ struct kind_info {
 	void (*list)(struct dirsnap *d, fuse_ino_t ino);
 	void (*mkdir)(fuse_req_t req, fuse_ino_t parent, const char *name);
 	void (*rmdir)(fuse_req_t req, fuse_ino_t parent, const char *name);
+	/* A directory another part serves (terms/): its inode in session serial. */
+	fuse_ino_t (*served)(uint64_t serial);
 
 	/* A file, through a handle bound to its session, its run and its process (ctlfile.c).
 	 * run: the run it shows, if not the latest command's (or the process's). */
@@ -77,9 +84,15 @@ struct kind_info {
 /* k's row; one of no name and mode 0 for the kinds of other parts (terms/). */
 const struct kind_info *kind_row(enum ctl_kind k);
 
-/* The functions the rows name, by file. */
+/* The part's operations and the functions the rows name, by file. */
 
 /* ctltree.c: attributes and entries */
+void ctl_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void ctl_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		 struct fuse_file_info *fi);
+void ctl_readlink(fuse_req_t req, fuse_ino_t ino);
+/* The inode a name of the control tree answers: another part's for a row it serves. */
+fuse_ino_t ctl_served_ino(fuse_ino_t ino);
 /* The session a per-session inode belongs to (referenced), or NULL. */
 struct session *ctl_session(fuse_ino_t ino);
 void reply_entry(fuse_req_t req, fuse_ino_t ino);
@@ -89,6 +102,8 @@ void ctl_size_exit(struct ctlfh *fh, struct stat *st);
 void ctl_size_link(struct ctlfh *fh, struct stat *st);
 
 /* ctlnames.c: the names in directories */
+void ctl_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+void ctl_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void ctl_lookup_sessions(fuse_req_t req, fuse_ino_t parent, const char *name);
 void ctl_list_sessions(struct dirsnap *d, fuse_ino_t ino);
 void ctl_lookup_runs(fuse_req_t req, fuse_ino_t parent, const char *name);
@@ -99,12 +114,16 @@ void ctl_lookup_links(fuse_req_t req, fuse_ino_t parent, const char *name);
 void ctl_list_links(struct dirsnap *d, fuse_ino_t ino);
 
 /* ctlmkdir.c */
+void ctl_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
+void ctl_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
 void ctl_mkdir_session(fuse_req_t req, fuse_ino_t parent, const char *name);
 void ctl_rmdir_session(fuse_req_t req, fuse_ino_t parent, const char *name);
 void ctl_mkdir_job(fuse_req_t req, fuse_ino_t parent, const char *name);
 void ctl_rmdir_job(fuse_req_t req, fuse_ino_t parent, const char *name);
 
 /* ctlfile.c: opens and fstat */
+void ctl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void ctl_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 int ctl_open_clone(struct ctlfh *fh, bool writing);
 int ctl_open_stdin(struct ctlfh *fh, bool writing);
 int ctl_fstat_stream(struct ctlfh *fh, struct stat *st);
@@ -125,6 +144,9 @@ char *ctl_render_status(struct ctlfh *fh, size_t *len);
 char *ctl_render_result(struct ctlfh *fh, size_t *len);
 
 /* ctlread.c: reads that wait, and poll */
+void ctl_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
+void ctl_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+	      struct fuse_pollhandle *ph);
 int ctl_read_stream(fuse_req_t req, struct fhandle *h, size_t size, off_t off, struct waiter *w);
 int ctl_read_exit(fuse_req_t req, struct fhandle *h, size_t size, off_t off, struct waiter *w);
 int ctl_read_ready(fuse_req_t req, struct fhandle *h, size_t size, off_t off, struct waiter *w);
@@ -133,6 +155,9 @@ bool ctl_poll_stream(struct fhandle *h, struct waiter *w);
 bool ctl_poll_exit(struct fhandle *h, struct waiter *w);
 
 /* ctlwrite.c: writes checked at once, applied at close */
+void ctl_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+	       struct fuse_file_info *fi);
+void ctl_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 int ctl_write_cmd(fuse_req_t req, struct ctlfh *fh, const char *buf, size_t size);
 int ctl_write_env(fuse_req_t req, struct ctlfh *fh, const char *buf, size_t size);
 int ctl_write_rootenv(fuse_req_t req, struct ctlfh *fh, const char *buf, size_t size);
@@ -155,7 +180,8 @@ void ctl_size_netlog(struct ctlfh *fh, struct stat *st);
 int ctl_read_netlog(fuse_req_t req, struct fhandle *h, size_t size, off_t off, struct waiter *w);
 
 /* readme.c */
-extern const char readme_text[];
+/* The README's text (root.c sets it, from every part's help). */
+extern const char *readme_text;
 
 /* ctlverb.c: files of verbs, and those applied at each write */
 int ctl_write_verbs(fuse_req_t req, struct ctlfh *fh, const char *buf, size_t size);

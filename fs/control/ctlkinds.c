@@ -16,21 +16,27 @@ static const struct kind_info root_row = {
 
 static const struct kind_info readme_row = {
     .name = "README",
+    .help = "this text: every file of the mount, a line each",
     .mode = S_IFREG | 0444,
+    .where = IN_ROOT,
     .flags = KF_ROOT,
     .render = ctl_render_readme,
 };
 
 static const struct kind_info limits_row = {
     .name = "limits",
+    .help = "the sandbox's limits and use now, its uid, how workspace/ is served",
     .mode = S_IFREG | 0444,
+    .where = IN_ROOT,
     .flags = KF_ROOT,
     .render = ctl_render_limits,
 };
 
 static const struct kind_info rootenv_row = {
     .name = "env",
+    .help = "NAME=VALUE lines every session gets; write NAME=VALUE, -NAME",
     .mode = S_IFREG | 0644,
+    .where = IN_ROOT,
     .flags = KF_ROOT,
     .render = ctl_render_rootenv,
     .write = ctl_write_rootenv,
@@ -39,7 +45,9 @@ static const struct kind_info rootenv_row = {
 
 static const struct kind_info sessions_row = {
     .name = "sessions",
+    .help = "one directory per shell session; ls lists them",
     .mode = DIR_MODE,
+    .where = IN_ROOT,
     .flags = KF_ROOT | KF_FIXED_ATTR,
     .lookup = ctl_lookup_sessions,
     .list = ctl_list_sessions,
@@ -49,6 +57,8 @@ static const struct kind_info sessions_row = {
 
 static const struct kind_info clone_row = {
     .name = "clone",
+    .path = "sessions/clone",
+    .help = "read it: creates a session, returns its id",
     .mode = S_IFREG | 0444,
     .flags = KF_ROOT,
     .open = ctl_open_clone,
@@ -57,7 +67,9 @@ static const struct kind_info clone_row = {
 /* The root's procs/: SESSION.NAME links to every background process, and ctl. */
 static const struct kind_info alljobs_row = {
     .name = "procs",
+    .help = "every background process, as SESSION:NAME links",
     .mode = DIR_MODE,
+    .where = IN_ROOT,
     .flags = KF_ROOT | KF_FIXED_ATTR,
     .lookup = ctl_lookup_links,
     .list = ctl_list_links,
@@ -65,6 +77,8 @@ static const struct kind_info alljobs_row = {
 
 static const struct kind_info joblink_row = {
     .name = "",
+    .path = "procs/SESSION:NAME",
+    .help = "a link to the process's directory in its session",
     .mode = S_IFLNK | 0777,
     .flags = KF_TRANSIENT,
     .size = ctl_size_link,
@@ -72,6 +86,8 @@ static const struct kind_info joblink_row = {
 
 static const struct kind_info alljobsctl_row = {
     .name = "ctl",
+    .path = "procs/ctl",
+    .help = "write: kill [SIGNAL] ends every background process",
     .mode = S_IFREG | 0200,
     .flags = KF_ROOT,
     .write = ctl_write_verbs,
@@ -83,6 +99,8 @@ static const struct kind_info alljobsctl_row = {
 
 static const struct kind_info sdir_row = {
     .name = "",
+    .path = "sessions/ID/",
+    .help = "mkdir creates a session (default always there), rmdir ends it",
     .mode = DIR_MODE,
     .flags = KF_FIXED_ATTR,
     .holds = IN_SESSION,
@@ -91,6 +109,7 @@ static const struct kind_info sdir_row = {
 
 static const struct kind_info runs_row = {
     .name = "runs",
+    .help = "the last commands, one directory each",
     .mode = DIR_MODE,
     .where = IN_SESSION,
     .flags = KF_FIXED_ATTR,
@@ -101,6 +120,8 @@ static const struct kind_info runs_row = {
 
 static const struct kind_info rundir_row = {
     .name = "",
+    .path = "sessions/ID/runs/N/",
+    .help = "command N's files, read-only",
     .mode = DIR_MODE,
     .flags = KF_FIXED_ATTR | KF_TRANSIENT,
     .holds = IN_RUN,
@@ -109,6 +130,7 @@ static const struct kind_info rundir_row = {
 
 static const struct kind_info jobs_row = {
     .name = "procs",
+    .help = "the session's background processes",
     .mode = DIR_MODE,
     .where = IN_SESSION,
     .flags = KF_FIXED_ATTR,
@@ -121,6 +143,8 @@ static const struct kind_info jobs_row = {
 
 static const struct kind_info jobdir_row = {
     .name = "",
+    .path = "sessions/ID/procs/NAME/",
+    .help = "a background process: mkdir, then write its cmd",
     .mode = DIR_MODE,
     .flags = KF_FIXED_ATTR | KF_TRANSIENT,
     .holds = IN_JOB,
@@ -133,6 +157,7 @@ static const struct kind_info terms_row = {
     .name = "terms",
     .mode = DIR_MODE,
     .where = IN_SESSION,
+    .served = terms_dir_ino,
 };
 
 /* A command's files: the latest command's in the session's directory, a run's (read-only,
@@ -140,6 +165,7 @@ static const struct kind_info terms_row = {
 
 static const struct kind_info cmd_row = {
     .name = "cmd",
+    .help = "write a command: it runs at close (runs/N/: read-only); read: its text",
     .mode = S_IFREG | 0644,
     .where = IN_RUNS,
     .flags = KF_HANDLE,
@@ -151,6 +177,7 @@ static const struct kind_info cmd_row = {
 
 static const struct kind_info stdout_row = {
     .name = "stdout",
+    .help = "the command's output; blocks while it runs",
     .mode = S_IFREG | 0444,
     .where = IN_RUNS,
     .flags = KF_STREAM | KF_RUN | KF_BIG_BLOCKS,
@@ -163,6 +190,7 @@ static const struct kind_info stdout_row = {
 
 static const struct kind_info stderr_row = {
     .name = "stderr",
+    .help = "its error output, read the same way",
     .mode = S_IFREG | 0444,
     .where = IN_RUNS,
     .flags = KF_STREAM | KF_RUN | KF_BIG_BLOCKS,
@@ -176,6 +204,7 @@ static const struct kind_info stderr_row = {
 /* stdout and stderr interleaved */
 static const struct kind_info output_row = {
     .name = "output",
+    .help = "stdout and stderr interleaved, read the same way",
     .mode = S_IFREG | 0444,
     .where = IN_RUNS,
     .flags = KF_STREAM | KF_RUN | KF_BIG_BLOCKS,
@@ -188,6 +217,7 @@ static const struct kind_info output_row = {
 
 static const struct kind_info exit_row = {
     .name = "exit",
+    .help = "blocks until it ends, then its exit status",
     .mode = S_IFREG | 0444,
     .where = IN_RUNS,
     .flags = KF_RUN,
@@ -199,6 +229,7 @@ static const struct kind_info exit_row = {
 
 static const struct kind_info status_row = {
     .name = "status",
+    .help = "state, command, exit, timed_out, ..., error: why it did not run",
     .mode = S_IFREG | 0444,
     .where = IN_RUNS,
     .render = ctl_render_status,
@@ -207,6 +238,7 @@ static const struct kind_info status_row = {
 /* a run's result as one JSON object, once it ended */
 static const struct kind_info result_row = {
     .name = "result",
+    .help = "blocks until it ends, then one JSON object of the run",
     .mode = S_IFREG | 0444,
     .where = IN_SESSION | IN_RUN,
     .flags = KF_RUN,
@@ -220,6 +252,7 @@ static const struct kind_info result_row = {
 
 static const struct kind_info env_row = {
     .name = "env",
+    .help = "NAME=VALUE lines; write NAME=VALUE to set, -NAME to unset",
     .mode = S_IFREG | 0644,
     .where = IN_SESSION,
     .render = ctl_render_env,
@@ -229,6 +262,7 @@ static const struct kind_info env_row = {
 
 static const struct kind_info cwd_row = {
     .name = "cwd",
+    .help = "the directory the next command starts in; write to cd",
     .mode = S_IFREG | 0644,
     .where = IN_SESSION,
     .render = ctl_render_cwd,
@@ -238,6 +272,7 @@ static const struct kind_info cwd_row = {
 
 static const struct kind_info timeout_row = {
     .name = "timeout",
+    .help = "the session's command timeout in ms (0: none)",
     .mode = S_IFREG | 0644,
     .where = IN_SESSION,
     .render = ctl_render_timeout,
@@ -248,6 +283,7 @@ static const struct kind_info timeout_row = {
 /* the session's, or a background process's */
 static const struct kind_info ctl_row = {
     .name = "ctl",
+    .help = "write: kill [SIGNAL] | killall [SIGNAL] | timeout MS | restart (a process: kill, timeout)",
     .mode = S_IFREG | 0200,
     .where = IN_SESSION | IN_JOB,
     .write = ctl_write_verbs,
@@ -257,6 +293,7 @@ static const struct kind_info ctl_row = {
 
 static const struct kind_info stdin_row = {
     .name = "stdin",
+    .help = "bytes for the running (or next) command's stdin",
     .mode = S_IFREG | 0200,
     .where = IN_SESSION | IN_JOB,
     .open = ctl_open_stdin,
@@ -266,6 +303,7 @@ static const struct kind_info stdin_row = {
 /* a clone's request, then its progress: the latest checkout's output */
 static const struct kind_info checkout_row = {
     .name = "checkout",
+    .help = "write URL [branch=B] [dir=D] [depth=N]: git clone; read: progress",
     .mode = S_IFREG | 0644,
     .where = IN_SESSION,
     .flags = KF_HANDLE | KF_STREAM | KF_RUN,
@@ -282,6 +320,8 @@ static const struct kind_info checkout_row = {
 /* procs/ctl of a session */
 static const struct kind_info jobsctl_row = {
     .name = "ctl",
+    .path = "sessions/ID/procs/ctl",
+    .help = "write: kill [SIGNAL] ends the session's background processes",
     .mode = S_IFREG | 0200,
     .write = ctl_write_verbs,
     .verb = ctl_verb_kill,
@@ -292,6 +332,7 @@ static const struct kind_info jobsctl_row = {
 
 static const struct kind_info signal_row = {
     .name = "signal",
+    .help = "write a signal (TERM, 15): sent to its whole tree",
     .mode = S_IFREG | 0200,
     .where = IN_JOB,
     .flags = KF_EACH_WRITE,
@@ -300,6 +341,7 @@ static const struct kind_info signal_row = {
 
 static const struct kind_info ports_row = {
     .name = "ports",
+    .help = "TCP ports its tree listens on, a line each",
     .mode = S_IFREG | 0444,
     .where = IN_JOB,
     .render = ctl_render_ports,
@@ -307,6 +349,7 @@ static const struct kind_info ports_row = {
 
 static const struct kind_info ready_row = {
     .name = "ready",
+    .help = "blocks until its tree listens on a TCP port, then that port",
     .mode = S_IFREG | 0444,
     .where = IN_JOB,
     .read = ctl_read_ready,
@@ -314,6 +357,7 @@ static const struct kind_info ready_row = {
 
 static const struct kind_info tty_row = {
     .name = "tty",
+    .help = "yes or no: whether it starts on a pty; write it while it does not run",
     .mode = S_IFREG | 0644,
     .where = IN_JOB,
     .render = ctl_render_tty,
@@ -324,7 +368,9 @@ static const struct kind_info tty_row = {
 
 static const struct kind_info netdir_row = {
     .name = "network",
+    .help = "the network policy and log",
     .mode = DIR_MODE,
+    .where = IN_ROOT,
     .flags = KF_ROOT | KF_FIXED_ATTR,
     .holds = IN_NET,
     .parent = K_ROOT,
@@ -332,6 +378,7 @@ static const struct kind_info netdir_row = {
 
 static const struct kind_info netpolicy_row = {
     .name = "policy",
+    .help = "mode none|filtered|host, allow and deny lines; applied at close",
     .mode = S_IFREG | 0644,
     .where = IN_NET,
     .flags = KF_ROOT,
@@ -342,6 +389,7 @@ static const struct kind_info netpolicy_row = {
 
 static const struct kind_info netlog_row = {
     .name = "log",
+    .help = "a line per connection through the proxy; reads to its end",
     .mode = S_IFREG | 0444,
     .where = IN_NET,
     .flags = KF_ROOT,
@@ -352,6 +400,7 @@ static const struct kind_info netlog_row = {
 /* the session's own lines of network/log */
 static const struct kind_info snetlog_row = {
     .name = "network",
+    .help = "the session's lines of network/log",
     .mode = S_IFREG | 0444,
     .where = IN_SESSION,
     .size = ctl_size_netlog,

@@ -81,10 +81,11 @@ void ctl_mkdir_session(fuse_req_t req, fuse_ino_t parent, const char *name)
 	park_request(req, mkdir_attempt, mr, mkdir_req_free);
 }
 
-void ctl_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+void ctl_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	const struct kind_info *k = kind_row(ino_kind(parent));
 
+	(void)mode;
 	if (k->mkdir)
 		k->mkdir(req, parent, name);
 	else

@@ -117,6 +117,14 @@ void ctl_lookup_runs(fuse_req_t req, fuse_ino_t parent, const char *name)
 	reply_entry(req, ctl_ino(ino_serial(parent), K_RUNDIR, (unsigned)n));
 }
 
+int ctl_root_entry(const char *name, struct fuse_entry_param *e)
+{
+	for (int k = 0; k < K_MAX; k++)
+		if ((kind_row(k)->where & IN_ROOT) && strcmp(name, kind_row(k)->name) == 0)
+			return ctl_entry(ctl_ino(0, k, 0), e);
+	return -ENOENT;
+}
+
 void ctl_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	const struct kind_info *k = kind_row(ino_kind(parent));
@@ -164,8 +172,13 @@ static void list_files(struct dirsnap *d, fuse_ino_t ino, int where)
 {
 	for (int k = 0; k < K_MAX; k++)
 		if (kind_row(k)->where & where)
-			dirsnap_add(d, kind_row(k)->name, sibling(ino, k),
+			dirsnap_add(d, kind_row(k)->name, ctl_served_ino(sibling(ino, k)),
 				    kind_row(k)->mode & S_IFMT);
+}
+
+void ctl_list_root(struct dirsnap *d)
+{
+	list_files(d, FUSE_ROOT_ID, IN_ROOT);
 }
 
 /* A session's procs/: its ctl and a directory per process. */
@@ -212,6 +225,7 @@ static fuse_ino_t parent_of(fuse_ino_t ino)
 
 void ctl_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	static const struct dirsnap_plus ctl_plus = {ctl_plus_fill, NULL};
 	const struct kind_info *k = kind_row(ino_kind(ino));
 	struct dirsnap *d;
 	struct stat st;
@@ -229,12 +243,5 @@ void ctl_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		list_files(d, ino, k->holds);
 	else if (k->list)
 		k->list(d, ino);
-	dirsnap_open(req, d, fi);
-}
-
-void ctl_readdir(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi, bool plus)
-{
-	static const struct dirsnap_plus ctl_plus = {ctl_plus_fill, NULL};
-
-	dirsnap_read(req, fi, size, off, plus ? &ctl_plus : NULL);
+	dirsnap_open(req, d, &ctl_plus, fi);
 }

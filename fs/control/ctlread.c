@@ -92,34 +92,20 @@ int ctl_read_result(fuse_req_t req, struct fhandle *h, size_t size, off_t off, s
 	return 0;
 }
 
-/* A handle's read: what was written is submitted, and the run number is read back once, from
- * wherever the file offset is (it sits past the command written). -ENODATA if the handle has
- * submitted nothing: the file then reads as a plain one. */
-static int read_answer(fuse_req_t req, struct ctlfh *fh, size_t size)
+static int submit(void *fh)
 {
-	int rc = 0;
-
-	pthread_mutex_lock(&fh->h.lock);
-	if (fh->wlen)
-		rc = submit_answer(fh);
-	if (rc == 0 && !fh->anslen)
-		rc = -ENODATA;
-	if (rc < 0) {
-		pthread_mutex_unlock(&fh->h.lock);
-		return rc;
-	}
-	reply_answer(req, fh->answer, fh->anslen, &fh->ansoff, size);
-	pthread_mutex_unlock(&fh->h.lock);
-	return 0;
+	return submit_answer(fh);
 }
 
-void ctl_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi)
+void ctl_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct ctlfh *fh = fh_of(fi);
 	const struct kind_info *k = fh_row(fh);
 	int rc;
 
-	if (fh->handle && (rc = read_answer(req, fh, size)) != -ENODATA) {
+	(void)ino;
+	if (fh->rh.on &&
+	    (rc = runhandle_read(req, &fh->h, &fh->rh, size, fh->wlen, submit, fh)) != -ENODATA) {
 		if (rc < 0)
 			fuse_reply_err(req, -rc);
 		return;
@@ -152,12 +138,13 @@ bool ctl_poll_exit(struct fhandle *h, struct waiter *w)
 }
 
 /* A file that follows a run, without one (no command yet): nothing is pending, ready. */
-void ctl_poll(fuse_req_t req, struct fuse_file_info *fi, struct fuse_pollhandle *ph)
+void ctl_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct fuse_pollhandle *ph)
 {
 	struct ctlfh *fh = fh_of(fi);
 	const struct kind_info *k = fh_row(fh);
 	unsigned revents = POLLIN | POLLRDNORM;
 
+	(void)ino;
 	if (fh->writable)
 		revents |= POLLOUT | POLLWRNORM;
 	fhandle_poll(req, &fh->h, ph, revents, fh->run || !(k->flags & KF_RUN) ? k->poll : NULL);

@@ -166,24 +166,33 @@ static double entry_timeout(fuse_ino_t ino)
 	return kind_row(ino_kind(ino))->flags & KF_TRANSIENT ? 0 : FIXED_TIMEOUT;
 }
 
+fuse_ino_t ctl_served_ino(fuse_ino_t ino)
+{
+	const struct kind_info *k = kind_row(ino_kind(ino));
+
+	return k->served ? k->served(ino_serial(ino)) : ino;
+}
+
 int ctl_entry(fuse_ino_t ino, struct fuse_entry_param *e)
 {
 	int rc = ctl_stat(ino, &e->attr, NULL, false);
 
 	if (rc < 0)
 		return rc;
-	e->ino = ino;
+	e->ino = ctl_served_ino(ino);
+	e->attr.st_ino = e->ino;
 	e->entry_timeout = entry_timeout(ino);
 	e->attr_timeout = attr_timeout(ino);
 	return 0;
 }
 
-/* Readdirplus entries count a lookup too, but give no attribute timeout (a getattr does). */
+/* Readdirplus entries count a lookup too, but give no attribute timeout (a getattr does).
+ * Another part's directory gets none: the kernel looks it up. */
 void ctl_plus_fill(const struct dirsnap_entry *de, struct fuse_entry_param *e)
 {
 	struct stat st;
 
-	if (ctl_stat(de->ino, &st, NULL, false) < 0)
+	if (ino_part(de->ino) != PART_CONTROL || ctl_stat(de->ino, &st, NULL, false) < 0)
 		return;
 	e->attr = st;
 	e->ino = de->ino;
@@ -239,3 +248,22 @@ void ctl_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 	}
 	ctl_getattr(req, ino, fi);
 }
+
+const struct fuse_lowlevel_ops ctl_ops = {
+    .lookup = ctl_lookup,
+    .getattr = ctl_getattr,
+    .setattr = ctl_setattr,
+    .readlink = ctl_readlink,
+    .mkdir = ctl_mkdir,
+    .rmdir = ctl_rmdir,
+    .open = ctl_open,
+    .read = ctl_read,
+    .write = ctl_write,
+    .flush = ctl_flush,
+    .release = ctl_release,
+    .opendir = ctl_opendir,
+    .readdir = dirsnap_readdir,
+    .readdirplus = dirsnap_readdirplus,
+    .releasedir = dirsnap_releasedir,
+    .poll = ctl_poll,
+};

@@ -12,22 +12,20 @@
 #include "job.h"
 #include "session.h"
 #include "signame.h"
-
-/* ctl_line_split's limit: a ctl line without its newline can be no longer */
-#define CTL_LINE_MAX sizeof(((struct ctl_line *)NULL)->buf)
+#include "verb.h"
 
 /* A session's ctl, or a process's. */
 int ctl_verb_ctl(struct ctlfh *fh, const char *line, size_t len, bool apply)
 {
 	if (fh->job)
-		return apply ? job_ctl(fh->job, line, len) : job_ctl_check(line, len);
-	return apply ? session_ctl(fh->s, line, len) : session_ctl_check(line, len);
+		return job_ctl(apply ? fh->job : NULL, line, len);
+	return session_ctl(apply ? fh->s : NULL, line, len);
 }
 
 /* procs/ctl: the session's background processes, or (the root's) every one. */
 int ctl_verb_kill(struct ctlfh *fh, const char *line, size_t len, bool apply)
 {
-	return apply ? jobs_kill(fh->s, line, len) : jobs_kill_check(line, len);
+	return jobs_ctl(fh->s, line, len, apply);
 }
 
 /* An empty line is no verb. */
@@ -53,7 +51,7 @@ int ctl_write_verbs(fuse_req_t req, struct ctlfh *fh, const char *buf, size_t si
 		if (rc == 0)
 			fh->wchecked = end + 1;
 	}
-	if (rc == 0 && fh->wlen - fh->wchecked >= CTL_LINE_MAX)
+	if (rc == 0 && fh->wlen - fh->wchecked >= VERB_LINE_MAX)
 		rc = -EINVAL;
 	if (rc == 0 && fh->wlen > SESSION_CMD_MAX)
 		rc = -EFBIG;

@@ -32,12 +32,12 @@ int ctl_write_cmd(fuse_req_t req, struct ctlfh *fh, const char *buf, size_t size
 	if (memchr(buf, '\0', size))
 		return -EINVAL;
 	pthread_mutex_lock(&fh->h.lock);
-	if (fh->ansoff < fh->anslen) {
+	if (runhandle_unread(&fh->rh)) {
 		rc = -EBUSY; /* the last run number is still unread */
 	} else if (fh->wlen + size > SESSION_CMD_MAX) {
 		rc = -EFBIG;
 	} else {
-		fh->anslen = fh->ansoff = 0; /* the number was read: this is the next command */
+		runhandle_clear(&fh->rh); /* the number was read: this is the next command */
 		fh->wbuf = xrealloc(fh->wbuf, fh->wlen + size);
 		memcpy(fh->wbuf + fh->wlen, buf, size);
 		fh->wlen += size;
@@ -245,11 +245,11 @@ int ctl_write_checkout(fuse_req_t req, struct ctlfh *fh, const char *buf, size_t
 
 	(void)req;
 	pthread_mutex_lock(&fh->h.lock);
-	if (fh->ansoff < fh->anslen) {
+	if (runhandle_unread(&fh->rh)) {
 		pthread_mutex_unlock(&fh->h.lock);
 		return -EBUSY;
 	}
-	fh->anslen = fh->ansoff = 0;
+	runhandle_clear(&fh->rh);
 	rc = ctl_pending_append(fh, buf, size, CHECKOUT_LINE_MAX);
 	nl = rc == 0 ? memchr(fh->wbuf, '\n', fh->wlen) : NULL;
 	if (nl && (size_t)(nl - fh->wbuf) + 1 < fh->wlen)
@@ -278,12 +278,15 @@ int ctl_write_stdin(fuse_req_t req, struct ctlfh *fh, const char *buf, size_t si
 	return CTL_REPLIED;
 }
 
-void ctl_write(fuse_req_t req, const char *buf, size_t size, struct fuse_file_info *fi)
+void ctl_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+	       struct fuse_file_info *fi)
 {
 	struct ctlfh *fh = fh_of(fi);
 	const struct kind_info *k = fh_row(fh);
 	int rc;
 
+	(void)ino;
+	(void)off;
 	pthread_mutex_lock(&fh->h.lock);
 	rc = fh->werr;
 	pthread_mutex_unlock(&fh->h.lock);
@@ -370,10 +373,8 @@ int submit_answer(struct ctlfh *fh)
 	unsigned n;
 	int rc = submit_pending(fh, &n);
 
-	if (rc == 0 && n && fh->handle) {
-		fh->anslen = (size_t)snprintf(fh->answer, sizeof(fh->answer), "%u\n", n);
-		fh->ansoff = 0;
-	}
+	if (rc == 0)
+		runhandle_set(&fh->rh, n);
 	return rc;
 }
 
@@ -389,11 +390,12 @@ int flush_pending(struct ctlfh *fh)
 	return rc;
 }
 
-void ctl_flush(fuse_req_t req, struct fuse_file_info *fi)
+void ctl_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct ctlfh *fh = fh_of(fi);
 	const struct kind_info *k = fh_row(fh);
 
+	(void)ino;
 	if (k->flush)
 		k->flush(req, fh);
 	else

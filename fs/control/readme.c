@@ -1,57 +1,39 @@
-/* The text of the mount's README file. */
+/* The mount's README: the control part's lines, from its rows, and the text the file reads,
+ * which fs/root.c makes once at start from every part's lines. */
+#include "ctl.h"
 #include "ctlkind.h"
 
-const char readme_text[] =
-	"sbxfs: a sandbox you drive with echo, cat and ls\n"
-	"\n"
-	"README                  this text\n"
-	"limits                  the sandbox's limits and what it uses now, its uid, and\n"
-	"                        how workspace/ is served (kernel, fuse, fuse-fallback)\n"
-	"workspace/              the shared workspace (commands see it as /workspace)\n"
-	"sessions/               one directory per shell session; ls lists them\n"
-	"sessions/clone          read it: creates a session, returns its id\n"
-	"sessions/default/       always there; cannot be removed\n"
-	"sessions/ID/            mkdir creates a session, rmdir ends it and all it runs\n"
-	"sessions/ID/cmd         write a command; it runs when you close the file (or the\n"
-	"                        close fails with the errno: EMFILE, ENOSPC...)\n"
-	"sessions/ID/stdout      the latest command's output; blocks while it runs\n"
-	"sessions/ID/stderr      its error output, the same way\n"
-	"sessions/ID/exit        blocks until it ends, then its exit status\n"
-	"sessions/ID/env         NAME=VALUE lines; write NAME=VALUE to set, -NAME to unset\n"
-	"sessions/ID/cwd         the directory the next command starts in; write to cd\n"
-	"sessions/ID/stdin       bytes for the running (or next) command's stdin\n"
-	"sessions/ID/timeout     the session's command timeout in ms (0: none)\n"
-	"sessions/ID/ctl         write: kill [SIGNAL] | killall [SIGNAL] | timeout MS |\n"
-	"                        restart (kill/killall also end what commands left behind)\n"
-	"sessions/ID/status      state, latest command, exit, timed_out, killed, ...,\n"
-	"                        error: why sbxfs could not run it\n"
-	"sessions/ID/runs/N/     the last commands: cmd, stdout, stderr, exit, status\n"
-	"sessions/ID/procs/NAME/ background processes: mkdir, write cmd, read ready/ports\n"
-	"sessions/ID/checkout    write URL [branch=B] [dir=D]: git clone; read: progress\n"
-	"sessions/ID/procs/ctl   write: kill [SIGNAL] ends the session's background processes\n"
-	"sessions/ID/terms/NAME/ terminals: mkdir; cmd or in starts it; screen, out, size, ctl\n"
-	"procs/                  every background process, as SESSION.NAME links\n"
-	"procs/ctl               write: kill [SIGNAL] ends every background process\n"
-	"env                     NAME=VALUE lines every session gets (its own env wins);\n"
-	"                        write NAME=VALUE to set, -NAME to unset\n"
-	"network/policy          mode none|filtered|host, allow and deny lines (HOST,\n"
-	"                        *.DOMAIN, :PORT); write a new one, applied at close\n"
-	"network/log             a line per connection through the proxy (tail -f follows it)\n"
-	"sessions/ID/network     the session's lines of network/log\n"
-	"contexts/NAME/          code interpreters (mkdir; language, cwd, env, timeout\n"
-	"                        before the first cell): write code, read result, stdout,\n"
-	"                        error, results/K.png; cells/N/; ctl: interrupt | kill |\n"
-	"                        restart | timeout MS\n"
-	"ports/PORT/             mkdir exposes the sandbox's PORT on the host (or write\n"
-	"                        PORT to ports/expose); read url; rmdir closes it\n"
-	"snapshots/NAME/         mkdir: the workspace at one instant; files/ (read-only),\n"
-	"                        status, archive (tar), ctl: restore [force] [DIR]; rmdir\n"
-	"snapshots/import/NAME   write a tar: a snapshot at close\n"
-	"\n"
-	"Example:\n"
-	"  mkdir sessions/test\n"
-	"  echo 'export NODE_ENV=test' > sessions/test/cmd\n"
-	"  echo 'npm test' > sessions/test/cmd\n"
-	"  cat sessions/test/stdout\n"
-	"  cat sessions/test/exit\n"
-	"  rmdir sessions/test\n";
+const char *readme_text = "";
+
+/* The directories a row's where puts it in. */
+static const struct {
+	int where;
+	const char *dir;
+} places[] = {
+    {IN_ROOT, ""},
+    {IN_NET, "network/"},
+    {IN_SESSION, "sessions/ID/"},
+    {IN_RUN, "sessions/ID/runs/N/"},
+    {IN_JOB, "sessions/ID/procs/NAME/"},
+};
+
+void ctl_help(struct help *h)
+{
+	for (int k = 0; k < K_MAX; k++) {
+		const struct kind_info *r = kind_row(k);
+		bool is_dir = S_ISDIR(r->mode);
+
+		if (!r->help)
+			continue;
+		if (r->path)
+			help_add(h, r->path, "", false, r->help);
+		for (size_t i = 0; i < sizeof(places) / sizeof(places[0]) && !r->path; i++)
+			if (r->where & places[i].where)
+				help_add(h, places[i].dir, r->name, is_dir, r->help);
+	}
+}
+
+void ctl_set_readme(const char *text)
+{
+	readme_text = text;
+}

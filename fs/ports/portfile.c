@@ -11,7 +11,7 @@
 
 #include "expose.h"
 #include "fhandle.h"
-#include "portfs.h"
+#include "port_priv.h"
 #include "reply.h"
 #include "xmalloc.h"
 
@@ -52,25 +52,25 @@ char *portfile_render(fuse_ino_t ino, size_t *len)
 	struct expose_info x;
 	char *text, *url;
 
-	if (ino_kind(ino) == K_XEXPOSE) {
+	if (ino_kind(ino) == P_EXPOSE) {
 		*len = 0;
 		return xstrdup("");
 	}
 	if (expose_get(ino_num(ino), (uint32_t)ino_serial(ino), &x) < 0)
 		return NULL;
 	switch (ino_kind(ino)) {
-	case K_XURL:
+	case P_URL:
 		url = expose_url(&x);
 		text = xasprintf("%s\n", url);
 		free(url);
 		break;
-	case K_XADDRESS:
+	case P_ADDRESS:
 		text = xasprintf("%s\n", x.address);
 		break;
-	case K_XPORT:
+	case P_PORT:
 		text = xasprintf("%u\n", x.host_port);
 		break;
-	case K_XNAME:
+	case P_NAME:
 		text = x.name[0] ? xasprintf("%s\n", x.name) : xstrdup("");
 		break;
 	default:
@@ -113,10 +113,12 @@ void portfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_open(req, fi);
 }
 
-void portfile_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi)
+void portfile_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		   struct fuse_file_info *fi)
 {
 	struct portfh *fh = fh_of(fi);
 
+	(void)ino;
 	/* Once answered, the file may be released at once: hold fh until the reply is out. */
 	fhandle_ref(&fh->h);
 	reply_slice(req, fh->snap, fh->snaplen, size, off);
@@ -157,12 +159,15 @@ static int write_name(struct portfh *fh, const char *buf, size_t size)
 	return rc;
 }
 
-void portfile_write(fuse_req_t req, const char *buf, size_t size, struct fuse_file_info *fi)
+void portfile_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		    struct fuse_file_info *fi)
 {
 	struct portfh *fh = fh_of(fi);
 	int rc;
 
-	if (ino_kind(fh->ino) == K_XEXPOSE) {
+	(void)ino;
+	(void)off;
+	if (ino_kind(fh->ino) == P_EXPOSE) {
 		rc = write_expose(buf, size);
 	} else {
 		pthread_mutex_lock(&fh->h.lock);
@@ -176,11 +181,12 @@ void portfile_write(fuse_req_t req, const char *buf, size_t size, struct fuse_fi
 }
 
 /* name: what was written applies at close ("" clears it), unless a write failed. */
-void portfile_flush(fuse_req_t req, struct fuse_file_info *fi)
+void portfile_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct portfh *fh = fh_of(fi);
 	int rc = 0;
 
+	(void)ino;
 	pthread_mutex_lock(&fh->h.lock);
 	if (fh->werr)
 		rc = fh->werr;
@@ -193,17 +199,21 @@ void portfile_flush(fuse_req_t req, struct fuse_file_info *fi)
 	fuse_reply_err(req, -rc);
 }
 
-void portfile_release(fuse_req_t req, struct fuse_file_info *fi)
+void portfile_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	(void)ino;
+
 	fhandle_release(&fh_of(fi)->h);
 	fuse_reply_err(req, 0);
 }
 
-void portfile_poll(fuse_req_t req, struct fuse_file_info *fi, struct fuse_pollhandle *ph)
+void portfile_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		   struct fuse_pollhandle *ph)
 {
 	struct portfh *fh = fh_of(fi);
 	unsigned revents = POLLIN | POLLRDNORM;
 
+	(void)ino;
 	if (portfs_mode(ino_kind(fh->ino)) & S_IWUSR)
 		revents |= POLLOUT | POLLWRNORM;
 	fhandle_poll(req, &fh->h, ph, revents, NULL);

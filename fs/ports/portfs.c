@@ -2,7 +2,7 @@
  * rmdir (unexpose). A port's directory is named by the port exactly ("3000", never "03000"),
  * and its inode numbers carry the exposure's serial: files of a port unexposed and exposed
  * again are not the new exposure's (they give ENOENT). */
-#include "portfs.h"
+#include "port_priv.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -10,55 +10,58 @@
 #include <string.h>
 
 #include "dirsnap.h"
+#include "itemdir.h"
 #include "expose.h"
 #include "nodeattr.h"
-
-/* A port's files never change names: the kernel may keep them. Its directory comes and goes
- * with mkdir and rmdir in other processes: its name is kept 0. */
-#define FILE_TIMEOUT 3600.0
 
 static const struct {
 	const char *name;
 	mode_t mode;
-} kinds[K_MAX] = {
-    [K_XPORTS] = {"ports", S_IFDIR | 0755},	[K_XEXPOSE] = {"expose", S_IFREG | 0200},
-    [K_XPORTDIR] = {"", S_IFDIR | 0755},	[K_XURL] = {"url", S_IFREG | 0444},
-    [K_XADDRESS] = {"address", S_IFREG | 0444}, [K_XPORT] = {"port", S_IFREG | 0444},
-    [K_XNAME] = {"name", S_IFREG | 0644},	[K_XSTATUS] = {"status", S_IFREG | 0444},
+	const char *help; /* its line in the mount's README */
+} kinds[P_MAX] = {
+    [P_PORTS] = {"ports", S_IFDIR | 0755, "the sandbox's exposed ports, one directory each"},
+    [P_EXPOSE] = {"expose", S_IFREG | 0200, "write PORT: exposes it, as mkdir ports/PORT does"},
+    [P_PORTDIR] = {"", S_IFDIR | 0755,
+		   "mkdir: the sandbox's TCP port on the host; rmdir closes it"},
+    [P_URL] = {"url", S_IFREG | 0444, "where the host reaches it: http://ADDRESS:PORT/"},
+    [P_ADDRESS] = {"address", S_IFREG | 0444, "the host address it listens on"},
+    [P_PORT] = {"port", S_IFREG | 0444, "the host port it listens on"},
+    [P_NAME] = {"name", S_IFREG | 0644, "a name for it, a line applied at close"},
+    [P_STATUS] = {"status", S_IFREG | 0444, "port, url, connections, accepted, refused, ..."},
 };
 
-mode_t portfs_mode(enum ctl_kind k)
+mode_t portfs_mode(unsigned k)
 {
-	return (unsigned)k < K_MAX ? kinds[k].mode : 0;
+	return k < P_MAX ? kinds[k].mode : 0;
 }
 
 fuse_ino_t portfs_root_ino(void)
 {
-	return ctl_ino(0, K_XPORTS, 0);
+	return xport_ino(0, P_PORTS, 0);
 }
 
-static fuse_ino_t port_ino(const struct expose_info *x, enum ctl_kind k)
+static fuse_ino_t port_ino(const struct expose_info *x, enum port_file k)
 {
-	return ctl_ino(x->serial, k, x->port);
+	return xport_ino(x->serial, k, x->port);
 }
 
 /* Fills st for an inode of ports/; -ENOENT once its exposure is gone, unless held (a getattr
  * of a file the kernel holds, maybe open: fstat keeps working). */
 static int port_stat(fuse_ino_t ino, struct stat *st, bool held)
 {
-	enum ctl_kind k = ino_kind(ino);
+	enum port_file k = ino_kind(ino);
 	struct expose_info x;
 	size_t len = 0;
 	char *text;
 
 	if (!portfs_mode(k))
 		return -ENOENT;
-	if (k == K_XPORTS || k == K_XEXPOSE) {
+	if (k == P_PORTS || k == P_EXPOSE) {
 		nodeattr_init(st, ino, portfs_mode(k), NULL);
 		return 0;
 	}
 	if (expose_get(ino_num(ino), (uint32_t)ino_serial(ino), &x) < 0) {
-		if (!held || k == K_XPORTDIR)
+		if (!held || k == P_PORTDIR)
 			return -ENOENT;
 		nodeattr_init(st, ino, portfs_mode(k), NULL);
 		return 0;
@@ -73,111 +76,121 @@ static int port_stat(fuse_ino_t ino, struct stat *st, bool held)
 	return 0;
 }
 
-static int entry_of(fuse_ino_t ino, struct fuse_entry_param *e)
+static const char *kind_name(unsigned k)
 {
-	int rc = port_stat(ino, &e->attr, false);
+	return kinds[k].name;
+}
 
-	if (rc < 0)
-		return rc;
-	e->ino = ino;
-	e->entry_timeout = ino_kind(ino) == K_XPORTDIR ? 0 : FILE_TIMEOUT;
-	return 0;
+static bool kind_in_top(unsigned k)
+{
+	return k == P_EXPOSE;
+}
+
+/* The directory of the port a name of ports/ names (0: none). */
+static fuse_ino_t find_port(fuse_ino_t top, const char *name)
+{
+	struct expose_info x;
+	fuse_ino_t ino;
+	unsigned port;
+
+	(void)top;
+	if (expose_parse_port(name, strlen(name), &port) < 0 || expose_get(port, 0, &x) < 0)
+		return 0;
+	ino = port_ino(&x, P_PORTDIR);
+	expose_info_clear(&x);
+	return ino;
+}
+
+static void list_ports(struct dirsnap *d, fuse_ino_t top)
+{
+	struct expose_info *v;
+	size_t n = expose_list(&v);
+	char name[16];
+
+	(void)top;
+	for (size_t i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "%u", v[i].port);
+		dirsnap_add(d, name, port_ino(&v[i], P_PORTDIR), S_IFDIR);
+	}
+	expose_list_free(v, n);
+}
+
+static fuse_ino_t file_ino(fuse_ino_t dir, unsigned k)
+{
+	return xport_ino(ino_serial(dir), k, ino_num(dir));
+}
+
+static fuse_ino_t parent_of(fuse_ino_t dir)
+{
+	return ino_kind(dir) == P_PORTS ? FUSE_ROOT_ID : portfs_root_ino();
+}
+
+static void plus_fill(const struct dirsnap_entry *de, struct fuse_entry_param *e);
+
+static const struct dirsnap_plus port_plus = {plus_fill, NULL};
+
+static const struct itemdir ports = {
+    .top = P_PORTS,
+    .item = P_PORTDIR,
+    .nkinds = P_MAX,
+    .name = kind_name,
+    .mode = portfs_mode,
+    .in_top = kind_in_top,
+    .stat = port_stat,
+    .find = find_port,
+    .list = list_ports,
+    .file = file_ino,
+    .parent = parent_of,
+    .plus = &port_plus,
+};
+
+static void plus_fill(const struct dirsnap_entry *de, struct fuse_entry_param *e)
+{
+	itemdir_plus_fill(&ports, de, e);
 }
 
 int portfs_root_entry(struct fuse_entry_param *e)
 {
-	return entry_of(portfs_root_ino(), e);
+	return itemdir_entry(&ports, portfs_root_ino(), e);
 }
 
-static void reply_entry(fuse_req_t req, fuse_ino_t ino)
+static void portfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	struct fuse_entry_param e = {0};
-	int rc = entry_of(ino, &e);
-
-	if (rc < 0)
-		fuse_reply_err(req, -rc);
-	else
-		fuse_reply_entry(req, &e);
+	itemdir_lookup(&ports, req, parent, name);
 }
 
-/* The exposure a name of ports/ names: 0, -ENOENT. */
-static int find_port(const char *name, struct expose_info *x)
+static void portfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	unsigned port;
-
-	if (expose_parse_port(name, strlen(name), &port) < 0)
-		return -ENOENT;
-	return expose_get(port, 0, x);
-}
-
-static void lookup_port(fuse_req_t req, const char *name)
-{
-	struct expose_info x;
-
-	if (strcmp(name, kinds[K_XEXPOSE].name) == 0) {
-		reply_entry(req, ctl_ino(0, K_XEXPOSE, 0));
-		return;
-	}
-	if (find_port(name, &x) < 0) {
-		fuse_reply_err(req, ENOENT);
-		return;
-	}
-	reply_entry(req, port_ino(&x, K_XPORTDIR));
-	expose_info_clear(&x);
-}
-
-static void lookup_file(fuse_req_t req, fuse_ino_t parent, const char *name)
-{
-	for (int k = K_XURL; k <= K_XSTATUS; k++)
-		if (strcmp(name, kinds[k].name) == 0) {
-			reply_entry(req, ctl_ino(ino_serial(parent), k, ino_num(parent)));
-			return;
-		}
-	fuse_reply_err(req, ENOENT);
-}
-
-void portfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
-{
-	if (ino_kind(parent) == K_XPORTS)
-		lookup_port(req, name);
-	else if (ino_kind(parent) == K_XPORTDIR)
-		lookup_file(req, parent, name);
-	else
-		fuse_reply_err(req, ENOTDIR);
-}
-
-void portfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	struct stat st;
-	int rc = port_stat(ino, &st, true);
-
 	(void)fi;
-	nodeattr_reply(req, rc, &st);
+	itemdir_getattr(&ports, req, ino);
 }
 
-void portfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
-		    struct fuse_file_info *fi)
+static void portfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+			   struct fuse_file_info *fi)
 {
-	if (!nodeattr_settable(portfs_mode(ino_kind(ino)), attr, to_set)) {
-		fuse_reply_err(req, EPERM);
-		return;
-	}
-	portfs_getattr(req, ino, fi);
+	(void)fi;
+	itemdir_setattr(&ports, req, ino, attr, to_set);
+}
+
+static void portfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	itemdir_opendir(&ports, req, ino, fi);
 }
 
 /* mkdir ports/PORT exposes PORT: EINVAL for a name that is not a port, EEXIST, ENOSPC past
  * [network] expose_max_ports. */
-void portfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+static void portfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	struct expose_info x;
 	unsigned port;
 	int rc;
 
-	if (ino_kind(parent) != K_XPORTS) {
+	(void)mode;
+	if (ino_kind(parent) != P_PORTS) {
 		fuse_reply_err(req, EPERM);
 		return;
 	}
-	if (strcmp(name, kinds[K_XEXPOSE].name) == 0) {
+	if (strcmp(name, kinds[P_EXPOSE].name) == 0) {
 		fuse_reply_err(req, EEXIST);
 		return;
 	}
@@ -190,21 +203,21 @@ void portfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	reply_entry(req, port_ino(&x, K_XPORTDIR));
+	itemdir_reply_entry(&ports, req, port_ino(&x, P_PORTDIR));
 	expose_info_clear(&x);
 }
 
 /* rmdir ports/PORT closes it: when it answers, the host's connections are reset and new ones
  * refused. */
-void portfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+static void portfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	unsigned port;
 
-	if (ino_kind(parent) != K_XPORTS) {
+	if (ino_kind(parent) != P_PORTS) {
 		fuse_reply_err(req, EPERM);
 		return;
 	}
-	if (strcmp(name, kinds[K_XEXPOSE].name) == 0) {
+	if (strcmp(name, kinds[P_EXPOSE].name) == 0) {
 		fuse_reply_err(req, ENOTDIR);
 		return;
 	}
@@ -215,61 +228,29 @@ void portfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	fuse_reply_err(req, -expose_remove(port));
 }
 
-static void list_ports(struct dirsnap *d)
+void port_help(struct help *h)
 {
-	struct expose_info *v;
-	size_t n = expose_list(&v);
-	char name[16];
-
-	dirsnap_add(d, kinds[K_XEXPOSE].name, ctl_ino(0, K_XEXPOSE, 0), S_IFREG);
-	for (size_t i = 0; i < n; i++) {
-		snprintf(name, sizeof(name), "%u", v[i].port);
-		dirsnap_add(d, name, port_ino(&v[i], K_XPORTDIR), S_IFDIR);
-	}
-	expose_list_free(v, n);
+	help_add(h, "", kinds[P_PORTS].name, true, kinds[P_PORTS].help);
+	help_add(h, "ports/", kinds[P_EXPOSE].name, false, kinds[P_EXPOSE].help);
+	help_add(h, "ports/", "PORT", true, kinds[P_PORTDIR].help);
+	for (int k = P_PORTDIR + 1; k < P_MAX; k++)
+		help_add(h, "ports/PORT/", kinds[k].name, false, kinds[k].help);
 }
 
-static void list_files(struct dirsnap *d, fuse_ino_t ino)
-{
-	for (int k = K_XURL; k <= K_XSTATUS; k++)
-		dirsnap_add(d, kinds[k].name, ctl_ino(ino_serial(ino), k, ino_num(ino)), S_IFREG);
-}
-
-void portfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	struct dirsnap *d;
-	struct stat st;
-
-	if (port_stat(ino, &st, false) < 0) {
-		fuse_reply_err(req, ENOENT);
-		return;
-	}
-	if (!S_ISDIR(st.st_mode)) {
-		fuse_reply_err(req, ENOTDIR);
-		return;
-	}
-	if (ino_kind(ino) == K_XPORTS) {
-		d = dirsnap_new(ino, FUSE_ROOT_ID);
-		list_ports(d);
-	} else {
-		d = dirsnap_new(ino, portfs_root_ino());
-		list_files(d, ino);
-	}
-	dirsnap_open(req, d, fi);
-}
-
-/* Readdirplus entries count a lookup, with the timeouts a lookup gives. */
-static void plus_fill(const struct dirsnap_entry *de, struct fuse_entry_param *e)
-{
-	struct fuse_entry_param filled = {0};
-
-	if (entry_of(de->ino, &filled) == 0)
-		*e = filled;
-}
-
-void portfs_readdir(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi, bool plus)
-{
-	static const struct dirsnap_plus port_plus = {plus_fill, NULL};
-
-	dirsnap_read(req, fi, size, off, plus ? &port_plus : NULL);
-}
+const struct fuse_lowlevel_ops port_ops = {
+    .lookup = portfs_lookup,
+    .getattr = portfs_getattr,
+    .setattr = portfs_setattr,
+    .mkdir = portfs_mkdir,
+    .rmdir = portfs_rmdir,
+    .open = portfile_open,
+    .read = portfile_read,
+    .write = portfile_write,
+    .flush = portfile_flush,
+    .release = portfile_release,
+    .opendir = portfs_opendir,
+    .readdir = dirsnap_readdir,
+    .readdirplus = dirsnap_readdirplus,
+    .releasedir = dirsnap_releasedir,
+    .poll = portfile_poll,
+};

@@ -205,12 +205,14 @@ void snapfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	reply_opened(req, fh, fi);
 }
 
-void snapfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, struct fuse_file_info *fi)
+void snapfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		   struct fuse_file_info *fi)
 {
 	struct fuse_entry_param e = {0};
 	struct sfh *fh;
 	int rc;
 
+	(void)mode;
 	if (snap_ino_kind(parent) != N_IMPORT) {
 		fuse_reply_err(req, snap_ino_kind(parent) == N_NODE ? EROFS : EPERM);
 		return;

@@ -18,28 +18,64 @@
 #define FIXED_TIMEOUT 3600.0
 #define DIR_MODE      (S_IFDIR | 0755)
 
-/* The mode of each kind (the view's nodes have their files' own). */
-static const mode_t modes[N_MAX] = {
-    [N_DIR] = DIR_MODE,		 [N_CLONE] = S_IFREG | 0444,   [N_CTL] = S_IFREG | 0200,
-    [N_IMPORT] = S_IFDIR | 0755, [N_IMPFILE] = S_IFREG | 0200, [N_SNAP] = DIR_MODE,
-    [N_STATUS] = S_IFREG | 0444, [N_SCTL] = S_IFREG | 0200,    [N_ARCHIVE] = S_IFREG | 0444,
+/* where: snapshots/'s own names (no snapshot may take them), a snapshot's. */
+enum { IN_TOP = 1, IN_SNAP = 2 };
+
+/* A row per kind: its name, its mode (files/'s nodes have their files' own), where it is
+ * listed, in the order ls -f shows them, and its line in the mount's README. */
+static const struct snap_row {
+	const char *name;
+	mode_t mode;
+	int where;
+	const char *path;
+	const char *help;
+} rows[N_MAX] = {
+    [N_DIR] = {"snapshots", DIR_MODE, 0, "snapshots/",
+	       "snapshots of the workspace, one directory each"},
+    [N_CLONE] = {"clone", S_IFREG | 0444, IN_TOP, NULL,
+		 "read it: takes a snapshot, returns its name"},
+    [N_CTL] = {"ctl", S_IFREG | 0200, IN_TOP, NULL, "write: restore [force] NAME [DIR]"},
+    [N_IMPORT] = {"import", DIR_MODE, IN_TOP, NULL, "where tars are written in"},
+    [N_IMPFILE] = {"", S_IFREG | 0200, 0, "snapshots/import/NAME",
+		   "write a tar: snapshot NAME at close"},
+    [N_SNAP] = {"", DIR_MODE, 0, "snapshots/NAME/",
+		"mkdir: the workspace at one instant; rmdir deletes it"},
+    [N_STATUS] = {"status", S_IFREG | 0444, IN_SNAP, NULL,
+		  "state, time, size, files, space, took_ms, restore, ..."},
+    [N_SCTL] = {"ctl", S_IFREG | 0200, IN_SNAP, NULL, "write: restore [force] [DIR]"},
+    [N_ARCHIVE] = {"archive", S_IFREG | 0444, IN_SNAP, NULL, "the snapshot as a tar"},
+    [N_NODE] = {"files", DIR_MODE, IN_SNAP, NULL, "the snapshot's files, read-only"},
 };
 
-/* A snapshot's own names, in the order ls -f shows them. */
-static const struct {
-	const char *name;
-	enum snap_kind kind;
-} snap_names[] = {{"status", N_STATUS}, {"ctl", N_SCTL}, {"archive", N_ARCHIVE}, {"files", N_NODE}};
+/* The kind of the name in a directory that lists the rows of where, or N_MAX. */
+static enum snap_kind named(const char *name, int where)
+{
+	for (int k = 0; k < N_MAX; k++)
+		if ((rows[k].where & where) && !strcmp(name, rows[k].name))
+			return (enum snap_kind)k;
+	return N_MAX;
+}
 
-#define NSNAP_NAMES (sizeof(snap_names) / sizeof(snap_names[0]))
+static void list_rows(struct dirsnap *d, uint32_t serial, int where)
+{
+	for (int k = 0; k < N_MAX; k++)
+		if (rows[k].where & where)
+			dirsnap_add(d, rows[k].name, snap_ino(serial, k, 0), rows[k].mode & S_IFMT);
+}
 
-/* snapshots/'s own names: no snapshot may take them. */
-static const struct {
-	const char *name;
-	enum snap_kind kind;
-} root_names[] = {{"clone", N_CLONE}, {"ctl", N_CTL}, {"import", N_IMPORT}};
-
-#define NROOT_NAMES (sizeof(root_names) / sizeof(root_names[0]))
+void snap_help(struct help *h)
+{
+	for (int k = 0; k < N_MAX; k++) {
+		if (rows[k].path)
+			help_add(h, rows[k].path, "", false, rows[k].help);
+		if (rows[k].where & IN_TOP)
+			help_add(h, "snapshots/", rows[k].name, S_ISDIR(rows[k].mode),
+				 rows[k].help);
+		if (rows[k].where & IN_SNAP)
+			help_add(h, "snapshots/NAME/", rows[k].name, S_ISDIR(rows[k].mode),
+				 rows[k].help);
+	}
+}
 
 fuse_ino_t snapfs_root_ino(void)
 {
@@ -62,7 +98,7 @@ int snapfs_stat(fuse_ino_t ino, struct stat *st)
 		return -ENOENT;
 	if (s)
 		t = snapshot_time(s);
-	nodeattr_init(st, ino, modes[k], s ? &t : NULL);
+	nodeattr_init(st, ino, rows[k].mode, s ? &t : NULL);
 	if (k == N_STATUS) { /* its size now, as a read would see it */
 		text = snapshot_status(s, &len);
 		st->st_size = (off_t)len;
@@ -117,7 +153,7 @@ static uint32_t serial_of(const char *name, bool importing)
 	return serial;
 }
 
-void snapfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+static void snapfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	uint32_t serial = snap_ino_serial(parent);
 	struct fuse_entry_param e = {0};
@@ -125,11 +161,10 @@ void snapfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	switch (snap_ino_kind(parent)) {
 	case N_DIR:
-		for (size_t i = 0; i < NROOT_NAMES; i++)
-			if (!strcmp(name, root_names[i].name)) {
-				snapfs_reply_entry(req, snap_ino(0, root_names[i].kind, 0));
-				return;
-			}
+		if (named(name, IN_TOP) != N_MAX) {
+			snapfs_reply_entry(req, snap_ino(0, named(name, IN_TOP), 0));
+			return;
+		}
 		serial = serial_of(name, false);
 		if (serial)
 			snapfs_reply_entry(req, snap_ino(serial, N_SNAP, 0));
@@ -144,12 +179,10 @@ void snapfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 			fuse_reply_err(req, ENOENT);
 		return;
 	case N_SNAP:
-		for (size_t i = 0; i < NSNAP_NAMES; i++)
-			if (!strcmp(name, snap_names[i].name)) {
-				snapfs_reply_entry(req, snap_ino(serial, snap_names[i].kind, 0));
-				return;
-			}
-		fuse_reply_err(req, ENOENT);
+		if (named(name, IN_SNAP) != N_MAX)
+			snapfs_reply_entry(req, snap_ino(serial, named(name, IN_SNAP), 0));
+		else
+			fuse_reply_err(req, ENOENT);
 		return;
 	case N_NODE:
 		if ((rc = snapview_lookup(parent, name, &e)) < 0)
@@ -162,7 +195,7 @@ void snapfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 }
 
-void snapfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+static void snapfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct stat st;
 	int rc = snapfs_stat(ino, &st);
@@ -174,8 +207,8 @@ void snapfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_attr(req, &st, snap_ino_kind(ino) == N_NODE ? 3600.0 : 0);
 }
 
-void snapfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
-		    struct fuse_file_info *fi)
+static void snapfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+			   struct fuse_file_info *fi)
 {
 	enum snap_kind k = snap_ino_kind(ino);
 
@@ -184,7 +217,7 @@ void snapfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_se
 		fuse_reply_err(req, EROFS);
 		return;
 	}
-	if (k >= N_MAX || !nodeattr_settable(modes[k], attr, to_set)) {
+	if (k >= N_MAX || !nodeattr_settable(rows[k].mode, attr, to_set)) {
 		fuse_reply_err(req, EPERM);
 		return;
 	}
@@ -201,7 +234,7 @@ void snapfs_hold_links(bool hold)
 	atomic_store(&hold_links, hold);
 }
 
-void snapfs_readlink(fuse_req_t req, fuse_ino_t ino)
+static void snapfs_readlink(fuse_req_t req, fuse_ino_t ino)
 {
 	if (snap_ino_kind(ino) == N_NODE && atomic_load(&hold_links))
 		fuse_reply_err(req, ELOOP);
@@ -244,12 +277,13 @@ static void mkdir_wait_free(void *arg)
 	free(mw);
 }
 
-void snapfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+static void snapfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	struct mkdir_wait *mw;
 	struct ticket *done;
 	int rc;
 
+	(void)mode;
 	if (snap_ino_kind(parent) != N_DIR) {
 		fuse_reply_err(req, snap_ino_kind(parent) == N_NODE ? EROFS : EPERM);
 		return;
@@ -277,7 +311,7 @@ void snapfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	park_request(req, mkdir_attempt, mw, mkdir_wait_free);
 }
 
-void snapfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+static void snapfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	if (snap_ino_kind(parent) != N_DIR)
 		fuse_reply_err(req, snap_ino_kind(parent) == N_NODE ? EROFS : EPERM);
@@ -294,9 +328,7 @@ static void list_root(struct dirsnap *d)
 	struct snapshot_info *v;
 	size_t n = snapshot_list(&v);
 
-	for (size_t i = 0; i < NROOT_NAMES; i++)
-		dirsnap_add(d, root_names[i].name, snap_ino(0, root_names[i].kind, 0),
-			    modes[root_names[i].kind] & S_IFMT);
+	list_rows(d, 0, IN_TOP);
 	for (size_t i = 0; i < n; i++)
 		if (!v[i].importing)
 			dirsnap_add(d, v[i].name, snap_ino(v[i].serial, N_SNAP, 0), S_IFDIR);
@@ -314,36 +346,6 @@ static void list_imports(struct dirsnap *d)
 	free(v);
 }
 
-void snapfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	uint32_t serial = snap_ino_serial(ino);
-	struct dirsnap *d = NULL;
-	struct stat st;
-	int rc = snapfs_stat(ino, &st);
-
-	if (rc == 0 && !S_ISDIR(st.st_mode))
-		rc = -ENOTDIR;
-	if (rc == 0 && snap_ino_kind(ino) == N_NODE)
-		rc = snapview_list(ino, &d);
-	else if (rc == 0 && snap_ino_kind(ino) == N_SNAP) {
-		d = dirsnap_new(ino, snapfs_root_ino());
-		for (size_t i = 0; i < NSNAP_NAMES; i++)
-			dirsnap_add(d, snap_names[i].name, snap_ino(serial, snap_names[i].kind, 0),
-				    snap_names[i].kind == N_NODE ? S_IFDIR : S_IFREG);
-	} else if (rc == 0) {
-		d = dirsnap_new(ino,
-				snap_ino_kind(ino) == N_DIR ? FUSE_ROOT_ID : snapfs_root_ino());
-		if (snap_ino_kind(ino) == N_DIR)
-			list_root(d);
-		else
-			list_imports(d);
-	}
-	if (rc < 0)
-		fuse_reply_err(req, -rc);
-	else
-		dirsnap_open(req, d, fi);
-}
-
 /* Readdirplus entries count a lookup; the view's keep their attributes long. */
 static void plus_fill(const struct dirsnap_entry *de, struct fuse_entry_param *e)
 {
@@ -357,14 +359,37 @@ static void plus_fill(const struct dirsnap_entry *de, struct fuse_entry_param *e
 		e->attr_timeout = e->entry_timeout = 3600.0;
 }
 
-void snapfs_readdir(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi, bool plus)
-{
-	static const struct dirsnap_plus snap_plus = {plus_fill, NULL};
+static const struct dirsnap_plus snap_plus = {plus_fill, NULL};
 
-	dirsnap_read(req, fi, size, off, plus ? &snap_plus : NULL);
+static void snapfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	uint32_t serial = snap_ino_serial(ino);
+	struct dirsnap *d = NULL;
+	struct stat st;
+	int rc = snapfs_stat(ino, &st);
+
+	if (rc == 0 && !S_ISDIR(st.st_mode))
+		rc = -ENOTDIR;
+	if (rc == 0 && snap_ino_kind(ino) == N_NODE)
+		rc = snapview_list(ino, &d);
+	else if (rc == 0 && snap_ino_kind(ino) == N_SNAP) {
+		d = dirsnap_new(ino, snapfs_root_ino());
+		list_rows(d, serial, IN_SNAP);
+	} else if (rc == 0) {
+		d = dirsnap_new(ino,
+				snap_ino_kind(ino) == N_DIR ? FUSE_ROOT_ID : snapfs_root_ino());
+		if (snap_ino_kind(ino) == N_DIR)
+			list_root(d);
+		else
+			list_imports(d);
+	}
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		dirsnap_open(req, d, &snap_plus, fi);
 }
 
-void snapfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+static void snapfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
 	if (snap_ino_kind(ino) == N_NODE)
 		snapview_getxattr(req, ino, name, size);
@@ -372,7 +397,7 @@ void snapfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t si
 		fuse_reply_err(req, ENODATA);
 }
 
-void snapfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+static void snapfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	if (snap_ino_kind(ino) == N_NODE)
 		snapview_listxattr(req, ino, size);
@@ -381,3 +406,37 @@ void snapfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	else
 		fuse_reply_buf(req, NULL, 0);
 }
+
+/* A view's files are read-only; the control files have no attributes. */
+static void snapfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+			    size_t size, int flags)
+{
+	(void)name;
+	(void)value;
+	(void)size;
+	(void)flags;
+	fuse_reply_err(req, snap_ino_kind(ino) == N_NODE ? EROFS : ENOTSUP);
+}
+
+const struct fuse_lowlevel_ops snap_ops = {
+    .lookup = snapfs_lookup,
+    .getattr = snapfs_getattr,
+    .setattr = snapfs_setattr,
+    .readlink = snapfs_readlink,
+    .mkdir = snapfs_mkdir,
+    .rmdir = snapfs_rmdir,
+    .create = snapfs_create,
+    .open = snapfs_open,
+    .read = snapfs_read,
+    .write = snapfs_write,
+    .flush = snapfs_flush,
+    .release = snapfs_release,
+    .lseek = snapfs_lseek,
+    .opendir = snapfs_opendir,
+    .readdir = dirsnap_readdir,
+    .readdirplus = dirsnap_readdirplus,
+    .releasedir = dirsnap_releasedir,
+    .setxattr = snapfs_setxattr,
+    .getxattr = snapfs_getxattr,
+    .listxattr = snapfs_listxattr,
+};

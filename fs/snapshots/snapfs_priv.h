@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "snapfs.h"
+#include "snapino.h"
 
 struct dirsnap;
 
@@ -14,6 +15,18 @@ struct dirsnap;
 int snapfs_stat(fuse_ino_t ino, struct stat *st);
 /* The entry of ino, as lookup and mkdir answer it. */
 void snapfs_reply_entry(fuse_req_t req, fuse_ino_t ino);
+
+/* snapfile.c: open files, a files/ view's included (opened by snapview.c), as snap_ops has
+ * them. */
+void snapfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		   struct fuse_file_info *fi);
+void snapfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void snapfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
+void snapfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		  struct fuse_file_info *fi);
+void snapfs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void snapfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void snapfs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi);
 
 /* snapview.c: files/ of snapshot serial and what is in it, node 0 being files/ itself. */
 /* The attributes of node: 0 or -errno. */

@@ -1,6 +1,6 @@
-/* Inode numbers of snapshots/: odd, with bit 63 set and bits 1-5 all ones (ino.h). Bits: 6-9
- * kind, 10-33 the snapshot's serial (0: snapshots/ itself, its clone, ctl and import/), 34-62
- * a node of its files/ view (0: files/ itself). */
+/* Inode numbers of snapshots/: the snapshots part's payload (ino.h). Bits of the payload: 0-3
+ * kind, 4-27 the snapshot's serial (0: snapshots/ itself, its clone, ctl and import/), 28-56 a
+ * node of its files/ view (0: files/ itself). */
 #ifndef SBX_SNAPINO_H
 #define SBX_SNAPINO_H
 
@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "ino.h"
+#include "snapshot.h"
 
 enum snap_kind {
 	N_DIR,	   /* snapshots/ */
@@ -27,26 +28,28 @@ enum snap_kind {
 };
 
 #define SNAP_NODE_MAX ((1ull << 29) - 1)
+_Static_assert(N_MAX <= 16, "snapshots/'s kinds fit four bits");
+_Static_assert(SNAPSHOT_SERIAL_MAX < 1u << 24, "a snapshot's serial fits its inodes");
+_Static_assert(28 + 29 <= PAYLOAD_BITS, "a snapshot's inode fits the payload");
 
 static inline fuse_ino_t snap_ino(uint32_t serial, enum snap_kind k, uint64_t node)
 {
-	return XINO_FLAG | (node << 34) | ((uint64_t)serial << 10) | ((uint64_t)k << 6) |
-	       SNAP_INO_MARK | 1;
+	return part_ino(PART_SNAPSHOTS, (node << 28) | ((uint64_t)serial << 4) | k);
 }
 
 static inline enum snap_kind snap_ino_kind(fuse_ino_t ino)
 {
-	return (enum snap_kind)((ino >> 6) & 0xf);
+	return (enum snap_kind)(ino_payload(ino) & 0xf);
 }
 
 static inline uint32_t snap_ino_serial(fuse_ino_t ino)
 {
-	return (uint32_t)((ino >> 10) & 0xffffff);
+	return (uint32_t)((ino_payload(ino) >> 4) & 0xffffff);
 }
 
 static inline uint64_t snap_ino_node(fuse_ino_t ino)
 {
-	return (ino >> 34) & SNAP_NODE_MAX;
+	return (ino_payload(ino) >> 28) & SNAP_NODE_MAX;
 }
 
 #endif

@@ -28,10 +28,10 @@
 
 struct termfh {
 	struct fhandle h; /* h.lock: wbuf, shift, pos and poll state */
-	enum ctl_kind kind;
+	enum term_file kind;
 	struct session *s;
 	struct term *t;
-	char *snap;	      /* cmd, screen, size, status: the text read back */
+	char *snap; /* cmd, screen, size, status: the text read back */
 	size_t snaplen;
 	char *wbuf; /* cmd: applied at close; size, ctl: a line not yet complete */
 	size_t wlen;
@@ -257,12 +257,14 @@ static int wait_begin(struct termfh *fh)
 	return 0;
 }
 
-void termfile_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi)
+void termfile_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		   struct fuse_file_info *fi)
 {
 	struct termfh *fh = fh_of(fi);
 	const struct term_kind *k = fh_row(fh);
 	int rc;
 
+	(void)ino;
 	if (k->read_begin && (rc = k->read_begin(fh)) < 0) {
 		fuse_reply_err(req, -rc);
 		return;
@@ -382,12 +384,15 @@ static int apply_rest(struct termfh *fh)
 	return apply_lines(fh, true);
 }
 
-void termfile_write(fuse_req_t req, const char *buf, size_t size, struct fuse_file_info *fi)
+void termfile_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		    struct fuse_file_info *fi)
 {
 	struct termfh *fh = fh_of(fi);
 	const struct term_kind *k = fh_row(fh);
 	int rc;
 
+	(void)ino;
+	(void)off;
 	if (k->write) {
 		rc = k->write(req, fh, buf, size, fi->flags);
 		if (rc == TERM_REPLIED)
@@ -414,11 +419,12 @@ void termfile_write(fuse_req_t req, const char *buf, size_t size, struct fuse_fi
 
 /* What is pending applies at close: cmd starts the terminal, a last line without its newline
  * applies. */
-void termfile_flush(fuse_req_t req, struct fuse_file_info *fi)
+void termfile_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct termfh *fh = fh_of(fi);
 	int rc = 0;
 
+	(void)ino;
 	pthread_mutex_lock(&fh->h.lock);
 	if (fh->wlen && !fh->werr && fh_row(fh)->apply)
 		rc = fh_row(fh)->apply(fh);
@@ -427,10 +433,11 @@ void termfile_flush(fuse_req_t req, struct fuse_file_info *fi)
 	fuse_reply_err(req, rc == -ESRCH ? ESRCH : -rc);
 }
 
-void termfile_release(fuse_req_t req, struct fuse_file_info *fi)
+void termfile_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct termfh *fh = fh_of(fi);
 
+	(void)ino;
 	fhandle_release(&fh->h);
 	fuse_reply_err(req, 0);
 }
@@ -449,11 +456,13 @@ static bool poll_out(struct fhandle *h, struct waiter *w)
 	return term_out_poll(fh->t, fh->pos, w);
 }
 
-void termfile_poll(fuse_req_t req, struct fuse_file_info *fi, struct fuse_pollhandle *ph)
+void termfile_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		   struct fuse_pollhandle *ph)
 {
 	struct termfh *fh = fh_of(fi);
 	unsigned revents = POLLIN | POLLRDNORM;
 
+	(void)ino;
 	if (writable(fh_row(fh)))
 		revents |= POLLOUT | POLLWRNORM;
 	fhandle_poll(req, &fh->h, ph, revents, fh_row(fh)->poll);
@@ -467,17 +476,20 @@ void termfile_poll(fuse_req_t req, struct fuse_file_info *fi, struct fuse_pollha
  * attributes of a session's directory for it, as termfs.c does */
 static const struct term_kind terms_row = {
     .name = "terms",
+    .help = "the session's terminals, one directory each",
     .mode = DIR_MODE,
 };
 
 static const struct term_kind termdir_row = {
     .name = "",
+    .help = "a program on a pty: mkdir makes it, cmd or in starts it, rmdir ends it",
     .mode = DIR_MODE,
 };
 
 /* the command it runs (the session's shell if none), written before it starts */
 static const struct term_kind cmd_row = {
     .name = "cmd",
+    .help = "a shell line, before the start: it starts at close",
     .mode = S_IFREG | 0644,
     .render = render_cmd,
     .add = add_cmd,
@@ -487,6 +499,7 @@ static const struct term_kind cmd_row = {
 /* keys */
 static const struct term_kind in_row = {
     .name = "in",
+    .help = "bytes to the pty as typed (\\x03 Ctrl-C, \\r Enter)",
     .mode = S_IFREG | 0200,
     .write = write_input,
 };
@@ -494,6 +507,7 @@ static const struct term_kind in_row = {
 /* what it wrote, as a stream */
 static const struct term_kind out_row = {
     .name = "out",
+    .help = "the raw output, escape sequences included; tail -f follows it",
     .mode = S_IFREG | 0444,
     .size = size_out,
     .read = try_out,
@@ -502,12 +516,14 @@ static const struct term_kind out_row = {
 
 static const struct term_kind screen_row = {
     .name = "screen",
+    .help = "the screen now as plain text",
     .mode = S_IFREG | 0444,
     .render = term_screen,
 };
 
 static const struct term_kind size_row = {
     .name = "size",
+    .help = "ROWS COLS; write it to resize",
     .mode = S_IFREG | 0644,
     .render = render_size,
     .add = add_lines,
@@ -517,6 +533,7 @@ static const struct term_kind size_row = {
 
 static const struct term_kind ctl_row = {
     .name = "ctl",
+    .help = "write: kill [SIGNAL] | interrupt | eof",
     .mode = S_IFREG | 0200,
     .add = add_lines,
     .line = line_ctl,
@@ -525,6 +542,7 @@ static const struct term_kind ctl_row = {
 
 static const struct term_kind exit_row = {
     .name = "exit",
+    .help = "blocks until the program ends, then its exit status",
     .mode = S_IFREG | 0444,
     .size = size_exit,
     .read = try_exit,
@@ -534,6 +552,7 @@ static const struct term_kind exit_row = {
 /* write a pattern; read: the screen's first line it matches, once there is one */
 static const struct term_kind wait_row = {
     .name = "wait",
+    .help = "write a regular expression; a read blocks until a line matches it",
     .mode = S_IFREG | 0644,
     .open = open_pattern,
     .read_begin = wait_begin,
@@ -543,21 +562,21 @@ static const struct term_kind wait_row = {
 
 static const struct term_kind status_row = {
     .name = "status",
+    .help = "name, state, pid, rows, cols, cursor, exit, ...",
     .mode = S_IFREG | 0444,
     .render = render_status,
 };
 
-/* Indexed by kind; a terminal's directory lists its files in the order of enum ctl_kind. */
-static const struct term_kind *const term_kinds[K_MAX] = {
-    [K_TERMS] = &terms_row, [K_TERMDIR] = &termdir_row, [K_TCMD] = &cmd_row,
-    [K_TIN] = &in_row,	    [K_TOUT] = &out_row,	[K_TSCREEN] = &screen_row,
-    [K_TSIZE] = &size_row,  [K_TCTL] = &ctl_row,	[K_TEXIT] = &exit_row,
-    [K_TWAIT] = &wait_row,  [K_TSTATUS] = &status_row,
+/* Indexed by kind; a terminal's directory lists its files in the order of enum term_file. */
+static const struct term_kind *const term_kinds[T_MAX] = {
+    [T_TERMS] = &terms_row, [T_DIR] = &termdir_row,   [T_CMD] = &cmd_row,	[T_IN] = &in_row,
+    [T_OUT] = &out_row,	    [T_SCREEN] = &screen_row, [T_SIZE] = &size_row,	[T_CTL] = &ctl_row,
+    [T_EXIT] = &exit_row,   [T_WAIT] = &wait_row,     [T_STATUS] = &status_row,
 };
 
-const struct term_kind *term_row(enum ctl_kind k)
+const struct term_kind *term_row(enum term_file k)
 {
 	static const struct term_kind none = {.name = ""};
 
-	return (unsigned)k < K_MAX && term_kinds[k] ? term_kinds[k] : &none;
+	return (unsigned)k < T_MAX && term_kinds[k] ? term_kinds[k] : &none;
 }

@@ -8,31 +8,22 @@
 #include <string.h>
 
 #include "dirsnap.h"
+#include "itemdir.h"
 #include "nodeattr.h"
 #include "session.h"
 #include "term.h"
 #include "termkind.h"
-
-/* A terminal's files never change names: the kernel may keep them. A terminal goes on its own
- * (rmdir in another process, its session's end), and a name made again is a new terminal:
- * its directory's name is kept 0. */
-#define FILE_TIMEOUT 3600.0
 
 static struct session *session_of(fuse_ino_t ino)
 {
 	return session_find_serial(ino_serial(ino));
 }
 
-static mode_t mode_of(fuse_ino_t ino)
-{
-	return term_row(ino_kind(ino))->mode;
-}
-
 static bool exists(struct session *s, fuse_ino_t ino)
 {
 	struct term *t;
 
-	if (ino_kind(ino) == K_TERMS)
+	if (ino_kind(ino) == T_TERMS)
 		return true;
 	t = term_find_id(s, ino_term(ino));
 	if (t)
@@ -44,7 +35,7 @@ static bool exists(struct session *s, fuse_ino_t ino)
  * the kernel holds the inode, maybe open, and fstat on a file of a removed terminal works). */
 static int termfs_stat(fuse_ino_t ino, struct stat *st, bool held)
 {
-	mode_t mode = mode_of(ino);
+	mode_t mode = term_row(ino_kind(ino))->mode;
 	struct session *s;
 
 	if (!mode)
@@ -66,123 +57,32 @@ static int termfs_stat(fuse_ino_t ino, struct stat *st, bool held)
 	return 0;
 }
 
-static int entry_of(fuse_ino_t ino, struct fuse_entry_param *e)
+static const char *kind_name(unsigned k)
 {
-	int rc = termfs_stat(ino, &e->attr, false);
-
-	if (rc < 0)
-		return rc;
-	e->ino = ino;
-	e->entry_timeout = ino_kind(ino) == K_TERMDIR ? 0 : FILE_TIMEOUT;
-	return 0;
+	return term_row(k)->name;
 }
 
-static void reply_entry(fuse_req_t req, fuse_ino_t ino)
+static mode_t kind_mode(unsigned k)
 {
-	struct fuse_entry_param e = {0};
-	int rc = entry_of(ino, &e);
-
-	if (rc < 0)
-		fuse_reply_err(req, -rc);
-	else
-		fuse_reply_entry(req, &e);
+	return term_row(k)->mode;
 }
 
 static fuse_ino_t term_dir(fuse_ino_t terms, const struct term *t)
 {
-	return job_ino(ino_serial(terms), K_TERMDIR, term_id(t));
+	return term_ino(ino_serial(terms), T_DIR, term_id(t));
 }
 
-static void lookup_term(fuse_req_t req, fuse_ino_t parent, const char *name)
+static fuse_ino_t find_term(fuse_ino_t terms, const char *name)
 {
-	struct session *s = session_of(parent);
+	struct session *s = session_of(terms);
 	struct term *t = s ? term_find(s, name) : NULL;
+	fuse_ino_t ino = t ? term_dir(terms, t) : 0;
 
-	if (t) {
-		reply_entry(req, term_dir(parent, t));
+	if (t)
 		term_unref(t);
-	} else {
-		fuse_reply_err(req, ENOENT);
-	}
 	if (s)
 		session_unref(s);
-}
-
-static void lookup_file(fuse_req_t req, fuse_ino_t parent, const char *name)
-{
-	for (int k = 0; k < K_MAX; k++)
-		if (S_ISREG(term_row(k)->mode) && strcmp(name, term_row(k)->name) == 0) {
-			reply_entry(req, job_ino(ino_serial(parent), k, ino_term(parent)));
-			return;
-		}
-	fuse_reply_err(req, ENOENT);
-}
-
-void termfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
-{
-	if (ino_kind(parent) == K_TERMS)
-		lookup_term(req, parent, name);
-	else if (ino_kind(parent) == K_TERMDIR)
-		lookup_file(req, parent, name);
-	else
-		fuse_reply_err(req, ENOTDIR);
-}
-
-void termfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	struct stat st;
-	int rc = termfs_stat(ino, &st, true);
-
-	(void)fi;
-	nodeattr_reply(req, rc, &st);
-}
-
-void termfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
-		    struct fuse_file_info *fi)
-{
-	if (!nodeattr_settable(mode_of(ino), attr, to_set)) {
-		fuse_reply_err(req, EPERM);
-		return;
-	}
-	termfs_getattr(req, ino, fi);
-}
-
-void termfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name)
-{
-	struct session *s;
-	struct term *t;
-	int rc;
-
-	if (ino_kind(parent) != K_TERMS) {
-		fuse_reply_err(req, EPERM);
-		return;
-	}
-	s = session_of(parent);
-	rc = s ? term_create(s, name) : -ENOENT;
-	t = rc == 0 ? term_find(s, name) : NULL;
-	if (t) {
-		reply_entry(req, term_dir(parent, t));
-		term_unref(t);
-	} else {
-		fuse_reply_err(req, rc < 0 ? -rc : ENOENT);
-	}
-	if (s)
-		session_unref(s);
-}
-
-/* Answered once the terminal's tree is gone. */
-void termfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
-{
-	struct session *s;
-
-	if (ino_kind(parent) != K_TERMS) {
-		fuse_reply_err(req, EPERM);
-		return;
-	}
-	s = session_of(parent);
-	fuse_reply_err(req, s ? -term_remove(s, name) : ENOENT);
-	if (s)
-		session_unref(s);
+	return ino;
 }
 
 static void list_terms(struct dirsnap *d, fuse_ino_t ino)
@@ -195,54 +95,129 @@ static void list_terms(struct dirsnap *d, fuse_ino_t ino)
 		return;
 	n = term_list(s, &v);
 	for (size_t i = 0; i < n; i++)
-		dirsnap_add(d, v[i].name, job_ino(ino_serial(ino), K_TERMDIR, v[i].id), S_IFDIR);
+		dirsnap_add(d, v[i].name, term_ino(ino_serial(ino), T_DIR, v[i].id), S_IFDIR);
 	free(v);
 	session_unref(s);
 }
 
-static void list_files(struct dirsnap *d, fuse_ino_t ino)
+static fuse_ino_t file_ino(fuse_ino_t dir, unsigned k)
 {
-	for (int k = 0; k < K_MAX; k++)
-		if (S_ISREG(term_row(k)->mode))
-			dirsnap_add(d, term_row(k)->name,
-				    job_ino(ino_serial(ino), k, ino_term(ino)), S_IFREG);
+	return term_ino(ino_serial(dir), k, ino_term(dir));
 }
 
-void termfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+static fuse_ino_t parent_of(fuse_ino_t dir)
 {
-	struct dirsnap *d;
-	struct stat st;
-
-	if (termfs_stat(ino, &st, false) < 0) {
-		fuse_reply_err(req, ENOENT);
-		return;
-	}
-	if (!S_ISDIR(st.st_mode)) {
-		fuse_reply_err(req, ENOTDIR);
-		return;
-	}
-	if (ino_kind(ino) == K_TERMS) {
-		d = dirsnap_new(ino, ctl_ino(ino_serial(ino), K_SDIR, 0));
-		list_terms(d, ino);
-	} else {
-		d = dirsnap_new(ino, ctl_ino(ino_serial(ino), K_TERMS, 0));
-		list_files(d, ino);
-	}
-	dirsnap_open(req, d, fi);
+	return ino_kind(dir) == T_TERMS ? session_dir_ino(ino_serial(dir))
+					: terms_dir_ino(ino_serial(dir));
 }
 
-/* Readdirplus entries count a lookup, with the timeouts a lookup gives. */
+static void plus_fill(const struct dirsnap_entry *de, struct fuse_entry_param *e);
+
+static const struct dirsnap_plus term_plus = {plus_fill, NULL};
+
+static const struct itemdir terms = {
+    .top = T_TERMS,
+    .item = T_DIR,
+    .nkinds = T_MAX,
+    .name = kind_name,
+    .mode = kind_mode,
+    .stat = termfs_stat,
+    .find = find_term,
+    .list = list_terms,
+    .file = file_ino,
+    .parent = parent_of,
+    .plus = &term_plus,
+};
+
 static void plus_fill(const struct dirsnap_entry *de, struct fuse_entry_param *e)
 {
-	struct fuse_entry_param filled = {0};
-
-	if (entry_of(de->ino, &filled) == 0)
-		*e = filled;
+	itemdir_plus_fill(&terms, de, e);
 }
 
-void termfs_readdir(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi, bool plus)
+static void termfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	static const struct dirsnap_plus term_plus = {plus_fill, NULL};
-
-	dirsnap_read(req, fi, size, off, plus ? &term_plus : NULL);
+	itemdir_lookup(&terms, req, parent, name);
 }
+
+static void termfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)fi;
+	itemdir_getattr(&terms, req, ino);
+}
+
+static void termfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+			   struct fuse_file_info *fi)
+{
+	(void)fi;
+	itemdir_setattr(&terms, req, ino, attr, to_set);
+}
+
+static void termfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	itemdir_opendir(&terms, req, ino, fi);
+}
+
+static void termfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	struct session *s;
+	struct term *t;
+	int rc;
+
+	(void)mode;
+	if (ino_kind(parent) != T_TERMS) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	s = session_of(parent);
+	rc = s ? term_create(s, name) : -ENOENT;
+	t = rc == 0 ? term_find(s, name) : NULL;
+	if (t) {
+		itemdir_reply_entry(&terms, req, term_dir(parent, t));
+		term_unref(t);
+	} else {
+		fuse_reply_err(req, rc < 0 ? -rc : ENOENT);
+	}
+	if (s)
+		session_unref(s);
+}
+
+/* Answered once the terminal's tree is gone. */
+static void termfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct session *s;
+
+	if (ino_kind(parent) != T_TERMS) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	s = session_of(parent);
+	fuse_reply_err(req, s ? -term_remove(s, name) : ENOENT);
+	if (s)
+		session_unref(s);
+}
+
+void term_help(struct help *h)
+{
+	help_add(h, "sessions/ID/", "terms", true, term_row(T_TERMS)->help);
+	help_add(h, "sessions/ID/terms/", "NAME", true, term_row(T_DIR)->help);
+	for (int k = T_DIR + 1; k < T_MAX; k++)
+		help_add(h, "sessions/ID/terms/NAME/", term_row(k)->name, false, term_row(k)->help);
+}
+
+const struct fuse_lowlevel_ops term_ops = {
+    .lookup = termfs_lookup,
+    .getattr = termfs_getattr,
+    .setattr = termfs_setattr,
+    .mkdir = termfs_mkdir,
+    .rmdir = termfs_rmdir,
+    .open = termfile_open,
+    .read = termfile_read,
+    .write = termfile_write,
+    .flush = termfile_flush,
+    .release = termfile_release,
+    .opendir = termfs_opendir,
+    .readdir = dirsnap_readdir,
+    .readdirplus = dirsnap_readdirplus,
+    .releasedir = dirsnap_releasedir,
+    .poll = termfile_poll,
+};

@@ -108,7 +108,7 @@ int ws_reopen_flags(int flags)
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	(void)userdata;
-	(void)conn;
+	ws_init_conn(conn);
 }
 
 /* getlk/setlk stay NULL: POSIX locks are the kernel's own (see ws_init_conn). */

@@ -16,6 +16,7 @@
 #include "net.h"
 #include "rootenv.h"
 #include "session.h"
+#include "verb.h"
 #include "xmalloc.h"
 
 const struct config *ctx_cfg;
@@ -69,8 +70,8 @@ static struct context *find_locked(const char *name, uint32_t serial)
 	struct context *c;
 
 	TAILQ_FOREACH(c, &contexts, link)
-		if (name ? !strcmp(c->name, name) : c->serial == serial)
-			return c;
+	if (name ? !strcmp(c->name, name) : c->serial == serial)
+		return c;
 	return NULL;
 }
 
@@ -104,7 +105,7 @@ static int create_locked(const char *name)
 
 	if (find_locked(name, 0))
 		return -EEXIST;
-	if (ncontexts >= CONTEXT_MAX || next_serial >= (1u << 19))
+	if (ncontexts >= CONTEXT_MAX || next_serial > CONTEXT_SERIAL_MAX)
 		return -ENOSPC;
 	c = xcalloc(1, sizeof(*c));
 	c->refs = 1; /* the table's */
@@ -168,8 +169,8 @@ static void forget(struct context *c)
 	c->phase = CT_NONE;
 	context_driver_kill(c, DK_KILLED);
 	TAILQ_FOREACH(cell, &c->cells, link)
-		if (cell->st == CELL_QUEUED)
-			cell_finish(cell, CELL_KILLED);
+	if (cell->st == CELL_QUEUED)
+		cell_finish(cell, CELL_KILLED);
 	context_unref(c);
 }
 
@@ -216,7 +217,8 @@ size_t context_list(struct context_info **v)
 
 	core_lock();
 	*v = xcalloc(ncontexts + 1, sizeof(**v));
-	TAILQ_FOREACH(c, &contexts, link) {
+	TAILQ_FOREACH(c, &contexts, link)
+	{
 		snprintf((*v)[n].name, sizeof((*v)[n].name), "%s", c->name);
 		(*v)[n++].serial = c->serial;
 	}
@@ -297,20 +299,6 @@ static int parse_language(const char *text, enum ctx_lang *lang)
 	return -EINVAL;
 }
 
-int parse_timeout(const char *text, uint64_t *ms)
-{
-	char *end;
-	unsigned long long v;
-
-	if (text[0] < '0' || text[0] > '9')
-		return -EINVAL;
-	v = strtoull(text, &end, 10);
-	if (*end || v > UINT32_MAX)
-		return -EINVAL;
-	*ms = v;
-	return 0;
-}
-
 /* Only the last edit of each name counts: the list stays as small as the env it makes. */
 static void compact_edits(struct envedits *ed)
 {
@@ -386,7 +374,7 @@ static int set_locked(struct context *c, enum context_attr a, const char *buf, s
 			c->cwd = xstrdup(text);
 		}
 	} else {
-		if ((rc = parse_timeout(text, &ms)) < 0)
+		if ((rc = verb_parse_ms(text, &ms)) < 0)
 			return rc;
 		if (c && apply)
 			c->timeout_ms = ms;
@@ -394,8 +382,7 @@ static int set_locked(struct context *c, enum context_attr a, const char *buf, s
 	return 0;
 }
 
-static int set_attr(struct context *c, enum context_attr a, const char *buf, size_t len,
-		    bool apply)
+static int set_attr(struct context *c, enum context_attr a, const char *buf, size_t len, bool apply)
 {
 	int rc;
 
@@ -436,7 +423,7 @@ char *context_status(struct context *c, size_t *len)
 
 	core_lock();
 	TAILQ_FOREACH(cell, &c->cells, link)
-		queued += cell->st == CELL_QUEUED;
+	queued += cell->st == CELL_QUEUED;
 	latest = TAILQ_LAST(&c->cells, cellq);
 	text =
 	    xasprintf("name %s\nlanguage %s\ndriver %s\npid %d\nstarts %u\ncells %u\n"
@@ -461,8 +448,8 @@ struct cell *context_cell(struct context *c, unsigned n)
 		found = TAILQ_LAST(&c->cells, cellq);
 	} else {
 		TAILQ_FOREACH(cell, &c->cells, link)
-			if (cell->n == n)
-				found = cell;
+		if (cell->n == n)
+			found = cell;
 	}
 	if (found)
 		cell_ref(found);
@@ -478,7 +465,7 @@ size_t context_cells(struct context *c, unsigned **ns)
 	core_lock();
 	*ns = xcalloc(c->ncells + 1, sizeof(**ns));
 	TAILQ_FOREACH(cell, &c->cells, link)
-		(*ns)[n++] = cell->n;
+	(*ns)[n++] = cell->n;
 	core_unlock();
 	return n;
 }

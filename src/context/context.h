@@ -18,6 +18,10 @@
 #define CONTEXT_MAX 16
 /* Cells waiting behind the running one: a write of code past it is EAGAIN. */
 #define CONTEXT_QUEUE_MAX 16
+/* Serials of contexts made, and cells of one context: their inode numbers carry them. Past
+ * them, a new one is ENOSPC. */
+#define CONTEXT_SERIAL_MAX ((1u << 19) - 1)
+#define CONTEXT_CELLS_MAX  ((1u << 22) - 1)
 /* Bytes of displayed values a context's history keeps in memory: past it the oldest cells
  * leave the history early. */
 #define CONTEXT_RESULTS_MAX (64u << 20)
@@ -73,9 +77,8 @@ int context_check_attr(struct context *c, enum context_attr a, const char *buf, 
  * once removed, -ENOSPC if its output spools cannot be made. */
 int context_submit(struct context *c, const char *code, size_t len, unsigned *n);
 /* "interrupt", "kill", "restart", "timeout MS": -EINVAL; interrupt and kill: -ESRCH with
- * nothing running. */
+ * nothing running. c NULL: whether it would take the line (0 or -EINVAL), touching nothing. */
 int context_ctl(struct context *c, const char *line, size_t len);
-int context_ctl_check(const char *line, size_t len);
 /* "key value" lines; caller frees. */
 char *context_status(struct context *c, size_t *len);
 /* Cell n (0: the latest), referenced; NULL if not kept. */

@@ -76,8 +76,6 @@ extern char *ctx_spool_dir;
 void context_ref(struct context *c);
 /* The environment its driver starts with (init'ed here). */
 void context_env(struct context *c, struct envlist *env);
-/* A number of ms up to UINT32_MAX: 0 or -EINVAL. */
-int parse_timeout(const char *text, uint64_t *ms);
 
 /* context_run.c */
 /* Runs the next queued cell, starting a driver if needed. */

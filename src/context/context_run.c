@@ -11,7 +11,7 @@
 #include "context_priv.h"
 #include "json.h"
 #include "log.h"
-#include "signame.h"
+#include "verb.h"
 #include "xmalloc.h"
 
 static void timer_fired(struct loop_timer *t);
@@ -269,9 +269,9 @@ int context_submit(struct context *c, const char *code, size_t len, unsigned *n)
 	core_lock();
 	TAILQ_FOREACH(cell, &c->cells, link)
 	queued += cell->st == CELL_QUEUED;
-	if (c->removed || queued >= CONTEXT_QUEUE_MAX) {
+	if (c->removed || queued >= CONTEXT_QUEUE_MAX || c->next_n >= CONTEXT_CELLS_MAX) {
 		core_unlock();
-		return c->removed ? -ENOENT : -EAGAIN;
+		return c->removed ? -ENOENT : queued >= CONTEXT_QUEUE_MAX ? -EAGAIN : -ENOSPC;
 	}
 	base = xasprintf("%s/x%u-%u", ctx_spool_dir, c->serial, c->next_n + 1);
 	cell = cell_new(c->next_n + 1, code, len, base, ctx_cfg->output_cap, &err);
@@ -292,61 +292,76 @@ int context_submit(struct context *c, const char *code, size_t len, unsigned *n)
 	return 0;
 }
 
-/* Checks (c NULL) or, core lock held, applies a ctl line. */
-static int ctl_locked(struct context *c, const char *verb, const char *arg)
+/* The verbs of a context's ctl, applied with the core lock held. */
+static int verb_timeout(void *obj, const char *name, const struct verb_value *v)
 {
-	uint64_t ms;
+	struct context *c = obj;
 
-	if (!strcmp(verb, "timeout") && arg) {
-		if (parse_timeout(arg, &ms) < 0)
-			return -EINVAL;
-		if (c)
-			c->timeout_ms = ms;
-		return 0;
-	}
-	if (arg || (strcmp(verb, "interrupt") && strcmp(verb, "kill") && strcmp(verb, "restart")))
-		return -EINVAL;
-	if (!c)
-		return 0;
-	if (c->removed)
-		return -ENOENT;
-	if (!strcmp(verb, "restart")) {
-		c->want_restart = true;
-		if (c->drv.running)
-			context_driver_kill(c, DK_KILLED);
-		else
-			context_pump(c);
-		return 0;
-	}
-	if (!c->drv.running || (!strcmp(verb, "interrupt") && !c->current))
-		return -ESRCH;
-	if (!strcmp(verb, "kill")) {
-		context_driver_kill(c, DK_KILLED);
-	} else {
-		c->interrupted = true;
-		context_driver_signal(c, SIGINT);
-	}
+	(void)name;
+	c->timeout_ms = v->ms;
 	return 0;
 }
 
-int context_ctl_check(const char *line, size_t len)
+static int verb_restart(void *obj, const char *name, const struct verb_value *v)
 {
-	struct ctl_line cl;
+	struct context *c = obj;
 
-	if (ctl_line_split(line, len, &cl) < 0)
-		return -EINVAL;
-	return ctl_locked(NULL, cl.verb, cl.arg);
+	(void)name;
+	(void)v;
+	if (c->removed)
+		return -ENOENT;
+	c->want_restart = true;
+	if (c->drv.running)
+		context_driver_kill(c, DK_KILLED);
+	else
+		context_pump(c);
+	return 0;
 }
+
+static int verb_kill(void *obj, const char *name, const struct verb_value *v)
+{
+	struct context *c = obj;
+
+	(void)name;
+	(void)v;
+	if (c->removed)
+		return -ENOENT;
+	if (!c->drv.running)
+		return -ESRCH;
+	context_driver_kill(c, DK_KILLED);
+	return 0;
+}
+
+static int verb_interrupt(void *obj, const char *name, const struct verb_value *v)
+{
+	struct context *c = obj;
+
+	(void)name;
+	(void)v;
+	if (c->removed)
+		return -ENOENT;
+	if (!c->drv.running || !c->current)
+		return -ESRCH;
+	c->interrupted = true;
+	context_driver_signal(c, SIGINT);
+	return 0;
+}
+
+static const struct verb verbs[] = {
+    {"timeout", VA_MS, verb_timeout},
+    {"interrupt", VA_NONE, verb_interrupt},
+    {"kill", VA_NONE, verb_kill},
+    {"restart", VA_NONE, verb_restart},
+};
 
 int context_ctl(struct context *c, const char *line, size_t len)
 {
-	struct ctl_line cl;
 	int rc;
 
-	if (ctl_line_split(line, len, &cl) < 0)
-		return -EINVAL;
+	if (!c)
+		return verb_run(VERBS(verbs), NULL, line, len);
 	core_lock();
-	rc = ctl_locked(c, cl.verb, cl.arg);
+	rc = verb_run(VERBS(verbs), c, line, len);
 	core_unlock();
 	return rc;
 }

@@ -15,9 +15,9 @@
 
 #include "config.h"
 
-/* Serials go from 1 to this and around again (they fit the 31 bits an inode number has for
- * them). */
-#define EXPOSE_SERIAL_MAX 0x7fffffffu
+/* Serials go from 1 to this and around again (they fit the 29 bits an inode number has for
+ * them, fs/base/ino.h). */
+#define EXPOSE_SERIAL_MAX ((1u << 29) - 1)
 
 /* The longest name of an exposed port (its name file), in bytes. */
 #define EXPOSE_NAME_MAX 128

@@ -18,8 +18,8 @@
 #include "job_priv.h"
 #include "ports.h"
 #include "session_child.h"
-#include "signame.h"
 #include "escape.h"
+#include "verb.h"
 #include "xmalloc.h"
 
 /* How often a parked `ready` reader looks for a listening port. */
@@ -362,56 +362,43 @@ int job_signal(struct job *j, int sig)
 	return rc;
 }
 
-/* Checks a line (j NULL) or, core lock held, applies it: one parse for both. */
-static int ctl_locked(struct job *j, char *verb, char *arg)
+/* The verbs of a process's ctl, applied with the core lock held. */
+static int verb_kill(void *obj, const char *name, const struct verb_value *v)
 {
-	char *end;
-	unsigned long long ms;
-	int sig = SIGTERM;
+	struct job *j = obj;
 
-	if (!strcmp(verb, "kill")) {
-		if (arg && signal_parse(arg, &sig) < 0)
-			return -EINVAL;
-		if (!j)
-			return 0;
-		if (!j->running)
-			return -ESRCH;
-		kill_job(j, sig);
-		return 0;
-	}
-	if (!strcmp(verb, "timeout") && arg) {
-		ms = strtoull(arg, &end, 10);
-		if (*end || end == arg || arg[0] == '-' || ms > UINT32_MAX)
-			return -EINVAL;
-		if (!j)
-			return 0;
-		j->timeout_ms = ms;
-		/* During a kill's grace the SIGKILL stays due. */
-		if (j->running && j->phase != JT_GRACE)
-			set_timer(j, ms ? JT_TIMEOUT : JT_NONE, ms);
-		return 0;
-	}
-	return -EINVAL;
+	(void)name;
+	if (!j->running)
+		return -ESRCH;
+	kill_job(j, v->sig);
+	return 0;
 }
 
-int job_ctl_check(const char *line, size_t len)
+static int verb_timeout(void *obj, const char *name, const struct verb_value *v)
 {
-	struct ctl_line cl;
+	struct job *j = obj;
 
-	if (ctl_line_split(line, len, &cl) < 0)
-		return -EINVAL;
-	return ctl_locked(NULL, cl.verb, cl.arg);
+	(void)name;
+	j->timeout_ms = v->ms;
+	/* During a kill's grace the SIGKILL stays due. */
+	if (j->running && j->phase != JT_GRACE)
+		set_timer(j, v->ms ? JT_TIMEOUT : JT_NONE, v->ms);
+	return 0;
 }
+
+static const struct verb verbs[] = {
+    {"kill", VA_SIGNAL, verb_kill},
+    {"timeout", VA_MS, verb_timeout},
+};
 
 int job_ctl(struct job *j, const char *line, size_t len)
 {
-	struct ctl_line cl;
 	int rc;
 
-	if (ctl_line_split(line, len, &cl) < 0)
-		return -EINVAL;
+	if (!j)
+		return verb_run(VERBS(verbs), NULL, line, len);
 	core_lock();
-	rc = ctl_locked(j, cl.verb, cl.arg);
+	rc = verb_run(VERBS(verbs), j, line, len);
 	core_unlock();
 	return rc;
 }
@@ -425,41 +412,30 @@ static void kill_running(struct session *s, int sig)
 	kill_job(job_of(c), sig);
 }
 
-/* "kill [SIGNAL]" to its signal, or -EINVAL. */
-static int jobs_kill_parse(const char *line, size_t len, int *sig)
-{
-	struct ctl_line cl;
+/* The object procs/ctl at the root applies its verb to: every session's processes. */
+static char every_session;
 
-	*sig = SIGTERM;
-	if (ctl_line_split(line, len, &cl) < 0 || strcmp(cl.verb, "kill") ||
-	    (cl.arg && signal_parse(cl.arg, sig) < 0))
-		return -EINVAL;
-	return 0;
+static void kill_session(struct session *s, int sig)
+{
+	core_lock();
+	if (!session_removed_locked(s))
+		kill_running(s, sig);
+	core_unlock();
 }
 
-int jobs_kill_check(const char *line, size_t len)
-{
-	int sig;
-
-	return jobs_kill_parse(line, len, &sig);
-}
-
-int jobs_kill(struct session *s, const char *line, size_t len)
+static int verb_kill_all(void *obj, const char *name, const struct verb_value *v)
 {
 	struct session_info *sv = NULL;
-	int sig;
 	size_t ns;
+	int rc = 0;
 
-	if (jobs_kill_parse(line, len, &sig) < 0)
-		return -EINVAL;
-	if (s) {
-		int rc = -ENOENT;
-
+	(void)name;
+	if (obj != &every_session) {
 		core_lock();
-		if (!session_removed_locked(s)) {
-			kill_running(s, sig);
-			rc = 0;
-		}
+		if (session_removed_locked(obj))
+			rc = -ENOENT;
+		else
+			kill_running(obj, v->sig);
 		core_unlock();
 		return rc;
 	}
@@ -467,16 +443,24 @@ int jobs_kill(struct session *s, const char *line, size_t len)
 	for (size_t i = 0; i < ns; i++) {
 		struct session *cur = session_find_serial(sv[i].serial);
 
-		if (!cur)
-			continue;
-		core_lock();
-		if (!session_removed_locked(cur))
-			kill_running(cur, sig);
-		core_unlock();
-		session_unref(cur);
+		if (cur) {
+			kill_session(cur, v->sig);
+			session_unref(cur);
+		}
 	}
 	free(sv);
 	return 0;
+}
+
+static const struct verb jobs_verbs[] = {
+    {"kill", VA_SIGNAL, verb_kill_all},
+};
+
+int jobs_ctl(struct session *s, const char *line, size_t len, bool apply)
+{
+	void *obj = !apply ? NULL : s ? (void *)s : &every_session;
+
+	return verb_run(VERBS(jobs_verbs), obj, line, len);
 }
 
 static const char *state_of(const struct job *j, int *sig)

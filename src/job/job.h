@@ -48,16 +48,13 @@ int job_start(struct job *j, const char *cmd, size_t len, unsigned *n);
 struct run *job_run(struct job *j);
 /* Signals its whole tree; -ESRCH if it does not run. */
 int job_signal(struct job *j, int sig);
-/* "kill" (TERM, then KILL after the grace) or "timeout MS"; -EINVAL, -ESRCH. */
+/* "kill [SIGNAL]" (then KILL after the grace) or "timeout MS"; -EINVAL, -ESRCH. j NULL:
+ * whether it would take the line (0 or -EINVAL), touching nothing. */
 int job_ctl(struct job *j, const char *line, size_t len);
-/* Whether job_ctl would take the line: 0 or -EINVAL, touching nothing. */
-int job_ctl_check(const char *line, size_t len);
 /* A procs/ctl line, "kill [SIGNAL]", for every running process of s, or of every session (s
  * NULL): SIGNAL (default TERM), then KILL after the grace. Nothing running is no error.
- * -EINVAL for any other line, -ENOENT if s is gone. */
-int jobs_kill(struct session *s, const char *line, size_t len);
-/* Whether jobs_kill would take the line: 0 or -EINVAL, touching nothing. */
-int jobs_kill_check(const char *line, size_t len);
+ * -EINVAL for any other line, -ENOENT if s is gone. apply false: only checks the line. */
+int jobs_ctl(struct session *s, const char *line, size_t len, bool apply);
 char *job_status(struct job *j);
 /* TCP ports its tree listens on, one per line. */
 char *job_ports(struct job *j);

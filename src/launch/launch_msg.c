@@ -113,37 +113,56 @@ static void take_pty(struct proc *p)
 		log_warnx("the launcher sent no pty master for a terminal");
 }
 
+/* STARTED: the launcher's hello (id 0), or a process's start or failed fork. */
+static void started(struct msg *m)
+{
+	struct proc *p = m->id ? proc_by_id(m->id) : NULL;
+
+	if (m->id == 0)
+		launch_hello(m->a, m->b);
+	if (m->b == MSG_FD_ATTACHED) {
+		take_pty(p);
+		m->b = 0;
+	}
+	if (!p)
+		return;
+	p->pid = m->a;
+	if (m->b) { /* fork failed: report it as an exec failure would be */
+		p->start_err = m->b;
+		proc_exited(p, 127 << 8);
+	} else if (p->on_started) {
+		p->on_started(p);
+	}
+}
+
+static void exited(struct msg *m)
+{
+	struct proc *p = m->id ? proc_by_id(m->id) : NULL;
+
+	if (p)
+		proc_exited(p, m->a);
+}
+
 static void handle_msg(const char *buf, size_t len)
 {
-	struct proc *p;
 	struct msg m;
 
 	if (msg_decode(buf, len, &m) < 0) {
 		log_warnx("malformed message from the launcher");
 		return;
 	}
-	if (m.type == MSG_HELD) {
+	switch (m.type) {
+	case MSG_HELD:
 		held(m.id, m.a, m.b);
-		msg_free(&m);
-		return;
-	}
-	if (m.id == 0 && m.type == MSG_STARTED)
-		launch_hello(m.a, m.b);
-	p = m.id ? proc_by_id(m.id) : NULL; /* id 0: the launcher's hello */
-	if (m.type == MSG_STARTED && m.b == MSG_FD_ATTACHED) {
-		take_pty(p);
-		m.b = 0;
-	}
-	if (p && m.type == MSG_STARTED) {
-		p->pid = m.a;
-		if (m.b) { /* fork failed: report it as an exec failure would be */
-			p->start_err = m.b;
-			proc_exited(p, 127 << 8);
-		} else if (p->on_started) {
-			p->on_started(p);
-		}
-	} else if (p && m.type == MSG_EXITED) {
-		proc_exited(p, m.a);
+		break;
+	case MSG_STARTED:
+		started(&m);
+		break;
+	case MSG_EXITED:
+		exited(&m);
+		break;
+	default:
+		log_warnx("unexpected message type %u from the launcher", m.type);
 	}
 	msg_free(&m);
 }

@@ -361,16 +361,23 @@ static void handle_msg(const char *buf, size_t len)
 
 	if (msg_decode(buf, len, &m) < 0)
 		fatalx("malformed message from the daemon");
-	if (m.type == MSG_START || m.type == MSG_START_PTY)
+	switch (m.type) {
+	case MSG_START:
+	case MSG_START_PTY:
 		do_start(&m);
-	else if (m.type == MSG_SIGNAL)
+		break;
+	case MSG_SIGNAL:
 		do_signal(&m);
-	else if (m.type == MSG_HOLD)
+		break;
+	case MSG_HOLD:
 		do_hold(&m);
-	else if (m.type == MSG_DROP)
+		break;
+	case MSG_DROP:
 		do_drop(&m);
-	else
+		break;
+	default:
 		fatalx("unexpected message type %u", m.type);
+	}
 	msg_free(&m);
 }
 

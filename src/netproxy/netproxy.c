@@ -249,15 +249,24 @@ static void ctl_message(void)
 		exit(0); /* the daemon is gone */
 	if (rc < 0)
 		fatalx("bad message from the daemon");
-	if (m.type == NETMSG_LISTEN && fd >= 0)
-		listen_on(m.id, fd, &m.u.listen);
-	else if (m.type == NETMSG_UNLISTEN)
+	switch (m.type) {
+	case NETMSG_LISTEN:
+		if (fd >= 0) {
+			listen_on(m.id, fd, &m.u.listen); /* keeps fd */
+			return;
+		}
+		break;
+	case NETMSG_UNLISTEN:
 		unlisten(m.id);
-	else if (m.type == NETMSG_POLICY && fd >= 0)
-		set_policy(&m.u.policy, fd);
-	else if (fd >= 0)
-		close(fd);
-	if (m.type == NETMSG_POLICY && fd >= 0)
+		break;
+	case NETMSG_POLICY:
+		if (fd >= 0)
+			set_policy(&m.u.policy, fd);
+		break;
+	default:
+		break;
+	}
+	if (fd >= 0)
 		close(fd);
 }
 

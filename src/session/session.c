@@ -110,9 +110,14 @@ static struct session *find_locked(const char *id)
  * shell cannot be started (its pipes, descriptors, memory), and then nothing of it remains. */
 static struct session *create_locked(const char *id, struct ticket **ready, int *err)
 {
-	struct session *s = xcalloc(1, sizeof(*s));
+	struct session *s;
 	char cgname[32];
 
+	if (next_serial > SESSION_SERIAL_MAX) {
+		*err = -ENOSPC;
+		return NULL;
+	}
+	s = xcalloc(1, sizeof(*s));
 	snprintf(s->id, sizeof(s->id), "%s", id);
 	s->serial = next_serial++;
 	s->refs = 1; /* the table's */

@@ -17,6 +17,9 @@
 #define SESSION_ID_MAX 64
 #define SESSION_DEFAULT "default"
 #define SESSION_CMD_MAX (1u << 20)
+/* Sessions made in a daemon's life: inode numbers carry the serial (29 bits, fs/base/ino.h).
+ * Past it, a new session is ENOSPC. */
+#define SESSION_SERIAL_MAX ((1ull << 29) - 1)
 
 struct session;
 
@@ -96,10 +99,9 @@ void session_stdin_close(struct session *s);
 ssize_t session_stdin_write(struct session *s, const char *buf, size_t len, struct waiter *w);
 
 /* The ctl file: "kill [SIGNAL]", "killall [SIGNAL]", "timeout MS", "restart". -EINVAL for
- * anything else, -ESRCH for a kill with nothing running. */
+ * anything else, -ESRCH for a kill with nothing running. s NULL: whether it would take the
+ * line (0 or -EINVAL), touching nothing. */
 int session_ctl(struct session *s, const char *line, size_t len);
-/* Whether session_ctl would take the line: 0 or -EINVAL, touching nothing. */
-int session_ctl_check(const char *line, size_t len);
 /* Whether something of the session runs besides its idle shell: a command (or a checkout, a cd
  * the shell works on), or what commands left behind (not its background processes). */
 bool session_busy(struct session *s);

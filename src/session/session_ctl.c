@@ -8,7 +8,7 @@
 
 #include "cgroup_mem.h"
 #include "session_priv.h"
-#include "signame.h"
+#include "verb.h"
 #include "xmalloc.h"
 
 static int parse_ms(const char *text, size_t len, uint64_t *ms)
@@ -54,56 +54,49 @@ int session_set_timeout(struct session *s, const char *text, size_t len)
 	return 0;
 }
 
-/* Checks a line (s NULL) or, core lock held, applies it: one parse for both, so a line that
- * passed its check at write() applies at close as it was checked. */
-static int ctl_verb(struct session *s, char *verb, char *arg)
+/* The verbs of a session's ctl, applied with the core lock held. */
+static int verb_kill(void *obj, const char *name, const struct verb_value *v)
 {
-	uint64_t ms;
-	int sig = SIGTERM, rc;
+	int rc = exec_kill_all(obj, v->sig);
 
-	if (!strcmp(verb, "kill") || !strcmp(verb, "killall")) {
-		if (arg && signal_parse(arg, &sig) < 0)
-			return -EINVAL;
-		if (!s)
-			return 0;
-		rc = exec_kill_all(s, sig);
-		/* kill wants something to end; killall is done when nothing is left. */
-		if (rc == 0 && !strcmp(verb, "kill"))
-			return -ESRCH;
-		return rc < 0 ? rc : 0;
-	}
-	if (!strcmp(verb, "timeout")) {
-		if (!arg || parse_ms(arg, strlen(arg), &ms) < 0)
-			return -EINVAL;
-		if (s) {
-			s->next_timeout_ms = ms;
-			s->next_timeout_set = true;
-		}
-		return 0;
-	}
-	if (!strcmp(verb, "restart") && !arg)
-		return s ? exec_restart(s) : 0;
-	return -EINVAL;
+	/* kill wants something to end; killall is done when nothing is left. */
+	if (rc == 0 && !strcmp(name, "kill"))
+		return -ESRCH;
+	return rc < 0 ? rc : 0;
 }
 
-int session_ctl_check(const char *line, size_t len)
+static int verb_timeout(void *obj, const char *name, const struct verb_value *v)
 {
-	struct ctl_line cl;
+	struct session *s = obj;
 
-	if (ctl_line_split(line, len, &cl) < 0)
-		return -EINVAL;
-	return ctl_verb(NULL, cl.verb, cl.arg);
+	(void)name;
+	s->next_timeout_ms = v->ms;
+	s->next_timeout_set = true;
+	return 0;
 }
+
+static int verb_restart(void *obj, const char *name, const struct verb_value *v)
+{
+	(void)name;
+	(void)v;
+	return exec_restart(obj);
+}
+
+static const struct verb verbs[] = {
+    {"kill", VA_SIGNAL, verb_kill},
+    {"killall", VA_SIGNAL, verb_kill},
+    {"timeout", VA_MS, verb_timeout},
+    {"restart", VA_NONE, verb_restart},
+};
 
 int session_ctl(struct session *s, const char *line, size_t len)
 {
-	struct ctl_line cl;
 	int rc;
 
-	if (ctl_line_split(line, len, &cl) < 0)
-		return -EINVAL;
+	if (!s)
+		return verb_run(VERBS(verbs), NULL, line, len);
 	core_lock();
-	rc = s->removed ? -ENOENT : ctl_verb(s, cl.verb, cl.arg);
+	rc = s->removed ? -ENOENT : verb_run(VERBS(verbs), s, line, len);
 	core_unlock();
 	return rc;
 }

@@ -13,7 +13,7 @@
 
 #include "run.h"
 #include "rx.h"
-#include "signame.h"
+#include "verb.h"
 #include "term_priv.h"
 #include "termscreen.h"
 #include "xmalloc.h"
@@ -82,28 +82,43 @@ static int type_key(struct term *t, char key)
 	return 0;
 }
 
+/* The verbs of a terminal's ctl, applied with the core lock held. */
+static int verb_kill(void *obj, const char *name, const struct verb_value *v)
+{
+	struct term *t = obj;
+
+	(void)name;
+	if (t->state != TS_RUNNING && t->state != TS_STARTING)
+		return -ESRCH;
+	term_kill(t, v->sig);
+	return 0;
+}
+
+/* interrupt and eof: the byte the key would send, as typed. */
+static int verb_key(void *obj, const char *name, const struct verb_value *v)
+{
+	struct term *t = obj;
+
+	(void)v;
+	if (t->state != TS_RUNNING && t->state != TS_STARTING)
+		return -ESRCH;
+	return type_key(t, !strcmp(name, "interrupt") ? '\x03' : '\x04');
+}
+
+static const struct verb verbs[] = {
+    {"kill", VA_SIGNAL, verb_kill},
+    {"interrupt", VA_NONE, verb_key},
+    {"eof", VA_NONE, verb_key},
+};
+
 int term_ctl(struct term *t, const char *line, size_t len)
 {
-	struct ctl_line cl;
-	int sig = SIGTERM, rc = 0;
+	int rc;
 
-	if (ctl_line_split(line, len, &cl) < 0)
-		return -EINVAL;
-	if (!strcmp(cl.verb, "kill")) {
-		if (cl.arg && signal_parse(cl.arg, &sig) < 0)
-			return -EINVAL;
-	} else if ((strcmp(cl.verb, "interrupt") && strcmp(cl.verb, "eof")) || cl.arg) {
-		return -EINVAL;
-	}
 	if (!t)
-		return 0;
+		return verb_run(VERBS(verbs), NULL, line, len);
 	core_lock();
-	if (t->state != TS_RUNNING && t->state != TS_STARTING)
-		rc = -ESRCH;
-	else if (!strcmp(cl.verb, "kill"))
-		term_kill(t, sig);
-	else
-		rc = type_key(t, !strcmp(cl.verb, "interrupt") ? '\x03' : '\x04');
+	rc = verb_run(VERBS(verbs), t, line, len);
 	core_unlock();
 	return rc;
 }

@@ -1,4 +1,4 @@
-/* Parsing what ctl and signal files take: signal names and numbers, verb lines. */
+/* Parsing signal names and numbers. */
 #include "signame.h"
 
 #include <errno.h>
@@ -12,9 +12,9 @@ int signal_parse(const char *name, int *sig)
 	static const struct {
 		const char *name;
 		int sig;
-	} sigs[] = {{"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"KILL", SIGKILL},
-		    {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"TERM", SIGTERM}, {"ALRM", SIGALRM},
-		    {"CONT", SIGCONT}, {"STOP", SIGSTOP}, {"ABRT", SIGABRT}, {"PIPE", SIGPIPE},
+	} sigs[] = {{"HUP", SIGHUP},   {"INT", SIGINT},	   {"QUIT", SIGQUIT}, {"KILL", SIGKILL},
+		    {"USR1", SIGUSR1}, {"USR2", SIGUSR2},  {"TERM", SIGTERM}, {"ALRM", SIGALRM},
+		    {"CONT", SIGCONT}, {"STOP", SIGSTOP},  {"ABRT", SIGABRT}, {"PIPE", SIGPIPE},
 		    {"TSTP", SIGTSTP}, {"WINCH", SIGWINCH}};
 	char *end;
 	long v;
@@ -32,20 +32,4 @@ int signal_parse(const char *name, int *sig)
 		return -EINVAL;
 	*sig = (int)v;
 	return 0;
-}
-
-int ctl_line_split(const char *line, size_t len, struct ctl_line *cl)
-{
-	char *save;
-
-	while (len > 0 && line[len - 1] == '\n')
-		len--;
-	if (len == 0 || len >= sizeof(cl->buf) || memchr(line, '\0', len) ||
-	    memchr(line, '\n', len))
-		return -EINVAL;
-	memcpy(cl->buf, line, len);
-	cl->buf[len] = '\0';
-	cl->verb = strtok_r(cl->buf, " \t", &save);
-	cl->arg = strtok_r(NULL, " \t", &save);
-	return cl->verb && !strtok_r(NULL, " \t", &save) ? 0 : -EINVAL;
 }

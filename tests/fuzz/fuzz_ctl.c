@@ -1,9 +1,9 @@
 /* Fuzz target: ctl lines, as a session's ctl (session_ctl), a background process's
- * procs/NAME/ctl (job_ctl) and procs/ctl or the root procs/ctl (jobs_kill) take them.
- * Properties: check-only and apply give the same verdict (applied to an idle session and an idle
- * process, where a kill finds nothing: ESRCH), a line reads the same with a trailing newline and
- * in its canonical form (verb, one space, argument), and a procs/ctl line is one every ctl takes.
- * "restart" is only checked: applied, it would start a shell. */
+ * procs/NAME/ctl (job_ctl) and procs/ctl or the root procs/ctl (jobs_ctl) take them, all read by
+ * one verb table each (verb.h). Properties: check-only and apply give the same verdict (applied to
+ * an idle session and an idle process, where a kill finds nothing: ESRCH), a line reads the same
+ * with a trailing newline and in its canonical form (verb, one space, argument), and a procs/ctl
+ * line is one every ctl takes. "restart" is only checked: applied, it would start a shell. */
 #include <errno.h>
 #include <signal.h>
 
@@ -11,6 +11,7 @@
 #include "job.h"
 #include "session_priv.h"
 #include "signame.h"
+#include "verb.h"
 #include "xmalloc.h"
 
 static struct session idle; /* no shell, no cgroup, nothing running */
@@ -35,8 +36,8 @@ struct verdicts {
 
 static struct verdicts check_all(const char *line, size_t len)
 {
-	struct verdicts v = {session_ctl_check(line, len), job_ctl_check(line, len),
-			     jobs_kill_check(line, len)};
+	struct verdicts v = {session_ctl(NULL, line, len), job_ctl(NULL, line, len),
+			     jobs_ctl(NULL, line, len, false)};
 
 	FUZZ_ASSERT(v.session == 0 || v.session == -EINVAL);
 	FUZZ_ASSERT(v.job == 0 || v.job == -EINVAL);
@@ -55,10 +56,10 @@ static void check_apply(const char *line, size_t len, struct verdicts v, const c
 
 	/* procs/ctl: an idle session (or the root's, over no session) has nothing to kill, which
 	 * is no error; a removed session is. */
-	FUZZ_ASSERT(jobs_kill(&idle, line, len) == v.procs);
-	FUZZ_ASSERT(jobs_kill(NULL, line, len) == v.procs);
+	FUZZ_ASSERT(jobs_ctl(&idle, line, len, true) == v.procs);
+	FUZZ_ASSERT(jobs_ctl(NULL, line, len, true) == v.procs);
 	idle.removed = true;
-	FUZZ_ASSERT(jobs_kill(&idle, line, len) == (v.procs == 0 ? -ENOENT : -EINVAL));
+	FUZZ_ASSERT(jobs_ctl(&idle, line, len, true) == (v.procs == 0 ? -ENOENT : -EINVAL));
 	idle.removed = false;
 	/* A kill of a process that does not run is ESRCH; a timeout applies. */
 	want = v.job == 0 && !strcmp(verb, "kill") ? -ESRCH : v.job;

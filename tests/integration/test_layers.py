@@ -26,6 +26,10 @@ LAYERS names, and of the folders below those (the rows are followed down):
                                       below
   fs (main.c, ops.c, root.c, ...)     anything
 
+The FUSE side is made of parts, one folder each (PARTS): a part serves the inodes its tag in
+ino.h names, through one `const struct fuse_lowlevel_ops` that fs/ops.c forwards to, and owns
+its kinds: the enumerators its headers declare are named by no fs/ file outside it.
+
 So nothing in src/ includes anything in fs/. Every quoted include must name a header of one
 folder (its own folder's first, as the compiler looks there first), no include may cross
 folders in a cycle, and each folder's meson.build may depend only on the libraries of the
@@ -198,4 +202,54 @@ def test_meson_dependencies_follow_the_layers():
                     if target and target != folder and ANY not in allowed \
                             and target not in allowed:
                         bad.append(f"{folder}/meson.build: {dep} ({target})")
+    assert bad == []
+
+
+# Each part of the FUSE side and its operation table.
+PARTS = {
+    "fs/workspace": "ws_ops",
+    "fs/control": "ctl_ops",
+    "fs/terms": "term_ops",
+    "fs/ports": "port_ops",
+    "fs/contexts": "ctx_ops",
+    "fs/snapshots": "snap_ops",
+}
+TABLE = re.compile(r"^const struct fuse_lowlevel_ops (\w+) = \{", re.MULTILINE)
+ENUM = re.compile(r"\benum\s+\w*\s*\{([^}]*)\}", re.DOTALL)
+ENUMERATOR = re.compile(r"^\s*([A-Z][A-Z0-9_]*)\b", re.MULTILINE)
+COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
+
+
+def test_each_part_has_one_ops_table_that_ops_c_forwards_to():
+    tables = defaultdict(list)
+    for p in sources():
+        for name in TABLE.findall(p.read_text()):
+            tables[folder_of(p)].append(name)
+    ops_c = (REPO / "fs/ops.c").read_text()
+    assert {f: names for f, names in tables.items() if f in PARTS} == \
+        {f: [name] for f, name in PARTS.items()}
+    assert [name for name in PARTS.values() if f"&{name}" not in ops_c] == []
+
+
+def part_kinds(folder):
+    """The enumerators a part's headers declare."""
+    names = set()
+    for p in (REPO / folder).glob("*.h"):
+        for body in ENUM.findall(COMMENT.sub("", p.read_text())):
+            names.update(ENUMERATOR.findall(body))
+    return names
+
+
+def test_no_fs_file_outside_a_part_names_its_kinds():
+    bad = []
+    # The workspace's inodes are the host's files: it has no kinds.
+    assert [f for f in PARTS if not part_kinds(f)] == ["fs/workspace"]
+    for folder in PARTS:
+        kinds = part_kinds(folder) or {"NO_KIND"}
+        word = re.compile(r"\b(" + "|".join(sorted(kinds)) + r")\b")
+        for p in sources():
+            if folder_of(p) == folder or not folder_of(p).startswith("fs"):
+                continue
+            for m in word.finditer(COMMENT.sub("", p.read_text())):
+                bad.append(f"{p.relative_to(REPO)} names {m.group(1)} of {folder}")
     assert bad == []
