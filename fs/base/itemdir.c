@@ -9,6 +9,11 @@
 
 #define FILE_TIMEOUT 3600.0
 
+bool itemdir_is_top(const struct itemdir *t, fuse_ino_t ino)
+{
+	return ino_kind(ino) == t->top;
+}
+
 static bool in_top(const struct itemdir *t, unsigned k)
 {
 	return t->in_top && t->in_top(k);

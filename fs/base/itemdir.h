@@ -45,6 +45,8 @@ void itemdir_setattr(const struct itemdir *t, fuse_req_t req, fuse_ino_t ino, st
 		     int to_set);
 void itemdir_opendir(const struct itemdir *t, fuse_req_t req, fuse_ino_t ino,
 		     struct fuse_file_info *fi);
+/* Whether ino is the top directory (mkdir and rmdir go there). */
+bool itemdir_is_top(const struct itemdir *t, fuse_ino_t ino);
 /* Answers a lookup, mkdir among them, with ino's entry. */
 void itemdir_reply_entry(const struct itemdir *t, fuse_req_t req, fuse_ino_t ino);
 

@@ -85,8 +85,7 @@ int ctxfs_stat(fuse_ino_t ino, struct stat *st, struct fuse_file_info *fi, bool 
 		return -ENOENT;
 	nodeattr_init(st, ino, mode_of(ino), NULL);
 	rc = ctxfs_resolve(ino, &c, &cell);
-	if (rc == 0 && k == X_RESFILE &&
-	    (!cell || !cell_result_has(cell, ctx_ino_res(ino), ctx_ino_fmt(ino))))
+	if (rc == 0 && ctx_row(k)->present && !ctx_row(k)->present(cell, ino))
 		rc = -ENOENT;
 	if (rc < 0) {
 		release_pair(c, cell);
@@ -104,21 +103,22 @@ int ctxfs_stat(fuse_ino_t ino, struct stat *st, struct fuse_file_info *fi, bool 
 	return 0;
 }
 
-static int entry_of(fuse_ino_t ino, double timeout, struct fuse_entry_param *e)
+/* A name that comes and goes is kept 0 s: one removed and made again is a new one. */
+static int entry_of(fuse_ino_t ino, struct fuse_entry_param *e)
 {
 	int rc = ctxfs_stat(ino, &e->attr, NULL, false);
 
 	if (rc < 0)
 		return rc;
 	e->ino = ino;
-	e->entry_timeout = timeout;
+	e->entry_timeout = ctx_row(ctx_ino_kind(ino))->flags & XF_TRANSIENT ? 0 : FIXED_TIMEOUT;
 	return 0;
 }
 
-static void reply_entry_to(fuse_req_t req, fuse_ino_t ino, double timeout)
+static void reply_entry(fuse_req_t req, fuse_ino_t ino)
 {
 	struct fuse_entry_param e = {0};
-	int rc = entry_of(ino, timeout, &e);
+	int rc = entry_of(ino, &e);
 
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
@@ -128,7 +128,7 @@ static void reply_entry_to(fuse_req_t req, fuse_ino_t ino, double timeout)
 
 int ctxfs_root_entry(struct fuse_entry_param *e)
 {
-	return entry_of(ctxfs_root_ino(), FIXED_TIMEOUT, e);
+	return entry_of(ctxfs_root_ino(), e);
 }
 
 /* "K.EXT" of a displayed value: 0 and its index and format, or -ENOENT. */
@@ -153,61 +153,64 @@ static void lookup_in(fuse_req_t req, fuse_ino_t parent, const char *name, int w
 	uint32_t serial = ctx_ino_serial(parent);
 	unsigned n = ctx_ino_cell(parent);
 
-	for (int k = X_LANGUAGE; k < X_MAX; k++)
+	for (int k = 0; k < X_MAX; k++)
 		if ((ctx_row(k)->where & where) && !strcmp(name, ctx_row(k)->name)) {
-			reply_entry_to(req, ctx_ino(serial, k, n, 0, 0),
-				       k == X_RESULTS ? 0 : FIXED_TIMEOUT);
+			reply_entry(req, ctx_ino(serial, k, n, 0, 0));
 			return;
 		}
 	fuse_reply_err(req, ENOENT);
 }
 
+static void lookup_contexts(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct context *c;
+
+	(void)parent;
+	if (!strcmp(name, "clone")) {
+		reply_entry(req, ctx_ino(0, X_CLONE, 0, 0, 0));
+		return;
+	}
+	c = context_find(name);
+	if (!c) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	reply_entry(req, ctx_ino(context_serial(c), X_CTX, 0, 0, 0));
+	context_unref(c);
+}
+
+static void lookup_cells(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	char *end;
+	unsigned long v = strtoul(name, &end, 10);
+
+	if (*end || end == name || name[0] == '0' || v > CTX_CELL_MAX)
+		fuse_reply_err(req, ENOENT);
+	else
+		reply_entry(req, ctx_ino(ctx_ino_serial(parent), X_CELLDIR, (unsigned)v, 0, 0));
+}
+
+static void lookup_results(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	unsigned k, f;
+
+	if (parse_resname(name, &k, &f) < 0)
+		fuse_reply_err(req, ENOENT);
+	else
+		reply_entry(req,
+			    ctx_ino(ctx_ino_serial(parent), X_RESFILE, ctx_ino_cell(parent), k, f));
+}
+
 static void ctxfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	uint32_t serial = ctx_ino_serial(parent);
-	unsigned n = ctx_ino_cell(parent), k, f;
-	struct context *c;
-	unsigned long v;
-	char *end;
+	const struct xkind *r = ctx_row(ctx_ino_kind(parent));
 
-	switch (ctx_ino_kind(parent)) {
-	case X_DIR:
-		if (!strcmp(name, "clone")) {
-			reply_entry_to(req, ctx_ino(0, X_CLONE, 0, 0, 0), FIXED_TIMEOUT);
-			return;
-		}
-		c = context_find(name);
-		if (!c) {
-			fuse_reply_err(req, ENOENT);
-			return;
-		}
-		/* Timeout 0: a context removed and made again under its name is a new one. */
-		reply_entry_to(req, ctx_ino(context_serial(c), X_CTX, 0, 0, 0), 0);
-		context_unref(c);
-		return;
-	case X_CTX:
-		lookup_in(req, parent, name, IN_CTX);
-		return;
-	case X_CELLDIR:
-		lookup_in(req, parent, name, IN_CELL);
-		return;
-	case X_CELLS:
-		v = strtoul(name, &end, 10);
-		if (*end || end == name || name[0] == '0' || v > CTX_CELL_MAX) {
-			fuse_reply_err(req, ENOENT);
-			return;
-		}
-		reply_entry_to(req, ctx_ino(serial, X_CELLDIR, (unsigned)v, 0, 0), 0);
-		return;
-	case X_RESULTS:
-		if (parse_resname(name, &k, &f) < 0)
-			fuse_reply_err(req, ENOENT);
-		else
-			reply_entry_to(req, ctx_ino(serial, X_RESFILE, n, k, f), 0);
-		return;
-	default:
+	if (r->holds)
+		lookup_in(req, parent, name, r->holds);
+	else if (r->lookup)
+		r->lookup(req, parent, name);
+	else
 		fuse_reply_err(req, ENOTDIR);
-	}
 }
 
 static void ctxfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -231,16 +234,11 @@ static void ctxfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int
 	ctxfs_getattr(req, ino, fi);
 }
 
-static void ctxfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+static void mkdir_context(fuse_req_t req, const char *name)
 {
 	struct context *c;
 	int rc;
 
-	(void)mode;
-	if (ctx_ino_kind(parent) != X_DIR) {
-		fuse_reply_err(req, EPERM);
-		return;
-	}
 	if (!strcmp(name, "clone")) {
 		fuse_reply_err(req, EEXIST);
 		return;
@@ -254,35 +252,57 @@ static void ctxfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mod
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	reply_entry_to(req, ctx_ino(context_serial(c), X_CTX, 0, 0, 0), 0);
+	reply_entry(req, ctx_ino(context_serial(c), X_CTX, 0, 0, 0));
 	context_unref(c);
+}
+
+static void rmdir_context(fuse_req_t req, const char *name)
+{
+	fuse_reply_err(req, -context_remove(name));
+}
+
+static void ctxfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	const struct xkind *r = ctx_row(ctx_ino_kind(parent));
+
+	(void)mode;
+	if (r->mkdir)
+		r->mkdir(req, name);
+	else
+		fuse_reply_err(req, EPERM);
 }
 
 static void ctxfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	if (ctx_ino_kind(parent) != X_DIR)
-		fuse_reply_err(req, EPERM);
+	const struct xkind *r = ctx_row(ctx_ino_kind(parent));
+
+	if (r->rmdir)
+		r->rmdir(req, name);
 	else
-		fuse_reply_err(req, -context_remove(name));
+		fuse_reply_err(req, EPERM);
 }
 
-static void list_contexts(struct dirsnap *d)
+static void list_contexts(struct dirsnap *d, fuse_ino_t ino, struct context *c, struct cell *cell)
 {
 	struct context_info *v;
 	size_t n = context_list(&v);
 
+	(void)ino;
+	(void)c;
+	(void)cell;
 	dirsnap_add(d, "clone", ctx_ino(0, X_CLONE, 0, 0, 0), S_IFREG);
 	for (size_t i = 0; i < n; i++)
 		dirsnap_add(d, v[i].name, ctx_ino(v[i].serial, X_CTX, 0, 0, 0), S_IFDIR);
 	free(v);
 }
 
-static void list_cells(struct dirsnap *d, fuse_ino_t ino, struct context *c)
+static void list_cells(struct dirsnap *d, fuse_ino_t ino, struct context *c, struct cell *cell)
 {
 	unsigned *ns;
 	size_t n = context_cells(c, &ns);
 	char name[16];
 
+	(void)cell;
 	for (size_t i = 0; i < n; i++) {
 		snprintf(name, sizeof(name), "%u", ns[i]);
 		dirsnap_add(d, name, ctx_ino(ctx_ino_serial(ino), X_CELLDIR, ns[i], 0, 0), S_IFDIR);
@@ -290,11 +310,12 @@ static void list_cells(struct dirsnap *d, fuse_ino_t ino, struct context *c)
 	free(ns);
 }
 
-static void list_results(struct dirsnap *d, fuse_ino_t ino, struct cell *cell)
+static void list_results(struct dirsnap *d, fuse_ino_t ino, struct context *c, struct cell *cell)
 {
 	size_t n = cell ? cell_result_count(cell) : 0;
 	char name[32];
 
+	(void)c;
 	for (size_t k = 0; k < n && k <= CTX_RES_MAX; k++)
 		for (unsigned f = 0; f < CTX_FORMATS; f++) {
 			if (!cell_result_has(cell, (unsigned)k, f))
@@ -307,23 +328,43 @@ static void list_results(struct dirsnap *d, fuse_ino_t ino, struct cell *cell)
 		}
 }
 
-static fuse_ino_t parent_of(fuse_ino_t ino)
+static void list_in(struct dirsnap *d, fuse_ino_t ino, int where)
 {
-	uint32_t serial = ctx_ino_serial(ino);
+	for (int x = 0; x < X_MAX; x++)
+		if (ctx_row(x)->where & where)
+			dirsnap_add(d, ctx_row(x)->name,
+				    ctx_ino(ctx_ino_serial(ino), x, ctx_ino_cell(ino), 0, 0),
+				    ctx_row(x)->mode & S_IFMT);
+}
+
+static fuse_ino_t top_parent(fuse_ino_t ino)
+{
+	(void)ino;
+	return FUSE_ROOT_ID;
+}
+
+static fuse_ino_t ctx_parent(fuse_ino_t ino)
+{
+	(void)ino;
+	return ctxfs_root_ino();
+}
+
+static fuse_ino_t cells_parent(fuse_ino_t ino)
+{
+	return ctx_ino(ctx_ino_serial(ino), X_CTX, 0, 0, 0);
+}
+
+static fuse_ino_t celldir_parent(fuse_ino_t ino)
+{
+	return ctx_ino(ctx_ino_serial(ino), X_CELLS, 0, 0, 0);
+}
+
+/* The latest cell's results/ is in the context's directory, cell N's in cells/N/. */
+static fuse_ino_t results_parent(fuse_ino_t ino)
+{
 	unsigned n = ctx_ino_cell(ino);
 
-	switch (ctx_ino_kind(ino)) {
-	case X_CTX:
-		return ctxfs_root_ino();
-	case X_CELLS:
-		return ctx_ino(serial, X_CTX, 0, 0, 0);
-	case X_CELLDIR:
-		return ctx_ino(serial, X_CELLS, 0, 0, 0);
-	case X_RESULTS:
-		return n ? ctx_ino(serial, X_CELLDIR, n, 0, 0) : ctx_ino(serial, X_CTX, 0, 0, 0);
-	default:
-		return FUSE_ROOT_ID;
-	}
+	return ctx_ino(ctx_ino_serial(ino), n ? X_CELLDIR : X_CTX, n, 0, 0);
 }
 
 /* Readdirplus entries count a lookup, with no timeouts. */
@@ -341,7 +382,7 @@ static const struct dirsnap_plus ctx_plus = {plus_fill, NULL};
 
 static void ctxfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	enum ctx_kind k = ctx_ino_kind(ino);
+	const struct xkind *r = ctx_row(ctx_ino_kind(ino));
 	struct context *c;
 	struct cell *cell;
 	struct dirsnap *d;
@@ -356,26 +397,70 @@ static void ctxfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 		fuse_reply_err(req, ENOTDIR);
 		return;
 	}
-	d = dirsnap_new(ino, parent_of(ino));
-	if (k == X_DIR) {
-		list_contexts(d);
-	} else if (k == X_CELLS) {
-		list_cells(d, ino, c);
-	} else if (k == X_RESULTS) {
-		list_results(d, ino, cell);
-	} else {
-		int where = k == X_CTX ? IN_CTX : IN_CELL;
-
-		for (int x = X_LANGUAGE; x < X_MAX; x++)
-			if (ctx_row(x)->where & where)
-				dirsnap_add(
-				    d, ctx_row(x)->name,
-				    ctx_ino(ctx_ino_serial(ino), x, ctx_ino_cell(ino), 0, 0),
-				    ctx_row(x)->mode & S_IFMT);
-	}
+	d = dirsnap_new(ino, r->parent(ino));
+	if (r->holds)
+		list_in(d, ino, r->holds);
+	else
+		r->list(d, ino, c, cell);
 	release_pair(c, cell);
 	dirsnap_open(req, d, &ctx_plus, fi);
 }
+
+/* The directories' rows (ctxkinds.c has the files'). */
+
+const struct xkind ctx_top_row = {
+    .name = "contexts",
+    .path = "contexts/",
+    .help = "code interpreters, one directory each",
+    .mode = S_IFDIR | 0755,
+    .flags = XF_TOP,
+    .lookup = lookup_contexts,
+    .list = list_contexts,
+    .parent = top_parent,
+    .mkdir = mkdir_context,
+    .rmdir = rmdir_context,
+};
+
+const struct xkind ctx_dir_row = {
+    .name = "",
+    .path = "contexts/NAME/",
+    .help = "an interpreter: mkdir makes it, rmdir ends it; cells go to code",
+    .mode = S_IFDIR | 0755,
+    .flags = XF_TRANSIENT,
+    .holds = IN_CTX,
+    .parent = ctx_parent,
+};
+
+const struct xkind ctx_cells_row = {
+    .name = "cells",
+    .help = "the last cells, one directory each",
+    .mode = S_IFDIR | 0755,
+    .where = IN_CTX,
+    .lookup = lookup_cells,
+    .list = list_cells,
+    .parent = cells_parent,
+};
+
+const struct xkind ctx_celldir_row = {
+    .name = "",
+    .path = "contexts/NAME/cells/N/",
+    .help = "cell N's files, read-only",
+    .mode = S_IFDIR | 0755,
+    .flags = XF_CELL | XF_TRANSIENT,
+    .holds = IN_CELL,
+    .parent = celldir_parent,
+};
+
+const struct xkind ctx_results_row = {
+    .name = "results",
+    .help = "the cell's displayed values, a file per format",
+    .mode = S_IFDIR | 0755,
+    .where = IN_CTX | IN_CELL,
+    .flags = XF_CELL | XF_TRANSIENT,
+    .lookup = lookup_results,
+    .list = list_results,
+    .parent = results_parent,
+};
 
 /* A row with paths has its own lines; the others one in each directory that holds them. */
 void ctx_help(struct help *h)

@@ -14,17 +14,19 @@
 #include "run.h"
 
 struct cell;
+struct dirsnap;
 struct xfh;
 
 /* where: a context's directory, a cell's (cells/N/). */
 enum { IN_CTX = 1, IN_CELL = 2 };
 
 enum {
-	XF_TOP = 1 << 0,     /* of no context: contexts/ itself and its clone */
-	XF_CELL = 1 << 1,    /* a cell's: the one its number says, or the latest (maybe none) */
-	XF_HANDLE = 1 << 2,  /* opened read-write, a read answers the cell's number */
-	XF_STREAM = 1 << 3,  /* an output of the cell's run */
-	XF_NO_READ = 1 << 4, /* write-only, even for root */
+	XF_TOP = 1 << 0,       /* of no context: contexts/ itself and its clone */
+	XF_CELL = 1 << 1,      /* a cell's: the one its number says, or the latest (maybe none) */
+	XF_HANDLE = 1 << 2,    /* opened read-write, a read answers the cell's number */
+	XF_STREAM = 1 << 3,    /* an output of the cell's run */
+	XF_NO_READ = 1 << 4,   /* write-only, even for root */
+	XF_TRANSIENT = 1 << 5, /* comes and goes (a context, a cell, a value): names kept 0 s */
 };
 
 struct xkind {
@@ -38,6 +40,18 @@ struct xkind {
 	unsigned flags;
 	enum context_attr attr; /* the setting a setting's file shows and sets */
 	enum run_stream stream; /* XF_STREAM: which output */
+
+	/* A directory: it holds the rows whose where has its holds bit, or lookup and list say
+	 * its names (c and cell: what its inode resolves to, either may be NULL); parent gives
+	 * its "..". mkdir and rmdir: NULL refuses them (EPERM). */
+	int holds;
+	void (*lookup)(fuse_req_t req, fuse_ino_t parent, const char *name);
+	void (*list)(struct dirsnap *d, fuse_ino_t ino, struct context *c, struct cell *cell);
+	fuse_ino_t (*parent)(fuse_ino_t ino);
+	void (*mkdir)(fuse_req_t req, const char *name);
+	void (*rmdir)(fuse_req_t req, const char *name);
+	/* Whether the file is there while its context is (NULL: it is). */
+	bool (*present)(struct cell *cell, fuse_ino_t ino);
 
 	/* At open instead of render: 0 or -errno. */
 	int (*open)(struct xfh *fh);
@@ -57,6 +71,9 @@ struct xkind {
 	int (*check)(struct xfh *fh);
 	int (*apply)(struct xfh *fh, const char *text, size_t len, unsigned *n);
 };
+
+/* The directories' rows (ctxfs.c, with their functions). */
+extern const struct xkind ctx_top_row, ctx_dir_row, ctx_cells_row, ctx_celldir_row, ctx_results_row;
 
 /* k's row; one of mode 0 for a number of no kind. */
 const struct xkind *ctx_row(enum ctx_kind k);

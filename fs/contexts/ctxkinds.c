@@ -215,14 +215,6 @@ static bool poll_stream(struct fhandle *h, struct waiter *w)
 #define DIR_MODE    (S_IFDIR | 0755)
 #define IN_ANY_CELL (IN_CTX | IN_CELL) /* the latest cell's, and cells/N/'s */
 
-static const struct xkind dir_row = {
-    .name = "contexts",
-    .path = "contexts/",
-    .help = "code interpreters, one directory each",
-    .mode = DIR_MODE,
-    .flags = XF_TOP,
-};
-
 static const struct xkind clone_row = {
     .name = "clone",
     .path = "contexts/clone",
@@ -230,13 +222,6 @@ static const struct xkind clone_row = {
     .mode = S_IFREG | 0444,
     .flags = XF_TOP,
     .open = open_clone,
-};
-
-static const struct xkind ctx_dir_row = {
-    .name = "",
-    .path = "contexts/NAME/",
-    .help = "an interpreter: mkdir makes it, rmdir ends it; cells go to code",
-    .mode = DIR_MODE,
 };
 
 /* The context's settings, set before its first cell. */
@@ -378,47 +363,30 @@ static const struct xkind cell_status_row = {
     .render = render_cell_status,
 };
 
-static const struct xkind results_row = {
-    .name = "results",
-    .help = "the cell's displayed values, a file per format",
-    .mode = DIR_MODE,
-    .where = IN_ANY_CELL,
-    .flags = XF_CELL,
-};
+static bool resfile_present(struct cell *cell, fuse_ino_t ino)
+{
+	return cell && cell_result_has(cell, ctx_ino_res(ino), ctx_ino_fmt(ino));
+}
 
 static const struct xkind resfile_row = {
     .name = "",
     .path = "contexts/NAME/results/K.FORMAT contexts/NAME/cells/N/results/K.FORMAT",
     .help = "format FORMAT (txt, html, png, json, ...) of displayed value K",
     .mode = S_IFREG | 0444,
-    .flags = XF_CELL,
+    .flags = XF_CELL | XF_TRANSIENT,
     .render = render_resfile,
-};
-
-static const struct xkind cells_row = {
-    .name = "cells",
-    .help = "the last cells, one directory each",
-    .mode = DIR_MODE,
-    .where = IN_CTX,
-};
-
-static const struct xkind celldir_row = {
-    .name = "",
-    .path = "contexts/NAME/cells/N/",
-    .help = "cell N's files, read-only",
-    .mode = DIR_MODE,
-    .flags = XF_CELL,
+    .present = resfile_present,
 };
 
 /* Indexed by kind; a directory lists its files in the order of enum ctx_kind (ctxino.h). */
 static const struct xkind *const rows[X_MAX] = {
-    [X_DIR] = &dir_row,		  [X_CLONE] = &clone_row,     [X_CTX] = &ctx_dir_row,
-    [X_LANGUAGE] = &language_row, [X_CWD] = &cwd_row,	      [X_ENV] = &env_row,
-    [X_TIMEOUT] = &timeout_row,	  [X_CTL] = &ctl_row,	      [X_STATUS] = &status_row,
-    [X_CODE] = &code_row,	  [X_STDOUT] = &stdout_row,   [X_STDERR] = &stderr_row,
-    [X_RESULT] = &result_row,	  [X_ERROR] = &error_row,     [X_CSTATUS] = &cell_status_row,
-    [X_RESULTS] = &results_row,	  [X_RESFILE] = &resfile_row, [X_CELLS] = &cells_row,
-    [X_CELLDIR] = &celldir_row,
+    [X_DIR] = &ctx_top_row,	    [X_CLONE] = &clone_row,	[X_CTX] = &ctx_dir_row,
+    [X_LANGUAGE] = &language_row,   [X_CWD] = &cwd_row,		[X_ENV] = &env_row,
+    [X_TIMEOUT] = &timeout_row,	    [X_CTL] = &ctl_row,		[X_STATUS] = &status_row,
+    [X_CODE] = &code_row,	    [X_STDOUT] = &stdout_row,	[X_STDERR] = &stderr_row,
+    [X_RESULT] = &result_row,	    [X_ERROR] = &error_row,	[X_CSTATUS] = &cell_status_row,
+    [X_RESULTS] = &ctx_results_row, [X_RESFILE] = &resfile_row, [X_CELLS] = &ctx_cells_row,
+    [X_CELLDIR] = &ctx_celldir_row,
 };
 
 const struct xkind *ctx_row(enum ctx_kind k)

@@ -283,7 +283,7 @@ static const struct kind_info timeout_row = {
 /* the session's, or a background process's */
 static const struct kind_info ctl_row = {
     .name = "ctl",
-    .help = "write: kill [SIGNAL] | killall [SIGNAL] | timeout MS | restart (a process: kill, timeout)",
+    .help = "write kill|killall [SIGNAL], timeout MS, restart (a process's: kill, timeout)",
     .mode = S_IFREG | 0200,
     .where = IN_SESSION | IN_JOB,
     .write = ctl_write_verbs,

@@ -30,8 +30,24 @@ static inline fuse_ino_t xport_ino(uint64_t serial, enum port_file k, unsigned p
 	return tree_ino(PART_PORTS, serial, k, port, false);
 }
 
-/* portfs.c: the mode of a kind (0: none). */
-mode_t portfs_mode(unsigned k);
+struct portfh;
+struct expose_info;
+
+/* A kind's row (portfile.c holds them): its name, mode and line in the mount's README, and
+ * what a file of it does. */
+struct port_row {
+	const char *name;
+	mode_t mode; /* 0: no such kind */
+	bool top;    /* a file of ports/ itself, not of each port */
+	const char *help;
+	/* The text an exposure's file reads (NULL: "", and no exposure behind it). */
+	char *(*render)(const struct expose_info *x);
+	/* A write it checks (and applies, or keeps for close): 0 or -errno. */
+	int (*write)(struct portfh *fh, const char *buf, size_t size);
+};
+
+/* k's row; one of mode 0 for a number of no kind. */
+const struct port_row *port_row(unsigned k);
 
 /* portfile.c: the text a file of an exposure reads (NULL if the exposure is gone; caller
  * frees), and the open files' operations. */

@@ -47,36 +47,47 @@ void portfile_shutdown(void)
 	fhandle_shutdown(&open_files);
 }
 
+static char *render_url(const struct expose_info *x)
+{
+	char *url = expose_url(x), *text = xasprintf("%s\n", url);
+
+	free(url);
+	return text;
+}
+
+static char *render_address(const struct expose_info *x)
+{
+	return xasprintf("%s\n", x->address);
+}
+
+static char *render_port(const struct expose_info *x)
+{
+	return xasprintf("%u\n", x->host_port);
+}
+
+static char *render_name(const struct expose_info *x)
+{
+	return x->name[0] ? xasprintf("%s\n", x->name) : xstrdup("");
+}
+
+static char *render_status(const struct expose_info *x)
+{
+	return expose_status(x);
+}
+
 char *portfile_render(fuse_ino_t ino, size_t *len)
 {
+	const struct port_row *r = port_row(ino_kind(ino));
 	struct expose_info x;
-	char *text, *url;
+	char *text;
 
-	if (ino_kind(ino) == P_EXPOSE) {
+	if (!r->render) {
 		*len = 0;
 		return xstrdup("");
 	}
 	if (expose_get(ino_num(ino), (uint32_t)ino_serial(ino), &x) < 0)
 		return NULL;
-	switch (ino_kind(ino)) {
-	case P_URL:
-		url = expose_url(&x);
-		text = xasprintf("%s\n", url);
-		free(url);
-		break;
-	case P_ADDRESS:
-		text = xasprintf("%s\n", x.address);
-		break;
-	case P_PORT:
-		text = xasprintf("%u\n", x.host_port);
-		break;
-	case P_NAME:
-		text = x.name[0] ? xasprintf("%s\n", x.name) : xstrdup("");
-		break;
-	default:
-		text = expose_status(&x);
-		break;
-	}
+	text = r->render(&x);
 	expose_info_clear(&x);
 	*len = strlen(text);
 	return text;
@@ -84,7 +95,7 @@ char *portfile_render(fuse_ino_t ino, size_t *len)
 
 void portfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	mode_t mode = portfs_mode(ino_kind(ino));
+	mode_t mode = port_row(ino_kind(ino))->mode;
 	bool writing = (fi->flags & O_ACCMODE) != O_RDONLY;
 	bool reading = (fi->flags & O_ACCMODE) != O_WRONLY;
 	struct portfh *fh;
@@ -126,11 +137,12 @@ void portfile_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 }
 
 /* ports/expose: one port a write, its newline optional. */
-static int write_expose(const char *buf, size_t size)
+static int write_expose(struct portfh *fh, const char *buf, size_t size)
 {
 	unsigned port;
 	int rc;
 
+	(void)fh;
 	if (size && buf[size - 1] == '\n')
 		size--;
 	rc = expose_parse_port(buf, size, &port);
@@ -167,13 +179,10 @@ void portfile_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size
 
 	(void)ino;
 	(void)off;
-	if (ino_kind(fh->ino) == P_EXPOSE) {
-		rc = write_expose(buf, size);
-	} else {
-		pthread_mutex_lock(&fh->h.lock);
-		rc = write_name(fh, buf, size);
-		pthread_mutex_unlock(&fh->h.lock);
-	}
+	pthread_mutex_lock(&fh->h.lock);
+	rc = port_row(ino_kind(fh->ino))->write ? port_row(ino_kind(fh->ino))->write(fh, buf, size)
+						: -EBADF;
+	pthread_mutex_unlock(&fh->h.lock);
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
 	else
@@ -214,7 +223,31 @@ void portfile_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	unsigned revents = POLLIN | POLLRDNORM;
 
 	(void)ino;
-	if (portfs_mode(ino_kind(fh->ino)) & S_IWUSR)
+	if (port_row(ino_kind(fh->ino))->mode & S_IWUSR)
 		revents |= POLLOUT | POLLWRNORM;
 	fhandle_poll(req, &fh->h, ph, revents, NULL);
+}
+
+static const struct port_row rows[P_MAX] = {
+    [P_PORTS] = {"ports", S_IFDIR | 0755, true, "the sandbox's exposed ports, one directory each"},
+    [P_EXPOSE] = {"expose", S_IFREG | 0200, true,
+		  "write PORT: exposes it, as mkdir ports/PORT does", .write = write_expose},
+    [P_PORTDIR] = {"", S_IFDIR | 0755, false,
+		   "mkdir: the sandbox's TCP port on the host; rmdir closes it"},
+    [P_URL] = {"url", S_IFREG | 0444, false, "where the host reaches it: http://ADDRESS:PORT/",
+	       render_url},
+    [P_ADDRESS] = {"address", S_IFREG | 0444, false, "the host address it listens on",
+		   render_address},
+    [P_PORT] = {"port", S_IFREG | 0444, false, "the host port it listens on", render_port},
+    [P_NAME] = {"name", S_IFREG | 0644, false, "a name for it, a line applied at close",
+		render_name, write_name},
+    [P_STATUS] = {"status", S_IFREG | 0444, false, "port, url, connections, accepted, refused, ...",
+		  render_status},
+};
+
+const struct port_row *port_row(unsigned k)
+{
+	static const struct port_row none = {.name = ""};
+
+	return k < P_MAX ? &rows[k] : &none;
 }

@@ -14,25 +14,9 @@
 #include "expose.h"
 #include "nodeattr.h"
 
-static const struct {
-	const char *name;
-	mode_t mode;
-	const char *help; /* its line in the mount's README */
-} kinds[P_MAX] = {
-    [P_PORTS] = {"ports", S_IFDIR | 0755, "the sandbox's exposed ports, one directory each"},
-    [P_EXPOSE] = {"expose", S_IFREG | 0200, "write PORT: exposes it, as mkdir ports/PORT does"},
-    [P_PORTDIR] = {"", S_IFDIR | 0755,
-		   "mkdir: the sandbox's TCP port on the host; rmdir closes it"},
-    [P_URL] = {"url", S_IFREG | 0444, "where the host reaches it: http://ADDRESS:PORT/"},
-    [P_ADDRESS] = {"address", S_IFREG | 0444, "the host address it listens on"},
-    [P_PORT] = {"port", S_IFREG | 0444, "the host port it listens on"},
-    [P_NAME] = {"name", S_IFREG | 0644, "a name for it, a line applied at close"},
-    [P_STATUS] = {"status", S_IFREG | 0444, "port, url, connections, accepted, refused, ..."},
-};
-
-mode_t portfs_mode(unsigned k)
+static mode_t port_mode(unsigned k)
 {
-	return k < P_MAX ? kinds[k].mode : 0;
+	return port_row(k)->mode;
 }
 
 fuse_ino_t portfs_root_ino(void)
@@ -54,21 +38,21 @@ static int port_stat(fuse_ino_t ino, struct stat *st, bool held)
 	size_t len = 0;
 	char *text;
 
-	if (!portfs_mode(k))
+	if (!port_mode(k))
 		return -ENOENT;
-	if (k == P_PORTS || k == P_EXPOSE) {
-		nodeattr_init(st, ino, portfs_mode(k), NULL);
+	if (!ino_serial(ino)) { /* ports/ itself and expose: no exposure behind them */
+		nodeattr_init(st, ino, port_mode(k), NULL);
 		return 0;
 	}
 	if (expose_get(ino_num(ino), (uint32_t)ino_serial(ino), &x) < 0) {
-		if (!held || k == P_PORTDIR)
+		if (!held || S_ISDIR(port_mode(k)))
 			return -ENOENT;
-		nodeattr_init(st, ino, portfs_mode(k), NULL);
+		nodeattr_init(st, ino, port_mode(k), NULL);
 		return 0;
 	}
-	nodeattr_init(st, ino, portfs_mode(k), &x.created);
+	nodeattr_init(st, ino, port_mode(k), &x.created);
 	expose_info_clear(&x);
-	if (S_ISREG(portfs_mode(k)) && (text = portfile_render(ino, &len))) {
+	if (S_ISREG(port_mode(k)) && (text = portfile_render(ino, &len))) {
 		st->st_size = (off_t)len;
 		free(text);
 	}
@@ -78,12 +62,12 @@ static int port_stat(fuse_ino_t ino, struct stat *st, bool held)
 
 static const char *kind_name(unsigned k)
 {
-	return kinds[k].name;
+	return port_row(k)->name;
 }
 
 static bool kind_in_top(unsigned k)
 {
-	return k == P_EXPOSE;
+	return port_row(k)->top;
 }
 
 /* The directory of the port a name of ports/ names (0: none). */
@@ -120,9 +104,11 @@ static fuse_ino_t file_ino(fuse_ino_t dir, unsigned k)
 	return xport_ino(ino_serial(dir), k, ino_num(dir));
 }
 
+static const struct itemdir ports;
+
 static fuse_ino_t parent_of(fuse_ino_t dir)
 {
-	return ino_kind(dir) == P_PORTS ? FUSE_ROOT_ID : portfs_root_ino();
+	return itemdir_is_top(&ports, dir) ? FUSE_ROOT_ID : portfs_root_ino();
 }
 
 static void plus_fill(const struct dirsnap_entry *de, struct fuse_entry_param *e);
@@ -134,7 +120,7 @@ static const struct itemdir ports = {
     .item = P_PORTDIR,
     .nkinds = P_MAX,
     .name = kind_name,
-    .mode = portfs_mode,
+    .mode = port_mode,
     .in_top = kind_in_top,
     .stat = port_stat,
     .find = find_port,
@@ -186,11 +172,11 @@ static void portfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mo
 	int rc;
 
 	(void)mode;
-	if (ino_kind(parent) != P_PORTS) {
+	if (!itemdir_is_top(&ports, parent)) {
 		fuse_reply_err(req, EPERM);
 		return;
 	}
-	if (strcmp(name, kinds[P_EXPOSE].name) == 0) {
+	if (strcmp(name, port_row(P_EXPOSE)->name) == 0) {
 		fuse_reply_err(req, EEXIST);
 		return;
 	}
@@ -213,11 +199,11 @@ static void portfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	unsigned port;
 
-	if (ino_kind(parent) != P_PORTS) {
+	if (!itemdir_is_top(&ports, parent)) {
 		fuse_reply_err(req, EPERM);
 		return;
 	}
-	if (strcmp(name, kinds[P_EXPOSE].name) == 0) {
+	if (strcmp(name, port_row(P_EXPOSE)->name) == 0) {
 		fuse_reply_err(req, ENOTDIR);
 		return;
 	}
@@ -230,11 +216,11 @@ static void portfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 void port_help(struct help *h)
 {
-	help_add(h, "", kinds[P_PORTS].name, true, kinds[P_PORTS].help);
-	help_add(h, "ports/", kinds[P_EXPOSE].name, false, kinds[P_EXPOSE].help);
-	help_add(h, "ports/", "PORT", true, kinds[P_PORTDIR].help);
+	help_add(h, "", port_row(P_PORTS)->name, true, port_row(P_PORTS)->help);
+	help_add(h, "ports/", port_row(P_EXPOSE)->name, false, port_row(P_EXPOSE)->help);
+	help_add(h, "ports/", "PORT", true, port_row(P_PORTDIR)->help);
 	for (int k = P_PORTDIR + 1; k < P_MAX; k++)
-		help_add(h, "ports/PORT/", kinds[k].name, false, kinds[k].help);
+		help_add(h, "ports/PORT/", port_row(k)->name, false, port_row(k)->help);
 }
 
 const struct fuse_lowlevel_ops port_ops = {

@@ -73,12 +73,30 @@ static struct sfh *sfh_new(enum snap_kind kind)
 	return fh;
 }
 
+/* What an open file of each kind does (rows[] below): the one access it takes, and its
+ * requests. A kind without a row is a directory's. */
+struct file_row {
+	int access;	  /* O_RDONLY or O_WRONLY (-1: the open says why not) */
+	int denied;	  /* the errno of another access (0: EACCES) */
+	bool nonseekable; /* read or written in order */
+	/* Opens ino (access checked): answers the request itself. */
+	void (*open)(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+	void (*read)(fuse_req_t req, struct sfh *fh, size_t size, off_t off);
+	/* NULL: EBADF. */
+	void (*write)(fuse_req_t req, struct sfh *fh, const char *buf, size_t size, off_t off);
+	/* At flush (flush true) or release, with fh->h.lock held: applies what was written, 0 or
+	 * -errno, and *done the ticket of what the close waits for (NULL: nothing). */
+	int (*apply)(struct sfh *fh, bool flush, struct ticket **done);
+};
+
+static const struct file_row *row_of(enum snap_kind k);
+
 static void reply_opened(fuse_req_t req, struct sfh *fh, struct fuse_file_info *fi)
 {
 	fi->fh = (uint64_t)(uintptr_t)fh;
 	fi->direct_io = 1;
 	fi->keep_cache = 0;
-	fi->nonseekable = fh->kind == N_ARCHIVE || fh->kind == N_IMPFILE;
+	fi->nonseekable = row_of(fh->kind)->nonseekable;
 	fuse_reply_open(req, fi);
 }
 
@@ -118,9 +136,10 @@ static void clone_wait_free(void *arg)
 }
 
 /* clone's open takes a snapshot under a fresh name; it answers once the snapshot is there. */
-static void open_clone(fuse_req_t req, struct sfh *fh, struct fuse_file_info *fi)
+static void open_clone(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	char name[SNAPSHOT_NAME_MAX + 1];
+	struct sfh *fh = sfh_new(snap_ino_kind(ino));
 	struct clone_wait *cw;
 	int rc = snapshot_clone(name, &fh->done);
 
@@ -143,10 +162,6 @@ static void open_node(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct stat st;
 	int fd;
 
-	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
-		fuse_reply_err(req, EROFS);
-		return;
-	}
 	if ((fd = snapview_stat(ino, &st)) == 0 && S_ISDIR(st.st_mode))
 		fd = -EISDIR;
 	if (fd == 0)
@@ -162,47 +177,75 @@ static void open_node(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_open(req, fi);
 }
 
-void snapfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+/* A handle of ino bound to its snapshot (none for snapshots/'s own files): -ENOENT once gone. */
+static struct sfh *bind_snapshot(fuse_ino_t ino, int *rc)
 {
-	enum snap_kind k = snap_ino_kind(ino);
-	bool writing = (fi->flags & O_ACCMODE) != O_RDONLY, write_only = k == N_CTL || k == N_SCTL;
-	struct sfh *fh;
-	size_t len;
-	int rc = 0;
+	struct sfh *fh = sfh_new(snap_ino_kind(ino));
 
-	if (k == N_NODE) {
-		open_node(req, ino, fi);
-		return;
-	}
-	if (k == N_DIR || k == N_IMPORT || k == N_SNAP || k >= N_MAX) {
-		fuse_reply_err(req, k >= N_MAX ? ENOENT : EISDIR);
-		return;
-	}
-	if (k == N_IMPFILE) { /* being written by the one who made it */
-		fuse_reply_err(req, EBUSY);
-		return;
-	}
-	if (writing != write_only || (fi->flags & O_ACCMODE) == O_RDWR) {
-		fuse_reply_err(req, EACCES);
-		return;
-	}
-	fh = sfh_new(k);
-	if (k == N_CLONE) {
-		open_clone(req, fh, fi);
-		return;
-	}
+	*rc = 0;
 	if (snap_ino_serial(ino) && !(fh->s = snapshot_find_serial(snap_ino_serial(ino))))
-		rc = -ENOENT;
-	if (rc == 0 && k == N_STATUS)
-		fh->text = snapshot_status(fh->s, &len), fh->len = len;
-	if (rc == 0 && k == N_ARCHIVE && (rc = snapshot_archive_open(fh->s, &fh->ar)) == -EAGAIN)
-		rc = -EBUSY; /* still being taken */
+		*rc = -ENOENT;
+	return fh;
+}
+
+static void open_done(fuse_req_t req, struct sfh *fh, int rc, struct fuse_file_info *fi)
+{
 	if (rc < 0) {
 		fhandle_unref(&fh->h);
 		fuse_reply_err(req, -rc);
-		return;
+	} else {
+		reply_opened(req, fh, fi);
 	}
-	reply_opened(req, fh, fi);
+}
+
+static void open_plain(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	int rc;
+	struct sfh *fh = bind_snapshot(ino, &rc);
+
+	open_done(req, fh, rc, fi);
+}
+
+/* status is rendered at open: a read gives one instant. */
+static void open_status(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	int rc;
+	struct sfh *fh = bind_snapshot(ino, &rc);
+
+	if (rc == 0)
+		fh->text = snapshot_status(fh->s, &fh->len);
+	open_done(req, fh, rc, fi);
+}
+
+static void open_archive(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	int rc;
+	struct sfh *fh = bind_snapshot(ino, &rc);
+
+	if (rc == 0 && (rc = snapshot_archive_open(fh->s, &fh->ar)) == -EAGAIN)
+		rc = -EBUSY; /* still being taken */
+	open_done(req, fh, rc, fi);
+}
+
+/* import/NAME is being written by the one who made it. */
+static void open_busy(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)fi;
+	fuse_reply_err(req, EBUSY);
+}
+
+void snapfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	enum snap_kind k = snap_ino_kind(ino);
+	const struct file_row *r = row_of(k);
+
+	if (!r->open)
+		fuse_reply_err(req, k >= N_MAX ? ENOENT : EISDIR);
+	else if (r->access >= 0 && (fi->flags & O_ACCMODE) != r->access)
+		fuse_reply_err(req, r->denied ? r->denied : EACCES);
+	else
+		r->open(req, ino, fi);
 }
 
 void snapfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
@@ -256,27 +299,37 @@ static void read_archive(fuse_req_t req, struct sfh *fh, size_t size, off_t off)
 	free(buf);
 }
 
-void snapfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+static void read_text(fuse_req_t req, struct sfh *fh, size_t size, off_t off)
 {
-	struct sfh *fh = sfh_of(fi);
+	reply_slice(req, fh->text, fh->len, size, off);
+}
+
+static void read_node(fuse_req_t req, struct sfh *fh, size_t size, off_t off)
+{
 	struct stat st;
 
-	(void)ino;
-	/* A reader killed meanwhile releases the file while its read is answered: fh (and its
-	 * descriptor) is held until the reply is out. */
-	fhandle_ref(&fh->h);
-	if (fh->kind == N_NODE && fstat(fh->fd, &st) < 0)
+	if (fstat(fh->fd, &st) < 0)
 		fuse_reply_err(req, errno);
-	else if (fh->kind == N_NODE)
+	else
 		reply_extent(req, fh->fd,
 			     off >= st.st_size			   ? 0
 			     : (uint64_t)(st.st_size - off) < size ? (size_t)(st.st_size - off)
 								   : size,
 			     off);
-	else if (fh->kind == N_ARCHIVE)
-		read_archive(req, fh, size, off);
+}
+
+void snapfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct sfh *fh = sfh_of(fi);
+
+	(void)ino;
+	/* A reader killed meanwhile releases the file while its read is answered: fh (and its
+	 * descriptor) is held until the reply is out. */
+	fhandle_ref(&fh->h);
+	if (row_of(fh->kind)->read)
+		row_of(fh->kind)->read(req, fh, size, off);
 	else
-		reply_slice(req, fh->text, fh->len, size, off);
+		fuse_reply_err(req, EBADF);
 	fhandle_unref(&fh->h);
 }
 
@@ -294,7 +347,7 @@ static int ctl_line(struct sfh *fh, char **line, char **name)
 	if (memchr(fh->wbuf, '\n', len) || memchr(fh->wbuf, '\0', len))
 		return -EINVAL; /* one line an open */
 	text = xstrndup(fh->wbuf, len);
-	if (fh->kind == N_SCTL) {
+	if (fh->s) { /* a snapshot's own ctl */
 		*line = text;
 		return snapshot_ctl_check(text, len);
 	}
@@ -313,11 +366,12 @@ static int ctl_line(struct sfh *fh, char **line, char **name)
 	return snapshot_ctl_check(*line, strlen(*line));
 }
 
-static void write_ctl(fuse_req_t req, struct sfh *fh, const char *buf, size_t size)
+static void write_ctl(fuse_req_t req, struct sfh *fh, const char *buf, size_t size, off_t off)
 {
 	char *line = NULL, *name = NULL;
 	int rc;
 
+	(void)off;
 	pthread_mutex_lock(&fh->h.lock);
 	if (!(rc = fh->werr) && fh->wlen + size > CTL_MAX)
 		rc = -EFBIG;
@@ -371,18 +425,12 @@ static void write_import(fuse_req_t req, struct sfh *fh, const char *buf, size_t
 void snapfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 		  struct fuse_file_info *fi)
 {
-	struct sfh *fh;
+	struct sfh *fh = sfh_of(fi);
 
-	if (snap_ino_kind(ino) == N_NODE) {
-		fuse_reply_err(req, EROFS);
-		return;
-	}
-	fh = sfh_of(fi);
+	(void)ino;
 	fhandle_ref(&fh->h); /* as for a read */
-	if (fh->kind == N_IMPFILE)
-		write_import(req, fh, buf, size, off);
-	else if (fh->kind == N_CTL || fh->kind == N_SCTL)
-		write_ctl(req, fh, buf, size);
+	if (row_of(fh->kind)->write)
+		row_of(fh->kind)->write(req, fh, buf, size, off);
 	else
 		fuse_reply_err(req, EBADF);
 	fhandle_unref(&fh->h);
@@ -414,12 +462,13 @@ static void ctl_wait_free(void *arg)
 
 /* What the ctl open was given, applied: 0 and *done (the restore's ticket; NULL if nothing was
  * written), or -errno. fh->h.lock held. */
-static int apply_ctl(struct sfh *fh, struct ticket **done)
+static int apply_ctl(struct sfh *fh, bool flush, struct ticket **done)
 {
 	char *line = NULL, *name = NULL;
 	struct snapshot *s;
 	int rc = fh->werr;
 
+	(void)flush;
 	*done = NULL;
 	if (rc == 0 && fh->wlen)
 		rc = ctl_line(fh, &line, &name);
@@ -454,27 +503,32 @@ static int end_import(struct sfh *fh)
 	return rc;
 }
 
+/* At the close after the writes. A shell's redirection closes its first descriptor before
+ * anything is written (dup2): that close applies nothing. At release, when no flush came after
+ * the writes, what was written is applied all the same; an import nothing was written to
+ * leaves nothing. */
+static int apply_import(struct sfh *fh, bool flush, struct ticket **done)
+{
+	*done = NULL;
+	if (fh->im && (fh->pos || (flush && fh->ierr)))
+		return end_import(fh);
+	return 0;
+}
+
 void snapfs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	const struct file_row *r;
 	struct ticket *done = NULL;
 	struct ctl_wait *cw;
-	struct sfh *fh;
+	struct sfh *fh = sfh_of(fi);
 	int rc = 0;
 
-	if (snap_ino_kind(ino) == N_NODE) {
-		fuse_reply_err(req, 0);
-		return;
-	}
-	fh = sfh_of(fi);
+	(void)ino;
+	r = row_of(fh->kind);
 	fhandle_ref(&fh->h); /* as for a read */
 	pthread_mutex_lock(&fh->h.lock);
-	if (fh->kind == N_CTL || fh->kind == N_SCTL) {
-		rc = apply_ctl(fh, &done);
-	} else if (fh->kind == N_IMPFILE && fh->im && (fh->pos || fh->ierr)) {
-		/* The close after the writes; a shell's redirection closes its first descriptor
-		 * before anything is written (dup2), and that close applies nothing. */
-		rc = end_import(fh);
-	}
+	if (r->apply)
+		rc = r->apply(fh, true, &done);
 	pthread_mutex_unlock(&fh->h.lock);
 	fhandle_unref(&fh->h);
 	if (!done) {
@@ -489,29 +543,27 @@ void snapfs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 void snapfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	struct sfh *fh = sfh_of(fi);
+	const struct file_row *r = row_of(fh->kind);
 	struct ticket *done;
-	struct sfh *fh;
 
 	(void)ino;
-	fh = sfh_of(fi);
 	pthread_mutex_lock(&fh->h.lock);
-	/* No flush came after the writes: what was written is applied all the same, with no one
-	 * to tell the outcome; an import nothing was written to leaves nothing. */
-	if ((fh->kind == N_CTL || fh->kind == N_SCTL) && apply_ctl(fh, &done) == 0 && done)
-		ticket_unref(done);
-	if (fh->kind == N_IMPFILE && fh->im && fh->pos)
-		end_import(fh);
+	if (r->apply && r->apply(fh, false, &done) == 0 && done)
+		ticket_unref(done); /* no one to tell the outcome */
 	pthread_mutex_unlock(&fh->h.lock);
 	fhandle_release(&fh->h);
 	fuse_reply_err(req, 0);
 }
 
+/* Only a files/ view's file has a descriptor to seek in. */
 void snapfs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi)
 {
 	struct sfh *fh = sfh_of(fi);
 	off_t to;
 
-	if (snap_ino_kind(ino) != N_NODE) {
+	(void)ino;
+	if (fh->fd < 0) {
 		fuse_reply_err(req, ENXIO);
 		return;
 	}
@@ -522,6 +574,30 @@ void snapfs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct 
 	else
 		fuse_reply_lseek(req, to);
 	fhandle_unref(&fh->h);
+}
+
+static const struct file_row rows[N_MAX] = {
+    [N_CLONE] = {.access = O_RDONLY, .open = open_clone, .read = read_text},
+    [N_CTL] = {.access = O_WRONLY, .open = open_plain, .write = write_ctl, .apply = apply_ctl},
+    [N_IMPFILE] = {.access = -1,
+		   .nonseekable = true,
+		   .open = open_busy,
+		   .write = write_import,
+		   .apply = apply_import},
+    [N_STATUS] = {.access = O_RDONLY, .open = open_status, .read = read_text},
+    [N_SCTL] = {.access = O_WRONLY, .open = open_plain, .write = write_ctl, .apply = apply_ctl},
+    [N_ARCHIVE] = {.access = O_RDONLY,
+		   .nonseekable = true,
+		   .open = open_archive,
+		   .read = read_archive},
+    [N_NODE] = {.access = O_RDONLY, .denied = EROFS, .open = open_node, .read = read_node},
+};
+
+static const struct file_row *row_of(enum snap_kind k)
+{
+	static const struct file_row none;
+
+	return k < N_MAX ? &rows[k] : &none;
 }
 
 void snapfile_shutdown(void)

@@ -23,7 +23,7 @@ static bool exists(struct session *s, fuse_ino_t ino)
 {
 	struct term *t;
 
-	if (ino_kind(ino) == T_TERMS)
+	if (!ino_term(ino)) /* terms/ itself */
 		return true;
 	t = term_find_id(s, ino_term(ino));
 	if (t)
@@ -105,10 +105,12 @@ static fuse_ino_t file_ino(fuse_ino_t dir, unsigned k)
 	return term_ino(ino_serial(dir), k, ino_term(dir));
 }
 
+static const struct itemdir terms;
+
 static fuse_ino_t parent_of(fuse_ino_t dir)
 {
-	return ino_kind(dir) == T_TERMS ? session_dir_ino(ino_serial(dir))
-					: terms_dir_ino(ino_serial(dir));
+	return itemdir_is_top(&terms, dir) ? session_dir_ino(ino_serial(dir))
+					   : terms_dir_ino(ino_serial(dir));
 }
 
 static void plus_fill(const struct dirsnap_entry *de, struct fuse_entry_param *e);
@@ -164,7 +166,7 @@ static void termfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mo
 	int rc;
 
 	(void)mode;
-	if (ino_kind(parent) != T_TERMS) {
+	if (!itemdir_is_top(&terms, parent)) {
 		fuse_reply_err(req, EPERM);
 		return;
 	}
@@ -186,7 +188,7 @@ static void termfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct session *s;
 
-	if (ino_kind(parent) != T_TERMS) {
+	if (!itemdir_is_top(&terms, parent)) {
 		fuse_reply_err(req, EPERM);
 		return;
 	}

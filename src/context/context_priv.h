@@ -27,16 +27,16 @@ enum ctx_timer { CT_NONE, CT_TIMEOUT, CT_GRACE };
 
 struct context_driver {
 	enum drv_state st;
-	bool running;          /* the process is there (its exit not yet seen) */
-	bool exiting;          /* its exit is being handled: nothing is sent to it */
+	bool running; /* the process is there (its exit not yet seen) */
+	bool exiting; /* its exit is being handled: nothing is sent to it */
 	struct proc proc;
 	int req_w, ev_r, out_r[2];
 	struct loop_fd *req_lf, *ev_lf, *out_lf[2];
 	struct ctx_reader rd;
-	struct jbuf wbuf;      /* requests not yet written */
+	struct jbuf wbuf; /* requests not yet written */
 	size_t woff;
 	enum drv_kill kill;
-	char *kill_why;        /* a protocol violation's description */
+	char *kill_why;		 /* a protocol violation's description */
 	char note[DRV_NOTE_MAX]; /* its output outside cells (why it did not start) */
 	size_t notelen;
 };
@@ -49,20 +49,20 @@ struct context {
 	struct timespec ctime;
 	enum ctx_lang lang;
 	char *cwd;
-	struct envedits env;   /* applied over the sandbox's environment */
-	bool submitted;        /* a cell was: language, cwd and env are fixed */
+	struct envedits env; /* applied over the sandbox's environment */
+	bool submitted;	     /* a cell was: language, cwd and env are fixed */
 	uint64_t timeout_ms;
 	struct cgroup *cg;
 	struct net_client *net; /* its proxy listener and log; NULL: no proxy */
 	struct context_driver drv;
-	unsigned starts;       /* drivers started */
-	bool want_restart;     /* ctl restart: a fresh driver even without cells */
+	unsigned starts;	       /* drivers started */
+	bool want_restart;	       /* ctl restart: a fresh driver even without cells */
 	TAILQ_HEAD(cellq, cell) cells; /* history and queue, oldest first */
 	unsigned ncells, next_n;
-	struct cell *current;  /* running on the driver */
-	bool interrupted;      /* the current cell got a ctl interrupt */
-	bool timed_out;        /* the current cell hit its timeout */
-	uint64_t oom_seen;     /* its group's OOM kills when the last driver ended */
+	struct cell *current; /* running on the driver */
+	bool interrupted;     /* the current cell got a ctl interrupt */
+	bool timed_out;	      /* the current cell hit its timeout */
+	uint64_t oom_seen;    /* its group's OOM kills when the last driver ended */
 	struct loop_timer timer;
 	enum ctx_timer phase;
 	TAILQ_ENTRY(context) link;

@@ -402,8 +402,8 @@ static bool read_socket(void)
 	char data[65536];
 	char cbuf[CMSG_SPACE(sizeof(int) * MSG_MAXFDS)];
 	struct iovec iov = {data, sizeof(data)};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-			    .msg_controllen = sizeof(cbuf)};
+	struct msghdr mh = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
 	ssize_t n = recvmsg(SOCK_FD, &mh, MSG_CMSG_CLOEXEC);
 	ssize_t flen;
 	size_t off = 0;

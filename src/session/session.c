@@ -101,8 +101,8 @@ static struct session *find_locked(const char *id)
 	struct session *s;
 
 	TAILQ_FOREACH(s, &sessions, link)
-		if (strcmp(s->id, id) == 0)
-			return s;
+	if (strcmp(s->id, id) == 0)
+		return s;
 	return NULL;
 }
 
@@ -256,8 +256,8 @@ struct session *session_find_serial(uint64_t serial)
 
 	core_lock();
 	TAILQ_FOREACH(s, &sessions, link)
-		if (s->serial == serial)
-			break;
+	if (s->serial == serial)
+		break;
 	if (s)
 		session_ref(s);
 	core_unlock();
@@ -271,10 +271,11 @@ size_t session_list(struct session_info **v)
 
 	core_lock();
 	TAILQ_FOREACH(s, &sessions, link)
-		n++;
+	n++;
 	*v = xcalloc(n, sizeof(**v));
 	n = 0;
-	TAILQ_FOREACH(s, &sessions, link) {
+	TAILQ_FOREACH(s, &sessions, link)
+	{
 		memcpy((*v)[n].id, s->id, sizeof(s->id));
 		(*v)[n++].serial = s->serial;
 	}

@@ -14,7 +14,7 @@
 #include "run.h"
 #include "ticket.h"
 
-#define SESSION_ID_MAX 64
+#define SESSION_ID_MAX	64
 #define SESSION_DEFAULT "default"
 #define SESSION_CMD_MAX (1u << 20)
 /* Sessions made in a daemon's life: inode numbers carry the serial (29 bits, fs/base/ino.h).
