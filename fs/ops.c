@@ -20,7 +20,7 @@
 
 static const struct fuse_lowlevel_ops *const parts[PART_MAX] = {
     [PART_CONTROL] = &ctl_ops,	[PART_TERMS] = &term_ops,     [PART_PORTS] = &port_ops,
-    [PART_CONTEXTS] = &ctx_ops, [PART_SNAPSHOTS] = &snap_ops,
+    [PART_CONTEXTS] = &ctx_ops, [PART_SNAPSHOTS] = &snap_ops, [PART_SNAPVIEW] = &view_ops,
 };
 
 /* A tag no part has yet: every request gets the answer for a part without it. */

@@ -16,7 +16,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-enum part_tag { PART_CONTROL, PART_TERMS, PART_PORTS, PART_CONTEXTS, PART_SNAPSHOTS, PART_MAX };
+enum part_tag {
+	PART_CONTROL,
+	PART_TERMS,
+	PART_PORTS,
+	PART_CONTEXTS,
+	PART_SNAPSHOTS,
+	PART_SNAPVIEW, /* the files/ view of each snapshot */
+	PART_MAX
+};
 
 #define PART_BITS     3
 #define PAYLOAD_SHIFT (PART_BITS + 1)

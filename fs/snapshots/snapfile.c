@@ -77,7 +77,6 @@ static struct sfh *sfh_new(enum snap_kind kind)
  * requests. A kind without a row is a directory's. */
 struct file_row {
 	int access;	  /* O_RDONLY or O_WRONLY (-1: the open says why not) */
-	int denied;	  /* the errno of another access (0: EACCES) */
 	bool nonseekable; /* read or written in order */
 	/* Opens ino (access checked): answers the request itself. */
 	void (*open)(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
@@ -156,12 +155,16 @@ static void open_clone(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	park_request(req, clone_attempt, cw, clone_wait_free);
 }
 
-static void open_node(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+void snapfile_open_view(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct sfh *fh;
 	struct stat st;
 	int fd;
 
+	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
 	if ((fd = snapview_stat(ino, &st)) == 0 && S_ISDIR(st.st_mode))
 		fd = -EISDIR;
 	if (fd == 0)
@@ -170,7 +173,7 @@ static void open_node(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, -fd);
 		return;
 	}
-	fh = sfh_new(N_NODE);
+	fh = sfh_new(N_VIEW);
 	fh->fd = fd;
 	fi->fh = (uint64_t)(uintptr_t)fh;
 	fi->keep_cache = 1; /* a snapshot never changes */
@@ -243,7 +246,7 @@ void snapfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (!r->open)
 		fuse_reply_err(req, k >= N_MAX ? ENOENT : EISDIR);
 	else if (r->access >= 0 && (fi->flags & O_ACCMODE) != r->access)
-		fuse_reply_err(req, r->denied ? r->denied : EACCES);
+		fuse_reply_err(req, EACCES);
 	else
 		r->open(req, ino, fi);
 }
@@ -257,7 +260,7 @@ void snapfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t m
 
 	(void)mode;
 	if (snap_ino_kind(parent) != N_IMPORT) {
-		fuse_reply_err(req, snap_ino_kind(parent) == N_NODE ? EROFS : EPERM);
+		fuse_reply_err(req, EPERM);
 		return;
 	}
 	if ((fi->flags & O_ACCMODE) != O_WRONLY) {
@@ -270,7 +273,7 @@ void snapfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t m
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	e.ino = snap_ino(snapshot_import_serial(fh->im), N_IMPFILE, 0);
+	e.ino = snap_ino(snapshot_import_serial(fh->im), N_IMPFILE);
 	if ((rc = snapfs_stat(e.ino, &e.attr)) < 0) {
 		fhandle_unref(&fh->h);
 		fuse_reply_err(req, -rc);
@@ -590,7 +593,7 @@ static const struct file_row rows[N_MAX] = {
 		   .nonseekable = true,
 		   .open = open_archive,
 		   .read = read_archive},
-    [N_NODE] = {.access = O_RDONLY, .denied = EROFS, .open = open_node, .read = read_node},
+    [N_VIEW] = {.read = read_node}, /* opened by the view's part */
 };
 
 static const struct file_row *row_of(enum snap_kind k)

@@ -1,9 +1,9 @@
 /* snapshots/ (see snapfs.h): lookup, attributes, listings built at opendir, mkdir (a snapshot
- * taken: answered once it is there) and rmdir; a files/ view's nodes go to snapview.c. */
+ * taken: answered once it is there) and rmdir, from a row per kind; each snapshot's files/ is
+ * the view's part (snapview.c). */
 #include "snapfs.h"
 
 #include <errno.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,37 +21,40 @@
 /* where: snapshots/'s own names (no snapshot may take them), a snapshot's. */
 enum { IN_TOP = 1, IN_SNAP = 2 };
 
-/* A row per kind: its name, its mode (files/'s nodes have their files' own), where it is
- * listed, in the order ls -f shows them, and its line in the mount's README. */
-static const struct snap_row {
+struct snap_row {
 	const char *name;
 	mode_t mode;
 	int where;
-	const char *path;
+	const char *path; /* its README path when its directory does not say it */
 	const char *help;
-} rows[N_MAX] = {
-    [N_DIR] = {"snapshots", DIR_MODE, 0, "snapshots/",
-	       "snapshots of the workspace, one directory each"},
-    [N_CLONE] = {"clone", S_IFREG | 0444, IN_TOP, NULL,
-		 "read it: takes a snapshot, returns its name"},
-    [N_CTL] = {"ctl", S_IFREG | 0200, IN_TOP, NULL, "write: restore [force] NAME [DIR]"},
-    [N_IMPORT] = {"import", DIR_MODE, IN_TOP, NULL, "where tars are written in"},
-    [N_IMPFILE] = {"", S_IFREG | 0200, 0, "snapshots/import/NAME",
-		   "write a tar: snapshot NAME at close"},
-    [N_SNAP] = {"", DIR_MODE, 0, "snapshots/NAME/",
-		"mkdir: the workspace at one instant; rmdir deletes it"},
-    [N_STATUS] = {"status", S_IFREG | 0444, IN_SNAP, NULL,
-		  "state, time, size, files, space, took_ms, restore, ..."},
-    [N_SCTL] = {"ctl", S_IFREG | 0200, IN_SNAP, NULL, "write: restore [force] [DIR]"},
-    [N_ARCHIVE] = {"archive", S_IFREG | 0444, IN_SNAP, NULL, "the snapshot as a tar"},
-    [N_NODE] = {"files", DIR_MODE, IN_SNAP, NULL, "the snapshot's files, read-only"},
+	/* Comes and goes (a snapshot and what is in it): the kernel keeps its name 0 s. */
+	bool transient;
+	/* A directory: its names (lookup and list; NULL: the rows of its where) and its "..". */
+	int holds;
+	void (*lookup)(fuse_req_t req, fuse_ino_t parent, const char *name);
+	void (*list)(struct dirsnap *d, fuse_ino_t ino);
+	fuse_ino_t (*parent)(fuse_ino_t ino);
+	void (*mkdir)(fuse_req_t req, const char *name);
+	void (*rmdir)(fuse_req_t req, const char *name);
+	/* Another part's directory listed here (files/): its inode in snapshot serial. */
+	fuse_ino_t (*served)(uint32_t serial);
+	/* The size now of a file whose size is its text's (status). */
+	char *(*text)(struct snapshot *s, size_t *len);
 };
+
+static const struct snap_row *row_of(enum snap_kind k);
+
+/* The inode of the name of kind k in snapshot serial's directory (or snapshots/'s). */
+static fuse_ino_t named_ino(uint32_t serial, enum snap_kind k)
+{
+	return row_of(k)->served ? row_of(k)->served(serial) : snap_ino(serial, k);
+}
 
 /* The kind of the name in a directory that lists the rows of where, or N_MAX. */
 static enum snap_kind named(const char *name, int where)
 {
 	for (int k = 0; k < N_MAX; k++)
-		if ((rows[k].where & where) && !strcmp(name, rows[k].name))
+		if ((row_of(k)->where & where) && !strcmp(name, row_of(k)->name))
 			return (enum snap_kind)k;
 	return N_MAX;
 }
@@ -59,48 +62,47 @@ static enum snap_kind named(const char *name, int where)
 static void list_rows(struct dirsnap *d, uint32_t serial, int where)
 {
 	for (int k = 0; k < N_MAX; k++)
-		if (rows[k].where & where)
-			dirsnap_add(d, rows[k].name, snap_ino(serial, k, 0), rows[k].mode & S_IFMT);
+		if (row_of(k)->where & where)
+			dirsnap_add(d, row_of(k)->name, named_ino(serial, k),
+				    row_of(k)->mode & S_IFMT);
 }
 
 void snap_help(struct help *h)
 {
 	for (int k = 0; k < N_MAX; k++) {
-		if (rows[k].path)
-			help_add(h, rows[k].path, "", false, rows[k].help);
-		if (rows[k].where & IN_TOP)
-			help_add(h, "snapshots/", rows[k].name, S_ISDIR(rows[k].mode),
-				 rows[k].help);
-		if (rows[k].where & IN_SNAP)
-			help_add(h, "snapshots/NAME/", rows[k].name, S_ISDIR(rows[k].mode),
-				 rows[k].help);
+		const struct snap_row *r = row_of(k);
+
+		if (r->path)
+			help_add(h, r->path, "", false, r->help);
+		if (r->where & IN_TOP)
+			help_add(h, "snapshots/", r->name, S_ISDIR(r->mode), r->help);
+		if (r->where & IN_SNAP)
+			help_add(h, "snapshots/NAME/", r->name, S_ISDIR(r->mode), r->help);
 	}
 }
 
 fuse_ino_t snapfs_root_ino(void)
 {
-	return snap_ino(0, N_DIR, 0);
+	return snap_ino(0, N_DIR);
 }
 
 int snapfs_stat(fuse_ino_t ino, struct stat *st)
 {
-	enum snap_kind k = snap_ino_kind(ino);
+	const struct snap_row *r = row_of(snap_ino_kind(ino));
 	struct snapshot *s = NULL;
 	struct timespec t;
 	char *text;
 	size_t len;
 
-	if (k == N_NODE)
-		return snapview_stat(ino, st);
-	if (k >= N_MAX)
+	if (!r->mode || r->served)
 		return -ENOENT;
 	if (snap_ino_serial(ino) && !(s = snapshot_find_serial(snap_ino_serial(ino))))
 		return -ENOENT;
 	if (s)
 		t = snapshot_time(s);
-	nodeattr_init(st, ino, rows[k].mode, s ? &t : NULL);
-	if (k == N_STATUS) { /* its size now, as a read would see it */
-		text = snapshot_status(s, &len);
+	nodeattr_init(st, ino, r->mode, s ? &t : NULL);
+	if (r->text) { /* its size now, as a read would see it */
+		text = r->text(s, &len);
 		st->st_size = (off_t)len;
 		free(text);
 	}
@@ -110,23 +112,21 @@ int snapfs_stat(fuse_ino_t ino, struct stat *st)
 	return 0;
 }
 
-static double timeout_of(fuse_ino_t ino)
+/* The entry of ino, a view's files/ included: a snapshot deleted and made again under its
+ * name is a new one. */
+static int entry_of(fuse_ino_t ino, struct fuse_entry_param *e)
 {
-	switch (snap_ino_kind(ino)) {
-	case N_DIR:
-	case N_CLONE:
-	case N_CTL:
-	case N_IMPORT:
-		return FIXED_TIMEOUT;
-	default: /* a snapshot deleted and made again under its name is a new one */
-		return 0;
-	}
+	*e = (struct fuse_entry_param){.ino = ino};
+	if (ino_part(ino) == PART_SNAPVIEW)
+		return snapview_stat(ino, &e->attr);
+	e->entry_timeout = row_of(snap_ino_kind(ino))->transient ? 0 : FIXED_TIMEOUT;
+	return snapfs_stat(ino, &e->attr);
 }
 
 void snapfs_reply_entry(fuse_req_t req, fuse_ino_t ino)
 {
-	struct fuse_entry_param e = {.ino = ino, .entry_timeout = timeout_of(ino)};
-	int rc = snapfs_stat(ino, &e.attr);
+	struct fuse_entry_param e;
+	int rc = entry_of(ino, &e);
 
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
@@ -136,8 +136,7 @@ void snapfs_reply_entry(fuse_req_t req, fuse_ino_t ino)
 
 int snapfs_root_entry(struct fuse_entry_param *e)
 {
-	*e = (struct fuse_entry_param){.ino = snapfs_root_ino(), .entry_timeout = FIXED_TIMEOUT};
-	return snapfs_stat(e->ino, &e->attr);
+	return entry_of(snapfs_root_ino(), e);
 }
 
 /* A snapshot's serial by name, in the state given: 0 if there is none. */
@@ -153,46 +152,42 @@ static uint32_t serial_of(const char *name, bool importing)
 	return serial;
 }
 
+static void lookup_snapshot(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	uint32_t serial = serial_of(name, false);
+
+	(void)parent;
+	if (serial)
+		snapfs_reply_entry(req, snap_ino(serial, N_SNAP));
+	else
+		fuse_reply_err(req, ENOENT);
+}
+
+static void lookup_import(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	uint32_t serial = serial_of(name, true);
+
+	(void)parent;
+	if (serial)
+		snapfs_reply_entry(req, snap_ino(serial, N_IMPFILE));
+	else
+		fuse_reply_err(req, ENOENT);
+}
+
+/* A directory's own names first (the rows of its holds), then what its lookup finds. */
 static void snapfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	uint32_t serial = snap_ino_serial(parent);
-	struct fuse_entry_param e = {0};
-	int rc;
+	const struct snap_row *r = row_of(snap_ino_kind(parent));
+	enum snap_kind k = r->holds ? named(name, r->holds) : N_MAX;
 
-	switch (snap_ino_kind(parent)) {
-	case N_DIR:
-		if (named(name, IN_TOP) != N_MAX) {
-			snapfs_reply_entry(req, snap_ino(0, named(name, IN_TOP), 0));
-			return;
-		}
-		serial = serial_of(name, false);
-		if (serial)
-			snapfs_reply_entry(req, snap_ino(serial, N_SNAP, 0));
-		else
-			fuse_reply_err(req, ENOENT);
-		return;
-	case N_IMPORT:
-		serial = serial_of(name, true);
-		if (serial)
-			snapfs_reply_entry(req, snap_ino(serial, N_IMPFILE, 0));
-		else
-			fuse_reply_err(req, ENOENT);
-		return;
-	case N_SNAP:
-		if (named(name, IN_SNAP) != N_MAX)
-			snapfs_reply_entry(req, snap_ino(serial, named(name, IN_SNAP), 0));
-		else
-			fuse_reply_err(req, ENOENT);
-		return;
-	case N_NODE:
-		if ((rc = snapview_lookup(parent, name, &e)) < 0)
-			fuse_reply_err(req, -rc);
-		else
-			fuse_reply_entry(req, &e);
-		return;
-	default:
+	if (!S_ISDIR(r->mode))
 		fuse_reply_err(req, ENOTDIR);
-	}
+	else if (k != N_MAX)
+		snapfs_reply_entry(req, named_ino(snap_ino_serial(parent), k));
+	else if (r->lookup)
+		r->lookup(req, parent, name);
+	else
+		fuse_reply_err(req, ENOENT);
 }
 
 static void snapfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -204,44 +199,18 @@ static void snapfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
 	else
-		fuse_reply_attr(req, &st, snap_ino_kind(ino) == N_NODE ? 3600.0 : 0);
+		fuse_reply_attr(req, &st, 0);
 }
 
+/* `echo restore > ctl` and `cat x.tar > import/NAME` truncate: a no-op there. */
 static void snapfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 			   struct fuse_file_info *fi)
 {
-	enum snap_kind k = snap_ino_kind(ino);
-
-	/* `echo restore > ctl` and `cat x.tar > import/NAME` truncate: a no-op there. */
-	if (k == N_NODE) {
-		fuse_reply_err(req, EROFS);
-		return;
-	}
-	if (k >= N_MAX || !nodeattr_settable(rows[k].mode, attr, to_set)) {
+	if (!nodeattr_settable(row_of(snap_ino_kind(ino))->mode, attr, to_set)) {
 		fuse_reply_err(req, EPERM);
 		return;
 	}
 	snapfs_getattr(req, ino, fi);
-}
-
-/* Set while the host is to follow no link here and no nosymfollow mount covers snapshots/ yet
- * (the guard's, fs/guard.c): the files/ views then give no link's target, as that mount would
- * refuse to follow one. */
-static atomic_bool hold_links;
-
-void snapfs_hold_links(bool hold)
-{
-	atomic_store(&hold_links, hold);
-}
-
-static void snapfs_readlink(fuse_req_t req, fuse_ino_t ino)
-{
-	if (snap_ino_kind(ino) == N_NODE && atomic_load(&hold_links))
-		fuse_reply_err(req, ELOOP);
-	else if (snap_ino_kind(ino) == N_NODE)
-		snapview_readlink(req, ino);
-	else
-		fuse_reply_err(req, EINVAL);
 }
 
 struct mkdir_wait {
@@ -261,7 +230,7 @@ static int mkdir_attempt(struct park *p)
 	if (result < 0)
 		fuse_reply_err(park_req(p), -result);
 	else
-		snapfs_reply_entry(park_req(p), snap_ino(snapshot_serial(mw->s), N_SNAP, 0));
+		snapfs_reply_entry(park_req(p), snap_ino(snapshot_serial(mw->s), N_SNAP));
 	return 0;
 }
 
@@ -277,18 +246,14 @@ static void mkdir_wait_free(void *arg)
 	free(mw);
 }
 
-static void snapfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+/* mkdir snapshots/NAME takes one; it answers once the snapshot is there. */
+static void mkdir_snapshot(fuse_req_t req, const char *name)
 {
 	struct mkdir_wait *mw;
 	struct ticket *done;
 	int rc;
 
-	(void)mode;
-	if (snap_ino_kind(parent) != N_DIR) {
-		fuse_reply_err(req, snap_ino_kind(parent) == N_NODE ? EROFS : EPERM);
-		return;
-	}
-	if (!strcmp(name, "clone") || !strcmp(name, "ctl") || !strcmp(name, "import")) {
+	if (named(name, IN_TOP) != N_MAX) {
 		fuse_reply_err(req, EEXIST);
 		return;
 	}
@@ -311,118 +276,165 @@ static void snapfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mo
 	park_request(req, mkdir_attempt, mw, mkdir_wait_free);
 }
 
-static void snapfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+static void rmdir_snapshot(fuse_req_t req, const char *name)
 {
-	if (snap_ino_kind(parent) != N_DIR)
-		fuse_reply_err(req, snap_ino_kind(parent) == N_NODE ? EROFS : EPERM);
-	else if (!strcmp(name, "clone") || !strcmp(name, "ctl"))
-		fuse_reply_err(req, ENOTDIR);
-	else if (!strcmp(name, "import"))
-		fuse_reply_err(req, EBUSY);
+	enum snap_kind k = named(name, IN_TOP);
+
+	if (k != N_MAX)
+		fuse_reply_err(req, S_ISDIR(row_of(k)->mode) ? EBUSY : ENOTDIR);
 	else
 		fuse_reply_err(req, -snapshot_remove(name));
 }
 
-static void list_root(struct dirsnap *d)
+static void snapfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	const struct snap_row *r = row_of(snap_ino_kind(parent));
+
+	(void)mode;
+	if (r->mkdir)
+		r->mkdir(req, name);
+	else
+		fuse_reply_err(req, EPERM);
+}
+
+static void snapfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	const struct snap_row *r = row_of(snap_ino_kind(parent));
+
+	if (r->rmdir)
+		r->rmdir(req, name);
+	else
+		fuse_reply_err(req, EPERM);
+}
+
+/* The snapshots taken (in snapshots/) or being imported (in import/). */
+static void list_snapshots(struct dirsnap *d, bool importing)
 {
 	struct snapshot_info *v;
 	size_t n = snapshot_list(&v);
 
-	list_rows(d, 0, IN_TOP);
 	for (size_t i = 0; i < n; i++)
-		if (!v[i].importing)
-			dirsnap_add(d, v[i].name, snap_ino(v[i].serial, N_SNAP, 0), S_IFDIR);
+		if (v[i].importing == importing)
+			dirsnap_add(d, v[i].name,
+				    snap_ino(v[i].serial, importing ? N_IMPFILE : N_SNAP),
+				    importing ? S_IFREG : S_IFDIR);
 	free(v);
 }
 
-static void list_imports(struct dirsnap *d)
+static void list_taken(struct dirsnap *d, fuse_ino_t ino)
 {
-	struct snapshot_info *v;
-	size_t n = snapshot_list(&v);
-
-	for (size_t i = 0; i < n; i++)
-		if (v[i].importing)
-			dirsnap_add(d, v[i].name, snap_ino(v[i].serial, N_IMPFILE, 0), S_IFREG);
-	free(v);
+	(void)ino;
+	list_snapshots(d, false);
 }
 
-/* Readdirplus entries count a lookup; the view's keep their attributes long. */
+static void list_imports(struct dirsnap *d, fuse_ino_t ino)
+{
+	(void)ino;
+	list_snapshots(d, true);
+}
+
+static fuse_ino_t at_root(fuse_ino_t ino)
+{
+	(void)ino;
+	return FUSE_ROOT_ID;
+}
+
+static fuse_ino_t in_snapshots(fuse_ino_t ino)
+{
+	(void)ino;
+	return snapfs_root_ino();
+}
+
+/* Readdirplus entries count a lookup; files/ gets none (the kernel looks it up). */
 static void plus_fill(const struct dirsnap_entry *de, struct fuse_entry_param *e)
 {
 	struct stat st;
 
-	if (snapfs_stat(de->ino, &st) < 0)
+	if (ino_part(de->ino) != PART_SNAPSHOTS || snapfs_stat(de->ino, &st) < 0)
 		return;
 	e->attr = st;
 	e->ino = de->ino;
-	if (snap_ino_kind(de->ino) == N_NODE)
-		e->attr_timeout = e->entry_timeout = 3600.0;
 }
 
 static const struct dirsnap_plus snap_plus = {plus_fill, NULL};
 
 static void snapfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	uint32_t serial = snap_ino_serial(ino);
-	struct dirsnap *d = NULL;
+	const struct snap_row *r = row_of(snap_ino_kind(ino));
+	struct dirsnap *d;
 	struct stat st;
 	int rc = snapfs_stat(ino, &st);
 
 	if (rc == 0 && !S_ISDIR(st.st_mode))
 		rc = -ENOTDIR;
-	if (rc == 0 && snap_ino_kind(ino) == N_NODE)
-		rc = snapview_list(ino, &d);
-	else if (rc == 0 && snap_ino_kind(ino) == N_SNAP) {
-		d = dirsnap_new(ino, snapfs_root_ino());
-		list_rows(d, serial, IN_SNAP);
-	} else if (rc == 0) {
-		d = dirsnap_new(ino,
-				snap_ino_kind(ino) == N_DIR ? FUSE_ROOT_ID : snapfs_root_ino());
-		if (snap_ino_kind(ino) == N_DIR)
-			list_root(d);
-		else
-			list_imports(d);
-	}
-	if (rc < 0)
+	if (rc < 0) {
 		fuse_reply_err(req, -rc);
-	else
-		dirsnap_open(req, d, &snap_plus, fi);
+		return;
+	}
+	d = dirsnap_new(ino, r->parent(ino));
+	if (r->holds)
+		list_rows(d, snap_ino_serial(ino), r->holds);
+	if (r->list)
+		r->list(d, ino);
+	dirsnap_open(req, d, &snap_plus, fi);
 }
 
+/* The control files have no attributes (and say so: ENOSYS would stop the kernel asking the
+ * views too). */
 static void snapfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
-	if (snap_ino_kind(ino) == N_NODE)
-		snapview_getxattr(req, ino, name, size);
-	else
-		fuse_reply_err(req, ENODATA);
+	(void)ino;
+	(void)name;
+	(void)size;
+	fuse_reply_err(req, ENODATA);
 }
 
 static void snapfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
-	if (snap_ino_kind(ino) == N_NODE)
-		snapview_listxattr(req, ino, size);
-	else if (size == 0)
+	(void)ino;
+	if (size == 0)
 		fuse_reply_xattr(req, 0);
 	else
 		fuse_reply_buf(req, NULL, 0);
 }
 
-/* A view's files are read-only; the control files have no attributes. */
-static void snapfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
-			    size_t size, int flags)
+static const struct snap_row rows[N_MAX] = {
+    [N_DIR] = {"snapshots", DIR_MODE, 0, "snapshots/",
+	       "snapshots of the workspace, one directory each", .holds = IN_TOP,
+	       .lookup = lookup_snapshot, .list = list_taken, .parent = at_root,
+	       .mkdir = mkdir_snapshot, .rmdir = rmdir_snapshot},
+    [N_CLONE] = {"clone", S_IFREG | 0444, IN_TOP, NULL,
+		 "read it: takes a snapshot, returns its name"},
+    [N_CTL] = {"ctl", S_IFREG | 0200, IN_TOP, NULL, "write: restore [force] NAME [DIR]"},
+    [N_IMPORT] = {"import", DIR_MODE, IN_TOP, NULL, "where tars are written in",
+		  .lookup = lookup_import, .list = list_imports, .parent = in_snapshots},
+    [N_IMPFILE] = {"", S_IFREG | 0200, 0, "snapshots/import/NAME",
+		   "write a tar: snapshot NAME at close", .transient = true},
+    [N_SNAP] = {"", DIR_MODE, 0, "snapshots/NAME/",
+		"mkdir: the workspace at one instant; rmdir deletes it", .transient = true,
+		.holds = IN_SNAP, .parent = in_snapshots},
+    [N_STATUS] = {"status", S_IFREG | 0444, IN_SNAP, NULL,
+		  "state, time, size, files, space, took_ms, restore, ...", .transient = true,
+		  .text = snapshot_status},
+    [N_SCTL] = {"ctl", S_IFREG | 0200, IN_SNAP, NULL, "write: restore [force] [DIR]",
+		.transient = true},
+    [N_ARCHIVE] = {"archive", S_IFREG | 0444, IN_SNAP, NULL, "the snapshot as a tar",
+		   .transient = true},
+    [N_FILES] = {"files", DIR_MODE, IN_SNAP, NULL, "the snapshot's files, read-only",
+		 .transient = true, .served = snapview_root_ino},
+};
+
+static const struct snap_row *row_of(enum snap_kind k)
 {
-	(void)name;
-	(void)value;
-	(void)size;
-	(void)flags;
-	fuse_reply_err(req, snap_ino_kind(ino) == N_NODE ? EROFS : ENOTSUP);
+	static const struct snap_row none = {.name = ""};
+
+	return k < N_MAX ? &rows[k] : &none;
 }
 
 const struct fuse_lowlevel_ops snap_ops = {
     .lookup = snapfs_lookup,
     .getattr = snapfs_getattr,
     .setattr = snapfs_setattr,
-    .readlink = snapfs_readlink,
     .mkdir = snapfs_mkdir,
     .rmdir = snapfs_rmdir,
     .create = snapfs_create,
@@ -431,12 +443,10 @@ const struct fuse_lowlevel_ops snap_ops = {
     .write = snapfs_write,
     .flush = snapfs_flush,
     .release = snapfs_release,
-    .lseek = snapfs_lseek,
     .opendir = snapfs_opendir,
     .readdir = dirsnap_readdir,
     .readdirplus = dirsnap_readdirplus,
     .releasedir = dirsnap_releasedir,
-    .setxattr = snapfs_setxattr,
     .getxattr = snapfs_getxattr,
     .listxattr = snapfs_listxattr,
 };

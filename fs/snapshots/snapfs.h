@@ -14,6 +14,8 @@
 #include "help.h"
 
 extern const struct fuse_lowlevel_ops snap_ops;
+/* Each snapshot's files/, read-only (snapview.c). */
+extern const struct fuse_lowlevel_ops view_ops;
 
 /* Adds the snapshots part's files to the mount's README. */
 void snap_help(struct help *h);

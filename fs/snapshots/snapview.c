@@ -1,14 +1,15 @@
-/* The files/ view of a snapshot: its tree, read-only. Each file the kernel is told of gets a
- * node number in the snapshot's table (by its inode in the tree, so hard links share one) with
- * its path in the tree; a snapshot never changes, so the path stays good until the snapshot is
- * deleted, and every access opens it again beneath the tree without following a link. Owners
- * show as in workspace/ (the same id swap), set-id bits never. */
+/* The files/ view of a snapshot, a part of its own (view_ops): its tree, read-only. Each file the
+ * kernel is told of gets a node number in the snapshot's table (by its inode in the tree, so hard
+ * links share one) with its path in the tree; a snapshot never changes, so the path stays good
+ * until the snapshot is deleted, and every access opens it again beneath the tree without following
+ * a link. Owners show as in workspace/ (the same id swap), set-id bits never. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,11 @@
 
 /* A snapshot never changes: let the kernel keep what it learns. */
 #define VIEW_TIMEOUT 3600.0
+
+fuse_ino_t snapview_root_ino(uint32_t serial)
+{
+	return view_ino(serial, 0);
+}
 
 struct view {
 	uint32_t serial;
@@ -185,10 +191,10 @@ static void shown(struct stat *st, fuse_ino_t ino)
 /* The node ino's view (referenced) and path: 0, or -ENOENT. */
 static int resolve(fuse_ino_t ino, struct view **v, char **path, uint64_t *parent)
 {
-	*v = view_get(snap_ino_serial(ino));
+	*v = view_get(view_ino_serial(ino));
 	if (!*v)
 		return -ENOENT;
-	*path = node_path(*v, snap_ino_node(ino), parent);
+	*path = node_path(*v, view_ino_node(ino), parent);
 	if (*path)
 		return 0;
 	view_put(*v);
@@ -215,9 +221,9 @@ int snapview_stat(fuse_ino_t ino, struct stat *st)
 	return rc;
 }
 
-int snapview_lookup(fuse_ino_t parent, const char *name, struct fuse_entry_param *e)
+static int lookup(fuse_ino_t parent, const char *name, struct fuse_entry_param *e)
 {
-	uint64_t pnode = snap_ino_node(parent);
+	uint64_t pnode = view_ino_node(parent);
 	struct view *v;
 	char *dir, *path;
 	int fd, rc = resolve(parent, &v, &dir, NULL);
@@ -234,8 +240,7 @@ int snapview_lookup(fuse_ino_t parent, const char *name, struct fuse_entry_param
 	else
 		close(fd);
 	if (rc == 0) {
-		e->ino =
-		    snap_ino(snap_ino_serial(parent), N_NODE, node_of(v, &e->attr, path, pnode));
+		e->ino = view_ino(view_ino_serial(parent), node_of(v, &e->attr, path, pnode));
 		shown(&e->attr, e->ino);
 		e->attr_timeout = e->entry_timeout = VIEW_TIMEOUT;
 	}
@@ -245,7 +250,7 @@ int snapview_lookup(fuse_ino_t parent, const char *name, struct fuse_entry_param
 	return rc;
 }
 
-void snapview_readlink(fuse_req_t req, fuse_ino_t ino)
+static void readlink_node(fuse_req_t req, fuse_ino_t ino)
 {
 	char target[PATH_MAX + 1], *path;
 	struct view *v;
@@ -269,10 +274,10 @@ void snapview_readlink(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_readlink(req, target);
 }
 
-int snapview_list(fuse_ino_t ino, struct dirsnap **out)
+static int list(fuse_ino_t ino, struct dirsnap **out)
 {
-	uint32_t serial = snap_ino_serial(ino);
-	uint64_t node = snap_ino_node(ino), parent;
+	uint32_t serial = view_ino_serial(ino);
+	uint64_t node = view_ino_node(ino), parent;
 	struct dirent *de;
 	struct view *v;
 	char *dir;
@@ -291,8 +296,7 @@ int snapview_list(fuse_ino_t ino, struct dirsnap **out)
 		view_put(v);
 		return rc;
 	}
-	*out =
-	    dirsnap_new(ino, node ? snap_ino(serial, N_NODE, parent) : snap_ino(serial, N_SNAP, 0));
+	*out = dirsnap_new(ino, node ? view_ino(serial, parent) : snap_ino(serial, N_SNAP));
 	while ((de = readdir(d))) {
 		struct stat st;
 		char *path;
@@ -301,7 +305,7 @@ int snapview_list(fuse_ino_t ino, struct dirsnap **out)
 		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
 		path = dir[0] ? xasprintf("%s/%s", dir, de->d_name) : xstrdup(de->d_name);
-		dirsnap_add(*out, de->d_name, snap_ino(serial, N_NODE, node_of(v, &st, path, node)),
+		dirsnap_add(*out, de->d_name, view_ino(serial, node_of(v, &st, path, node)),
 			    st.st_mode & S_IFMT);
 		free(path);
 	}
@@ -368,12 +372,12 @@ static void xattr_reply(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 	free(buf);
 }
 
-void snapview_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+static void view_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
 	xattr_reply(req, ino, name, size, false);
 }
 
-void snapview_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+static void view_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	xattr_reply(req, ino, NULL, size, true);
 }
@@ -390,3 +394,141 @@ void snapview_shutdown(void)
 	}
 	pthread_mutex_unlock(&views_lock);
 }
+
+/* The view's own part: everything in files/ is read-only. */
+
+static void view_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fuse_entry_param e = {0};
+	int rc = lookup(parent, name, &e);
+
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_entry(req, &e);
+}
+
+static void view_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct stat st;
+	int rc = snapview_stat(ino, &st);
+
+	(void)fi;
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_attr(req, &st, VIEW_TIMEOUT);
+}
+
+static void view_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+			 struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)attr;
+	(void)to_set;
+	(void)fi;
+	fuse_reply_err(req, EROFS);
+}
+
+/* Set while the host is to follow no link here and no nosymfollow mount covers snapshots/ yet
+ * (the guard's, fs/guard.c): the views then give no link's target, as that mount would refuse
+ * to follow one. */
+static atomic_bool hold_links;
+
+void snapfs_hold_links(bool hold)
+{
+	atomic_store(&hold_links, hold);
+}
+
+static void view_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	if (atomic_load(&hold_links))
+		fuse_reply_err(req, ELOOP);
+	else
+		readlink_node(req, ino);
+}
+
+static void view_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	(void)parent;
+	(void)name;
+	(void)mode;
+	fuse_reply_err(req, EROFS);
+}
+
+static void view_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	(void)parent;
+	(void)name;
+	fuse_reply_err(req, EROFS);
+}
+
+static void view_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+			struct fuse_file_info *fi)
+{
+	(void)fi;
+	view_mkdir(req, parent, name, mode);
+}
+
+static void view_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+			  size_t size, int flags)
+{
+	(void)ino;
+	(void)name;
+	(void)value;
+	(void)size;
+	(void)flags;
+	fuse_reply_err(req, EROFS);
+}
+
+/* Readdirplus entries count a lookup and keep their attributes long. */
+static void plus_fill(const struct dirsnap_entry *de, struct fuse_entry_param *e)
+{
+	struct stat st;
+
+	if (snapview_stat(de->ino, &st) < 0)
+		return;
+	e->attr = st;
+	e->ino = de->ino;
+	e->attr_timeout = e->entry_timeout = VIEW_TIMEOUT;
+}
+
+static const struct dirsnap_plus view_plus = {plus_fill, NULL};
+
+static void view_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct dirsnap *d = NULL;
+	struct stat st;
+	int rc = snapview_stat(ino, &st);
+
+	if (rc == 0 && !S_ISDIR(st.st_mode))
+		rc = -ENOTDIR;
+	if (rc == 0)
+		rc = list(ino, &d);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		dirsnap_open(req, d, &view_plus, fi);
+}
+
+const struct fuse_lowlevel_ops view_ops = {
+    .lookup = view_lookup,
+    .getattr = view_getattr,
+    .setattr = view_setattr,
+    .readlink = view_readlink,
+    .mkdir = view_mkdir,
+    .rmdir = view_rmdir,
+    .create = view_create,
+    .open = snapfile_open_view,
+    .read = snapfs_read,
+    .flush = snapfs_flush,
+    .release = snapfs_release,
+    .lseek = snapfs_lseek,
+    .opendir = view_opendir,
+    .readdir = dirsnap_readdir,
+    .readdirplus = dirsnap_readdirplus,
+    .releasedir = dirsnap_releasedir,
+    .setxattr = view_setxattr,
+    .getxattr = view_getxattr,
+    .listxattr = view_listxattr,
+};
