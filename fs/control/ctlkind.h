@@ -19,6 +19,9 @@ struct session;
 /* where and holds: a session's directory, a run's, a background process's, network/, and the
  * mount's root (fs/root.c lists those with the other parts' names). */
 enum { IN_SESSION = 1, IN_RUN = 2, IN_JOB = 4, IN_NET = 8, IN_ROOT = 16 };
+#define IN_RUNS (IN_SESSION | IN_RUN | IN_JOB) /* a command's files: the latest's, a run's */
+
+#define DIR_MODE (S_IFDIR | 0755)
 
 enum {
 	KF_ROOT = 1 << 0,	/* no session behind it: the root's files, clone, procs/ctl */
@@ -84,6 +87,16 @@ struct kind_info {
 /* k's row; one of no name and mode 0 for the kinds of other parts (terms/). */
 const struct kind_info *kind_row(enum ctl_kind k);
 
+/* The rows, each in the file of its functions (ctlkinds.c indexes them). */
+/* ctlnames.c: the directories */
+extern const struct kind_info root_row, sessions_row, alljobs_row, sdir_row, runs_row, rundir_row,
+    jobs_row, jobdir_row, terms_row;
+/* ctlverb.c: the files of verbs and signals */
+extern const struct kind_info ctl_row, jobsctl_row, alljobsctl_row, signal_row, tty_row;
+/* ctlnet.c: network/ and a session's network */
+extern const struct kind_info netdir_row, netpolicy_row, netlog_row, snetlog_row;
+/* ctlkinds.c: a command's files and the settings, whose functions are the other files' */
+
 /* The part's operations and the functions the rows name, by file. */
 
 /* ctltree.c: attributes and entries */
@@ -104,14 +117,6 @@ void ctl_size_link(struct ctlfh *fh, struct stat *st);
 /* ctlnames.c: the names in directories */
 void ctl_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
 void ctl_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void ctl_lookup_sessions(fuse_req_t req, fuse_ino_t parent, const char *name);
-void ctl_list_sessions(struct dirsnap *d, fuse_ino_t ino);
-void ctl_lookup_runs(fuse_req_t req, fuse_ino_t parent, const char *name);
-void ctl_list_runs(struct dirsnap *d, fuse_ino_t ino);
-void ctl_lookup_jobs(fuse_req_t req, fuse_ino_t parent, const char *name);
-void ctl_list_jobs(struct dirsnap *d, fuse_ino_t ino);
-void ctl_lookup_links(fuse_req_t req, fuse_ino_t parent, const char *name);
-void ctl_list_links(struct dirsnap *d, fuse_ino_t ino);
 
 /* ctlmkdir.c */
 void ctl_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
@@ -139,7 +144,6 @@ char *ctl_render_cwd(struct ctlfh *fh, size_t *len);
 char *ctl_render_cmd(struct ctlfh *fh, size_t *len);
 char *ctl_render_timeout(struct ctlfh *fh, size_t *len);
 char *ctl_render_ports(struct ctlfh *fh, size_t *len);
-char *ctl_render_tty(struct ctlfh *fh, size_t *len);
 char *ctl_render_status(struct ctlfh *fh, size_t *len);
 char *ctl_render_result(struct ctlfh *fh, size_t *len);
 
@@ -173,22 +177,11 @@ int ctl_apply_checkout(struct ctlfh *fh, const char *text, size_t len, unsigned 
 void ctl_flush_cwd(fuse_req_t req, struct ctlfh *fh);
 
 /* ctlnet.c: network/ and a session's network */
-char *ctl_render_netpolicy(struct ctlfh *fh, size_t *len);
-int ctl_write_netpolicy(fuse_req_t req, struct ctlfh *fh, const char *buf, size_t size);
-int ctl_apply_netpolicy(struct ctlfh *fh, const char *text, size_t len, unsigned *n);
-void ctl_size_netlog(struct ctlfh *fh, struct stat *st);
-int ctl_read_netlog(fuse_req_t req, struct fhandle *h, size_t size, off_t off, struct waiter *w);
 
 /* readme.c */
 /* The README's text (root.c sets it, from every part's help). */
 extern const char *readme_text;
 
 /* ctlverb.c: files of verbs, and those applied at each write */
-int ctl_write_verbs(fuse_req_t req, struct ctlfh *fh, const char *buf, size_t size);
-int ctl_apply_verbs(struct ctlfh *fh, const char *text, size_t len, unsigned *n);
-int ctl_verb_ctl(struct ctlfh *fh, const char *line, size_t len, bool apply);
-int ctl_verb_kill(struct ctlfh *fh, const char *line, size_t len, bool apply);
-int ctl_write_signal(fuse_req_t req, struct ctlfh *fh, const char *buf, size_t size);
-int ctl_write_tty(fuse_req_t req, struct ctlfh *fh, const char *buf, size_t size);
 
 #endif

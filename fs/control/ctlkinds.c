@@ -1,18 +1,11 @@
-/* The control tree's kinds, a row each (see ctlkind.h): what each file and directory is and
- * what it does at each request. Rows are listed by where they appear. */
+/* The control tree's kinds indexed (kinds[]), and the rows of a command's files and of the
+ * settings, whose functions the request files share (ctlread.c, ctlwrite.c, ctlrender.c,
+ * ctlfile.c); the directories' rows are in ctlnames.c, the verbs' in ctlverb.c, network/'s in
+ * ctlnet.c, each beside its functions. */
 #include "ctlkind.h"
 #include "session.h"
 
-#define DIR_MODE (S_IFDIR | 0755)
-#define IN_RUNS	 (IN_SESSION | IN_RUN | IN_JOB) /* a command's files: the latest's, a run's */
-
 /* The root's (fs/root.c lists them, with contexts/ and workspace/). */
-
-static const struct kind_info root_row = {
-    .name = "",
-    .mode = DIR_MODE,
-    .flags = KF_ROOT | KF_FIXED_ATTR,
-};
 
 static const struct kind_info readme_row = {
     .name = "README",
@@ -43,18 +36,6 @@ static const struct kind_info rootenv_row = {
     .apply = ctl_apply_rootenv,
 };
 
-static const struct kind_info sessions_row = {
-    .name = "sessions",
-    .help = "one directory per shell session; ls lists them",
-    .mode = DIR_MODE,
-    .where = IN_ROOT,
-    .flags = KF_ROOT | KF_FIXED_ATTR,
-    .lookup = ctl_lookup_sessions,
-    .list = ctl_list_sessions,
-    .mkdir = ctl_mkdir_session,
-    .rmdir = ctl_rmdir_session,
-};
-
 static const struct kind_info clone_row = {
     .name = "clone",
     .path = "sessions/clone",
@@ -62,17 +43,6 @@ static const struct kind_info clone_row = {
     .mode = S_IFREG | 0444,
     .flags = KF_ROOT,
     .open = ctl_open_clone,
-};
-
-/* The root's procs/: SESSION.NAME links to every background process, and ctl. */
-static const struct kind_info alljobs_row = {
-    .name = "procs",
-    .help = "every background process, as SESSION:NAME links",
-    .mode = DIR_MODE,
-    .where = IN_ROOT,
-    .flags = KF_ROOT | KF_FIXED_ATTR,
-    .lookup = ctl_lookup_links,
-    .list = ctl_list_links,
 };
 
 static const struct kind_info joblink_row = {
@@ -84,81 +54,7 @@ static const struct kind_info joblink_row = {
     .size = ctl_size_link,
 };
 
-static const struct kind_info alljobsctl_row = {
-    .name = "ctl",
-    .path = "procs/ctl",
-    .help = "write: kill [SIGNAL] ends every background process",
-    .mode = S_IFREG | 0200,
-    .flags = KF_ROOT,
-    .write = ctl_write_verbs,
-    .verb = ctl_verb_kill,
-    .apply = ctl_apply_verbs,
-};
-
 /* A session's directory and its own directories. */
-
-static const struct kind_info sdir_row = {
-    .name = "",
-    .path = "sessions/ID/",
-    .help = "mkdir creates a session (default always there), rmdir ends it",
-    .mode = DIR_MODE,
-    .flags = KF_FIXED_ATTR,
-    .holds = IN_SESSION,
-    .parent = K_SESSIONS,
-};
-
-static const struct kind_info runs_row = {
-    .name = "runs",
-    .help = "the last commands, one directory each",
-    .mode = DIR_MODE,
-    .where = IN_SESSION,
-    .flags = KF_FIXED_ATTR,
-    .parent = K_SDIR,
-    .lookup = ctl_lookup_runs,
-    .list = ctl_list_runs,
-};
-
-static const struct kind_info rundir_row = {
-    .name = "",
-    .path = "sessions/ID/runs/N/",
-    .help = "command N's files, read-only",
-    .mode = DIR_MODE,
-    .flags = KF_FIXED_ATTR | KF_TRANSIENT,
-    .holds = IN_RUN,
-    .parent = K_RUNS,
-};
-
-static const struct kind_info jobs_row = {
-    .name = "procs",
-    .help = "the session's background processes",
-    .mode = DIR_MODE,
-    .where = IN_SESSION,
-    .flags = KF_FIXED_ATTR,
-    .parent = K_SDIR,
-    .lookup = ctl_lookup_jobs,
-    .list = ctl_list_jobs,
-    .mkdir = ctl_mkdir_job,
-    .rmdir = ctl_rmdir_job,
-};
-
-static const struct kind_info jobdir_row = {
-    .name = "",
-    .path = "sessions/ID/procs/NAME/",
-    .help = "a background process: mkdir, then write its cmd",
-    .mode = DIR_MODE,
-    .flags = KF_FIXED_ATTR | KF_TRANSIENT,
-    .holds = IN_JOB,
-    .parent = K_JOBS,
-};
-
-/* Listed here, served by fs/terms, whose attributes for it are those of a session's
- * directory, as these. */
-static const struct kind_info terms_row = {
-    .name = "terms",
-    .mode = DIR_MODE,
-    .where = IN_SESSION,
-    .served = terms_dir_ino,
-};
 
 /* A command's files: the latest command's in the session's directory, a run's (read-only,
  * history) and a background process's. */
@@ -280,17 +176,6 @@ static const struct kind_info timeout_row = {
     .apply = ctl_apply_timeout,
 };
 
-/* the session's, or a background process's */
-static const struct kind_info ctl_row = {
-    .name = "ctl",
-    .help = "write kill|killall [SIGNAL], timeout MS, restart (a process's: kill, timeout)",
-    .mode = S_IFREG | 0200,
-    .where = IN_SESSION | IN_JOB,
-    .write = ctl_write_verbs,
-    .verb = ctl_verb_ctl,
-    .apply = ctl_apply_verbs,
-};
-
 static const struct kind_info stdin_row = {
     .name = "stdin",
     .help = "bytes for the running (or next) command's stdin",
@@ -317,27 +202,7 @@ static const struct kind_info checkout_row = {
     .apply = ctl_apply_checkout,
 };
 
-/* procs/ctl of a session */
-static const struct kind_info jobsctl_row = {
-    .name = "ctl",
-    .path = "sessions/ID/procs/ctl",
-    .help = "write: kill [SIGNAL] ends the session's background processes",
-    .mode = S_IFREG | 0200,
-    .write = ctl_write_verbs,
-    .verb = ctl_verb_kill,
-    .apply = ctl_apply_verbs,
-};
-
 /* A background process's own files. */
-
-static const struct kind_info signal_row = {
-    .name = "signal",
-    .help = "write a signal (TERM, 15): sent to its whole tree",
-    .mode = S_IFREG | 0200,
-    .where = IN_JOB,
-    .flags = KF_EACH_WRITE,
-    .write = ctl_write_signal,
-};
 
 static const struct kind_info ports_row = {
     .name = "ports",
@@ -355,57 +220,7 @@ static const struct kind_info ready_row = {
     .read = ctl_read_ready,
 };
 
-static const struct kind_info tty_row = {
-    .name = "tty",
-    .help = "yes or no: whether it starts on a pty; write it while it does not run",
-    .mode = S_IFREG | 0644,
-    .where = IN_JOB,
-    .render = ctl_render_tty,
-    .write = ctl_write_tty,
-};
-
 /* network/ at the root: the policy in force, and the connection log. */
-
-static const struct kind_info netdir_row = {
-    .name = "network",
-    .help = "the network policy and log",
-    .mode = DIR_MODE,
-    .where = IN_ROOT,
-    .flags = KF_ROOT | KF_FIXED_ATTR,
-    .holds = IN_NET,
-    .parent = K_ROOT,
-};
-
-static const struct kind_info netpolicy_row = {
-    .name = "policy",
-    .help = "mode none|filtered|host, allow and deny lines; applied at close",
-    .mode = S_IFREG | 0644,
-    .where = IN_NET,
-    .flags = KF_ROOT,
-    .render = ctl_render_netpolicy,
-    .write = ctl_write_netpolicy,
-    .apply = ctl_apply_netpolicy,
-};
-
-static const struct kind_info netlog_row = {
-    .name = "log",
-    .help = "a line per connection through the proxy; reads to its end",
-    .mode = S_IFREG | 0444,
-    .where = IN_NET,
-    .flags = KF_ROOT,
-    .size = ctl_size_netlog,
-    .read = ctl_read_netlog,
-};
-
-/* the session's own lines of network/log */
-static const struct kind_info snetlog_row = {
-    .name = "network",
-    .help = "the session's lines of network/log",
-    .mode = S_IFREG | 0444,
-    .where = IN_SESSION,
-    .size = ctl_size_netlog,
-    .read = ctl_read_netlog,
-};
 
 /* Indexed by kind; a directory lists its files in the order of enum ctl_kind (ino.h). */
 static const struct kind_info *const kinds[K_MAX] = {

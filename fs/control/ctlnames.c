@@ -22,7 +22,7 @@ static fuse_ino_t sibling(fuse_ino_t ino, enum ctl_kind k)
 			    : ctl_ino(ino_serial(ino), k, ino_run(ino));
 }
 
-void ctl_lookup_sessions(fuse_req_t req, fuse_ino_t parent, const char *name)
+static void ctl_lookup_sessions(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct session *s;
 
@@ -51,7 +51,7 @@ static void lookup_file(fuse_req_t req, fuse_ino_t parent, const char *name, int
 	fuse_reply_err(req, ENOENT);
 }
 
-void ctl_lookup_jobs(fuse_req_t req, fuse_ino_t parent, const char *name)
+static void ctl_lookup_jobs(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct session *s;
 	struct job *j;
@@ -74,7 +74,7 @@ void ctl_lookup_jobs(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 /* "SESSION:NAME": names never hold a colon, so the first one splits them, and no two processes
  * share a link's name (with a dot, session a.b's process c and session a's b.c would). */
-void ctl_lookup_links(fuse_req_t req, fuse_ino_t parent, const char *name)
+static void ctl_lookup_links(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	const char *colon = strchr(name, ':');
 	struct session *s;
@@ -105,7 +105,7 @@ void ctl_lookup_links(fuse_req_t req, fuse_ino_t parent, const char *name)
 		session_unref(s);
 }
 
-void ctl_lookup_runs(fuse_req_t req, fuse_ino_t parent, const char *name)
+static void ctl_lookup_runs(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	char *end;
 	unsigned long n = strtoul(name, &end, 10);
@@ -137,7 +137,7 @@ void ctl_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, ENOTDIR);
 }
 
-void ctl_list_sessions(struct dirsnap *d, fuse_ino_t ino)
+static void ctl_list_sessions(struct dirsnap *d, fuse_ino_t ino)
 {
 	struct session_info *v;
 	size_t n = session_list(&v);
@@ -149,7 +149,7 @@ void ctl_list_sessions(struct dirsnap *d, fuse_ino_t ino)
 	free(v);
 }
 
-void ctl_list_runs(struct dirsnap *d, fuse_ino_t ino)
+static void ctl_list_runs(struct dirsnap *d, fuse_ino_t ino)
 {
 	struct session *s = ctl_session(ino);
 	unsigned *ns;
@@ -182,7 +182,7 @@ void ctl_list_root(struct dirsnap *d)
 }
 
 /* A session's procs/: its ctl and a directory per process. */
-void ctl_list_jobs(struct dirsnap *d, fuse_ino_t ino)
+static void ctl_list_jobs(struct dirsnap *d, fuse_ino_t ino)
 {
 	struct session *s = ctl_session(ino);
 	struct job_info *v;
@@ -199,7 +199,7 @@ void ctl_list_jobs(struct dirsnap *d, fuse_ino_t ino)
 }
 
 /* The root's procs/: its ctl and a SESSION.NAME link per process of every session. */
-void ctl_list_links(struct dirsnap *d, fuse_ino_t ino)
+static void ctl_list_links(struct dirsnap *d, fuse_ino_t ino)
 {
 	struct job_info *v;
 	size_t n = job_list(NULL, &v);
@@ -245,3 +245,97 @@ void ctl_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		k->list(d, ino);
 	dirsnap_open(req, d, &ctl_plus, fi);
 }
+
+/* The rows of the kinds this file serves (ctlkind.h). */
+
+const struct kind_info root_row = {
+    .name = "",
+    .mode = DIR_MODE,
+    .flags = KF_ROOT | KF_FIXED_ATTR,
+};
+
+const struct kind_info sessions_row = {
+    .name = "sessions",
+    .help = "one directory per shell session; ls lists them",
+    .mode = DIR_MODE,
+    .where = IN_ROOT,
+    .flags = KF_ROOT | KF_FIXED_ATTR,
+    .lookup = ctl_lookup_sessions,
+    .list = ctl_list_sessions,
+    .mkdir = ctl_mkdir_session,
+    .rmdir = ctl_rmdir_session,
+};
+
+/* The root's procs/: SESSION.NAME links to every background process, and ctl. */
+const struct kind_info alljobs_row = {
+    .name = "procs",
+    .help = "every background process, as SESSION:NAME links",
+    .mode = DIR_MODE,
+    .where = IN_ROOT,
+    .flags = KF_ROOT | KF_FIXED_ATTR,
+    .lookup = ctl_lookup_links,
+    .list = ctl_list_links,
+};
+
+const struct kind_info sdir_row = {
+    .name = "",
+    .path = "sessions/ID/",
+    .help = "mkdir creates a session (default always there), rmdir ends it",
+    .mode = DIR_MODE,
+    .flags = KF_FIXED_ATTR,
+    .holds = IN_SESSION,
+    .parent = K_SESSIONS,
+};
+
+const struct kind_info runs_row = {
+    .name = "runs",
+    .help = "the last commands, one directory each",
+    .mode = DIR_MODE,
+    .where = IN_SESSION,
+    .flags = KF_FIXED_ATTR,
+    .parent = K_SDIR,
+    .lookup = ctl_lookup_runs,
+    .list = ctl_list_runs,
+};
+
+const struct kind_info rundir_row = {
+    .name = "",
+    .path = "sessions/ID/runs/N/",
+    .help = "command N's files, read-only",
+    .mode = DIR_MODE,
+    .flags = KF_FIXED_ATTR | KF_TRANSIENT,
+    .holds = IN_RUN,
+    .parent = K_RUNS,
+};
+
+const struct kind_info jobs_row = {
+    .name = "procs",
+    .help = "the session's background processes",
+    .mode = DIR_MODE,
+    .where = IN_SESSION,
+    .flags = KF_FIXED_ATTR,
+    .parent = K_SDIR,
+    .lookup = ctl_lookup_jobs,
+    .list = ctl_list_jobs,
+    .mkdir = ctl_mkdir_job,
+    .rmdir = ctl_rmdir_job,
+};
+
+const struct kind_info jobdir_row = {
+    .name = "",
+    .path = "sessions/ID/procs/NAME/",
+    .help = "a background process: mkdir, then write its cmd",
+    .mode = DIR_MODE,
+    .flags = KF_FIXED_ATTR | KF_TRANSIENT,
+    .holds = IN_JOB,
+    .parent = K_JOBS,
+};
+
+/* Listed here, served by fs/terms, whose attributes for it are those of a session's
+ * directory, as these. */
+const struct kind_info terms_row = {
+    .name = "terms",
+    .mode = DIR_MODE,
+    .where = IN_SESSION,
+    .served = terms_dir_ino,
+};

@@ -16,13 +16,13 @@
 /* A policy's text at most: 100,000 rules of a long name each. */
 #define POLICY_TEXT_MAX (32u << 20)
 
-char *ctl_render_netpolicy(struct ctlfh *fh, size_t *len)
+static char *ctl_render_netpolicy(struct ctlfh *fh, size_t *len)
 {
 	(void)fh;
 	return net_policy_read(len);
 }
 
-int ctl_write_netpolicy(fuse_req_t req, struct ctlfh *fh, const char *buf, size_t size)
+static int ctl_write_netpolicy(fuse_req_t req, struct ctlfh *fh, const char *buf, size_t size)
 {
 	int rc;
 
@@ -42,7 +42,7 @@ int ctl_write_netpolicy(fuse_req_t req, struct ctlfh *fh, const char *buf, size_
 	return rc;
 }
 
-int ctl_apply_netpolicy(struct ctlfh *fh, const char *text, size_t len, unsigned *n)
+static int ctl_apply_netpolicy(struct ctlfh *fh, const char *text, size_t len, unsigned *n)
 {
 	(void)fh;
 	(void)n;
@@ -61,14 +61,15 @@ static bool no_log(const struct ctlfh *fh)
 	return fh->kind == K_SNETLOG && (!fh->s || !session_net(fh->s));
 }
 
-void ctl_size_netlog(struct ctlfh *fh, struct stat *st)
+static void ctl_size_netlog(struct ctlfh *fh, struct stat *st)
 {
 	if (!no_log(fh))
 		st->st_size = (off_t)net_log_end(log_of(fh));
 }
 
 /* A read below the oldest byte held starts there, and the open's later offsets follow on. */
-int ctl_read_netlog(fuse_req_t req, struct fhandle *h, size_t size, off_t off, struct waiter *w)
+static int ctl_read_netlog(fuse_req_t req, struct fhandle *h, size_t size, off_t off,
+			   struct waiter *w)
 {
 	struct ctlfh *fh = container_of(h, struct ctlfh, h);
 	uint64_t at;
@@ -94,3 +95,46 @@ int ctl_read_netlog(fuse_req_t req, struct fhandle *h, size_t size, off_t off, s
 	free(buf);
 	return 0;
 }
+
+/* The rows of the kinds this file serves (ctlkind.h). */
+
+const struct kind_info netdir_row = {
+    .name = "network",
+    .help = "the network policy and log",
+    .mode = DIR_MODE,
+    .where = IN_ROOT,
+    .flags = KF_ROOT | KF_FIXED_ATTR,
+    .holds = IN_NET,
+    .parent = K_ROOT,
+};
+
+const struct kind_info netpolicy_row = {
+    .name = "policy",
+    .help = "mode none|filtered|host, allow and deny lines; applied at close",
+    .mode = S_IFREG | 0644,
+    .where = IN_NET,
+    .flags = KF_ROOT,
+    .render = ctl_render_netpolicy,
+    .write = ctl_write_netpolicy,
+    .apply = ctl_apply_netpolicy,
+};
+
+const struct kind_info netlog_row = {
+    .name = "log",
+    .help = "a line per connection through the proxy; reads to its end",
+    .mode = S_IFREG | 0444,
+    .where = IN_NET,
+    .flags = KF_ROOT,
+    .size = ctl_size_netlog,
+    .read = ctl_read_netlog,
+};
+
+/* the session's own lines of network/log */
+const struct kind_info snetlog_row = {
+    .name = "network",
+    .help = "the session's lines of network/log",
+    .mode = S_IFREG | 0444,
+    .where = IN_SESSION,
+    .size = ctl_size_netlog,
+    .read = ctl_read_netlog,
+};

@@ -66,11 +66,6 @@ char *ctl_render_ports(struct ctlfh *fh, size_t *len)
 	return whole(job_ports(fh->job), len);
 }
 
-char *ctl_render_tty(struct ctlfh *fh, size_t *len)
-{
-	return whole(xstrdup(job_tty(fh->job) ? "yes\n" : "no\n"), len);
-}
-
 /* A process's, a run's (history) or the session's. */
 char *ctl_render_status(struct ctlfh *fh, size_t *len)
 {

@@ -13,9 +13,10 @@
 #include "session.h"
 #include "signame.h"
 #include "verb.h"
+#include "xmalloc.h"
 
 /* A session's ctl, or a process's. */
-int ctl_verb_ctl(struct ctlfh *fh, const char *line, size_t len, bool apply)
+static int ctl_verb_ctl(struct ctlfh *fh, const char *line, size_t len, bool apply)
 {
 	if (fh->job)
 		return job_ctl(apply ? fh->job : NULL, line, len);
@@ -23,7 +24,7 @@ int ctl_verb_ctl(struct ctlfh *fh, const char *line, size_t len, bool apply)
 }
 
 /* procs/ctl: the session's background processes, or (the root's) every one. */
-int ctl_verb_kill(struct ctlfh *fh, const char *line, size_t len, bool apply)
+static int ctl_verb_kill(struct ctlfh *fh, const char *line, size_t len, bool apply)
 {
 	return jobs_ctl(fh->s, line, len, apply);
 }
@@ -36,7 +37,7 @@ static int verb(struct ctlfh *fh, const char *line, size_t len, bool apply)
 
 /* The size is checked last, so a bad line reads EINVAL however long the write: the buffer
  * holds at most one write past the limit. A tail longer than any line fails at once. */
-int ctl_write_verbs(fuse_req_t req, struct ctlfh *fh, const char *buf, size_t size)
+static int ctl_write_verbs(fuse_req_t req, struct ctlfh *fh, const char *buf, size_t size)
 {
 	const char *nl;
 	size_t end;
@@ -62,7 +63,7 @@ int ctl_write_verbs(fuse_req_t req, struct ctlfh *fh, const char *buf, size_t si
 /* At close: every line is checked first (the last may lack its newline), so a bad one applies
  * nothing; then they apply in order, and the first that fails (ESRCH: nothing to kill) stops
  * the rest, as what went before cannot be undone. */
-int ctl_apply_verbs(struct ctlfh *fh, const char *text, size_t len, unsigned *n)
+static int ctl_apply_verbs(struct ctlfh *fh, const char *text, size_t len, unsigned *n)
 {
 	size_t pos, linelen;
 	int pass, rc;
@@ -81,7 +82,7 @@ int ctl_apply_verbs(struct ctlfh *fh, const char *text, size_t len, unsigned *n)
 	return 0;
 }
 
-int ctl_write_signal(fuse_req_t req, struct ctlfh *fh, const char *buf, size_t size)
+static int ctl_write_signal(fuse_req_t req, struct ctlfh *fh, const char *buf, size_t size)
 {
 	char name[32];
 	int sig;
@@ -99,7 +100,7 @@ int ctl_write_signal(fuse_req_t req, struct ctlfh *fh, const char *buf, size_t s
 }
 
 /* `yes` or `no`, applied at the write: a process on a pty or on pipes from its next start. */
-int ctl_write_tty(fuse_req_t req, struct ctlfh *fh, const char *buf, size_t size)
+static int ctl_write_tty(fuse_req_t req, struct ctlfh *fh, const char *buf, size_t size)
 {
 	(void)req;
 	if (size > 0 && buf[size - 1] == '\n')
@@ -110,3 +111,64 @@ int ctl_write_tty(fuse_req_t req, struct ctlfh *fh, const char *buf, size_t size
 		return job_set_tty(fh->job, false);
 	return -EINVAL;
 }
+
+static char *ctl_render_tty(struct ctlfh *fh, size_t *len)
+{
+	char *text = xstrdup(job_tty(fh->job) ? "yes\n" : "no\n");
+
+	*len = strlen(text);
+	return text;
+}
+
+/* The rows of the kinds this file serves (ctlkind.h). */
+
+/* the session's, or a background process's */
+const struct kind_info ctl_row = {
+    .name = "ctl",
+    .help = "write kill|killall [SIGNAL], timeout MS, restart (a process's: kill, timeout)",
+    .mode = S_IFREG | 0200,
+    .where = IN_SESSION | IN_JOB,
+    .write = ctl_write_verbs,
+    .verb = ctl_verb_ctl,
+    .apply = ctl_apply_verbs,
+};
+
+/* procs/ctl of a session */
+const struct kind_info jobsctl_row = {
+    .name = "ctl",
+    .path = "sessions/ID/procs/ctl",
+    .help = "write: kill [SIGNAL] ends the session's background processes",
+    .mode = S_IFREG | 0200,
+    .write = ctl_write_verbs,
+    .verb = ctl_verb_kill,
+    .apply = ctl_apply_verbs,
+};
+
+const struct kind_info alljobsctl_row = {
+    .name = "ctl",
+    .path = "procs/ctl",
+    .help = "write: kill [SIGNAL] ends every background process",
+    .mode = S_IFREG | 0200,
+    .flags = KF_ROOT,
+    .write = ctl_write_verbs,
+    .verb = ctl_verb_kill,
+    .apply = ctl_apply_verbs,
+};
+
+const struct kind_info signal_row = {
+    .name = "signal",
+    .help = "write a signal (TERM, 15): sent to its whole tree",
+    .mode = S_IFREG | 0200,
+    .where = IN_JOB,
+    .flags = KF_EACH_WRITE,
+    .write = ctl_write_signal,
+};
+
+const struct kind_info tty_row = {
+    .name = "tty",
+    .help = "yes or no: whether it starts on a pty; write it while it does not run",
+    .mode = S_IFREG | 0644,
+    .where = IN_JOB,
+    .render = ctl_render_tty,
+    .write = ctl_write_tty,
+};
