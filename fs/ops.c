@@ -18,35 +18,44 @@
 #include "workspace.h"
 #include "xmalloc.h"
 
-static const struct fuse_lowlevel_ops *const parts[PART_MAX] = {
-    [PART_CONTROL] = &ctl_ops,	[PART_TERMS] = &term_ops,     [PART_PORTS] = &port_ops,
-    [PART_CONTEXTS] = &ctx_ops, [PART_SNAPSHOTS] = &snap_ops, [PART_SNAPVIEW] = &view_ops,
+/* Each part's operations, and what one it lacks that would change a file answers. */
+static const struct part {
+	const struct fuse_lowlevel_ops *ops;
+	int refuse;
+} parts[PART_MAX] = {
+    [PART_CONTROL] = {&ctl_ops, EPERM},	   [PART_TERMS] = {&term_ops, EPERM},
+    [PART_PORTS] = {&port_ops, EPERM},	   [PART_CONTEXTS] = {&ctx_ops, EPERM},
+    [PART_SNAPSHOTS] = {&snap_ops, EPERM}, [PART_SNAPVIEW] = {&view_ops, EROFS},
 };
 
+static const struct part workspace = {&ws_ops, EPERM}, root = {&root_ops, EPERM};
 /* A tag no part has yet: every request gets the answer for a part without it. */
-static const struct fuse_lowlevel_ops no_part;
+static const struct fuse_lowlevel_ops no_ops;
+static const struct part no_part = {&no_ops, EPERM};
 
 /* Workspace inodes are even; the root is the control part's inode 1, served above the parts. */
-static const struct fuse_lowlevel_ops *part_of(fuse_ino_t ino)
+static const struct part *part_of(fuse_ino_t ino)
 {
 	if (ws_is_ino(ino))
-		return &ws_ops;
+		return &workspace;
 	if (ino == FUSE_ROOT_ID)
-		return &root_ops;
-	return parts[ino_part(ino)] ? parts[ino_part(ino)] : &no_part;
+		return &root;
+	return parts[ino_part(ino)].ops ? &parts[ino_part(ino)] : &no_part;
 }
 
 /* Calls op of the part of ino with the request's arguments, or answers otherwise. */
 #define FORWARD(ino, op, otherwise, ...)                                                           \
 	do {                                                                                       \
-		const struct fuse_lowlevel_ops *p_ = part_of(ino);                                 \
-		if (p_->op)                                                                        \
-			p_->op(req, __VA_ARGS__);                                                  \
+		const struct part *p_ = part_of(ino);                                              \
+		if (p_->ops->op)                                                                   \
+			p_->ops->op(req, __VA_ARGS__);                                             \
 		else                                                                               \
 			otherwise;                                                                 \
 	} while (0)
 
-#define REPLY(err) fuse_reply_err(req, err)
+/* What a part that lacks an operation that would change a file answers. */
+#define REFUSE(ino) fuse_reply_err(req, part_of(ino)->refuse)
+#define REPLY(err)  fuse_reply_err(req, err)
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
@@ -80,7 +89,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		       struct fuse_file_info *fi)
 {
-	FORWARD(ino, setattr, REPLY(EPERM), ino, attr, to_set, fi);
+	FORWARD(ino, setattr, REFUSE(ino), ino, attr, to_set, fi);
 }
 
 static void op_readlink(fuse_req_t req, fuse_ino_t ino)
@@ -90,27 +99,27 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
-	FORWARD(parent, mknod, REPLY(EPERM), parent, name, mode, rdev);
+	FORWARD(parent, mknod, REFUSE(parent), parent, name, mode, rdev);
 }
 
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
-	FORWARD(parent, mkdir, REPLY(EPERM), parent, name, mode);
+	FORWARD(parent, mkdir, REFUSE(parent), parent, name, mode);
 }
 
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	FORWARD(parent, unlink, REPLY(EPERM), parent, name);
+	FORWARD(parent, unlink, REFUSE(parent), parent, name);
 }
 
 static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	FORWARD(parent, rmdir, REPLY(EPERM), parent, name);
+	FORWARD(parent, rmdir, REFUSE(parent), parent, name);
 }
 
 static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
 {
-	FORWARD(parent, symlink, REPLY(EPERM), link, parent, name);
+	FORWARD(parent, symlink, REFUSE(parent), link, parent, name);
 }
 
 /* Between the workspace and our files, EXDEV: mv then copies, and the copy says why not. */
@@ -271,7 +280,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	if (strcmp(name, "/") == 0 && !ws_is_ino(parent))
 		REPLY(EOPNOTSUPP);
 	else
-		FORWARD(parent, create, REPLY(EPERM), parent, name, mode, fi);
+		FORWARD(parent, create, REFUSE(parent), parent, name, mode, fi);
 }
 
 /* Files that never wait are always ready, as on a local filesystem. */

@@ -395,7 +395,8 @@ void snapview_shutdown(void)
 	pthread_mutex_unlock(&views_lock);
 }
 
-/* The view's own part: everything in files/ is read-only. */
+/* The view's own part: everything in files/ is read-only (fs/ops.c answers EROFS for what
+ * would change it). */
 
 static void view_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
@@ -420,16 +421,6 @@ static void view_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *
 		fuse_reply_attr(req, &st, VIEW_TIMEOUT);
 }
 
-static void view_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
-			 struct fuse_file_info *fi)
-{
-	(void)ino;
-	(void)attr;
-	(void)to_set;
-	(void)fi;
-	fuse_reply_err(req, EROFS);
-}
-
 /* Set while the host is to follow no link here and no nosymfollow mount covers snapshots/ yet
  * (the guard's, fs/guard.c): the views then give no link's target, as that mount would refuse
  * to follow one. */
@@ -446,28 +437,6 @@ static void view_readlink(fuse_req_t req, fuse_ino_t ino)
 		fuse_reply_err(req, ELOOP);
 	else
 		readlink_node(req, ino);
-}
-
-static void view_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
-{
-	(void)parent;
-	(void)name;
-	(void)mode;
-	fuse_reply_err(req, EROFS);
-}
-
-static void view_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
-{
-	(void)parent;
-	(void)name;
-	fuse_reply_err(req, EROFS);
-}
-
-static void view_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-			struct fuse_file_info *fi)
-{
-	(void)fi;
-	view_mkdir(req, parent, name, mode);
 }
 
 static void view_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
@@ -514,11 +483,7 @@ static void view_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *
 const struct fuse_lowlevel_ops view_ops = {
     .lookup = view_lookup,
     .getattr = view_getattr,
-    .setattr = view_setattr,
     .readlink = view_readlink,
-    .mkdir = view_mkdir,
-    .rmdir = view_rmdir,
-    .create = view_create,
     .open = snapfile_open_view,
     .read = snapfs_read,
     .flush = snapfs_flush,

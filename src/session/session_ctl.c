@@ -11,10 +11,10 @@
 #include "verb.h"
 #include "xmalloc.h"
 
+/* The timeout file's text: decimal milliseconds, a trailing newline or spaces allowed. */
 static int parse_ms(const char *text, size_t len, uint64_t *ms)
 {
-	char buf[32], *end;
-	unsigned long long v;
+	char buf[32];
 
 	while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == ' '))
 		len--;
@@ -22,14 +22,7 @@ static int parse_ms(const char *text, size_t len, uint64_t *ms)
 		return -EINVAL;
 	memcpy(buf, text, len);
 	buf[len] = '\0';
-	if (buf[0] < '0' || buf[0] > '9')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(buf, &end, 10);
-	if (errno || *end || v > UINT32_MAX)
-		return -EINVAL;
-	*ms = v;
-	return 0;
+	return verb_parse_ms(buf, ms);
 }
 
 uint64_t session_timeout(struct session *s)
