@@ -33,37 +33,51 @@ def sandbox(sbx):
 
 @pytest.mark.no_daemon
 @pytest.mark.sbx_timeout(180)
+def docs_install_commands():
+    """The shell lines docs/clients.md gives to install the Python client."""
+    text = (REPO_ROOT / "docs" / "clients.md").read_text()
+    section = text[text.index("## Python (`clients/python`)"):]
+    block = section[section.index("```sh\n") + 6:]
+    return block[:block.index("```")].strip().splitlines()
+
+
 def test_installs_offline_with_debian_packages_only(tmp_path):
-    """`pip install --no-build-isolation clients/python` in a venv that sees the system's
-    packages, as docs/clients.md says, with no index, no find-links and no pip config: what
-    builds it is Debian's setuptools and wheel, and what it installs imports as `sbxfs`."""
+    """docs/clients.md's commands, as written, in a copy of the tree, with no index, no
+    find-links, no pip config, and another `python3` first on the PATH (one that is not
+    Debian's, as pyenv's or conda's are): what builds the client is Debian's setuptools and
+    wheel, and what it installs imports as `sbxfs`."""
     if importlib.util.find_spec("ensurepip") is None:
         pytest.skip("python3-venv is not installed (scripts/bootstrap installs it): "
                     "no venv with pip to install into")
     # A copy, because setuptools builds in place: the build/ and egg-info a root run leaves
     # stay out of the tree.
-    src = tmp_path / "python"
-    shutil.copytree(REPO_ROOT / "clients" / "python", src,
+    root = tmp_path / "tree"
+    shutil.copytree(REPO_ROOT / "clients" / "python", root / "clients" / "python",
                     ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)],
-                   check=True, timeout=120)
+    other = tmp_path / "other-bin"
+    other.mkdir()
+    (other / "python3").write_text("#!/bin/sh\necho not the Debian python3 >&2\nexit 1\n")
+    (other / "python3").chmod(0o755)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_") and
            k != "PYTHONPATH"}
-    env.update(PIP_NO_INDEX="1", PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1")
-    py = str(venv / "bin" / "python")
-    pip = subprocess.run([py, "-m", "pip", "install", "--no-build-isolation", str(src)],
-                         env=env, cwd=tmp_path, capture_output=True, text=True, timeout=150)
-    assert pip.returncode == 0, pip.stdout[-4000:] + pip.stderr[-4000:]
+    env.update(PIP_NO_INDEX="1", PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1",
+               PATH=f"{other}:{os.environ['PATH']}")
+    lines = docs_install_commands()
+    assert [l.split()[0] for l in lines] == ["/usr/bin/python3", ".venv/bin/pip", ".venv/bin/python"]
+    for line in lines:
+        run = subprocess.run(["sh", "-c", line], env=env, cwd=root, capture_output=True,
+                             text=True, timeout=150)
+        assert run.returncode == 0, (line, run.stdout[-4000:] + run.stderr[-4000:])
+    py = str(root / ".venv" / "bin" / "python")
     out = subprocess.run(
         [py, "-c", "import importlib.metadata as m, sbxfs; "
                    "print(sbxfs.__name__, m.version('sbxfs'), sbxfs.__file__)"],
         env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     name, version, path = out.stdout.split()
-    project = tomllib.loads((src / "pyproject.toml").read_text())["project"]
+    project = tomllib.loads((root / "clients" / "python" / "pyproject.toml").read_text())["project"]
     assert (name, version) == ("sbxfs", project["version"])  # distribution named as imported
-    assert path.startswith(str(venv)), path  # the installed copy, not the tree's
+    assert path.startswith(str(root / ".venv")), path  # the installed copy, not the tree's
 
 
 def npm_project(sbx, name, env_name):
@@ -144,6 +158,14 @@ def test_seed_get_session_resumes_and_set_env_vars_unsets(sbx, sandbox):
     with pytest.raises(sdk.SessionNotFoundError) as info:
         created.read_file("x")
     assert str(sbx.mnt) not in str(info.value), info.value
+
+
+def test_a_path_that_is_no_mount_says_so(sbx):
+    for path in ("/tmp", str(sbx.mnt / "workspace"), "/nonexistent"):
+        with pytest.raises(sdk.SandboxError) as info:
+            sdk.get_sandbox(path)
+        assert type(info.value) is sdk.SandboxError
+        assert str(info.value) == f"{path}: not an sbxfs mount (it has no sessions/default)"
 
 
 def test_sandbox_env_reaches_sessions(sandbox):

@@ -74,15 +74,19 @@ export async function deleteCodeContext(sandbox, id) {
 	}
 }
 
-/* The context for runCode: the one given, else one per language kept by the sandbox. */
+/* Each sandbox's default contexts, by language (kept out of the sandbox object, so that it
+ * serialises as the sandbox). */
+const defaultContexts = new WeakMap();
+
+/* The context for runCode: the one given, else one per language kept for the sandbox. */
 async function contextId(sandbox, opts) {
 	if (opts.context !== undefined && opts.context !== null)
 		return checkName(typeof opts.context === 'string' ? opts.context : opts.context.id, 'code context');
 	const language = opts.language ?? 'python';
-	sandbox._defaultContexts ??= new Map();
-	if (!sandbox._defaultContexts.has(language))
-		sandbox._defaultContexts.set(language, createCodeContext(sandbox, { language }));
-	return (await sandbox._defaultContexts.get(language)).id;
+	if (!defaultContexts.has(sandbox)) defaultContexts.set(sandbox, new Map());
+	const byLanguage = defaultContexts.get(sandbox);
+	if (!byLanguage.has(language)) byLanguage.set(language, createCodeContext(sandbox, { language }));
+	return (await byLanguage.get(language)).id;
 }
 
 async function submitCell(sandbox, code, opts) {

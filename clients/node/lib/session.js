@@ -26,33 +26,36 @@ export function envLines(vars) {
 }
 
 export class ExecutionSession {
+	// The order of this client's calls on the session, and its commands still running: private,
+	// so that JSON.stringify(session) shows the session, not the client's state.
+	#lock = Promise.resolve();
+	#inflight = new Set();
+
 	constructor(sandbox, id) {
 		// Not enumerable: the sandbox refers to itself, and JSON.stringify(session) would throw.
 		Object.defineProperty(this, 'sandbox', { value: sandbox, writable: true });
 		this.id = checkName(id, 'session');
 		this.dir = join(sandbox.mountpoint, 'sessions', id);
-		this._lock = Promise.resolve();
-		this._inflight = new Set();
 	}
 
 	/* Runs fn once every earlier fn of this session has settled. */
 	_serialize(fn) {
-		const run = this._lock.then(fn);
-		this._lock = run.catch(() => {});
+		const run = this.#lock.then(fn);
+		this.#lock = run.catch(() => {});
 		return run;
 	}
 
 	/* Keeps a running command's result promise until it settles. */
 	_track(promise) {
-		this._inflight.add(promise);
-		const forget = () => this._inflight.delete(promise);
+		this.#inflight.add(promise);
+		const forget = () => this.#inflight.delete(promise);
 		promise.then(forget, forget);
 		return promise;
 	}
 
 	/* Resolves once every command this client submitted to the session has ended. */
 	async _drain() {
-		while (this._inflight.size) await Promise.allSettled([...this._inflight]);
+		while (this.#inflight.size) await Promise.allSettled([...this.#inflight]);
 	}
 
 	exec(command, opts) {
@@ -155,6 +158,8 @@ export class ExecutionSession {
 }
 
 export class Sandbox extends ExecutionSession {
+	#sessions = new Map(); // the session objects this client made, by id
+
 	constructor(mountpoint, opts = {}) {
 		super({ mountpoint }, 'default');
 		this.sandbox = this;
@@ -166,14 +171,13 @@ export class Sandbox extends ExecutionSession {
 		// change (a session's HOME, its cwd) decides where the workspace is.
 		this.workspaceRoots = ['/workspace'];
 		if (opts.workspacePath) this.workspaceRoots.unshift(posix.normalize(opts.workspacePath).replace(/(.)\/+$/, '$1'));
-		this._sessions = new Map();
 	}
 
 	_session(id) {
-		let s = this._sessions.get(id);
+		let s = this.#sessions.get(id);
 		if (!s) {
 			s = id === 'default' ? this : new ExecutionSession(this, id);
-			this._sessions.set(id, s);
+			this.#sessions.set(id, s);
 		}
 		return s;
 	}
@@ -199,7 +203,7 @@ export class Sandbox extends ExecutionSession {
 			await rmdir(session.dir).catch(() => {});
 			throw mapError(err, 'session', `session ${sid}`);
 		}
-		this._sessions.set(sid, session);
+		this.#sessions.set(sid, session);
 		return session;
 	}
 
@@ -232,7 +236,7 @@ export class Sandbox extends ExecutionSession {
 		} catch (err) {
 			throw mapError(err, 'session', `session ${id}`);
 		}
-		this._sessions.delete(id);
+		this.#sessions.delete(id);
 		return { success: true, sessionId: id, timestamp: new Date().toISOString() };
 	}
 

@@ -131,6 +131,16 @@ describe('the seed examples', { timeout: 120000 }, () => {
 });
 
 describe('sessions and exec', { timeout: 120000 }, () => {
+	it('says a path is no sbxfs mount, not that a session is missing', () => {
+		for (const path of ['/tmp', join(sandbox.mountpoint, 'workspace'), '/nonexistent']) {
+			assert.throws(() => getSandbox(path), (err) => {
+				assert.equal(err.name, 'SandboxError');
+				assert.equal(err.message, `${path}: not an sbxfs mount (it has no sessions/default)`);
+				return true;
+			});
+		}
+	});
+
 	it('gives every caller its own result: 8 callers x 200 execs on one session', async () => {
 		const s = await sandbox.createSession({ id: 'many' });
 		try {
@@ -236,7 +246,8 @@ describe('processes', { timeout: 120000 }, () => {
 				exitCode: 3,
 			});
 			assert.deepEqual(JSON.parse(JSON.stringify(await s.listProcesses())).map((p) => p.id).sort(), ['quick', 'web']);
-			assert.equal(JSON.parse(JSON.stringify(s)).id, 'procs');
+			// A session serialises as what it is, not as this client's state.
+			assert.deepEqual(Object.keys(JSON.parse(JSON.stringify(s))).sort(), ['dir', 'id']);
 			const logs = await s.getProcessLogs('quick');
 			assert.deepEqual(logs, { stdout: 'out\n', stderr: 'err\n', processId: 'quick' });
 
@@ -483,6 +494,14 @@ describe('terminals and code contexts', { timeout: 120000 }, () => {
 			const before = (await sandbox.listCodeContexts()).length;
 			await assert.rejects(sandbox.createCodeContext({ cwd: 'not/absolute' }), ValidationError);
 			assert.equal((await sandbox.listCodeContexts()).length, before);
+			// Without a context, runCode reuses one default context per language, as the SDK
+			// does, and the sandbox still serialises as itself.
+			const first = await sandbox.runCode('y = 1');
+			const second = await sandbox.runCode('y + 1');
+			assert.equal(second.results[0].text, '2');
+			assert.equal((await sandbox.listCodeContexts()).length, before + 1);
+			assert.deepEqual(first.error, undefined);
+			assert.ok(!('_defaultContexts' in JSON.parse(JSON.stringify(sandbox))));
 		} finally {
 			await sandbox.deleteCodeContext(c.id);
 		}

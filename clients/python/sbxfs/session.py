@@ -284,4 +284,9 @@ class Sandbox(ExecutionSession):
 
 
 def get_sandbox(mountpoint, workspace_path=None):
+    """The sandbox of the sbxfs mounted at `mountpoint`; a path that is no sbxfs mount (no
+    sessions/default in it) is a SandboxError that says so, not a missing session later."""
+    if not os.path.isdir(os.path.join(mountpoint, "sessions", "default")):
+        raise SandboxError(f"{mountpoint}: not an sbxfs mount (it has no sessions/default)",
+                           errno="ENOENT")
     return Sandbox(mountpoint, workspace_path=workspace_path)

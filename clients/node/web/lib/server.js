@@ -88,8 +88,13 @@ async function serve(auth, m, req, res) {
 	if (!auth.originAllowed(req, { required: false }) && (changes || url.pathname.startsWith('/api/')))
 		return refuse(res, 403, 'cross-origin request refused');
 	if (url.pathname === '/api/login-url' && req.method === 'POST') {
+		// The URL by the address this request came to (never its Host header, which the
+		// client writes), and its path.
+		const path = auth.loginPath();
+		const local = req.socket.localAddress.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/, '');
+		const host = local.includes(':') ? `[${local}]` : local;
 		res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' });
-		return res.end(JSON.stringify({ path: auth.loginPath() }));
+		return res.end(JSON.stringify({ url: `http://${host}:${req.socket.localPort}${path}`, path }));
 	}
 	if (url.pathname.startsWith('/api/')) return handleApi(m, req, res, url.pathname.slice(5));
 	const file = Object.hasOwn(STATIC, url.pathname) ? STATIC[url.pathname] : null;

@@ -577,6 +577,10 @@ test('token: refused without it, bearer header, one-time login URL sets a cookie
 		assert.equal((await req(base, 'GET', '/api/sessions', { headers: { Cookie: `${name}=forged` } })).status, 401);
 		const more = await req(base, 'POST', '/api/login-url', { headers: { Authorization: `Bearer ${token}` } });
 		assert.match(more.json.path, /^\/login\//);
+		// A URL, as docs/web.md says: this server's address (not the request's Host), and its path.
+		assert.equal(more.json.url, `${base}${more.json.path}`);
+		const forgedHost = await req(base, 'POST', '/api/login-url', { headers: { Authorization: `Bearer ${token}`, Host: 'evil.example' } });
+		assert.equal(new URL(forgedHost.json.url).host, new URL(base).host);
 		assert.equal((await req(base, 'GET', more.json.path)).status, 303);
 	} finally {
 		await w.stop();
