@@ -160,6 +160,26 @@ def test_seed_get_session_resumes_and_set_env_vars_unsets(sbx, sandbox):
     assert str(sbx.mnt) not in str(info.value), info.value
 
 
+# The one form of a time in the client's results (sbxfs/times.py).
+ISO_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
+
+
+def test_times_in_results_have_one_form(sandbox):
+    s = sandbox.create_session()
+    try:
+        times = {"exec": s.exec("true").timestamp,
+                 "write_file": s.write_file("t.txt", "x")["timestamp"]}
+        listed = sandbox.list_files(".")
+        times["list_files"] = next(f["modified_at"] for f in listed["files"]
+                                   if f["name"] == "t.txt")
+        stream = list(s.exec_stream("true"))
+        times["exec_stream"] = stream[0]["timestamp"]
+    finally:
+        times["delete_session"] = sandbox.delete_session(s.id)["timestamp"]
+        sandbox.delete_file("t.txt")
+    assert {k: v for k, v in times.items() if not ISO_TIME.fullmatch(v)} == {}
+
+
 def test_a_path_that_is_no_mount_says_so(sbx):
     for path in ("/tmp", str(sbx.mnt / "workspace"), "/nonexistent"):
         with pytest.raises(sdk.SandboxError) as info:
@@ -497,6 +517,7 @@ def test_code_contexts(sbx, sandbox):
         # unless given), an execution whose keys are snake_case down to is_main_result.
         assert sorted(c) == ["created_at", "cwd", "id", "language", "last_used"]
         assert (c["language"], c["cwd"]) == ("python", sbx.cmd_ws)
+        assert ISO_TIME.fullmatch(c["created_at"]) and ISO_TIME.fullmatch(c["last_used"]), c
         sandbox.run_code("x = 20", context=c)
         seen = []
         r = sandbox.run_code('print("hi"); x + 22', context=c, on_result=seen.append)

@@ -7,11 +7,11 @@ import os
 import queue
 import threading
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Optional
 
 from .errors import CommandTimeoutError, ValidationError, map_error
 from .fsio import ENV_NAME, follow, read_bytes, read_json, shell_quote, submit, write_control
+from .times import iso
 
 
 @dataclass
@@ -140,10 +140,6 @@ def run_exec(session, command, timeout=None, env=None, cwd=None, on_output=None)
             t.join()
 
 
-def _now():
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 def exec_stream(session, command, timeout=None, env=None, cwd=None):
     """Events as dicts, as the SDK's SSE events: start, stdout, stderr, complete (or error)."""
     events = queue.Queue()
@@ -152,16 +148,16 @@ def exec_stream(session, command, timeout=None, env=None, cwd=None):
     def produce():
         try:
             n, run_dir = submit_command(session, wrap_command(command, env, cwd), timeout)
-            events.put({"type": "start", "timestamp": _now(), "command": command, "run": n,
+            events.put({"type": "start", "timestamp": iso(), "command": command, "run": n,
                         "session_id": session.id})
             for t in _follow_output(run_dir, lambda s, d: events.put(
-                    {"type": s, "timestamp": _now(), "data": d})):
+                    {"type": s, "timestamp": iso(), "data": d})):
                 t.join()
             result = _result(session, n, run_dir, command)
-            events.put({"type": "complete", "timestamp": _now(), "exit_code": result.exit_code,
+            events.put({"type": "complete", "timestamp": iso(), "exit_code": result.exit_code,
                         "result": result})
         except Exception as exc:  # the stream's consumer gets it as an event
-            events.put({"type": "error", "timestamp": _now(), "error": str(exc)})
+            events.put({"type": "error", "timestamp": iso(), "error": str(exc)})
         events.put(done)
 
     threading.Thread(target=produce, daemon=True).start()

@@ -6,11 +6,11 @@ import os
 import re
 import threading
 import time
-from datetime import datetime, timezone
 
 from .errors import CodeInterpreterUnavailableError, ValidationError, map_error
 from .fsio import ENV_NAME, env_value, follow, read_text, submit, write_control
 from .names import check_name, is_name
+from .times import iso
 
 LANGUAGES = ("python", "javascript", "typescript")
 _CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
@@ -64,7 +64,7 @@ def create_code_context(sandbox, language="python", cwd=None, env_vars=None, tim
         except OSError:
             pass
         raise _fail(exc, id) from None
-    now = datetime.now(timezone.utc)
+    now = iso()
     return {"id": id, "language": language, "cwd": cwd, "created_at": now, "last_used": now}
 
 

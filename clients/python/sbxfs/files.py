@@ -14,10 +14,9 @@ import stat as st_
 import string
 import struct
 import threading
-from datetime import datetime, timezone
 
 from . import beneath
-from .commands import _now
+from .times import iso
 from .errors import ValidationError, map_error
 from .fsio import read_text
 
@@ -68,7 +67,7 @@ def _is_text(data):
 
 
 def _ok(path, **extra):
-    return {"success": True, "path": path, "timestamp": _now(), "exit_code": 0, **extra}
+    return {"success": True, "path": path, "timestamp": iso(), "exit_code": 0, **extra}
 
 
 def _lstat_or_none(dir_fd, name):
@@ -292,7 +291,7 @@ def list_files(session, path, recursive=False, include_hidden=False):
             files.append({
                 "name": name, "absolute_path": posixpath.join(path, sub), "relative_path": sub,
                 "type": _file_type(s.st_mode), "size": s.st_size,
-                "modified_at": datetime.fromtimestamp(s.st_mtime, tz=timezone.utc).isoformat(),
+                "modified_at": iso(s.st_mtime),
                 "mode": _mode_string(s.st_mode),
                 "permissions": {"readable": bool(s.st_mode & 0o400),
                                 "writable": bool(s.st_mode & 0o200),

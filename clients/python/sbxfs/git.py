@@ -3,7 +3,7 @@
 import os
 import re
 
-from .commands import _now
+from .times import iso
 from .errors import GitTimeoutError, ValidationError, git_error, map_error
 from .fsio import read_text, submit
 from .processes import _in_thread
@@ -36,7 +36,7 @@ def git_checkout(session, url, branch=None, target_dir=None, depth=None, clone_t
     m = re.match(r"^ok (\S+) (.*) (\S+)$", last)
     if m:
         return {"success": True, "repo_url": url, "branch": m.group(3), "target_dir": m.group(2),
-                "commit": m.group(1), "timestamp": _now()}
+                "commit": m.group(1), "timestamp": iso()}
     m = re.match(r"^error ([a-z-]+): (.*)$", last)
     if m:
         raise git_error(m.group(1), m.group(2))

@@ -9,7 +9,8 @@ import threading
 import time
 from datetime import datetime, timezone
 
-from .commands import _now, env_cwd_prefix
+from .commands import env_cwd_prefix
+from .times import iso
 from .errors import (ProcessExitedBeforeReadyError, ProcessReadyTimeoutError, map_error)
 from .fsio import follow, parse_status, read_snapshot, read_text, submit, write_control
 from .names import check_name, is_name
@@ -269,7 +270,7 @@ def stream_process_logs(session, id):
             def on_chunk(data):
                 text = decoder.decode(data)
                 if text:
-                    events.put({"type": stream, "timestamp": _now(), "data": text,
+                    events.put({"type": stream, "timestamp": iso(), "data": text,
                                 "process_id": id})
             follow(os.path.join(proc.dir, stream), on_chunk)
         t = threading.Thread(target=run, daemon=True)
@@ -284,4 +285,4 @@ def stream_process_logs(session, id):
     while (ev := events.get()) is not None:
         yield ev
     code = proc.wait_for_exit()["exit_code"]
-    yield {"type": "exit", "timestamp": _now(), "exit_code": code, "process_id": id}
+    yield {"type": "exit", "timestamp": iso(), "exit_code": code, "process_id": id}

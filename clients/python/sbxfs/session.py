@@ -4,13 +4,13 @@ default)."""
 import os
 import posixpath
 import threading
-from datetime import datetime, timezone
 
 from . import backups, commands, contexts, files, network, ports, processes, terminals
 from .errors import SandboxError, SessionNotFoundError, ValidationError, map_error
 from .fsio import ENV_NAME, env_value, read_text, write_control
 from .git import git_checkout
 from .names import check_name
+from .times import iso
 
 
 def env_lines(env_vars):
@@ -235,7 +235,7 @@ class Sandbox(ExecutionSession):
         with self._lock:
             self._sessions.pop(id, None)
         return {"success": True, "session_id": id,
-                "timestamp": datetime.now(timezone.utc).isoformat()}
+                "timestamp": iso()}
 
     def create_backup(self, dir, name=None):
         """A snapshot of the workspace, at one instant: {'id', 'dir'[, 'name']}."""
