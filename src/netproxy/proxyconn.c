@@ -347,7 +347,8 @@ out:
 /* An answer of the proxy's own; extra: more header lines (each ending in CRLF), or "". */
 static void http_reply_with(struct conn *c, const char *status, const char *extra, const char *body)
 {
-	char head[512 + sizeof(c->m.u.conn.rule)];
+	/* The status line and the body each hold a host and a rule at most. */
+	char head[512 + 2 * (sizeof(c->m.u.conn.rule) + NETPOLICY_HOST_MAX + 64)];
 	int n = snprintf(head, sizeof(head),
 			 "HTTP/1.1 %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n%s"
 			 "Connection: close\r\n\r\n%s",
@@ -375,16 +376,33 @@ static void http_refuse_identity(struct conn *c, int rc)
 				"Proxy-Authenticate: Basic realm=\"sbxfs\"\r\n", body);
 }
 
+/* "CODE TEXT REASON": the reason, its newline dropped and any byte a status line may not hold
+ * made '?', in the status line's reason phrase, where tools that print only the status line
+ * (Python's http.client, so pip; Node's agents) show why. */
+static const char *status_with_reason(char *buf, size_t size, const char *status,
+				      const char *reason)
+{
+	int n = snprintf(buf, size, "%s %s", status, reason);
+
+	for (int i = (int)strlen(status) + 1; i < n && (size_t)i < size; i++)
+		if ((unsigned char)buf[i] < 0x20 || (unsigned char)buf[i] > 0x7e)
+			buf[i] = '?';
+	if (n > 0 && (size_t)n <= size && buf[n - 1] == '?')
+		buf[n - 1] = '\0'; /* the body's newline */
+	return buf;
+}
+
 /* The one-line answer to a request the proxy does not carry. */
 static void http_refuse(struct conn *c, int rc)
 {
 	struct netmsg_conn *mc = &c->m.u.conn;
-	char body[sizeof(mc->rule) + NETPOLICY_HOST_MAX + 64];
+	char body[sizeof(mc->rule) + NETPOLICY_HOST_MAX + 64], status[sizeof(body) + 32];
 
 	if (mc->verdict == NETV_DENY) {
 		snprintf(body, sizeof(body), "sbxfs network policy: %s:%u denied (%s)\n", mc->host,
 			 mc->port, mc->rule);
-		http_reply(c, "403 Forbidden", body);
+		http_reply(c, status_with_reason(status, sizeof(status), "403 Forbidden by", body),
+			   body);
 	} else {
 		snprintf(body, sizeof(body), "sbxfs proxy: %s:%u: %s\n", mc->host, mc->port,
 			 mc->rule);

@@ -847,3 +847,33 @@ for _ in range(n):
     print(s.recv(4096).split()[1].decode(), flush=True)
     socks.append(s)
 """
+
+
+# What a tool prints of a refusal, each measured behind the policy's deny: npm and Python's
+# http.client (so pip) print the status line's reason phrase, curl -v and git with
+# GIT_CURL_VERBOSE show the status line; curl and git themselves print only the code.
+REASON = "sbxfs network policy: deny.wild.test:443 denied (deny deny.wild.test)"
+
+
+def test_a_refusal_reaches_the_tools_own_message(fm):
+    s = fm.sessions / "default"
+    out, err, code = sh(fm, s, "python3 -c 'import urllib.request as u; "
+                        "u.urlopen(\"https://deny.wild.test/\")' 2>&1 | tail -1")
+    assert f"Tunnel connection failed: 403 Forbidden by {REASON}" in out, out
+    out, err, code = sh(fm, s, "curl -sS -v -m 10 https://deny.wild.test/ 2>&1")
+    assert f"< HTTP/1.1 403 Forbidden by {REASON}" in out, out
+    out, err, code = sh(fm, s, "GIT_CURL_VERBOSE=1 git ls-remote https://deny.wild.test/r.git "
+                        "2>&1 | grep -m1 'HTTP/1.1 403'")
+    assert f"HTTP/1.1 403 Forbidden by {REASON}" in out, out
+    # Plain HTTP through the proxy: the body says it too (curl prints it).
+    out, _, _ = curl(fm, s, "http://deny.wild.test/hello")
+    assert out == "sbxfs network policy: deny.wild.test:80 denied (deny deny.wild.test)\n"
+
+
+@pytest.mark.skipif(not shutil.which("npm"), reason="npm is not installed")
+def test_npm_names_the_refusal(fm):
+    out, err, code = sh(fm, fm.sessions / "default",
+                        "cd /tmp && npm_config_registry=https://deny.wild.test/ "
+                        "npm install --no-audit --fetch-retries=0 is-number 2>&1 | grep -m3 -i "
+                        "'403\\|sbxfs'", timeout=90)
+    assert f"403 Forbidden by {REASON} - GET https://deny.wild.test/is-number" in out, out
