@@ -2,8 +2,10 @@
  * The workspace's directory stays what it is (its mount, the sandbox's bind of it): its
  * contents are made equal to the snapshot's, files that differ replaced by new ones renamed over
  * them, files unchanged since the snapshot left as they are. Nothing may run in the sandbox
- * meanwhile: a restore finds it idle (else EBUSY) or, with force, ends what runs first, and
- * keeps it frozen while it works, so a command started meanwhile waits for it. */
+ * meanwhile for a whole restore; for one directory, nothing that holds something under it
+ * (snapblock.c): a restore finds that so (else EBUSY, and status says what blocked it) or, with
+ * force, ends it first, and keeps the sandbox frozen while it works, so a command started
+ * meanwhile waits for it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -19,6 +21,7 @@
 #include "cgroup.h"
 #include "context.h"
 #include "job.h"
+#include "log.h"
 #include "session.h"
 #include "snapshot_priv.h"
 #include "term.h"
@@ -213,16 +216,38 @@ int snapshot_ctl_check(const char *line, size_t len)
 	char *dir;
 	int rc = snap_restore_parse(line, len, &force, &dir);
 
-	free(dir);
-	/* Told at the write: the close would find it busy too (unless it ended meanwhile). */
-	if (rc == 0 && !force && sandbox_busy(false))
+	/* A whole restore is told at the write: the close would find it busy too (unless it ended
+	 * meanwhile). A directory's is told at the close, with what holds it in status. */
+	if (rc == 0 && !force && !dir && sandbox_busy(false))
 		rc = -EBUSY;
+	free(dir);
 	return rc;
 }
 
-/* The sandbox idle and frozen (or idle, without a freezer): 0, *frozen; -EBUSY when it is not
- * idle (force: not even after its kills). */
-static int quiesce(struct snapshot *s, bool force, bool *frozen)
+/* Whether what the restore of dir must not race runs ("": the whole workspace: anything);
+ * stop: it is killed. What it is, in s->restore_busy. */
+static bool busy_for(struct snapshot *s, const char *dir, bool stop)
+{
+	char why[sizeof(s->restore_busy)];
+	bool busy;
+
+	/* Without cgroups the sandbox's processes cannot be told from the host's: the whole rule.
+	 */
+	if (dir[0] && cgroup_sandbox()) {
+		busy = snap_blockers(dir, stop, why, sizeof(why)) > 0;
+	} else {
+		busy = sandbox_busy(stop);
+		snprintf(why, sizeof(why), "a command, process, terminal or cell runs");
+	}
+	pthread_mutex_lock(&snap_lock);
+	snprintf(s->restore_busy, sizeof(s->restore_busy), "%s", busy ? why : "");
+	pthread_mutex_unlock(&snap_lock);
+	return busy;
+}
+
+/* Nothing the restore of dir would race, and the sandbox frozen (or so, without a freezer): 0,
+ * *frozen; -EBUSY when that is not so (force: not even after its kills). */
+static int quiesce(struct snapshot *s, const char *dir, bool force, bool *frozen)
 {
 	const struct timespec step = {0, SETTLE_STEP_MS * 1000000L};
 
@@ -233,19 +258,22 @@ static int quiesce(struct snapshot *s, bool force, bool *frozen)
 			pthread_mutex_lock(&snap_lock);
 			s->phase = "stopping";
 			pthread_mutex_unlock(&snap_lock);
-			sandbox_busy(true);
+			busy_for(s, dir, true);
 		}
 		frc = cgroup_freeze(cgroup_sandbox(), true);
 		if (frc < 0 && frc != -EOPNOTSUPP)
 			return frc == -ETIMEDOUT ? -EBUSY : frc;
 		*frozen = frc == 0;
 		/* Frozen, nothing can start: what runs now is what the restore would race. */
-		if (!sandbox_busy(false))
+		if (!busy_for(s, dir, false))
 			return 0;
 		if (*frozen)
 			cgroup_freeze(cgroup_sandbox(), false);
-		if (!force || snap_now_ms() >= end)
+		if (!force || snap_now_ms() >= end) {
+			log_warnx("snapshot %s: restore refused, busy: %s", s->name,
+				  s->restore_busy);
 			return -EBUSY;
+		}
 	}
 }
 
@@ -329,7 +357,7 @@ int snap_restore_run(struct snapshot *s, const char *line)
 	if (ws < 0)
 		return -errno;
 	if ((rc = snap_restore_parse(line, strlen(line), &force, &dir)) == 0 &&
-	    (rc = quiesce(s, force, &frozen)) == 0) {
+	    (rc = quiesce(s, dir ? dir : "", force, &frozen)) == 0) {
 		rc = restore_into(s, ws, dir ? dir : "");
 		if (frozen)
 			cgroup_freeze(cgroup_sandbox(), false);

@@ -51,7 +51,8 @@ struct snapshot {
 	int restore_rc;
 	uint64_t restore_ms, restored_files;
 	bool restored;
-	struct ticket *done; /* the mkdir or ctl waiting on the work */
+	char restore_busy[512]; /* the last restore refused busy: what held its directory */
+	struct ticket *done;	/* the mkdir or ctl waiting on the work */
 	TAILQ_ENTRY(snapshot) link;
 };
 
@@ -59,6 +60,10 @@ extern pthread_mutex_t snap_lock;
 extern const struct config *snap_cfg;
 extern int snap_dir_fd;	     /* where snapshots are kept */
 extern char *snap_workspace; /* the workspace's backing directory */
+
+/* snapblock.c: the sandbox's processes holding something under the workspace's dir (how many;
+ * stop: each is killed), the first few named in why. */
+size_t snap_blockers(const char *dir, bool stop, char *why, size_t whylen);
 extern uid_t snap_owner_uid;
 extern gid_t snap_owner_gid;
 

@@ -1,5 +1,6 @@
 /* A snapshot's status text: its state, what it holds and what taking it cost, progress while it
  * is taken or restored, and the outcome of the last restore. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,6 +86,8 @@ char *snapshot_status(struct snapshot *s, size_t *len)
 		put_progress(f, s);
 	if (s->restored) {
 		fprintf(f, "restore %s\n", s->restore_rc == 0 ? "ok" : strerror(-s->restore_rc));
+		if (s->restore_rc == -EBUSY && s->restore_busy[0])
+			fprintf(f, "restore_busy %s\n", s->restore_busy);
 		fprintf(f, "restore_ms %" PRIu64 "\nrestore_files %" PRIu64 "\n", s->restore_ms,
 			s->restored_files);
 	}

@@ -9,6 +9,7 @@ listed; an XFS workspace image makes them reflinks."""
 import errno
 import io
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -263,6 +264,55 @@ def test_restore_busy_then_force(m):
     wait_until(lambda: parse_status(read_bytes(proc / "status"))["state"] != "running", 20,
                "the holder to be gone")
     bounded(os.rmdir, proc)
+
+
+def start_proc(m, name, cmd):
+    proc = m.sessions / "default" / "procs" / name
+    os.mkdir(proc)
+    write_bytes(proc / "cmd", cmd)
+    wait_until(lambda: parse_status(read_bytes(proc / "status"))["state"] == "running", 20,
+               f"{name} to run")
+    return proc
+
+
+def proc_state(proc):
+    return parse_status(read_bytes(proc / "status"))["state"]
+
+
+def test_restoring_a_directory_stops_only_what_holds_it(m):
+    empty_workspace(m)
+    sh(m, "mkdir app other && echo snapshot > app/f && echo x > other/y")
+    take(m, "dirs")
+    sh(m, "echo later > app/f")
+    server = start_proc(m, "server", f"cd {m.cmd_ws}/other && exec sleep 1000")
+    try:
+        # Nothing holds app/: restored while the server elsewhere runs on.
+        restore(m, "dirs", "restore app")
+        assert (m.ws / "app/f").read_text() == "snapshot\n"
+        sh(m, "echo later > app/f")
+        holder = start_proc(m, "holder",
+                            f"exec 3< {m.cmd_ws}/app/f; touch {m.cmd_ws}/other/held; "
+                            "exec sleep 1000")
+        wait_until(lambda: (m.ws / "other/held").exists(), 20, "the holder to hold app/f")
+        # Held: refused at close, and status and the log say by what.
+        assert ctl(snaps(m) / "dirs" / "ctl", "restore app\n") == errno.EBUSY
+        st = snap_status(m, "dirs")
+        assert st["restore"] == os.strerror(errno.EBUSY), st
+        assert re.fullmatch(rf"\d+ \(sleep\) holds {re.escape(m.cmd_ws)}/app/f", st["restore_busy"]), st
+        assert f"restore refused, busy: {st['restore_busy']}" in m.daemon_log(limit=10**6)
+        assert (m.ws / "app/f").read_text() == "later\n"
+        assert proc_state(holder) == "running" and proc_state(server) == "running"
+        # Forced: the holder is stopped, the server is not.
+        restore(m, "dirs", "restore force app")
+        assert (m.ws / "app/f").read_text() == "snapshot\n"
+        wait_until(lambda: proc_state(holder) != "running", 20, "the holder to be gone")
+        assert proc_state(server) == "running"
+        assert "restore_busy" not in snap_status(m, "dirs")
+        bounded(os.rmdir, holder)
+    finally:
+        ctl(server / "ctl", "kill KILL\n")
+        wait_until(lambda: proc_state(server) != "running", 20, "the server to be gone")
+        bounded(os.rmdir, server)
 
 
 def test_archive_round_trip_to_another_mount(m):
