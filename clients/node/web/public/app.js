@@ -311,7 +311,8 @@ async function refreshNetwork() {
 		$('#network-policy-mode').value = net.mode;
 		$('#network-policy-rules').value = rules.join('\n');
 	}
-	$('#network-log').textContent = net.log.map(logLine).join('\n');
+	// Newest first, as a log is read for what just happened.
+	$('#network-log').textContent = net.log.map(logLine).reverse().join('\n');
 }
 
 /* The form's rules: `allow PATTERN [private]` and `deny PATTERN` lines, as the policy file

@@ -103,6 +103,23 @@ test('create a session, run echo hi, see hi and exit 0', { skip }, async () => {
 	await shot('1-echo-hi');
 });
 
+test('the network log: newest first, long lines wrapped, not cut at the column', { skip }, async () => {
+	// Two requests the proxy refuses (the mount's policy is mode none): a line each in the log.
+	const long = `second-${'x'.repeat(50)}.${'y'.repeat(50)}.${'z'.repeat(50)}.test`;
+	writeFileSync(join(mount.mnt, 'sessions', 'default', 'cmd'), `curl -sS -m 5 http://first.test/; curl -sS -m 5 http://${long}/\n`);
+	readFileSync(join(mount.mnt, 'sessions', 'default', 'exit'));
+	// The page's next refresh shows them (it stays as the tests before left it).
+	await page.waitForFunction((name) => document.querySelector('#network-log').textContent.includes(name), long);
+	const { lines, scroll, client } = await page.evaluate(() => {
+		const log = document.querySelector('#network-log');
+		return { lines: log.textContent.split('\n'), scroll: log.scrollWidth, client: log.clientWidth };
+	});
+	assert.ok(lines[0].includes(long), lines.join('\n'));
+	assert.ok(lines.findIndex((l) => l.includes('first.test')) > 0, lines.join('\n'));
+	assert.ok(scroll <= client, `the log is ${scroll} px wide in a ${client} px column`);
+	await shot('network-log');
+});
+
 test('a command printing for 2 s shows its lines as they arrive, colours rendered', { skip }, async () => {
 	await page.fill('#command', 'for i in 1 2 3 4 5; do printf "\\e[31mline $i\\e[0m\\n"; sleep 0.4; done');
 	await page.press('#command', 'Enter');
