@@ -21,7 +21,7 @@ from sbxutil import (bounded, read_bytes, run_proc, sbxfs_binary, status, uniq,
                      wait_until, write_bytes)
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None,
-                                reason="tmux is not installed (scripts/bootstrap installs it)")
+                                reason="tmux is not installed (scripts/bootstrap --test installs it)")
 
 WAIT = 20
 

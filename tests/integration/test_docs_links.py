@@ -104,7 +104,7 @@ def test_readme_starts_with_its_two_commands():
     assert text.startswith("# sbxfs\n"), "the README does not start with its title"
     blocks = re.findall(r"^```sh\n(.*?)\n```", text, re.M | re.S)
     assert blocks[:2] == ["scripts/bootstrap && build/sbxfs -f /mnt/sbx",
-                          "scripts/bootstrap && tests/run-all"]
+                          "scripts/bootstrap --test && tests/run-all"]
     assert text.index(blocks[1]) < 600, "the two commands are not at the top"
 
 

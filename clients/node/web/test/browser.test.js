@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { startMount, startWeb, waitFor, freePort } from './helpers.js';
 
 const CHROMIUM = process.env.SBXFS_CHROMIUM || '/usr/bin/chromium';
-const skip = existsSync(CHROMIUM) ? false : `no ${CHROMIUM} (scripts/bootstrap installs Debian's chromium for these tests)`;
+const skip = existsSync(CHROMIUM) ? false : `no ${CHROMIUM} (scripts/bootstrap --test installs Debian's chromium for these tests)`;
 const S = `br-${randomBytes(3).toString('hex')}`;
 let mount, web, browser, page, artifacts;
 
