@@ -11,8 +11,10 @@
 #include "context.h"
 #include "ctxfile_priv.h"
 #include "ctxkind.h"
+#include "refusals.h"
 #include "reply.h"
 #include "run.h"
+#include "verb.h"
 #include "xmalloc.h"
 
 /* Bytes a one-value file (language, cwd, timeout) or ctl may be given in one open. */
@@ -155,8 +157,13 @@ static int check_ctl(struct xfh *fh)
 		size_t len = (size_t)(end - fh->wbuf) - i + 1;
 		int rc = len > 1 ? context_ctl(NULL, fh->wbuf + i, len) : 0;
 
-		if (rc < 0)
+		if (rc < 0) {
+			char *path = xasprintf("contexts/%s/ctl", context_name(fh->c));
+
+			refusal_note(path, -rc, "%s", verb_why());
+			free(path);
 			return rc;
+		}
 		i += len;
 	}
 	return 0;

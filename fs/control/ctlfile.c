@@ -15,6 +15,7 @@
 #include "ctlfile_priv.h"
 #include "envlist.h"
 #include "job.h"
+#include "refusals.h"
 #include "park.h"
 #include "run.h"
 #include "session.h"
@@ -280,4 +281,32 @@ int ctl_fstat(struct fuse_file_info *fi, struct stat *st)
 		return -ENOENT;
 	st->st_size = (off_t)fh->snaplen; /* what this open reads, to the byte */
 	return 0;
+}
+
+/* The file's path in the mount, as the README writes it with its session's id and its
+ * process's name in place. */
+static char *path_of(const struct ctlfh *fh)
+{
+	const struct kind_info *k = fh_row(fh);
+	const char *sid = fh->s ? session_id(fh->s) : "ID";
+
+	if (k->path && !strncmp(k->path, "sessions/ID/", 12))
+		return xasprintf("sessions/%s/%s", sid, k->path + 12);
+	if (k->path)
+		return xstrdup(k->path);
+	if (k->where & IN_NET)
+		return xasprintf("network/%s", k->name);
+	if (!fh->s)
+		return xstrdup(k->name);
+	if (fh->job)
+		return xasprintf("sessions/%s/procs/%s/%s", sid, job_name(fh->job), k->name);
+	return xasprintf("sessions/%s/%s", sid, k->name);
+}
+
+void ctl_refuse(const struct ctlfh *fh, int err, const char *why)
+{
+	char *path = path_of(fh);
+
+	refusal_note(path, err, "%s", why);
+	free(path);
 }

@@ -46,6 +46,7 @@ enum ctl_kind {
 	K_NETPOLICY,  /* network/policy */
 	K_NETLOG,     /* network/log */
 	K_SNETLOG,    /* sessions/<id>/network: the session's lines of the log */
+	K_ERRORS,     /* errors at the root: the refusals log */
 	K_MAX
 };
 _Static_assert(K_SDIR == 5, "sessions/ID/ is where ino.h says");

@@ -126,7 +126,8 @@ void ctl_rmdir_session(fuse_req_t req, fuse_ino_t parent, const char *name);
 void ctl_mkdir_job(fuse_req_t req, fuse_ino_t parent, const char *name);
 void ctl_rmdir_job(fuse_req_t req, fuse_ino_t parent, const char *name);
 
-/* ctlfile.c: opens and fstat */
+/* ctlfile.c: opens and fstat, and the refusals log's line of a refused write to fh's file */
+void ctl_refuse(const struct ctlfh *fh, int err, const char *why);
 void ctl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void ctl_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 int ctl_open_clone(struct ctlfh *fh, bool writing);
@@ -147,7 +148,12 @@ char *ctl_render_ports(struct ctlfh *fh, size_t *len);
 char *ctl_render_status(struct ctlfh *fh, size_t *len);
 char *ctl_render_result(struct ctlfh *fh, size_t *len);
 
-/* ctlread.c: reads that wait, and poll */
+/* ctlread.c: reads that wait, logs read to their end, and poll */
+int ctl_read_log(fuse_req_t req, struct ctlfh *fh, size_t size, off_t off,
+		 void (*read)(const void *src, uint64_t *off, char *buf, size_t size, size_t *n),
+		 const void *src);
+void ctl_size_errors(struct ctlfh *fh, struct stat *st);
+int ctl_read_errors(fuse_req_t req, struct fhandle *h, size_t size, off_t off, struct waiter *w);
 void ctl_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
 void ctl_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	      struct fuse_pollhandle *ph);

@@ -16,6 +16,16 @@ static const struct kind_info readme_row = {
     .render = ctl_render_readme,
 };
 
+static const struct kind_info errors_row = {
+    .name = "errors",
+    .help = "a line per refusal that an errno alone does not explain: what and why",
+    .mode = S_IFREG | 0444,
+    .where = IN_ROOT,
+    .flags = KF_ROOT,
+    .size = ctl_size_errors,
+    .read = ctl_read_errors,
+};
+
 static const struct kind_info limits_row = {
     .name = "limits",
     .help = "the sandbox's limits and use now, its uid, how workspace/ is served",
@@ -261,6 +271,7 @@ static const struct kind_info *const kinds[K_MAX] = {
     [K_NETPOLICY] = &netpolicy_row,
     [K_NETLOG] = &netlog_row,
     [K_SNETLOG] = &snetlog_row,
+    [K_ERRORS] = &errors_row,
 };
 
 const struct kind_info *kind_row(enum ctl_kind k)

@@ -8,6 +8,7 @@
 #include "ctlkind.h"
 #include "job.h"
 #include "park.h"
+#include "refusals.h"
 #include "session.h"
 #include "xmalloc.h"
 
@@ -70,6 +71,12 @@ void ctl_mkdir_session(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	(void)parent;
 	rc = session_create(name, &s, &ready);
+	if (rc == -EINVAL) {
+		char *path = xasprintf("sessions/%s", name);
+
+		refusal_note(path, EINVAL, "a session id is 1 to 64 of A-Z a-z 0-9 . _ -, not . or ..");
+		free(path);
+	}
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
 		return;

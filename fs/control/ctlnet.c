@@ -22,8 +22,11 @@ static char *ctl_render_netpolicy(struct ctlfh *fh, size_t *len)
 	return net_policy_read(len);
 }
 
+/* A refused line is said in the errors file with its number in this open and why. */
 static int ctl_write_netpolicy(fuse_req_t req, struct ctlfh *fh, const char *buf, size_t size)
 {
+	char why[160] = "", line_why[200];
+	unsigned nline = 0;
 	int rc;
 
 	(void)req;
@@ -35,18 +38,29 @@ static int ctl_write_netpolicy(fuse_req_t req, struct ctlfh *fh, const char *buf
 
 		if (!nl)
 			break;
-		rc = net_policy_check_line(line, (size_t)(nl - line));
+		nline = 1;
+		for (const char *p = fh->wbuf; p < line; p++)
+			nline += *p == '\n';
+		rc = net_policy_check_line(line, (size_t)(nl - line), why, sizeof(why));
 		fh->wchecked = (size_t)(nl - fh->wbuf) + 1;
 	}
 	pthread_mutex_unlock(&fh->h.lock);
+	if (rc < 0 && why[0]) {
+		snprintf(line_why, sizeof(line_why), "line %u: %s", nline, why);
+		ctl_refuse(fh, -rc, line_why);
+	}
 	return rc;
 }
 
 static int ctl_apply_netpolicy(struct ctlfh *fh, const char *text, size_t len, unsigned *n)
 {
-	(void)fh;
+	char why[160] = "";
+	int rc = net_policy_write(text, len, why, sizeof(why));
+
 	(void)n;
-	return net_policy_write(text, len);
+	if (rc < 0 && why[0])
+		ctl_refuse(fh, -rc, why);
+	return rc;
 }
 
 /* The log a handle reads: the session's, or the whole one. */
@@ -67,33 +81,22 @@ static void ctl_size_netlog(struct ctlfh *fh, struct stat *st)
 		st->st_size = (off_t)net_log_end(log_of(fh));
 }
 
-/* A read below the oldest byte held starts there, and the open's later offsets follow on. */
+static void read_net(const void *src, uint64_t *off, char *buf, size_t size, size_t *n)
+{
+	net_log_read(src, off, buf, size, n);
+}
+
 static int ctl_read_netlog(fuse_req_t req, struct fhandle *h, size_t size, off_t off,
 			   struct waiter *w)
 {
 	struct ctlfh *fh = container_of(h, struct ctlfh, h);
-	uint64_t at;
-	size_t n = 0;
-	char *buf;
 
 	(void)w; /* never waits */
 	if (no_log(fh)) {
 		fuse_reply_buf(req, NULL, 0);
 		return 0;
 	}
-	pthread_mutex_lock(&fh->h.lock);
-	at = (uint64_t)off + fh->shift;
-	pthread_mutex_unlock(&fh->h.lock);
-	buf = xmalloc(size ? size : 1);
-	net_log_read(log_of(fh), &at, buf, size, &n);
-	pthread_mutex_lock(&fh->h.lock);
-	if (at > (uint64_t)off + fh->shift)
-		fh->shift = at - (uint64_t)off;
-	fh->pos = (off_t)(at + n - fh->shift);
-	pthread_mutex_unlock(&fh->h.lock);
-	fuse_reply_buf(req, buf, n);
-	free(buf);
-	return 0;
+	return ctl_read_log(req, fh, size, off, read_net, log_of(fh));
 }
 
 /* The rows of the kinds this file serves (ctlkind.h). */

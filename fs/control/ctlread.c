@@ -3,6 +3,7 @@
  * number. */
 #include <errno.h>
 #include <poll.h>
+#include <stdlib.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include "job.h"
 #include "reply.h"
 #include "result.h"
+#include "refusals.h"
 #include "run.h"
 #include "session.h"
 #include "xmalloc.h"
@@ -148,4 +150,48 @@ void ctl_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct 
 	if (fh->writable)
 		revents |= POLLOUT | POLLWRNORM;
 	fhandle_poll(req, &fh->h, ph, revents, fh->run || !(k->flags & KF_RUN) ? k->poll : NULL);
+}
+
+/* A log read like a file on disk (network/log, errors): from offset off of the open (its shift
+ * added: a read below the oldest byte held starts there, and the open's later offsets follow
+ * on) to the log's current end, then EOF; never waits. */
+int ctl_read_log(fuse_req_t req, struct ctlfh *fh, size_t size, off_t off,
+		 void (*read)(const void *src, uint64_t *off, char *buf, size_t size, size_t *n),
+		 const void *src)
+{
+	uint64_t at;
+	size_t n = 0;
+	char *buf;
+
+	pthread_mutex_lock(&fh->h.lock);
+	at = (uint64_t)off + fh->shift;
+	pthread_mutex_unlock(&fh->h.lock);
+	buf = xmalloc(size ? size : 1);
+	read(src, &at, buf, size, &n);
+	pthread_mutex_lock(&fh->h.lock);
+	if (at > (uint64_t)off + fh->shift)
+		fh->shift = at - (uint64_t)off;
+	fh->pos = (off_t)(at + n - fh->shift);
+	pthread_mutex_unlock(&fh->h.lock);
+	fuse_reply_buf(req, buf, n);
+	free(buf);
+	return 0;
+}
+
+static void read_refusals(const void *src, uint64_t *off, char *buf, size_t size, size_t *n)
+{
+	(void)src;
+	refusals_read(off, buf, size, n);
+}
+
+void ctl_size_errors(struct ctlfh *fh, struct stat *st)
+{
+	(void)fh;
+	st->st_size = (off_t)refusals_end();
+}
+
+int ctl_read_errors(fuse_req_t req, struct fhandle *h, size_t size, off_t off, struct waiter *w)
+{
+	(void)w;
+	return ctl_read_log(req, container_of(h, struct ctlfh, h), size, off, read_refusals, NULL);
 }

@@ -51,9 +51,13 @@ static int ctl_write_verbs(fuse_req_t req, struct ctlfh *fh, const char *buf, si
 		rc = verb(fh, fh->wbuf + fh->wchecked, end - fh->wchecked, false);
 		if (rc == 0)
 			fh->wchecked = end + 1;
+		else if (rc == -EINVAL)
+			ctl_refuse(fh, EINVAL, verb_why());
 	}
-	if (rc == 0 && fh->wlen - fh->wchecked >= VERB_LINE_MAX)
+	if (rc == 0 && fh->wlen - fh->wchecked >= VERB_LINE_MAX) {
 		rc = -EINVAL;
+		ctl_refuse(fh, EINVAL, "a line longer than any verb's");
+	}
 	if (rc == 0 && fh->wlen > SESSION_CMD_MAX)
 		rc = -EFBIG;
 	pthread_mutex_unlock(&fh->h.lock);

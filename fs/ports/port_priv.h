@@ -44,10 +44,15 @@ struct port_row {
 	char *(*render)(const struct expose_info *x);
 	/* A write it checks (and applies, or keeps for close): 0 or -errno. */
 	int (*write)(struct portfh *fh, const char *buf, size_t size);
+	/* What was written applies at close (name; expose applies each write at once). */
+	bool at_close;
 };
 
 /* k's row; one of mode 0 for a number of no kind. */
 const struct port_row *port_row(unsigned k);
+
+/* portfs.c: text, a name made or written at path that is no port, in the errors file. */
+void refuse_port(const char *path, const char *text, size_t len);
 
 /* portfile.c: the text a file of an exposure reads (NULL if the exposure is gone; caller
  * frees), and the open files' operations. */

@@ -117,7 +117,8 @@ void portfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	fh->apply = writing && (fi->flags & O_TRUNC);
+	/* An open that truncates sets the name to what it writes, maybe nothing ("" clears it). */
+	fh->apply = writing && (fi->flags & O_TRUNC) && port_row(ino_kind(ino))->at_close;
 	fi->fh = (uint64_t)(uintptr_t)fh;
 	fi->direct_io = 1;
 	fi->keep_cache = 0;
@@ -146,6 +147,8 @@ static int write_expose(struct portfh *fh, const char *buf, size_t size)
 	if (size && buf[size - 1] == '\n')
 		size--;
 	rc = expose_parse_port(buf, size, &port);
+	if (rc == -EINVAL)
+		refuse_port("ports/expose", buf, size);
 	return rc < 0 ? rc : expose_add(port);
 }
 
@@ -240,7 +243,7 @@ static const struct port_row rows[P_MAX] = {
 		   render_address},
     [P_PORT] = {"port", S_IFREG | 0444, false, "the host port it listens on", render_port},
     [P_NAME] = {"name", S_IFREG | 0644, false, "a name for it, a line applied at close",
-		render_name, write_name},
+		render_name, write_name, true},
     [P_STATUS] = {"status", S_IFREG | 0444, false, "port, url, connections, accepted, refused, ...",
 		  render_status},
 };

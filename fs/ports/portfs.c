@@ -13,6 +13,8 @@
 #include "itemdir.h"
 #include "expose.h"
 #include "nodeattr.h"
+#include "refusals.h"
+#include "xmalloc.h"
 
 static mode_t port_mode(unsigned k)
 {
@@ -163,6 +165,13 @@ static void portfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info
 	itemdir_opendir(&ports, req, ino, fi);
 }
 
+void refuse_port(const char *path, const char *text, size_t len)
+{
+	refusal_note(path, EINVAL,
+		     "'%.*s' is no port: a number from 1 to 65535, without a sign or leading zeros",
+		     (int)len, text);
+}
+
 /* mkdir ports/PORT exposes PORT: EINVAL for a name that is not a port, EEXIST, ENOSPC past
  * [network] expose_max_ports. */
 static void portfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
@@ -181,6 +190,12 @@ static void portfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mo
 		return;
 	}
 	rc = expose_parse_port(name, strlen(name), &port);
+	if (rc == -EINVAL) {
+		char *path = xasprintf("ports/%s", name);
+
+		refuse_port(path, name, strlen(name));
+		free(path);
+	}
 	if (rc == 0)
 		rc = expose_add(port);
 	if (rc == 0)

@@ -16,11 +16,13 @@
 
 #include "fhandle.h"
 #include "loop.h"
+#include "refusals.h"
 #include "reply.h"
 #include "session.h"
 #include "term.h"
 #include "termfs.h"
 #include "termkind.h"
+#include "verb.h"
 #include "xmalloc.h"
 
 /* a ctl or size write longer than any line it takes */
@@ -311,7 +313,15 @@ static int append(struct termfh *fh, const char *buf, size_t size, size_t max, i
 /* A complete line of ctl: checked (apply false) or applied; an empty one is no verb. */
 static int line_ctl(struct termfh *fh, const char *line, size_t len, bool apply)
 {
-	return len == 0 ? 0 : term_ctl(apply ? fh->t : NULL, line, len);
+	int rc = len == 0 ? 0 : term_ctl(apply ? fh->t : NULL, line, len);
+	char *path;
+
+	if (rc == -EINVAL && !apply) {
+		path = xasprintf("sessions/%s/terms/%s/ctl", session_id(fh->s), term_name(fh->t));
+		refusal_note(path, EINVAL, "%s", verb_why());
+		free(path);
+	}
+	return rc;
 }
 
 /* A complete line of size: checked (apply false) or applied. */

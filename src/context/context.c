@@ -469,3 +469,8 @@ size_t context_cells(struct context *c, unsigned **ns)
 	core_unlock();
 	return n;
 }
+
+const char *context_name(const struct context *c)
+{
+	return c->name;
+}

@@ -49,6 +49,8 @@ void contexts_shutdown(void);
 
 /* -EINVAL for a bad name, -EEXIST, -ENOSPC past CONTEXT_MAX. */
 int context_create(const char *name);
+/* Its name, fixed for its life. */
+const char *context_name(const struct context *c);
 /* A new context with a fresh name, written to name (CONTEXT_NAME_MAX + 1 bytes). */
 int context_clone(char *name);
 /* Kills its driver (queued and running cells end "killed") and forgets it; -ENOENT. */

@@ -398,45 +398,48 @@ char *net_policy_read(size_t *len)
 	return text;
 }
 
-/* Core lock held: whether p may replace the policy in force. */
-static int allowed_change(const struct netpolicy *p)
+/* Core lock held: whether p may replace the policy in force (else why). */
+static int allowed_change(const struct netpolicy *p, char *why, size_t whylen)
 {
 	enum net_mode to = p->has_mode ? p->mode : mode;
+	const char *no = NULL;
 
 	if ((to == NET_HOST) != (mode == NET_HOST))
-		return -EOPNOTSUPP; /* the host's network and a private one: a new namespace */
-	if (to == NET_HOST && p->n)
-		return -EOPNOTSUPP; /* rules would decide nothing */
-	if (to == NET_FILTERED && !running)
-		return -EOPNOTSUPP; /* no proxy: bwrap's namespace, not the daemon's */
-	return 0;
+		no = "mode host and the others differ by a network namespace: only a remount "
+		     "switches";
+	else if (to == NET_HOST && p->n)
+		no = "in mode host no rule decides anything";
+	else if (to == NET_FILTERED && !running)
+		no = "mode filtered needs the proxy, which this mount did not start (mode host at "
+		     "mount)";
+	if (no)
+		snprintf(why, whylen, "%s", no);
+	return no ? -EOPNOTSUPP : 0;
 }
 
-int net_policy_check_line(const char *line, size_t len)
+int net_policy_check_line(const char *line, size_t len, char *why, size_t whylen)
 {
 	struct netpolicy p = {0};
-	char why[128];
-	int rc = netpolicy_line(line, len, &p, why, sizeof(why));
+	int rc = netpolicy_line(line, len, &p, why, whylen);
 
 	if (rc == 0) {
 		core_lock();
-		rc = allowed_change(&p);
+		rc = allowed_change(&p, why, whylen);
 		core_unlock();
 	}
 	netpolicy_free(&p);
 	return rc;
 }
 
-int net_policy_write(const char *text, size_t len)
+int net_policy_write(const char *text, size_t len, char *why, size_t whylen)
 {
 	struct netpolicy p;
-	char why[160];
-	int rc = netpolicy_parse(text, len, &p, why, sizeof(why));
+	int rc = netpolicy_parse(text, len, &p, why, whylen);
 
 	if (rc < 0)
 		return rc;
 	core_lock();
-	rc = allowed_change(&p);
+	rc = allowed_change(&p, why, whylen);
 	if (rc == 0) {
 		if (p.has_mode)
 			mode = p.mode;

@@ -40,11 +40,11 @@ void net_client_free(struct net_client *c);
 /* The policy file: "mode MODE" then the rules; caller frees. */
 char *net_policy_read(size_t *len);
 /* One line as a write gives it: 0, -EINVAL (malformed) or -EOPNOTSUPP (a change to or from
- * host mode, or rules in host mode: they need a new network namespace). */
-int net_policy_check_line(const char *line, size_t len);
+ * host mode, or rules in host mode: they need a new network namespace), and why in why. */
+int net_policy_check_line(const char *line, size_t len, char *why, size_t whylen);
 /* A whole new policy (the mode kept if it has no mode line), all or nothing: 0 or as above,
  * -E2BIG past NETPOLICY_RULES_MAX rules. New connections follow it at once. */
-int net_policy_write(const char *text, size_t len);
+int net_policy_write(const char *text, size_t len, char *why, size_t whylen);
 
 /* The log, of c or of all (NULL): up to size bytes from *off (moved up to the oldest byte held
  * if below it) into buf, *n of them: 0 at its current end, as a file on disk gives. */

@@ -186,8 +186,12 @@ int netpolicy_line(const char *line, size_t len, struct netpolicy *p, char *err,
 		return bad(err, errlen, "a line is mode, allow or deny");
 	if (!alen)
 		return bad(err, errlen, "a rule takes a pattern: HOST or *.DOMAIN, and :PORT");
-	if (xlen && (r.deny || xlen != 7 || memcmp(extra, "private", 7)))
-		return bad(err, errlen, "only allow takes a word after its pattern: private");
+	if (xlen && (r.deny || xlen != 7 || memcmp(extra, "private", 7))) {
+		/* The word is the user's, bounded: NETPOLICY_LINE_MAX at most, cut at 40. */
+		snprintf(err, errlen, "'%.*s': the only word after a pattern is private, on allow",
+			 (int)(xlen < 40 ? xlen : 40), extra);
+		return -EINVAL;
+	}
 	r.priv = xlen != 0;
 	if (word(&pos, end, &extra))
 		return bad(err, errlen, "too many words");

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,19 +54,67 @@ static int parse_arg(enum verb_arg kind, const char *arg, struct verb_value *v)
 	return -EINVAL;
 }
 
+/* Why the last line this thread read was refused. */
+static __thread char why[256];
+
+const char *verb_why(void)
+{
+	return why;
+}
+
+static const char *arg_form(enum verb_arg kind)
+{
+	return kind == VA_SIGNAL ? " [SIGNAL]" : kind == VA_MS ? " MS" : "";
+}
+
+static const char *arg_fault(enum verb_arg kind)
+{
+	switch (kind) {
+	case VA_NONE:
+		return "it takes no argument";
+	case VA_SIGNAL:
+		return "no such signal";
+	case VA_MS:
+		return "not a number of milliseconds";
+	}
+	return "";
+}
+
+/* The verbs a table takes, "kill [SIGNAL], timeout MS", into why after prefix. */
+static int refuse(const struct verb *table, size_t n, const char *prefix)
+{
+	size_t used = (size_t)snprintf(why, sizeof(why), "%s (it takes:", prefix);
+
+	for (size_t i = 0; i < n && used < sizeof(why); i++)
+		used += (size_t)snprintf(why + used, sizeof(why) - used, "%s %s%s", i ? "," : "",
+					 table[i].name, arg_form(table[i].arg));
+	if (used < sizeof(why))
+		snprintf(why + used, sizeof(why) - used, ")");
+	return -EINVAL;
+}
+
 int verb_run(const struct verb *table, size_t n, void *obj, const char *line, size_t len)
 {
 	struct verb_value v = {0};
 	struct ctl_line cl;
+	char prefix[VERB_LINE_MAX + 64];
 
+	why[0] = '\0';
 	if (ctl_line_split(line, len, &cl) < 0)
-		return -EINVAL;
+		return refuse(table, n, "not one line of a verb and at most one argument");
 	for (size_t i = 0; i < n; i++) {
 		if (strcmp(cl.verb, table[i].name) != 0)
 			continue;
-		if (parse_arg(table[i].arg, cl.arg, &v) < 0)
-			return -EINVAL;
-		return obj ? table[i].apply(obj, table[i].name, &v) : 0;
+		if (parse_arg(table[i].arg, cl.arg, &v) == 0)
+			return obj ? table[i].apply(obj, table[i].name, &v) : 0;
+		if (cl.arg)
+			snprintf(prefix, sizeof(prefix), "%s %s: %s", cl.verb, cl.arg,
+				 arg_fault(table[i].arg));
+		else
+			snprintf(prefix, sizeof(prefix), "%s wants%s", cl.verb,
+				 arg_form(table[i].arg));
+		return refuse(table, n, prefix);
 	}
-	return -EINVAL;
+	snprintf(prefix, sizeof(prefix), "no verb '%s'", cl.verb);
+	return refuse(table, n, prefix);
 }

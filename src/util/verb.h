@@ -44,6 +44,10 @@ struct verb {
  * NULL, applies it to obj: 0, -EINVAL for a line no row takes, or what the row's apply says. */
 int verb_run(const struct verb *table, size_t n, void *obj, const char *line, size_t len);
 
+/* Why this thread's last verb_run refused its line ("no verb 'stop' (it takes: kill [SIGNAL],
+ * timeout MS)"), "" if it did not. */
+const char *verb_why(void);
+
 /* Decimal milliseconds, at most UINT32_MAX, nothing else: 0 or -EINVAL. */
 int verb_parse_ms(const char *text, uint64_t *ms);
 

@@ -268,9 +268,12 @@ def test_ports_directory_lists_expose_and_each_port(sbx):
     ports = sbx.mnt / "ports"
     assert "ports" in os.listdir(sbx.mnt)
     assert os.listdir(ports) == ["expose"]
-    a, b = sandbox_port(), sandbox_port()
+    a, b, c = sandbox_port(), sandbox_port(), sandbox_port()
     expose(sbx, a)
     write_bytes(ports / "expose", f"{b}\n", flags=os.O_WRONLY)
+    # As a shell's `>` opens it (O_TRUNC): the close has nothing to apply, and says nothing.
+    write_bytes(ports / "expose", f"{c}\n")
+    bounded(os.rmdir, ports / str(c))
     assert sorted(os.listdir(ports)) == sorted(["expose", str(a), str(b)])
     assert sorted(os.listdir(ports / str(a))) == ["address", "name", "port", "status", "url"]
     st = parse_status(read_bytes(ports / str(a) / "status", timeout=5))
