@@ -173,9 +173,26 @@ static int check_ctl(struct xfh *fh)
  * included). */
 static int check_attr(struct xfh *fh)
 {
+	static const char *const invalid[] = {
+	    [CA_LANGUAGE] = "a language is python, javascript or typescript",
+	    [CA_CWD] = "a cwd is an absolute path",
+	    [CA_ENV] = "a line is NAME=VALUE or -NAME: NAME of letters, digits and _, not first a "
+		       "digit; VALUE as is, or in the $'...' form, no NUL",
+	    [CA_TIMEOUT] = "a timeout is a number of milliseconds, 0 to 4294967295",
+	};
 	size_t upto = complete_lines(fh);
+	enum context_attr a = fh_row(fh)->attr;
+	int rc = upto ? context_check_attr(fh->c, a, fh->wbuf, upto) : 0;
+	char *path;
 
-	return upto ? context_check_attr(fh->c, fh_row(fh)->attr, fh->wbuf, upto) : 0;
+	if (rc == -EINVAL || rc == -EBUSY) {
+		path = xasprintf("contexts/%s/%s", context_name(fh->c), fh_row(fh)->name);
+		refusal_note(path, -rc, "%s",
+			     rc == -EBUSY ? "it is set before the context's first cell"
+					  : invalid[a]);
+		free(path);
+	}
+	return rc;
 }
 
 static int apply_code(struct xfh *fh, const char *text, size_t len, unsigned *n)

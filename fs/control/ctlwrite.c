@@ -135,6 +135,8 @@ int ctl_write_timeout(fuse_req_t req, struct ctlfh *fh, const char *buf, size_t 
 	if (rc == 0 && digits > 0 && strtoull(fh->wbuf, NULL, 10) > UINT32_MAX)
 		rc = -EINVAL;
 	pthread_mutex_unlock(&fh->h.lock);
+	if (rc == -EINVAL)
+		ctl_refuse(fh, EINVAL, "a timeout is a number of milliseconds, 0 to 4294967295");
 	return rc;
 }
 

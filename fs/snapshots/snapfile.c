@@ -12,6 +12,7 @@
 
 #include "fhandle.h"
 #include "park.h"
+#include "refusals.h"
 #include "reply.h"
 #include "snapfs_priv.h"
 #include "snapshot.h"
@@ -369,6 +370,19 @@ static int ctl_line(struct sfh *fh, char **line, char **name)
 	return snapshot_ctl_check(*line, strlen(*line));
 }
 
+/* A ctl line refused at its write, in the errors file. */
+static void refuse_ctl(const struct sfh *fh, int err)
+{
+	char *path =
+	    fh->s ? xasprintf("snapshots/%s/ctl", snapshot_name(fh->s)) : xstrdup("snapshots/ctl");
+
+	refusal_note(path, err, "%s",
+		     err == EBUSY ? "something runs in the sandbox: restore force ends it first"
+		     : fh->s	  ? "a line is restore [force] [DIR], DIR in the workspace"
+				  : "a line is restore [force] NAME [DIR], DIR in the workspace");
+	free(path);
+}
+
 static void write_ctl(fuse_req_t req, struct sfh *fh, const char *buf, size_t size, off_t off)
 {
 	char *line = NULL, *name = NULL;
@@ -398,6 +412,8 @@ static void write_ctl(fuse_req_t req, struct sfh *fh, const char *buf, size_t si
 	pthread_mutex_unlock(&fh->h.lock);
 	free(line);
 	free(name);
+	if (rc == -EINVAL || rc == -EBUSY)
+		refuse_ctl(fh, -rc);
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
 	else

@@ -581,3 +581,8 @@ void snapshots_shutdown(void)
 	free(snap_workspace);
 	snap_workspace = NULL;
 }
+
+const char *snapshot_name(const struct snapshot *s)
+{
+	return s->name;
+}

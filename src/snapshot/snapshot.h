@@ -39,6 +39,8 @@ void snapshots_shutdown(void);
 void snapshots_set_restore_hook(void (*fn)(void));
 
 bool snapshot_name_valid(const char *name);
+/* Its name, fixed for its life. */
+const char *snapshot_name(const struct snapshot *s);
 /* Takes a snapshot of the workspace named name: 0 and *done, a ticket done with 0 once it is
  * there or -errno once it failed (then nothing of it is left); -EINVAL for a bad name,
  * -EEXIST, -ENOSPC at [snapshots] max. */

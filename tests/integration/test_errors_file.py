@@ -62,6 +62,28 @@ def test_a_refused_write_says_why_in_errors(sbx):
     os.rmdir(s)
 
 
+def test_settings_and_snapshot_lines_say_why(sbx):
+    start = size(sbx)
+    s = sbx.new_session()
+    ctx = sbx.mnt / "contexts" / "errs"
+    os.mkdir(ctx)
+    try:
+        assert write_errno(s / "timeout", "soon\n") == 22
+        assert write_errno(ctx / "language", "cobol\n") == 22
+        assert write_errno(ctx / "cwd", "relative\n") == 22
+        assert write_errno(sbx.mnt / "snapshots" / "ctl", "restore\n") == 22
+        assert lines_after(sbx, start) == [
+            (f"sessions/{s.name}/timeout", "EINVAL",
+             "a timeout is a number of milliseconds, 0 to 4294967295"),
+            ("contexts/errs/language", "EINVAL", "a language is python, javascript or typescript"),
+            ("contexts/errs/cwd", "EINVAL", "a cwd is an absolute path"),
+            ("snapshots/ctl", "EINVAL", "a line is restore [force] NAME [DIR], DIR in the workspace"),
+        ]
+    finally:
+        os.rmdir(ctx)
+        os.rmdir(s)
+
+
 def test_what_was_written_forges_no_line(sbx):
     start = size(sbx)
     forged = "x\n2026-01-01T00:00:00Z sessions EINVAL forged"
