@@ -338,14 +338,18 @@ void snapfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct 
 }
 
 /* A ctl line: "restore [force] [DIR]" for a snapshot's; "restore [force] NAME [DIR]" for
- * snapshots/ctl, turned into the snapshot's (its name to *name). 0 or -errno. */
-static int ctl_line(struct sfh *fh, char **line, char **name)
+ * snapshots/ctl, turned into the snapshot's (its name to *name), or "take NAME [DIR]" (*take
+ * set, the normalized DIR in *line: "" for the whole workspace). 0 or -errno. */
+static int ctl_line(struct sfh *fh, char **line, char **name, bool *take)
 {
 	size_t len = fh->wlen;
 	char *text, *p, *rest;
+	struct snapshot *named;
 	bool force;
+	int rc;
 
 	*name = NULL;
+	*take = false;
 	if (len && fh->wbuf[len - 1] == '\n')
 		len--;
 	if (memchr(fh->wbuf, '\n', len) || memchr(fh->wbuf, '\0', len))
@@ -353,7 +357,16 @@ static int ctl_line(struct sfh *fh, char **line, char **name)
 	text = xstrndup(fh->wbuf, len);
 	if (fh->s) { /* a snapshot's own ctl */
 		*line = text;
-		return snapshot_ctl_check(text, len);
+		return snapshot_ctl_check(fh->s, text, len);
+	}
+	if (!strncmp(text, "take ", 5)) {
+		*take = true;
+		p = text + 5;
+		rest = p + strcspn(p, " ");
+		*name = xstrndup(p, (size_t)(rest - p));
+		*line = snapshot_dir_normalize(*rest ? rest + 1 : "");
+		free(text);
+		return snapshot_name_valid(*name) && *line ? 0 : -EINVAL;
 	}
 	p = strncmp(text, "restore ", 8) ? NULL : text + 8;
 	force = p && !strncmp(p, "force ", 6);
@@ -367,7 +380,11 @@ static int ctl_line(struct sfh *fh, char **line, char **name)
 	*name = xstrndup(p, (size_t)(rest - p));
 	*line = xasprintf("restore%s%s", force ? " force" : "", rest);
 	free(text);
-	return snapshot_ctl_check(*line, strlen(*line));
+	named = snapshot_find(*name);
+	rc = snapshot_ctl_check(named, *line, strlen(*line));
+	if (named)
+		snapshot_unref(named);
+	return rc;
 }
 
 /* A ctl line refused at its write, in the errors file. */
@@ -378,14 +395,17 @@ static void refuse_ctl(const struct sfh *fh, int err)
 
 	refusal_note(path, err, "%s",
 		     err == EBUSY ? "something runs in the sandbox: restore force ends it first"
-		     : fh->s	  ? "a line is restore [force] [DIR], DIR in the workspace"
-				  : "a line is restore [force] NAME [DIR], DIR in the workspace");
+		     : fh->s
+			 ? "a line is restore [force] [DIR], DIR in the workspace"
+			 : "a line is restore [force] NAME [DIR] or take NAME [DIR], DIR in the "
+			   "workspace");
 	free(path);
 }
 
 static void write_ctl(fuse_req_t req, struct sfh *fh, const char *buf, size_t size, off_t off)
 {
 	char *line = NULL, *name = NULL;
+	bool take = false;
 	int rc;
 
 	(void)off;
@@ -398,14 +418,14 @@ static void write_ctl(fuse_req_t req, struct sfh *fh, const char *buf, size_t si
 		fh->wlen += size;
 		/* Checked as soon as the line is whole. */
 		if (memchr(buf, '\n', size))
-			rc = ctl_line(fh, &line, &name);
+			rc = ctl_line(fh, &line, &name, &take);
 	}
 	if (rc == 0 && name) {
 		struct snapshot *s = snapshot_find(name);
 
-		if (!s)
-			rc = -ENOENT;
-		else
+		if (take ? s != NULL : s == NULL)
+			rc = take ? -EEXIST : -ENOENT;
+		if (s)
 			snapshot_unref(s);
 	}
 	fh->werr = rc;
@@ -485,13 +505,16 @@ static int apply_ctl(struct sfh *fh, bool flush, struct ticket **done)
 {
 	char *line = NULL, *name = NULL;
 	struct snapshot *s;
+	bool take = false;
 	int rc = fh->werr;
 
 	(void)flush;
 	*done = NULL;
 	if (rc == 0 && fh->wlen)
-		rc = ctl_line(fh, &line, &name);
-	if (rc == 0 && line) {
+		rc = ctl_line(fh, &line, &name, &take);
+	if (rc == 0 && take) {
+		rc = snapshot_take_dir(name, line, done);
+	} else if (rc == 0 && line) {
 		s = name ? snapshot_find(name) : fh->s;
 		if (!s)
 			rc = -ENOENT;

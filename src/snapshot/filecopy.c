@@ -129,8 +129,8 @@ int filecopy_xattrs(int src, int dst, bool prune)
 	if (rc == 0 && prune && (dlen = names_of(dst, &dlist)) < 0)
 		rc = (int)dlen;
 	for (const char *p = dlist; rc == 0 && p && p < dlist + dlen; p += strlen(p) + 1)
-		if (kept_xattr(p) && !has_name(slist, slen, p) &&
-		    fremovexattr(dst, p) < 0 && errno != ENODATA)
+		if (kept_xattr(p) && !has_name(slist, slen, p) && fremovexattr(dst, p) < 0 &&
+		    errno != ENODATA)
 			rc = -errno;
 	if (slen > 0)
 		val = xmalloc(XVALUE_MAX);

@@ -35,9 +35,7 @@
 
 #define WS_PREFIX "/workspace"
 
-/* DIR of a ctl line, relative to the workspace: no "..", "." and empty components dropped;
- * "" for the whole workspace. NULL if it is not one. */
-static char *normalize_dir(const char *p)
+char *snapshot_dir_normalize(const char *p)
 {
 	char *out = xmalloc(strlen(p) + 1), *o = out;
 
@@ -87,7 +85,7 @@ int snap_restore_parse(const char *line, size_t len, bool *force, char **dir)
 		*force = true;
 		p = p[5] ? p + 6 : NULL;
 	}
-	if (rc == 0 && p && p[0] && !(*dir = normalize_dir(p)))
+	if (rc == 0 && p && p[0] && !(*dir = snapshot_dir_normalize(p)))
 		rc = -EINVAL;
 	free(text);
 	return rc;
@@ -210,15 +208,16 @@ static bool sandbox_busy(bool stop)
 	return busy;
 }
 
-int snapshot_ctl_check(const char *line, size_t len)
+int snapshot_ctl_check(struct snapshot *s, const char *line, size_t len)
 {
 	bool force;
 	char *dir;
 	int rc = snap_restore_parse(line, len, &force, &dir);
+	bool whole = !dir && !(s && s->meta.root[0]);
 
 	/* A whole restore is told at the write: the close would find it busy too (unless it ended
 	 * meanwhile). A directory's is told at the close, with what holds it in status. */
-	if (rc == 0 && !force && !dir && sandbox_busy(false))
+	if (rc == 0 && !force && whole && sandbox_busy(false))
 		rc = -EBUSY;
 	free(dir);
 	return rc;
@@ -312,14 +311,35 @@ static int open_snap_dir(int tree, const char *dir)
 	return fd < 0 ? -errno : fd;
 }
 
+/* Whether the workspace's directory root is the one snapshot s was taken of. */
+static bool same_root(struct snapshot *s, int ws)
+{
+	const struct snap_meta *m = &s->meta;
+	int fd = m->root[0] ? open_snap_dir(ws, m->root) : dup(ws);
+	struct stat st;
+	bool same = fd >= 0 && fstat(fd, &st) == 0 && m->ws_ino && st.st_dev == m->ws_dev &&
+		    st.st_ino == m->ws_ino;
+
+	if (fd >= 0)
+		close(fd);
+	return same;
+}
+
+/* The workspace's dir from the snapshot's path in its tree: dir less the root it was taken of
+ * (a directory's snapshot holds that directory alone: EINVAL for a dir outside it). */
 static int restore_into(struct snapshot *s, int ws, const char *dir)
 {
 	struct tree_sync ts = {.clone = true, .copy_max = UINT64_MAX, .cancel = snap_work_cancel()};
-	int src = open_snap_dir(s->tree, dir), dst;
 	const struct snap_meta *m = &s->meta;
-	struct stat wst;
+	size_t rlen = strlen(m->root);
+	int src, dst;
 	int rc;
 
+	if (rlen && strncmp(dir, m->root, rlen) != 0)
+		return -EINVAL;
+	if (rlen && dir[rlen] != '\0' && dir[rlen] != '/')
+		return -EINVAL;
+	src = open_snap_dir(s->tree, dir + rlen + (dir[rlen] == '/'));
 	if (src < 0)
 		return src;
 	if ((dst = open_ws_dir(ws, dir)) < 0) {
@@ -327,8 +347,7 @@ static int restore_into(struct snapshot *s, int ws, const char *dir)
 		return dst;
 	}
 	/* A snapshot of this workspace vouches for the files unchanged since it was taken. */
-	if (m->ws_ino && fstat(ws, &wst) == 0 && wst.st_dev == m->ws_dev &&
-	    wst.st_ino == m->ws_ino) {
+	if (same_root(s, ws)) {
 		ts.trust = TRUST_DST;
 		ts.trust_before = m->time;
 	}
@@ -357,8 +376,8 @@ int snap_restore_run(struct snapshot *s, const char *line)
 	if (ws < 0)
 		return -errno;
 	if ((rc = snap_restore_parse(line, strlen(line), &force, &dir)) == 0 &&
-	    (rc = quiesce(s, dir ? dir : "", force, &frozen)) == 0) {
-		rc = restore_into(s, ws, dir ? dir : "");
+	    (rc = quiesce(s, dir ? dir : s->meta.root, force, &frozen)) == 0) {
+		rc = restore_into(s, ws, dir ? dir : s->meta.root);
 		if (frozen)
 			cgroup_freeze(cgroup_sandbox(), false);
 	}

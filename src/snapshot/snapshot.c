@@ -15,6 +15,7 @@
 
 #include "log.h"
 #include "loop.h"
+#include "escape.h"
 #include "snapshot_priv.h"
 #include "xmalloc.h"
 #include "zstream.h"
@@ -226,7 +227,7 @@ uint64_t snap_files_used_locked(void)
 	return used_locked(true);
 }
 
-static int take_locked(const char *name, struct ticket **done)
+static int take_locked(const char *name, const char *root, struct ticket **done)
 {
 	int rc = snap_may_add_locked(name);
 	struct snapshot *s;
@@ -238,16 +239,23 @@ static int take_locked(const char *name, struct ticket **done)
 	s->done = ticket_new();
 	*done = s->done;
 	ticket_ref(*done);
-	snap_work_queue(JOB_TAKE, s, NULL);
+	snap_work_queue(JOB_TAKE, s, root);
 	return 0;
 }
 
 int snapshot_take(const char *name, struct ticket **done)
 {
+	return snapshot_take_dir(name, "", done);
+}
+
+int snapshot_take_dir(const char *name, const char *root, struct ticket **done)
+{
 	int rc;
 
+	if (strlen(root) > SNAP_ROOT_MAX || strstr(root, "//") || root[0] == '/')
+		return -EINVAL;
 	pthread_mutex_lock(&snap_lock);
-	rc = take_locked(name, done);
+	rc = take_locked(name, root, done);
 	pthread_mutex_unlock(&snap_lock);
 	return rc;
 }
@@ -260,7 +268,7 @@ int snapshot_clone(char *name, struct ticket **done)
 	do {
 		snprintf(name, SNAPSHOT_NAME_MAX + 1, "snap%u", next_clone++);
 	} while (find_locked(name));
-	rc = take_locked(name, done);
+	rc = take_locked(name, "", done);
 	pthread_mutex_unlock(&snap_lock);
 	return rc;
 }
@@ -367,12 +375,14 @@ void snapshot_unpin(struct snapshot *s, int fd)
 
 int snap_meta_write(int dir, const struct snap_meta *m)
 {
-	char *text =
-	    xasprintf("version 1\ntime %lld.%09ld\ntook_ms %" PRIu64 "\nfrozen_ms %" PRIu64
-		      "\nfiles %" PRIu64 "\nbytes %" PRIu64 "\nspace %" PRIu64
-		      "\nworkspace %" PRIu64 ":%" PRIu64 "\nfrozen %d\nreflinked %d\n",
-		      (long long)m->time.tv_sec, m->time.tv_nsec, m->took_ms, m->frozen_ms,
-		      m->files, m->bytes, m->space, m->ws_dev, m->ws_ino, m->frozen, m->reflinked);
+	/* The root in the shown form (escape.h): any byte but NUL, on one line. */
+	char *root = esc_encode(m->root, strlen(m->root), &(size_t){0});
+	char *text = xasprintf(
+	    "version 1\ntime %lld.%09ld\ntook_ms %" PRIu64 "\nfrozen_ms %" PRIu64 "\nfiles %" PRIu64
+	    "\nbytes %" PRIu64 "\nspace %" PRIu64 "\nworkspace %" PRIu64 ":%" PRIu64
+	    "\nfrozen %d\nreflinked %d\nroot %s\n",
+	    (long long)m->time.tv_sec, m->time.tv_nsec, m->took_ms, m->frozen_ms, m->files,
+	    m->bytes, m->space, m->ws_dev, m->ws_ino, m->frozen, m->reflinked, root);
 	int fd = openat(dir, META_NAME, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600), rc = 0;
 	size_t len = strlen(text);
 
@@ -381,13 +391,36 @@ int snap_meta_write(int dir, const struct snap_meta *m)
 	if (fd >= 0)
 		close(fd);
 	free(text);
+	free(root);
 	return rc;
+}
+
+/* The root line of a meta file (none in one before it: the whole workspace). */
+static int read_root(const char *buf, struct snap_meta *m)
+{
+	const char *line = strstr(buf, "\nroot ");
+	size_t len, n;
+	char *root;
+
+	if (!line)
+		return 0;
+	line += 6;
+	len = strcspn(line, "\n");
+	if (esc_decode(line, len, &root, &n) < 0)
+		return -EINVAL;
+	if (n > SNAP_ROOT_MAX) {
+		free(root);
+		return -EINVAL;
+	}
+	memcpy(m->root, root, n + 1);
+	free(root);
+	return 0;
 }
 
 int snap_meta_read(int dir, struct snap_meta *m)
 {
 	int fd = openat(dir, META_NAME, O_RDONLY | O_CLOEXEC), frozen = 0, refl = 0, n;
-	char buf[1024];
+	char buf[1024 + 4 * SNAP_ROOT_MAX];
 	long long sec;
 	ssize_t len;
 
@@ -408,7 +441,7 @@ int snap_meta_read(int dir, struct snap_meta *m)
 	m->time.tv_sec = (time_t)sec;
 	m->frozen = frozen;
 	m->reflinked = refl;
-	return n == 11 ? 0 : -EINVAL;
+	return n == 11 ? read_root(buf, m) : -EINVAL;
 }
 
 int snap_publish(struct snapshot *s, const char *tmp)

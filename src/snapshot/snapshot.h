@@ -45,6 +45,14 @@ const char *snapshot_name(const struct snapshot *s);
  * there or -errno once it failed (then nothing of it is left); -EINVAL for a bad name,
  * -EEXIST, -ENOSPC at [snapshots] max. */
 int snapshot_take(const char *name, struct ticket **done);
+/* The same of one directory of the workspace, root (relative to it, as a restore line's DIR
+ * normalized: snap_restore_parse): a backup costs what the directory weighs, and restores in
+ * place. -EINVAL for a root that is not one. */
+int snapshot_take_dir(const char *name, const char *root, struct ticket **done);
+/* A directory as a ctl line writes it (relative to the workspace, or /workspace/...),
+ * normalized: no "..", "." and empty components dropped, "" for the whole workspace; NULL if it
+ * is not one. Caller frees. */
+char *snapshot_dir_normalize(const char *p);
 /* A take whose mkdir was interrupted: it ends, and nothing of it is left. */
 void snapshot_cancel(struct snapshot *s);
 /* The same under a fresh name, written to name (SNAPSHOT_NAME_MAX + 1 bytes). */
@@ -81,7 +89,7 @@ char *snapshot_status(struct snapshot *s, size_t *len);
 /* ctl lines: "restore [force] [DIR]" (DIR: a directory of the workspace, relative to it or
  * under /workspace; the whole workspace without). Whether the line is one and may be applied
  * now: 0, -EINVAL, or -EBUSY without force while something runs in the sandbox. */
-int snapshot_ctl_check(const char *line, size_t len);
+int snapshot_ctl_check(struct snapshot *s, const char *line, size_t len);
 /* Applies one: 0 and *done, done with the restore's outcome (-EBUSY while something runs in
  * the sandbox and force is not given); -EINVAL, -EBUSY while it is being taken or restored. */
 int snapshot_ctl(struct snapshot *s, const char *line, size_t len, struct ticket **done);

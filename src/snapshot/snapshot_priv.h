@@ -23,6 +23,9 @@ enum snap_state {
 };
 
 /* What the meta file of a snapshot says (meta, next to its tree). */
+/* A directory snapshot's root, relative to the workspace: at most this long. */
+#define SNAP_ROOT_MAX 1024
+
 struct snap_meta {
 	struct timespec time; /* the frozen instant it shows (an import: when it was made) */
 	uint64_t took_ms, frozen_ms;
@@ -31,6 +34,7 @@ struct snap_meta {
 	uint64_t ws_dev, ws_ino; /* the workspace it was taken of (0: imported) */
 	bool frozen;		 /* the sandbox was frozen for the catch-up */
 	bool reflinked;
+	char root[SNAP_ROOT_MAX + 1]; /* the workspace's directory it holds ("": all of it) */
 };
 
 struct snapshot {
@@ -107,7 +111,7 @@ void snap_work_cancel_take(struct snapshot *s);
 void snap_work_stop(void);
 
 /* snaptake.c: takes s (the worker's): 0 or -errno. */
-int snap_take_run(struct snapshot *s);
+int snap_take_run(struct snapshot *s, const char *root);
 /* snaprestore.c: restores s as the line asks (the worker's): 0 or -errno. */
 int snap_restore_run(struct snapshot *s, const char *line);
 /* Parses "restore [force] [DIR]": 0, *force, and *dir (NULL: the whole workspace; caller

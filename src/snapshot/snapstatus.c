@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "elapsed.h"
+#include "escape.h"
 #include "snapshot_priv.h"
 #include "xmalloc.h"
 
@@ -67,6 +68,12 @@ static void put_meta(FILE *f, const struct snap_meta *m)
 		fprintf(f, "reflinks %s\n", m->reflinked ? "yes" : "no");
 	} else {
 		fprintf(f, "origin imported\n");
+	}
+	if (m->root[0]) { /* a directory's snapshot: the directory, in the shown form */
+		char *root = esc_encode(m->root, strlen(m->root), &(size_t){0});
+
+		fprintf(f, "root %s\n", root);
+		free(root);
 	}
 }
 

@@ -5,6 +5,8 @@
  * the snapshot is the workspace at one instant of the sandbox's, and the sandbox stands still
  * only as long as a walk of its names and a copy of what changed take. */
 #include <errno.h>
+#include <sys/syscall.h>
+#include <linux/openat2.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <linux/magic.h>
@@ -134,7 +136,7 @@ static int catch_up(struct snapshot *s, int ws, int tree, struct tree_sync *ts, 
 	return rc;
 }
 
-static int take(struct snapshot *s, int ws, int dir, int tree)
+static int take(struct snapshot *s, int ws, const char *root, int dir, int tree)
 {
 	struct tree_sync ts = {.clone = true, .strip_setid = true, .cancel = snap_work_cancel()};
 	struct inomap young;
@@ -180,6 +182,7 @@ static int take(struct snapshot *s, int ws, int dir, int tree)
 		return rc;
 	if (fstat(ws, &wst) < 0)
 		return -errno;
+	snprintf(m.root, sizeof(m.root), "%s", root);
 	m.files = ts.st.files;
 	m.bytes = ts.st.bytes;
 	m.space = ts.st.copied;
@@ -203,20 +206,40 @@ static int take(struct snapshot *s, int ws, int dir, int tree)
 	return 0;
 }
 
-int snap_take_run(struct snapshot *s)
+/* The workspace's directory root ("": the workspace), beneath it and through no link or mount:
+ * an fd or -errno. */
+static int open_root(const char *root)
 {
-	int ws = open(snap_workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC), dir = -1, tree = -1;
+	struct open_how how = {.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+					  RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV};
+	int ws = open(snap_workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd;
+
+	if (ws < 0 || !root[0])
+		return ws < 0 ? -errno : ws;
+	fd = (int)syscall(SYS_openat2, ws, root, &how, sizeof(how));
+	if (fd < 0)
+		fd = -errno;
+	close(ws);
+	return fd;
+}
+
+int snap_take_run(struct snapshot *s, const char *root)
+{
+	int ws = open_root(root), dir = -1, tree = -1;
 	char tmp[32];
-	int rc = 0;
+	int rc = ws < 0 ? ws : 0;
 
 	snap_tmp_name(s, tmp, sizeof(tmp));
-	if (ws < 0 || mkdirat(snap_dir_fd, tmp, 0700) < 0 ||
-	    (dir = openat(snap_dir_fd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
-	    mkdirat(dir, "tree", 0700) < 0 ||
-	    (tree = openat(dir, "tree", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+	if (rc == 0 &&
+	    (mkdirat(snap_dir_fd, tmp, 0700) < 0 ||
+	     (dir = openat(snap_dir_fd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) <
+		 0 ||
+	     mkdirat(dir, "tree", 0700) < 0 ||
+	     (tree = openat(dir, "tree", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0))
 		rc = -errno;
 	if (rc == 0)
-		rc = take(s, ws, dir, tree);
+		rc = take(s, ws, root, dir, tree);
 	if (ws >= 0)
 		close(ws);
 	if (dir >= 0)

@@ -125,7 +125,7 @@ static void run(struct job *j)
 
 	switch (j->kind) {
 	case JOB_TAKE:
-		rc = j->s->removed ? -ECANCELED : snap_take_run(j->s);
+		rc = j->s->removed ? -ECANCELED : snap_take_run(j->s, j->arg ? j->arg : "");
 		finish_take(j->s, rc);
 		break;
 	case JOB_RESTORE:

@@ -400,7 +400,8 @@ static int sync_subdir(struct walk *w, int sdir, int ddir, const char *name, cha
 		return -errno;
 	/* Gone, no directory or a link now, or a mount: left to the next pass, as in sync_link. */
 	if ((src = open_dir(sdir, name)) < 0)
-		return src == -ENOENT || src == -ENOTDIR || src == -ELOOP || src == -EXDEV ? 0 : src;
+		return src == -ENOENT || src == -ENOTDIR || src == -ELOOP || src == -EXDEV ? 0
+											   : src;
 	if ((dst = open_dir(ddir, name)) < 0) {
 		close(src);
 		return dst;

@@ -77,7 +77,8 @@ def test_settings_and_snapshot_lines_say_why(sbx):
              "a timeout is a number of milliseconds, 0 to 4294967295"),
             ("contexts/errs/language", "EINVAL", "a language is python, javascript or typescript"),
             ("contexts/errs/cwd", "EINVAL", "a cwd is an absolute path"),
-            ("snapshots/ctl", "EINVAL", "a line is restore [force] NAME [DIR], DIR in the workspace"),
+            ("snapshots/ctl", "EINVAL",
+             "a line is restore [force] NAME [DIR] or take NAME [DIR], DIR in the workspace"),
         ]
     finally:
         os.rmdir(ctx)

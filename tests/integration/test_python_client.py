@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from sbxutil import REPO_ROOT, free_port, isolation_none
+from sbxutil import REPO_ROOT, free_port, isolation_none, wait_until
 
 sys.path.insert(0, str(REPO_ROOT / "clients" / "python"))
 
@@ -479,11 +479,21 @@ def test_backups(sbx, sandbox):
                                               "dir": "/workspace/bk"}
     out = sandbox.exec(f"cat {sbx.cmd_ws}/bk/sub/f {sbx.cmd_ws}/other/g; ls {sbx.cmd_ws}/bk")
     assert out.stdout == "1\n2\nsub\n"
-    proc = sandbox.start_process("sleep 1000")
+    # The backup holds bk/ alone (a snapshot of it: the size of bk/, not of the workspace).
+    st = dict(l.split(" ", 1) for l in
+              (sbx.mnt / "snapshots" / backup["id"] / "status").read_text().splitlines())
+    assert st["root"] == "bk" and int(st["size"]) == 2, st
+    # A process holding something in bk/ makes its restore busy, unless forced; one elsewhere
+    # runs on.
+    elsewhere = sandbox.start_process("sleep 1000", cwd=f"{sbx.cmd_ws}/other")
+    proc = sandbox.start_process("touch ../in-bk; exec sleep 1000", cwd=f"{sbx.cmd_ws}/bk")
+    wait_until(lambda: (sbx.ws / "in-bk").exists(), 20, "the process to be in bk/")
     with pytest.raises(sdk.ResourceBusyError):
         sandbox.restore_backup(backup)
     sandbox.restore_backup(backup, force=True)
     assert proc.get_status() != "running"
+    assert elsewhere.get_status() == "running"
+    elsewhere.kill()
     sandbox.delete_backup(backup)
     with pytest.raises(sdk.BackupNotFoundError):
         sandbox.restore_backup(backup)

@@ -266,6 +266,33 @@ def test_restore_busy_then_force(m):
     bounded(os.rmdir, proc)
 
 
+def test_a_directorys_snapshot_weighs_what_the_directory_does(m):
+    empty_workspace(m)
+    sh(m, "mkdir -p big small/sub && head -c 8M /dev/urandom > big/blob && echo a > small/a && "
+          "echo b > small/sub/b")
+    assert ctl(snaps(m) / "ctl", "take part small\n") == 0
+    st = snap_status(m, "part")
+    assert st["state"] == "ready" and st["root"] == "small", st
+    assert int(st["size"]) == 4 and int(st["space"]) <= 4, st  # a and b, not big/blob
+    assert sorted(os.listdir(snaps(m) / "part" / "files")) == ["a", "sub"]
+    # Its own restore puts the directory back in place; nothing else is touched.
+    sh(m, "echo changed > small/a && echo c > small/c && echo more >> big/blob")
+    big = os.stat(m.ws / "big/blob")
+    restore(m, "part")
+    assert (m.ws / "small/a").read_text() == "a\n" and not (m.ws / "small/c").exists()
+    assert os.stat(m.ws / "big/blob").st_size == big.st_size
+    sh(m, "echo changed > small/sub/b")
+    restore(m, "part", "restore small/sub")
+    assert (m.ws / "small/sub/b").read_text() == "b\n"
+    # It holds small/ alone; a name is a snapshot's once.
+    assert ctl(snaps(m) / "part" / "ctl", "restore big\n") == errno.EINVAL
+    assert ctl(snaps(m) / "ctl", "take part small\n") == errno.EEXIST
+    assert ctl(snaps(m) / "ctl", "take other ../etc\n") == errno.EINVAL
+    assert ctl(snaps(m) / "ctl", "take other nosuch\n") == errno.ENOENT
+    assert not (snaps(m) / "other").exists()
+    bounded(os.rmdir, snaps(m) / "part")
+
+
 def start_proc(m, name, cmd):
     proc = m.sessions / "default" / "procs" / name
     os.mkdir(proc)

@@ -1,7 +1,9 @@
-// createBackup, restoreBackup, deleteBackup: a backup is a snapshot of the whole workspace
-// (snapshots/NAME, taken at one instant even while commands run); the object names it and the
-// directory it was asked for, and restoring it restores that directory alone.
-import { readFile, rmdir } from 'node:fs/promises';
+// createBackup, restoreBackup, deleteBackup: a backup is a snapshot of the directory asked for
+// (snapshots/ctl's `take NAME DIR`: it weighs what the directory does, taken at one instant
+// even while commands run); the object names it and the directory, and restoring it restores
+// that directory in place.
+import { randomBytes } from 'node:crypto';
+import { rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ValidationError, mapError } from './errors.js';
 import { workspaceParts } from './files.js';
@@ -18,9 +20,9 @@ function snapshotDir(sandbox, backup) {
  * cwd); name: a label kept in the returned object. */
 export async function createBackup(session, { dir, name } = {}) {
 	const parts = await workspaceParts(session, dir);
-	let id;
+	const id = `backup-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
 	try {
-		id = (await readFile(join(session.sandbox.mountpoint, 'snapshots', 'clone'), 'utf8')).trim();
+		await writeControl(join(session.sandbox.mountpoint, 'snapshots', 'ctl'), `take ${id} ${parts.join('/')}\n`);
 	} catch (err) {
 		throw mapError(err, 'backup', `backup of ${dir}`);
 	}

@@ -406,16 +406,23 @@ describe('backups', { timeout: 120000 }, () => {
 	it('createBackup of a directory, restoreBackup brings back that directory alone', async () => {
 		await sandbox.exec(`mkdir -p ${wsPath}/bk/sub ${wsPath}/other && echo 1 > ${wsPath}/bk/sub/f && echo 1 > ${wsPath}/other/g`);
 		const backup = await sandbox.createBackup({ dir: `${wsPath}/bk`, name: 'before' });
-		assert.match(backup.id, /^snap\d+$/);
+		assert.match(backup.id, /^backup-[0-9a-z]+-[0-9a-f]{8}$/);
 		assert.deepEqual([backup.dir, backup.name], [`/workspace/bk`, 'before']);
 		await sandbox.exec(`echo 2 > ${wsPath}/bk/sub/f && echo extra > ${wsPath}/bk/new && echo 2 > ${wsPath}/other/g`);
 		assert.deepEqual(await sandbox.restoreBackup(backup), { success: true, id: backup.id, dir: '/workspace/bk' });
 		assert.equal((await sandbox.exec(`cat ${wsPath}/bk/sub/f ${wsPath}/other/g; ls ${wsPath}/bk`)).stdout, '1\n2\nsub\n');
-		// Something running: busy, unless forced.
-		const proc = await sandbox.startProcess('sleep 1000');
+		// A snapshot of bk/ alone: it weighs what bk/ does.
+		const st = Object.fromEntries(readFileSync(join(m.mnt, 'snapshots', backup.id, 'status'), 'utf8').trim().split('\n').map((l) => l.split(/ (.*)/s).slice(0, 2)));
+		assert.deepEqual([st.root, st.size], ['bk', '2']);
+		// A process holding something in bk/ makes its restore busy, unless forced; one elsewhere runs on.
+		const elsewhere = await sandbox.startProcess('sleep 1000', { cwd: `${wsPath}/other` });
+		const proc = await sandbox.startProcess('touch ../in-bk; exec sleep 1000', { cwd: `${wsPath}/bk` });
+		for (let i = 0; i < 1000 && !existsSync(join(m.ws, 'in-bk')); i++) await new Promise((r) => setTimeout(r, 20));
 		await assert.rejects(sandbox.restoreBackup(backup), ResourceBusyError);
 		await sandbox.restoreBackup(backup, { force: true });
 		assert.equal((await proc.getStatus()) === 'running', false);
+		assert.equal(await elsewhere.getStatus(), 'running');
+		await elsewhere.kill();
 		await sandbox.deleteBackup(backup);
 		await assert.rejects(sandbox.restoreBackup(backup), BackupNotFoundError);
 		await assert.rejects(sandbox.createBackup({ dir: '/etc' }), ValidationError);

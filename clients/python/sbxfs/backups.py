@@ -1,12 +1,15 @@
-"""create_backup, restore_backup, delete_backup: a backup is a snapshot of the whole workspace
-(snapshots/NAME, taken at one instant even while commands run); the dict names it and the
-directory it was asked for, and restoring it restores that directory alone."""
+"""create_backup, restore_backup, delete_backup: a backup is a snapshot of the directory asked
+for (snapshots/ctl's `take NAME DIR`: it weighs what the directory does, taken at one instant
+even while commands run); the dict names it and the directory, and restoring it restores that
+directory in place."""
 
 import os
+import secrets
+import time
 
 from .errors import ValidationError, map_error
 from .files import workspace_parts
-from .fsio import read_text, write_control
+from .fsio import write_control
 from .names import check_name
 
 
@@ -20,8 +23,10 @@ def create_backup(session, dir, name=None):
     """dir: the workspace or a directory in it, as commands see it (relative: from the
     session's cwd); name: a label kept in the returned dict."""
     parts = workspace_parts(session, dir)
+    id = f"backup-{int(time.time() * 1000):x}-{secrets.token_hex(4)}"
     try:
-        id = read_text(os.path.join(session.sandbox.mountpoint, "snapshots", "clone")).strip()
+        write_control(os.path.join(session.sandbox.mountpoint, "snapshots", "ctl"),
+                      f"take {id} {'/'.join(parts)}\n")
     except OSError as exc:
         raise map_error(exc, "backup", f"backup of {dir}") from None
     backup = {"id": id, "dir": "/".join(["/workspace", *parts])}
