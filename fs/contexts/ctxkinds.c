@@ -11,6 +11,7 @@
 #include "context.h"
 #include "ctxfile_priv.h"
 #include "ctxkind.h"
+#include "envlist.h"
 #include "refusals.h"
 #include "reply.h"
 #include "run.h"
@@ -176,8 +177,7 @@ static int check_attr(struct xfh *fh)
 	static const char *const invalid[] = {
 	    [CA_LANGUAGE] = "a language is python, javascript or typescript",
 	    [CA_CWD] = "a cwd is an absolute path",
-	    [CA_ENV] = "a line is NAME=VALUE or -NAME: NAME of letters, digits and _, not first a "
-		       "digit; VALUE as is, or in the $'...' form, no NUL",
+	    [CA_ENV] = ENVEDIT_FORM,
 	    [CA_TIMEOUT] = "a timeout is a number of milliseconds, 0 to 4294967295",
 	};
 	size_t upto = complete_lines(fh);

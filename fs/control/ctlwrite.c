@@ -75,10 +75,7 @@ static int write_env(struct ctlfh *fh, const char *buf, size_t size, int (*check
 		rc = envedits_parse(fh->wbuf + fh->wchecked, (size_t)(nl - fh->wbuf) - fh->wchecked,
 				    &ed);
 		if (rc == -EINVAL)
-			ctl_refuse(
-			    fh, EINVAL,
-			    "a line is NAME=VALUE or -NAME: NAME of letters, digits and _, not "
-			    "first a digit; VALUE as is, or in the $'...' form, no NUL");
+			ctl_refuse(fh, EINVAL, ENVEDIT_FORM);
 		if (rc == 0) {
 			envedits_append(&fh->wedits, &ed);
 			fh->wchecked = (size_t)(nl - fh->wbuf) + 1;

@@ -46,6 +46,11 @@ bool envedit_partial_too_big(const char *line, size_t len, size_t entry_max);
 /* "NAME=VALUE\n" lines sorted by name; caller frees. */
 char *envlist_format(const struct envlist *el, size_t *len);
 
+/* What an edit line is, as a refusal says it. */
+#define ENVEDIT_FORM                                                                               \
+	"a line is NAME=VALUE or -NAME: NAME of letters, digits and _, not first a digit; VALUE "  \
+	"as is, or in the $'...' form, no NUL"
+
 /* Parses edit lines; empty lines are skipped. -EINVAL on any bad line (nothing is kept). */
 int envedits_parse(const char *buf, size_t len, struct envedits *out);
 void envedits_append(struct envedits *dst, struct envedits *src);
