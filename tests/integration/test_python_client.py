@@ -44,16 +44,16 @@ def docs_install_commands():
 def test_installs_offline_with_debian_packages_only(tmp_path):
     """docs/clients.md's commands, as written, in a copy of the tree, with no index, no
     find-links, no pip config, and another `python3` first on the PATH (one that is not
-    Debian's, as pyenv's or conda's are): what builds the client is Debian's setuptools and
-    wheel, and what it installs imports as `sbxfs`."""
+    Debian's, as pyenv's or conda's are): what builds the client is Debian's flit_core, it
+    writes nothing into the tree, and what it installs imports as `sbxfs`."""
     if importlib.util.find_spec("ensurepip") is None:
-        pytest.skip("python3-venv is not installed (scripts/bootstrap installs it): "
+        pytest.skip("python3-venv is not installed (scripts/bootstrap --test installs it): "
                     "no venv with pip to install into")
-    # A copy, because setuptools builds in place: the build/ and egg-info a root run leaves
-    # stay out of the tree.
+    # A copy of the client as git has it: the install must write nothing into it.
     root = tmp_path / "tree"
     shutil.copytree(REPO_ROOT / "clients" / "python", root / "clients" / "python",
-                    ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    before = sorted(p.relative_to(root) for p in (root / "clients").rglob("*"))
     other = tmp_path / "other-bin"
     other.mkdir()
     (other / "python3").write_text("#!/bin/sh\necho not the Debian python3 >&2\nexit 1\n")
@@ -78,6 +78,9 @@ def test_installs_offline_with_debian_packages_only(tmp_path):
     project = tomllib.loads((root / "clients" / "python" / "pyproject.toml").read_text())["project"]
     assert (name, version) == ("sbxfs", project["version"])  # distribution named as imported
     assert path.startswith(str(root / ".venv")), path  # the installed copy, not the tree's
+    after = sorted(p.relative_to(root) for p in (root / "clients").rglob("*")
+                   if "__pycache__" not in p.parts)
+    assert after == before  # no build/, no egg-info: nothing written into the tree
 
 
 def npm_project(sbx, name, env_name):
