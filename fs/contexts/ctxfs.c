@@ -12,6 +12,7 @@
 #include "ctxkind.h"
 #include "dirsnap.h"
 #include "nodeattr.h"
+#include "refusals.h"
 #include "run.h"
 #include "xmalloc.h"
 
@@ -244,6 +245,14 @@ static void mkdir_context(fuse_req_t req, const char *name)
 		return;
 	}
 	if ((rc = context_create(name)) < 0) {
+		if (rc == -EINVAL) {
+			char *path = xasprintf("contexts/%s", name);
+
+			refusal_note(
+			    path, EINVAL,
+			    "a context's name is 1 to 64 of A-Z a-z 0-9 . _ -, not . or ..");
+			free(path);
+		}
 		fuse_reply_err(req, -rc);
 		return;
 	}

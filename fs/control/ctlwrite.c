@@ -263,6 +263,10 @@ int ctl_write_checkout(fuse_req_t req, struct ctlfh *fh, const char *buf, size_t
 	if (rc == 0 && nl)
 		fh->wchecked = fh->wlen;
 	pthread_mutex_unlock(&fh->h.lock);
+	if (rc == -EINVAL)
+		ctl_refuse(fh, EINVAL,
+			   "one line, URL [branch=NAME] [dir=PATH] [depth=N], the PATH inside the "
+			   "workspace");
 	return rc;
 }
 

@@ -12,6 +12,7 @@
 #include "expose.h"
 #include "fhandle.h"
 #include "port_priv.h"
+#include "refusals.h"
 #include "reply.h"
 #include "xmalloc.h"
 
@@ -152,6 +153,15 @@ static int write_expose(struct portfh *fh, const char *buf, size_t size)
 	return rc < 0 ? rc : expose_add(port);
 }
 
+static void refuse_name(struct portfh *fh)
+{
+	char *path = xasprintf("ports/%u/name", ino_num(fh->ino));
+
+	refusal_note(path, EINVAL,
+		     "a name is one line of at most 128 bytes, no control characters");
+	free(path);
+}
+
 /* name: kept until close, each write checked with what came before it. */
 static int write_name(struct portfh *fh, const char *buf, size_t size)
 {
@@ -159,8 +169,10 @@ static int write_name(struct portfh *fh, const char *buf, size_t size)
 
 	if (fh->werr)
 		return fh->werr;
-	if (fh->wlen + size > EXPOSE_NAME_MAX + 1 || memchr(buf, '\0', size))
+	if (fh->wlen + size > EXPOSE_NAME_MAX + 1 || memchr(buf, '\0', size)) {
+		refuse_name(fh);
 		return fh->werr = -EINVAL;
+	}
 	fh->wbuf = xrealloc(fh->wbuf, fh->wlen + size);
 	memcpy(fh->wbuf + fh->wlen, buf, size);
 	rc = expose_set_name(ino_num(fh->ino), (uint32_t)ino_serial(fh->ino), fh->wbuf,
@@ -169,6 +181,8 @@ static int write_name(struct portfh *fh, const char *buf, size_t size)
 		fh->wlen += size;
 		fh->apply = true;
 	} else {
+		if (rc == -EINVAL)
+			refuse_name(fh);
 		fh->werr = rc;
 	}
 	return rc;

@@ -10,6 +10,7 @@
 #include "dirsnap.h"
 #include "nodeattr.h"
 #include "park.h"
+#include "refusals.h"
 #include "snapfs_priv.h"
 #include "snapshot.h"
 #include "xmalloc.h"
@@ -258,6 +259,14 @@ static void mkdir_snapshot(fuse_req_t req, const char *name)
 		return;
 	}
 	if ((rc = snapshot_take(name, &done)) < 0) {
+		if (rc == -EINVAL) {
+			char *path = xasprintf("snapshots/%s", name);
+
+			refusal_note(
+			    path, EINVAL,
+			    "a snapshot's name is 1 to 64 of A-Z a-z 0-9 . _ -, not first a .");
+			free(path);
+		}
 		fuse_reply_err(req, -rc);
 		return;
 	}

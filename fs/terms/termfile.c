@@ -311,16 +311,22 @@ static int append(struct termfh *fh, const char *buf, size_t size, size_t max, i
 }
 
 /* A complete line of ctl: checked (apply false) or applied; an empty one is no verb. */
+/* A refused write to the terminal's file of kind name, in the errors file. */
+static void refuse(struct termfh *fh, const char *name, const char *why)
+{
+	char *path =
+	    xasprintf("sessions/%s/terms/%s/%s", session_id(fh->s), term_name(fh->t), name);
+
+	refusal_note(path, EINVAL, "%s", why);
+	free(path);
+}
+
 static int line_ctl(struct termfh *fh, const char *line, size_t len, bool apply)
 {
 	int rc = len == 0 ? 0 : term_ctl(apply ? fh->t : NULL, line, len);
-	char *path;
 
-	if (rc == -EINVAL && !apply) {
-		path = xasprintf("sessions/%s/terms/%s/ctl", session_id(fh->s), term_name(fh->t));
-		refusal_note(path, EINVAL, "%s", verb_why());
-		free(path);
-	}
+	if (rc == -EINVAL && !apply)
+		refuse(fh, "ctl", verb_why());
 	return rc;
 }
 
@@ -331,6 +337,8 @@ static int line_size(struct termfh *fh, const char *line, size_t len, bool apply
 	int rc;
 
 	rc = term_size_parse(line, len, &rows, &cols);
+	if (rc == -EINVAL)
+		refuse(fh, "size", "ROWS COLS: rows from 1 and columns from 2, each at most 1000");
 	return rc < 0 || !apply ? rc : term_resize(fh->t, rows, cols);
 }
 
@@ -362,9 +370,13 @@ static int apply_lines(struct termfh *fh, bool all)
 /* Each write is one pattern, checked and kept for the reads of wait that open after it. */
 static int write_pattern(fuse_req_t req, struct termfh *fh, const char *buf, size_t size, int flags)
 {
+	int rc = term_set_pattern(fh->t, buf, size);
+
 	(void)req;
 	(void)flags;
-	return term_set_pattern(fh->t, buf, size);
+	if (rc == -EINVAL)
+		refuse(fh, "wait", "one line of a regular expression (see docs/terminals.md)");
+	return rc;
 }
 
 /* cmd: kept whole and started at close, while the terminal has not started. */

@@ -4,6 +4,7 @@ current end like a log on disk, and what a user (or the sandbox) wrote cannot fo
 
 import os
 import re
+import socket
 import subprocess
 
 from sbxutil import errno_of, read_bytes, write_errno
@@ -83,6 +84,42 @@ def test_settings_and_snapshot_lines_say_why(sbx):
     finally:
         os.rmdir(ctx)
         os.rmdir(s)
+
+
+def test_names_checkouts_terminals_and_port_names_say_why(sbx):
+    start = size(sbx)
+    s = sbx.new_session()
+    term = s / "terms" / "t"
+    os.mkdir(term)
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    os.mkdir(sbx.mnt / "ports" / str(port))
+    try:
+        assert errno_of(os.mkdir, sbx.mnt / "snapshots" / ".hidden") == 22
+        assert errno_of(os.mkdir, sbx.mnt / "contexts" / "a b") == 22
+        assert write_errno(s / "checkout", "https://example.com/r.git dir=../../etc\n") == 22
+        assert write_errno(term / "size", "0 0\n") == 22
+        assert write_errno(term / "wait", "(\n") == 22
+        assert write_errno(sbx.mnt / "ports" / str(port) / "name", "a\x01b\n") == 22
+        got = lines_after(sbx, start)
+    finally:
+        os.rmdir(sbx.mnt / "ports" / str(port))
+        os.rmdir(term)
+        os.rmdir(s)
+    assert got == [
+        ("snapshots/.hidden", "EINVAL",
+         "a snapshot's name is 1 to 64 of A-Z a-z 0-9 . _ -, not first a ."),
+        ("contexts/a b", "EINVAL", "a context's name is 1 to 64 of A-Z a-z 0-9 . _ -, not . or .."),
+        (f"sessions/{s.name}/checkout", "EINVAL",
+         "one line, URL [branch=NAME] [dir=PATH] [depth=N], the PATH inside the workspace"),
+        (f"sessions/{s.name}/terms/t/size", "EINVAL",
+         "ROWS COLS: rows from 1 and columns from 2, each at most 1000"),
+        (f"sessions/{s.name}/terms/t/wait", "EINVAL",
+         "one line of a regular expression (see docs/terminals.md)"),
+        (f"ports/{port}/name", "EINVAL",
+         "a name is one line of at most 128 bytes, no control characters"),
+    ]
 
 
 def test_what_was_written_forges_no_line(sbx):
