@@ -36,11 +36,13 @@ static const struct part no_part = {&no_ops, EPERM};
 /* Workspace inodes are even; the root is the control part's inode 1, served above the parts. */
 static const struct part *part_of(fuse_ino_t ino)
 {
+	enum part_tag tag = ino_part(ino);
+
 	if (ws_is_ino(ino))
 		return &workspace;
 	if (ino == FUSE_ROOT_ID)
 		return &root;
-	return parts[ino_part(ino)].ops ? &parts[ino_part(ino)] : &no_part;
+	return tag < PART_MAX && parts[tag].ops ? &parts[tag] : &no_part;
 }
 
 /* Calls op of the part of ino with the request's arguments, or answers otherwise. */
