@@ -46,9 +46,9 @@ pytestmark = [
 # Each tree at the mount's root: "hostile" where the sandbox names files and links (its
 # workspace, and snapshots of it), "control" where every name and link is the daemon's.
 TREES = {
-    "README": "control", "env": "control", "limits": "control", "network": "control",
-    "ports": "control", "procs": "control", "sessions": "control", "contexts": "control",
-    "snapshots": "hostile", "workspace": "hostile",
+    "README": "control", "env": "control", "errors": "control", "limits": "control",
+    "network": "control", "ports": "control", "procs": "control", "sessions": "control",
+    "contexts": "control", "snapshots": "hostile", "workspace": "hostile",
 }
 CANARY = "canary-text-the-host-must-not-read"
 # A tool's bound: a walk of these small trees takes well under a second.
