@@ -244,8 +244,6 @@ void context_env(struct context *c, struct envlist *env)
 		envlist_put(env, ctx_cfg->base_env[i]);
 	net_client_env(c->net, env);
 	rootenv_seed(env);
-	if (!envlist_get(env, "HOME"))
-		envlist_set(env, "HOME", ctx_workspace);
 	envlist_set(env, "PWD", c->cwd);
 	envlist_apply(env, &c->env);
 }

@@ -15,21 +15,36 @@
 #include "config_priv.h"
 #include "xmalloc.h"
 
+/* The index of name's entry in base_env, or n_base_env. */
+static size_t base_env_find(const struct config *cfg, const char *name)
+{
+	size_t nlen = strlen(name), i;
+
+	for (i = 0; i < cfg->n_base_env; i++)
+		if (strncmp(cfg->base_env[i], name, nlen) == 0 && cfg->base_env[i][nlen] == '=')
+			break;
+	return i;
+}
+
 void config_base_env_set(struct config *cfg, const char *name, const char *value)
 {
-	size_t nlen = strlen(name);
+	size_t i = base_env_find(cfg, name);
 	char *entry = xasprintf("%s=%s", name, value);
 
-	for (size_t i = 0; i < cfg->n_base_env; i++) {
-		if (strncmp(cfg->base_env[i], name, nlen) == 0 && cfg->base_env[i][nlen] == '=') {
-			free(cfg->base_env[i]);
-			cfg->base_env[i] = entry;
-			return;
-		}
+	if (i < cfg->n_base_env) {
+		free(cfg->base_env[i]);
+		cfg->base_env[i] = entry;
+		return;
 	}
 	cfg->base_env = xrealloc(cfg->base_env, (cfg->n_base_env + 2) * sizeof(char *));
 	cfg->base_env[cfg->n_base_env++] = entry;
 	cfg->base_env[cfg->n_base_env] = NULL;
+}
+
+void config_default_home(struct config *cfg, const char *home)
+{
+	if (base_env_find(cfg, "HOME") == cfg->n_base_env)
+		config_base_env_set(cfg, "HOME", home);
 }
 
 /* An XDG base directory: the variable's value if it is absolute (the spec has relative ones
@@ -115,6 +130,7 @@ void config_defaults(struct config *cfg)
 	cfg->log_max = 10ull << 20;
 	cfg->spool_max = 4ull << 30;
 	cfg->workspace_max = 0;
+	cfg->home_max = CONFIG_SIZE_AUTO;
 	cfg->snap_dir = xstrdup("");
 	cfg->snap_max = 100;
 	cfg->snap_space_max = 8ull << 30;
@@ -211,6 +227,15 @@ static uint64_t derived(const struct config *cfg, uint64_t set, unsigned div, ui
 uint64_t config_tmp_size(const struct config *cfg)
 {
 	return derived(cfg, cfg->tmp_size, 4, 1ull << 30);
+}
+
+uint64_t config_home_max(const struct config *cfg)
+{
+	if (cfg->home_max != CONFIG_SIZE_AUTO)
+		return cfg->home_max;
+	if (!cfg->workspace_max)
+		return 0;
+	return cfg->workspace_max / 4 > (64ull << 20) ? cfg->workspace_max / 4 : 64ull << 20;
 }
 
 uint64_t config_shm_size(const struct config *cfg)

@@ -72,6 +72,7 @@ struct config {
 	uint32_t uid_first, uid_last; /* uid_range: each instance's own uid when user is "" */
 	uint64_t workspace_max; /* bytes of the workspace (a loop-mounted image); 0 = no bound */
 	bool workspace_xfs;	/* workspace_fs = xfs: the image is XFS (reflinks), not ext4 */
+	uint64_t home_max;	 /* bytes of the sandbox user's home, 0 = no bound, or AUTO */
 	uint64_t memory_reserve; /* memory_max less a session's own limit; 0: sessions have none */
 	uint64_t session_pids_max; /* each session's processes; 0 = only pids_max */
 	unsigned session_pids_pct; /* if not 0: session_pids_max is this % of pids_max */
@@ -116,6 +117,11 @@ uint64_t config_session_memory(const struct config *cfg);
  * /tmp and a sixteenth for /dev/shm, at most 1G and 256M (which 4G, the default, gives);
  * 1G and 256M without a memory limit. */
 uint64_t config_tmp_size(const struct config *cfg);
+/* HOME of a new session, unless [session] home set one. */
+void config_default_home(struct config *cfg, const char *home);
+/* The home's bound: home_max, or with "auto" a quarter of workspace_max (64M at least), none
+ * when the workspace has none. */
+uint64_t config_home_max(const struct config *cfg);
 uint64_t config_shm_size(const struct config *cfg);
 /* Parses "123", "64K", "512M", "4G" (powers of 1024) or "max" (0). */
 int config_parse_size(const char *value, uint64_t *out);

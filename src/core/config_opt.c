@@ -50,6 +50,7 @@ const struct config_key config_keys[] = {
     {"sandbox", "shm_size", "16M", "16Q"},
     {"sandbox", "workspace_max", "1G", "1GB"},
     {"sandbox", "workspace_fs", "xfs", "btrfs"},
+    {"sandbox", "home_max", "256M", "512K"},
     {"sandbox", "memory_reserve", "64M", "64Q"},
     {"sandbox", "session_pids_max", "10%", "101%"},
     {"network", "expose_address", "::1", "localhost"},

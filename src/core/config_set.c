@@ -164,12 +164,17 @@ static int parse_tmpfs_size(const char *value, uint64_t *out)
 	return 0;
 }
 
-/* A size as config_parse_size reads it ("max": 0, no bound), at most 1T: what is derived from
+/* A size as config_parse_size reads it ("max": 0, no bound), min to 1T: what is derived from
  * it (a checkout's memory, a multiple of git_object_max) cannot overflow. */
+static int parse_bound_in(const char *value, uint64_t min, uint64_t *out)
+{
+	return strcmp(value, "max") ? parse_size_in(value, min, 1ull << 40, out)
+				    : config_parse_size(value, out);
+}
+
 static int parse_bound(const char *value, uint64_t *out)
 {
-	return strcmp(value, "max") ? parse_size_in(value, 1, 1ull << 40, out)
-				    : config_parse_size(value, out);
+	return parse_bound_in(value, 1, out);
 }
 
 static int set_session(struct config *cfg, const char *key, const char *value)
@@ -179,7 +184,7 @@ static int set_session(struct config *cfg, const char *key, const char *value)
 	else if (!strcmp(key, "path"))
 		config_base_env_set(cfg, "PATH", value);
 	else if (!strcmp(key, "home") && !value[0])
-		base_env_unset(cfg, "HOME"); /* the workspace, as commands see it */
+		base_env_unset(cfg, "HOME"); /* the sandbox user's home (home.c) */
 	else if (!strcmp(key, "home"))
 		config_base_env_set(cfg, "HOME", value);
 	else if (!strcmp(key, "lang"))
@@ -374,6 +379,9 @@ static int set_sandbox(struct config *cfg, const char *key, const char *value)
 		return parse_id_range(value, &cfg->uid_first, &cfg->uid_last);
 	if (!strcmp(key, "workspace_max"))
 		return config_parse_size(value, &cfg->workspace_max);
+	if (!strcmp(key, "home_max"))
+		return !strcmp(value, "auto") ? (cfg->home_max = CONFIG_SIZE_AUTO, 0)
+					      : parse_bound_in(value, 1ull << 20, &cfg->home_max);
 	if (!strcmp(key, "workspace_fs"))
 		return set_choice(value, "xfs", "ext4", &cfg->workspace_xfs);
 	if (!strcmp(key, "memory_reserve"))

@@ -177,6 +177,7 @@ char **bwrap_argv(const struct bwrap_spec *sp)
 	add_num(&b, "--size", sp->shm_size);
 	add2(&b, "--tmpfs", "/dev/shm");
 	add3(&b, "--bind", sp->workspace, SANDBOX_WORKSPACE);
+	add3(&b, "--bind", sp->home, SANDBOX_HOME);
 	add3(&b, "--ro-bind", sp->launcher, SANDBOX_LAUNCHER);
 	add2(&b, "--remount-ro", "/");
 	add2(&b, "--chdir", SANDBOX_WORKSPACE);

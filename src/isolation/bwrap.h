@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #define SANDBOX_WORKSPACE "/workspace"
+#define SANDBOX_HOME	  "/home/sbxfs" /* the sandbox user's home (home.h) */
 #define SANDBOX_LAUNCHER "/run/sbxfs/launcher"
 
 /* The fd bwrap reads the seccomp program from, as numbered in its argv. */
@@ -22,6 +23,7 @@
 struct bwrap_spec {
 	const char *bwrap;     /* the bwrap binary */
 	const char *workspace; /* host path (reachable by the sandbox's user), at /workspace */
+	const char *home;      /* host path of the sandbox user's home, likewise */
 	const char *launcher;  /* host path of sbxfs-launcher, likewise */
 	bool keep_net;	       /* no new network namespace: the host's, or the daemon's (netns.h) */
 	uint64_t tmp_size, shm_size;

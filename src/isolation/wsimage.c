@@ -1,8 +1,9 @@
-/* The workspace image: making it (mkfs.ext4 or mkfs.xfs), growing it (resize2fs, xfs_growfs),
- * its loop device, its mount over the workspace directory and a stale one of a daemon that
- * died. An XFS image holds the workspace and the snapshots side by side (workspace/ and
- * snapshots/ at its root, mounted on STATE_DIR/image), so that snapshots are reflinks of the
- * workspace's files: only workspace/ is bound over the workspace directory. */
+/* The bounded directories' images (the workspace's, the sandbox user's home's): making one
+ * (mkfs.ext4 or mkfs.xfs), growing it (resize2fs, xfs_growfs), its loop device, its mount over
+ * its directory and a stale one of a daemon that died. An XFS workspace image holds the
+ * workspace and the snapshots side by side (workspace/ and snapshots/ at its root, mounted on
+ * STATE_DIR/image), so that snapshots are reflinks of the workspace's files: only workspace/ is
+ * bound over the workspace directory. */
 #include "wsimage.h"
 
 #include <dirent.h>
@@ -23,16 +24,27 @@
 #include "log.h"
 #include "xmalloc.h"
 
-#define IMAGE_NAME "workspace.img"
 #define IMAGE_MOUNT "image" /* where an XFS image is mounted, in the state dir */
 /* mkfs.xfs refuses smaller filesystems. */
 #define XFS_MIN (300ull << 20)
 
 extern char **environ;
 
-static char *mounted_on; /* the workspace directory the image is mounted over, or NULL */
-static char *image_root; /* an XFS image's own mount point, or NULL */
-static char *snap_dir;	 /* its snapshots/ */
+/* A directory bounded by an image. */
+struct image {
+	const char *file; /* in the state dir */
+	const char *what; /* for messages */
+	const char *key;  /* its [sandbox] setting */
+	char *mounted_on; /* the directory the image is mounted over, or NULL */
+	char *image_root; /* an XFS image's own mount point, or NULL */
+	char *snap_dir;	  /* its snapshots/ */
+};
+
+enum { IMG_WS, IMG_HOME };
+static struct image images[] = {
+    [IMG_WS] = {.file = "workspace.img", .what = "workspace", .key = "workspace_max"},
+    [IMG_HOME] = {.file = "home.img", .what = "home", .key = "home_max"},
+};
 
 static bool is_xfs(const char *fstype)
 {
@@ -163,7 +175,7 @@ static bool loop_backs(const char *source, const char *img)
 /* A daemon that died with its watchdog left the image mounted over the workspace (or at the
  * image's own mount point): detach it, so this start mounts it afresh rather than on top. The
  * state dir's lock says it is ours. */
-static void detach_stale(const char *ws, const char *img)
+static void detach_stale(const struct image *im, const char *ws, const char *img)
 {
 	char *line = NULL, point[4096], source[4096];
 	size_t cap = 0;
@@ -181,15 +193,16 @@ static void detach_stale(const char *ws, const char *img)
 	if (f)
 		fclose(f);
 	if (stale && umount2(ws, MNT_DETACH) == 0)
-		log_warnx("%s: detached the workspace image a daemon that died left mounted", ws);
+		log_warnx("%s: detached the %s image a daemon that died left mounted", ws,
+			  im->what);
 }
 
 /* Grows an ext4 image while nothing has it: checked first (resize2fs wants a clean filesystem),
  * given back its size if resize2fs fails. (Growing it mounted needs CAP_SYS_RESOURCE.) An XFS
  * image only grows mounted: its file is made larger here, and xfs_growfs takes the space once
  * it is mounted (grow_xfs). */
-static int grow(const char *img, off_t from, uint64_t size, const char *fstype, char *err,
-		size_t errlen)
+static int grow(const struct image *im, const char *img, off_t from, uint64_t size,
+		const char *fstype, char *err, size_t errlen)
 {
 	char *fsck[] = {"e2fsck", "-f", "-p", (char *)img, NULL};
 	char *resize[] = {"resize2fs", (char *)img, NULL};
@@ -211,7 +224,7 @@ static int grow(const char *img, off_t from, uint64_t size, const char *fstype, 
 	}
 	if (truncate(img, from) < 0)
 		log_warn("%s: giving it back its size", img);
-	snprintf(err, errlen, "%s: growing it to workspace_max: %s failed (%d)", img, failed, rc);
+	snprintf(err, errlen, "%s: growing it to %s: %s failed (%d)", img, im->key, failed, rc);
 	return -EIO;
 }
 
@@ -283,8 +296,8 @@ static const char *image_fstype(const char *img)
 
 /* The image there is (grown to max if smaller: *grown), or a new one; *tidy when mkfs or
  * e2fsck made a lost+found. */
-static int find_or_make(const char *ws, const char *img, uint64_t max, const char *fstype,
-			bool *tidy, bool *grown, char *err, size_t errlen)
+static int find_or_make(const struct image *im, const char *ws, const char *img, uint64_t max,
+			const char *fstype, bool *tidy, bool *grown, char *err, size_t errlen)
 {
 	const char *was;
 	struct stat st;
@@ -300,34 +313,36 @@ static int find_or_make(const char *ws, const char *img, uint64_t max, const cha
 	if (stat(img, &st) == 0) {
 		if ((uint64_t)st.st_size > max) {
 			snprintf(err, errlen,
-				 "%s is %llu bytes, more than [sandbox] workspace_max "
-				 "(%llu): it is never shrunk; raise workspace_max, or remove the "
-				 "image (and the files in it) to start anew",
-				 img, (unsigned long long)st.st_size, (unsigned long long)max);
+				 "%s is %llu bytes, more than [sandbox] %s (%llu): it is never "
+				 "shrunk; raise %s, or remove the image (and the files in it) to "
+				 "start anew",
+				 img, (unsigned long long)st.st_size, im->key,
+				 (unsigned long long)max, im->key);
 			return -EINVAL;
 		}
 		was = image_fstype(img);
 		if (!was || strcmp(was, fstype)) {
-			snprintf(err, errlen,
-				 "%s holds %s, and [sandbox] workspace_fs is %s: set it back, or "
-				 "remove the image (and the files in it) to start anew",
-				 img, was ? was : "no filesystem sbxfs knows", fstype);
+			snprintf(
+			    err, errlen,
+			    "%s holds %s, and sbxfs would mount it as %s ([sandbox] "
+			    "workspace_fs for the workspace): set it back, or remove the image "
+			    "(and the files in it) to start anew",
+			    img, was ? was : "no filesystem sbxfs knows", fstype);
 			return -EINVAL;
 		}
 		*tidy = (uint64_t)st.st_size < max && !is_xfs(fstype);
 		if ((uint64_t)st.st_size < max && !released(img)) {
-			log_warnx("%s: in use by a loop device: not grown to workspace_max now",
-				  img);
+			log_warnx("%s: in use by a loop device: not grown to %s now", img, im->key);
 			*tidy = false;
 		} else if ((uint64_t)st.st_size < max) {
-			if ((rc = grow(img, st.st_size, max, fstype, err, errlen)) < 0)
+			if ((rc = grow(im, img, st.st_size, max, fstype, err, errlen)) < 0)
 				return rc;
 			*grown = true;
 		}
 		if (dir_is_empty(ws) == 0)
-			log_warnx("workspace %s: its own files are hidden while the image %s is "
+			log_warnx("%s %s: its own files are hidden while the image %s is "
 				  "mounted over it",
-				  ws, img);
+				  im->what, ws, img);
 		return 0;
 	}
 	if (errno != ENOENT) {
@@ -336,15 +351,15 @@ static int find_or_make(const char *ws, const char *img, uint64_t max, const cha
 		return rc;
 	}
 	if ((rc = dir_is_empty(ws)) < 0) {
-		snprintf(err, errlen, "workspace %s: %s", ws, strerror(-rc));
+		snprintf(err, errlen, "%s %s: %s", im->what, ws, strerror(-rc));
 		return rc;
 	}
 	if (rc == 0) {
 		snprintf(err, errlen,
-			 "workspace %s is not empty, and [sandbox] workspace_max makes a new, "
-			 "empty image over it: move its files away (into workspace/ once mounted), "
-			 "or point workspace at an empty directory",
-			 ws);
+			 "%s %s is not empty, and [sandbox] %s makes a new, empty image over "
+			 "it: move its files away (into it once mounted), or start from an "
+			 "empty directory",
+			 im->what, ws, im->key);
 		return -ENOTEMPTY;
 	}
 	*tidy = !is_xfs(fstype);
@@ -376,17 +391,18 @@ static int mount_image(const char *img, const char *point, const char *fstype, c
 
 /* An XFS image, mounted on its own point: its workspace/ bound (nosuid, nodev) over ws, its
  * snapshots/ kept for the snapshots; the filesystem grown to its file's size if that grew. */
-static int bind_xfs(const char *root, const char *ws, bool grown, char *err, size_t errlen)
+static int bind_xfs(struct image *im, const char *root, const char *ws, bool grown, char *err,
+		    size_t errlen)
 {
 	char *argv[] = {"xfs_growfs", "-d", (char *)root, NULL};
 	char *inner = xasprintf("%s/workspace", root);
 	int rc = 0;
 
-	snap_dir = xasprintf("%s/snapshots", root);
+	im->snap_dir = xasprintf("%s/snapshots", root);
 	if (grown && run_tool(argv) != 0)
 		log_warnx("%s: xfs_growfs failed: the workspace keeps its size", root);
 	if ((mkdir(inner, 0755) < 0 && errno != EEXIST) ||
-	    (mkdir(snap_dir, 0700) < 0 && errno != EEXIST) ||
+	    (mkdir(im->snap_dir, 0700) < 0 && errno != EEXIST) ||
 	    mount(inner, ws, NULL, MS_BIND, NULL) < 0 ||
 	    mount(NULL, ws, NULL, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV, NULL) < 0) {
 		rc = -errno;
@@ -399,20 +415,20 @@ static int bind_xfs(const char *root, const char *ws, bool grown, char *err, siz
 /* Undoes what the attach did: the workspace's mount (lazily: the host's workspace/ mount may
  * hold it a moment longer), then an XFS image's own; the loop device goes with the last
  * reference. */
-static void undo_mounts(void)
+static void undo_mounts(struct image *im)
 {
-	if (mounted_on && umount2(mounted_on, MNT_DETACH) < 0 && errno != EINVAL)
-		log_warn("unmounting the workspace image from %s", mounted_on);
-	if (image_root && umount2(image_root, MNT_DETACH) < 0 && errno != EINVAL)
-		log_warn("unmounting the workspace image from %s", image_root);
-	free(mounted_on);
-	free(image_root);
-	free(snap_dir);
-	mounted_on = image_root = snap_dir = NULL;
+	if (im->mounted_on && umount2(im->mounted_on, MNT_DETACH) < 0 && errno != EINVAL)
+		log_warn("unmounting the %s image from %s", im->what, im->mounted_on);
+	if (im->image_root && umount2(im->image_root, MNT_DETACH) < 0 && errno != EINVAL)
+		log_warn("unmounting the %s image from %s", im->what, im->image_root);
+	free(im->mounted_on);
+	free(im->image_root);
+	free(im->snap_dir);
+	im->mounted_on = im->image_root = im->snap_dir = NULL;
 }
 
-int wsimage_attach(const char *workspace, const char *state_dir, uint64_t max, const char *fstype,
-		   char *err, size_t errlen)
+static int attach(struct image *im, const char *dir, const char *state_dir, uint64_t max,
+		  const char *fstype, char *err, size_t errlen)
 {
 	char *ws, *state, *img = NULL, dev[64];
 	bool tidy, grown;
@@ -420,62 +436,77 @@ int wsimage_attach(const char *workspace, const char *state_dir, uint64_t max, c
 
 	if (geteuid() != 0) {
 		snprintf(err, errlen,
-			 "[sandbox] workspace_max needs root: the bounded workspace is "
-			 "a loop-mounted image (set workspace_max = max, or run as root)");
+			 "[sandbox] %s needs root: the bounded %s is a loop-mounted image (set "
+			 "%s = max, or run as root)",
+			 im->key, im->what, im->key);
 		return -EPERM;
 	}
-	ws = realpath(workspace, NULL);
+	ws = realpath(dir, NULL);
 	state = realpath(state_dir, NULL);
 	if (!ws || !state) {
 		rc = -errno;
-		snprintf(err, errlen, "%s: %s", ws ? state_dir : workspace, strerror(-rc));
+		snprintf(err, errlen, "%s: %s", ws ? state_dir : dir, strerror(-rc));
 		goto out;
 	}
-	img = xasprintf("%s/%s", state, IMAGE_NAME); /* as the loop device shows its file */
+	img = xasprintf("%s/%s", state, im->file); /* as the loop device shows its file */
 	if (is_xfs(fstype)) {
-		image_root = xasprintf("%s/%s", state, IMAGE_MOUNT);
-		detach_stale(image_root, img);
-		if (mkdir(image_root, 0700) < 0 && errno != EEXIST) {
+		im->image_root = xasprintf("%s/%s", state, IMAGE_MOUNT);
+		detach_stale(im, im->image_root, img);
+		if (mkdir(im->image_root, 0700) < 0 && errno != EEXIST) {
 			rc = -errno;
-			snprintf(err, errlen, "%s: %s", image_root, strerror(-rc));
+			snprintf(err, errlen, "%s: %s", im->image_root, strerror(-rc));
 			goto out;
 		}
 	}
-	detach_stale(ws, img);
-	if ((rc = find_or_make(ws, img, max, fstype, &tidy, &grown, err, errlen)) < 0)
+	detach_stale(im, ws, img);
+	if ((rc = find_or_make(im, ws, img, max, fstype, &tidy, &grown, err, errlen)) < 0)
 		goto out;
-	if ((rc = mount_image(img, image_root ? image_root : ws, fstype, dev, sizeof(dev))) < 0) {
-		snprintf(err, errlen, "mounting %s on %s: %s", img, image_root ? image_root : ws,
-			 strerror(-rc));
+	if ((rc = mount_image(img, im->image_root ? im->image_root : ws, fstype, dev,
+			      sizeof(dev))) < 0) {
+		snprintf(err, errlen, "mounting %s on %s: %s", img,
+			 im->image_root ? im->image_root : ws, strerror(-rc));
 		goto out;
 	}
-	if (image_root && (rc = bind_xfs(image_root, ws, grown, err, errlen)) < 0)
+	if (im->image_root && (rc = bind_xfs(im, im->image_root, ws, grown, err, errlen)) < 0)
 		goto out;
-	mounted_on = ws;
+	im->mounted_on = ws;
 	ws = NULL;
-	if (tidy) { /* the workspace has no lost+found of its own (e2fsck makes one as needed) */
-		char *lost = xasprintf("%s/lost+found", mounted_on);
+	if (tidy) { /* the directory has no lost+found of its own (e2fsck makes one as needed) */
+		char *lost = xasprintf("%s/lost+found", im->mounted_on);
 
 		rmdir(lost);
 		free(lost);
 	}
-	log_info("workspace %s: the %s image %s (%llu bytes) on %s", mounted_on, fstype, img,
+	log_info("%s %s: the %s image %s (%llu bytes) on %s", im->what, im->mounted_on, fstype, img,
 		 (unsigned long long)max, dev);
 out:
 	if (rc < 0)
-		undo_mounts();
+		undo_mounts(im);
 	free(ws);
 	free(state);
 	free(img);
 	return rc;
 }
 
+int wsimage_attach(const char *workspace, const char *state_dir, uint64_t max, const char *fstype,
+		   char *err, size_t errlen)
+{
+	return attach(&images[IMG_WS], workspace, state_dir, max, fstype, err, errlen);
+}
+
+int wsimage_attach_home(const char *home, const char *state_dir, uint64_t max, char *err,
+			size_t errlen)
+{
+	return attach(&images[IMG_HOME], home, state_dir, max, "ext4", err, errlen);
+}
+
 const char *wsimage_snapshot_dir(void)
 {
-	return snap_dir;
+	return images[IMG_WS].snap_dir;
 }
 
 void wsimage_detach(void)
 {
-	undo_mounts();
+	undo_mounts(&images[IMG_HOME]);
+	undo_mounts(&images[IMG_WS]);
 }

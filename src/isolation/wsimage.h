@@ -14,10 +14,13 @@
  * directory; grown when max grew. Root only. On error returns -errno with a reason in err. */
 int wsimage_attach(const char *workspace, const char *state_dir, uint64_t max, const char *fstype,
 		   char *err, size_t errlen);
+/* The same for the sandbox user's home (STATE_DIR/home.img, always ext4): [sandbox] home_max. */
+int wsimage_attach_home(const char *home, const char *state_dir, uint64_t max, char *err,
+			size_t errlen);
 /* An XFS image's directory for snapshots, on the workspace's filesystem (so they are reflinks
  * of its files); NULL for none. */
 const char *wsimage_snapshot_dir(void);
-/* Unmounts it (lazily: the host's workspace/ mount may hold it a moment longer); the loop
+/* Unmounts both (lazily: the host's workspace/ mount may hold it a moment longer); the loop
  * device goes with the last reference. Nothing when none is attached. */
 void wsimage_detach(void);
 

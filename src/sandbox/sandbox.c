@@ -23,6 +23,7 @@
 #include "context.h"
 #include "expose.h"
 #include "fdres.h"
+#include "home.h"
 #include "filter.h"
 #include "checkout_run.h"
 #include "identity.h"
@@ -54,7 +55,8 @@ static int etc_args_fd = -1;	  /* bwrap's arguments that make the sandbox's /etc
 static char *mountpoint;
 static char *git_helper;
 static char *netproxy;
-static char *stage_dir, *staged_ws, *staged_launcher;
+static char *home_dir; /* the sandbox user's home, its host path */
+static char *stage_dir, *staged_ws, *staged_home, *staged_launcher;
 /* Why the sandbox cannot start, when the workspace's root could not be repaired (logged when it
  * changes); core lock. */
 static char ws_problem[256];
@@ -131,6 +133,27 @@ static int resolve_identity(char *err, size_t errlen)
 	return rc;
 }
 
+/* The home as commands see it. */
+static const char *inside_home(void)
+{
+	return cfg->isolate ? SANDBOX_HOME : home_dir;
+}
+
+/* The sandbox user's home (home.c), and a new session's HOME unless [session] home sets one. */
+static int prepare_home(char *err, size_t errlen)
+{
+	bool ours = cfg->isolate && getuid() == 0;
+	int rc = home_prepare(cfg, ours ? identity.uid : (uid_t)-1, ours ? identity.gid : (gid_t)-1,
+			      &home_dir, err, errlen);
+
+	if (rc < 0) {
+		wsimage_detach();
+		return rc;
+	}
+	config_default_home(cfg, inside_home());
+	return 0;
+}
+
 int sandbox_prepare(struct config *c, const char *self_exe, char *err, size_t errlen)
 {
 	int rc;
@@ -179,7 +202,7 @@ int sandbox_prepare(struct config *c, const char *self_exe, char *err, size_t er
 		wsimage_detach();
 		return rc;
 	}
-	return 0;
+	return prepare_home(err, errlen);
 }
 
 /* bwrap runs as the sandbox's user and must reach the workspace and the launcher by path,
@@ -212,7 +235,7 @@ static void unstage(char **path)
 /* Staging dirs of daemons that died without their watchdog cleaning up. */
 static void remove_stale_stages(void)
 {
-	static const char *const names[] = {"workspace", "launcher"};
+	static const char *const names[] = {"workspace", "home", "launcher"};
 	struct dirent *de;
 	DIR *d = opendir("/run");
 
@@ -224,7 +247,7 @@ static void remove_stale_stages(void)
 		pid = strtol(de->d_name + 6, NULL, 10);
 		if (pid <= 0 || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
 			continue;
-		for (size_t i = 0; i < 2; i++) {
+		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 			char *path = xasprintf("/run/%s/%s", de->d_name, names[i]);
 
 			umount2(path, MNT_DETACH);
@@ -244,6 +267,7 @@ static int stage_paths(char *err, size_t errlen)
 
 	if (getuid() != 0) {
 		staged_ws = xstrdup(cfg->workspace);
+		staged_home = xstrdup(home_dir);
 		staged_launcher = xstrdup(launcher);
 		return 0;
 	}
@@ -255,6 +279,7 @@ static int stage_paths(char *err, size_t errlen)
 		return rc;
 	}
 	if ((rc = stage(cfg->workspace, "workspace", true, &staged_ws)) < 0 ||
+	    (rc = stage(home_dir, "home", true, &staged_home)) < 0 ||
 	    (rc = stage(launcher, "launcher", false, &staged_launcher)) < 0) {
 		snprintf(err, errlen, "staging the sandbox's paths in %s: %s", stage_dir,
 			 strerror(-rc));
@@ -267,11 +292,13 @@ static void unstage_paths(void)
 {
 	if (!stage_dir) {
 		free(staged_ws);
+		free(staged_home);
 		free(staged_launcher);
-		staged_ws = staged_launcher = NULL;
+		staged_ws = staged_home = staged_launcher = NULL;
 		return;
 	}
 	unstage(&staged_ws);
+	unstage(&staged_home);
 	unstage(&staged_launcher);
 	rmdir(stage_dir);
 	free(stage_dir);
@@ -283,7 +310,7 @@ static void unstage_paths(void)
 static int make_etc_ids(char *err, size_t errlen)
 {
 	for (int i = 0; i < 2; i++) {
-		etc_fds[i] = identity_etc_fd(&identity, SANDBOX_WORKSPACE, i == 1);
+		etc_fds[i] = identity_etc_fd(&identity, SANDBOX_HOME, i == 1);
 		if (etc_fds[i] < 0) {
 			snprintf(err, errlen, "the sandbox's /etc/%s: %s", i ? "group" : "passwd",
 				 strerror(-etc_fds[i]));
@@ -331,6 +358,7 @@ static int prepare_isolation(char *err, size_t errlen)
 			  strerror(-rc));
 	bs.keep_net = cfg->net_mode == NET_HOST || netns_fd() >= 0;
 	bs.workspace = staged_ws;
+	bs.home = staged_home;
 	bs.launcher = staged_launcher;
 	bwrap = bwrap_argv(&bs);
 	return 0;
@@ -534,6 +562,8 @@ void sandbox_stop(void)
 			close(etc_fds[i]);
 	unstage_paths();
 	wsimage_detach();
+	free(home_dir);
+	home_dir = NULL;
 	free(mountpoint);
 	free(git_helper);
 	free(netproxy);

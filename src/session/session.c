@@ -137,8 +137,6 @@ static struct session *create_locked(const char *id, struct ticket **ready, int 
 	rootenv_seed(&s->env);
 	envlist_init(&s->own_env);
 	s->cwd = xstrdup(start_dir);
-	if (!envlist_get(&s->env, "HOME"))
-		envlist_set(&s->env, "HOME", start_dir);
 	/* What bash adds at start, so env reads the same before and after its first report. */
 	envlist_set(&s->env, "PWD", s->cwd);
 	envlist_set(&s->env, "SHLVL", "1");

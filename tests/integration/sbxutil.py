@@ -513,6 +513,9 @@ class SbxMount:
             d.mkdir(parents=True, exist_ok=True)
         # The workspace as the sandbox's commands see it.
         self.cmd_ws = os.path.realpath(self.ws) if isolation_none() else "/workspace"
+        # The sandbox user's home, likewise (the state dir's home/ on the host).
+        self.cmd_home = (os.path.realpath(self.state / "home") if isolation_none()
+                         else "/home/sbxfs")
         self.sessions = self.mnt / "sessions"
         self.workspace = self.mnt / "workspace"
         self.proc = None

@@ -18,15 +18,14 @@ static int index_of(char **argv, const char *arg)
 
 static void test_argv(void)
 {
-	struct bwrap_spec sp = {"/usr/bin/bwrap",
-				"/run/sbxfs-1/workspace",
-				"/run/sbxfs-1/launcher",
-				false,
-				1 << 20,
-				1 << 16,
-				999,
-				999,
-				false};
+	struct bwrap_spec sp = {.bwrap = "/usr/bin/bwrap",
+				.workspace = "/run/sbxfs-1/workspace",
+				.home = "/run/sbxfs-1/home",
+				.launcher = "/run/sbxfs-1/launcher",
+				.tmp_size = 1 << 20,
+				.shm_size = 1 << 16,
+				.uid = 999,
+				.gid = 999};
 	char **argv = bwrap_argv(&sp);
 	int dash = index_of(argv, "--");
 
@@ -37,6 +36,10 @@ static void test_argv(void)
 	CHECK(index_of(argv, "--seccomp") > 0);
 	/* every mount comes before the root turns read-only; the program comes last */
 	CHECK(index_of(argv, "--remount-ro") > index_of(argv, "/workspace"));
+	/* the home, read-write, from its own host path */
+	CHECK(index_of(argv, SANDBOX_HOME) == index_of(argv, "/run/sbxfs-1/home") + 1);
+	CHECK(!strcmp(argv[index_of(argv, SANDBOX_HOME) - 2], "--bind"));
+	CHECK(index_of(argv, "--remount-ro") > index_of(argv, SANDBOX_HOME));
 	CHECK(dash > index_of(argv, "--remount-ro") && !strcmp(argv[dash + 1], SANDBOX_LAUNCHER));
 	CHECK(argv[dash + 2] == NULL);
 	bwrap_argv_free(argv);
