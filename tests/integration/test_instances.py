@@ -61,7 +61,7 @@ def test_two_mounts_run_as_two_uids(fresh_mount):
         assert lines[:3] == [str(uid), str(gid), str(gid)], out
         # the sandbox has an account for it: tools that look the uid up find a name and a home
         assert lines[3] == "sbxfs", out
-        assert lines[4] == f"sbxfs:x:{uid}:{gid}:sbxfs sandbox:/workspace:/bin/bash", out
+        assert lines[4] == f"sbxfs:x:{uid}:{gid}:sbxfs sandbox:/home/sbxfs:/bin/bash", out
         assert sh(m, s, "touch made")[2] == 0
         assert os.stat(m.ws / "made").st_uid == uid
         assert os.stat(m.ws).st_uid == uid

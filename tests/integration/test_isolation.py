@@ -188,7 +188,7 @@ print(json.dumps(res))
 def test_host_directories_are_invisible(sbx):
     s = sbx.new_session()
     daemon = sbx.proc.pid
-    hidden = ["/root", "/home", "/var", "/sys", "/mnt", "/opt", "/srv", "/boot",
+    hidden = ["/root", "/var", "/sys", "/mnt", "/opt", "/srv", "/boot",
               "/var/lib/sbxfs", str(sbx.state), str(sbx.state / "spool"), str(sbx.tmp),
               str(sbx.ws), str(sbx.mnt), f"/run/sbxfs-{daemon}", "/sys/fs/cgroup",
               "/dev/vda", "/dev/sda", "/dev/mem", "/dev/kmem", "/dev/kmsg", "/dev/fuse",
@@ -198,15 +198,18 @@ def test_host_directories_are_invisible(sbx):
     out, err, code = sh(sbx, s, script + "echo checked")
     assert out == "checked\n", f"host paths visible inside the sandbox:\n{out}{err}"
     # ls of them fails with ENOENT, like for a path that does not exist
-    out, err, code = sh(sbx, s, f"ls /root /home {sbx.state}")
+    out, err, code = sh(sbx, s, f"ls /root {sbx.state}")
     assert code != 0 and out == ""
-    for p in ("/root", "/home", str(sbx.state)):
+    for p in ("/root", str(sbx.state)):
         assert f"cannot access '{p}': No such file or directory" in err, err
+    # /home is the sandbox's own: its user's home and nothing of the host's
+    out, err, code = sh(sbx, s, "ls -A /home")
+    assert (code, out) == (0, "sbxfs\n"), (out, err)
     # the root holds only what the sandbox mounts
     out, _, code = sh(sbx, s, "ls -A /")
     assert code == 0
-    allowed = {"bin", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc", "run", "sbin",
-               "tmp", "usr", "workspace"}
+    allowed = {"bin", "dev", "etc", "home", "lib", "lib32", "lib64", "libx32", "proc", "run",
+               "sbin", "tmp", "usr", "workspace"}
     assert set(out.split()) <= allowed, f"unexpected entries in the sandbox's /: {out.split()}"
     # /run holds only the launcher; no host sockets (dbus, ...) and no staging dir
     out, _, _ = sh(sbx, s, "find /run -mindepth 1 | sort")
@@ -1137,7 +1140,7 @@ def test_session_ids_and_commands_never_reach_bwrap_argv(sbx):
 
 def test_cwd_writes_resolve_inside_the_sandbox(sbx):
     s = sbx.new_session()
-    for path in ("/root", str(sbx.state), str(sbx.ws), "/home"):
+    for path in ("/root", str(sbx.state), str(sbx.ws), "/srv", "/home/" + os.uname().nodename):
         assert write_errno(s / "cwd", f"{path}\n") == errno.ENOENT, path
     assert write_errno(s / "cwd", "../../../..\n") == 0
     assert read_bytes(s / "cwd") == b"/\n"
