@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "changes.h"
 #include "expose_relay.h"
 #include "log.h"
 #include "xmalloc.h"
@@ -177,6 +178,7 @@ int expose_add(unsigned port)
 	ntab++;
 	pthread_mutex_unlock(&lock);
 	log_info("port %u exposed at %s:%u", port, address, x->host_port);
+	changes_note();
 	return 0;
 }
 
@@ -198,6 +200,7 @@ int expose_remove(unsigned port)
 	pthread_mutex_unlock(&lock);
 	exposure_free(x);
 	log_info("port %u no longer exposed", port);
+	changes_note();
 	return 0;
 }
 
@@ -299,5 +302,7 @@ int expose_set_name(unsigned port, uint32_t serial, const char *name, size_t len
 		tab[at]->name = xstrndup(name, len);
 	}
 	pthread_mutex_unlock(&lock);
+	if (found && !check_only)
+		changes_note();
 	return found ? 0 : -ENOENT;
 }

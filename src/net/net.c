@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "backoff.h"
+#include "changes.h"
 #include "launch.h"
 #include "log.h"
 #include "loop.h"
@@ -449,6 +450,7 @@ int net_policy_write(const char *text, size_t len, char *why, size_t whylen)
 		if (running)
 			send_policy();
 		log_info("network policy: mode %s, %zu rules", net_mode_name(mode), policy.n);
+		changes_note();
 	} else {
 		netpolicy_free(&p);
 	}

@@ -31,6 +31,7 @@
 #include "log.h"
 #include "loop.h"
 #include "net.h"
+#include "saved.h"
 #include "netns.h"
 #include "session.h"
 #include "spool.h"
@@ -514,6 +515,7 @@ int sandbox_start(const char *mnt, char *err, size_t errlen)
 		return rc;
 	}
 	spool_budget_init(cfg->spool_max);
+	saved_init(cfg->state_dir);
 	sessions_init(cfg, spool_dir, inside_workspace(),
 		      cfg->isolate && getuid() == 0 ? &identity : NULL);
 	/* As the sandbox's user, it reaches the workspace where bwrap does (the staged bind). */
@@ -532,11 +534,13 @@ int sandbox_start(const char *mnt, char *err, size_t errlen)
 		snprintf(err, errlen, "event loop thread: %s", strerror(-rc));
 		return rc;
 	}
+	saved_restore();
 	return 0;
 }
 
 void sandbox_stop(void)
 {
+	saved_stop(); /* before anything of it goes */
 	/* From here on, a launcher that dies was told to (or signalled with the daemon) and a
 	 * mount waiting for the state dir knows this daemon is on its way out. */
 	state_lock_stopping();

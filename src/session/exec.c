@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cgroup_mem.h"
+#include "changes.h"
 #include "exec_priv.h"
 #include "checkout_run.h"
 #include "log.h"
@@ -117,6 +118,7 @@ static void shell_report(void *arg, struct shell_report *rep)
 		free(s->cwd);
 		s->cwd = xstrdup(rep->cwd);
 	}
+	changes_note(); /* its env and cwd */
 	if (s->current)
 		finish_current(s, rep->status);
 	else if (strcmp(rep->seq, "i") != 0)

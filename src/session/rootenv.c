@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "changes.h"
 #include "loop.h"
 #include "session_priv.h"
 #include "xmalloc.h"
@@ -119,6 +120,7 @@ int rootenv_write(const char *buf, size_t len)
 	}
 	free(sv);
 	envedits_free(&ed);
+	changes_note();
 	return 0;
 }
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cgroup_mem.h"
+#include "changes.h"
 #include "log.h"
 #include "session_priv.h"
 #include "net.h"
@@ -233,6 +234,7 @@ int session_remove(const char *id, struct ticket **gone)
 	exec_teardown(s);
 	core_unlock();
 	session_unref(s);
+	changes_note();
 	return 0;
 }
 

@@ -79,6 +79,10 @@ int session_submit(struct session *s, const char *cmd, size_t len, unsigned *n);
 struct run *session_latest(struct session *s);
 /* NAME=VALUE lines the next command starts with; caller frees. */
 char *session_env(struct session *s, size_t *len);
+/* The env edit lines that take a new session's env to this one's next env (what commands
+ * exported and what was written to its env; not the shell's PWD, OLDPWD, SHLVL and _, nor the
+ * daemon's proxy names): what a restart keeps of it. Caller frees. */
+char *session_env_delta(struct session *s, size_t *len);
 /* Applies env edit lines; -EINVAL on any bad line, -EFBIG past the env bounds (see
  * session_env_check): then nothing changes. */
 int session_setenv(struct session *s, const char *buf, size_t len);
@@ -108,6 +112,8 @@ bool session_busy(struct session *s);
 /* The session's default timeout in ms (0 = none); -EINVAL on a bad value. */
 uint64_t session_timeout(struct session *s);
 int session_set_timeout(struct session *s, const char *text, size_t len);
+/* Marks it as brought back by a daemon's start: its status says so from now on. */
+void session_mark_restored(struct session *s);
 /* The status file: "key value" lines; caller frees. */
 char *session_status(struct session *s, size_t *len);
 /* A checkout request line ("URL [branch=B] [dir=D] [depth=N]"), queued like a command; its

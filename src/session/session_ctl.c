@@ -5,8 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cgroup_mem.h"
+#include "changes.h"
 #include "session_priv.h"
 #include "verb.h"
 #include "xmalloc.h"
@@ -44,6 +46,7 @@ int session_set_timeout(struct session *s, const char *text, size_t len)
 	core_lock();
 	s->timeout_ms = ms;
 	core_unlock();
+	changes_note();
 	return 0;
 }
 
@@ -111,12 +114,19 @@ bool session_busy(struct session *s)
 	return n > 1;
 }
 
+void session_mark_restored(struct session *s)
+{
+	core_lock();
+	clock_gettime(CLOCK_REALTIME, &s->restored);
+	core_unlock();
+}
+
 char *session_status(struct session *s, size_t *len)
 {
 	struct run *latest;
 	unsigned queued = 0;
 	struct op *op;
-	char state[32], *head, *tail, *text;
+	char state[32], restored[32] = "no", *head, *tail, *text;
 
 	core_lock();
 	TAILQ_FOREACH(op, &s->queue, link)
@@ -128,9 +138,12 @@ char *session_status(struct session *s, size_t *len)
 		snprintf(state, sizeof(state), "running"); /* an end not yet published too */
 	else
 		snprintf(state, sizeof(state), "idle");
-	head = xasprintf("state %s\nqueued %u\nshell_pid %d\nrestarts %u\ntimeout %llu\n"
-			 "oom_kills %llu\n",
-			 state, queued, s->sh ? (int)shell_pid(s->sh) : 0, s->restarts,
+	if (s->restored.tv_sec) /* Unix time, as a run's started */
+		snprintf(restored, sizeof(restored), "%lld.%03ld", (long long)s->restored.tv_sec,
+			 s->restored.tv_nsec / 1000000);
+	head = xasprintf("state %s\nqueued %u\nshell_pid %d\nrestarts %u\nrestored %s\n"
+			 "timeout %llu\noom_kills %llu\n",
+			 state, queued, s->sh ? (int)shell_pid(s->sh) : 0, s->restarts, restored,
 			 (unsigned long long)s->timeout_ms,
 			 (unsigned long long)cgroup_mem_oom_kills(s->cg, true));
 	tail = latest ? run_describe(latest) : xstrdup("");

@@ -5,8 +5,70 @@
 #include <string.h>
 
 #include "escape.h"
+#include "net.h"
+#include "rootenv.h"
 #include "session_priv.h"
 #include "xmalloc.h"
+
+/* What the shell sets itself, and the daemon's proxy names: not a session's own to save. */
+static bool of_the_session(const struct envlist *proxy, const char *name)
+{
+	static const char *const shell[] = {"PWD", "OLDPWD", "SHLVL", "_"};
+	bool own = !envlist_get(proxy, name);
+
+	for (size_t i = 0; own && i < sizeof(shell) / sizeof(shell[0]); i++)
+		own = strcmp(name, shell[i]) != 0;
+	return own;
+}
+
+char *session_env_delta(struct session *s, size_t *len)
+{
+	struct envlist next, fresh, proxy, sets;
+	char *head, *text;
+	size_t hlen, off;
+
+	envlist_init(&fresh);
+	envlist_init(&proxy);
+	envlist_init(&sets);
+	core_lock();
+	session_next_env(s, &next);
+	for (size_t i = 0; i < session_cfg->n_base_env; i++)
+		envlist_put(&fresh, session_cfg->base_env[i]);
+	rootenv_seed(&fresh);
+	net_client_env(s->net, &proxy);
+	core_unlock();
+	for (size_t i = 0; i < next.n; i++) {
+		const char *eq = strchr(next.v[i], '=');
+		char *name = xstrndup(next.v[i], (size_t)(eq - next.v[i]));
+		const char *was = envlist_get(&fresh, name);
+
+		if (of_the_session(&proxy, name) && (!was || strcmp(was, eq + 1)))
+			envlist_set(&sets, name, eq + 1);
+		free(name);
+	}
+	head = envlist_format(&sets, &hlen);
+	text = xmalloc(hlen + 1);
+	memcpy(text, head, hlen);
+	off = hlen;
+	for (size_t i = 0; i < fresh.n; i++) {
+		size_t nlen = strcspn(fresh.v[i], "=");
+		char *name = xstrndup(fresh.v[i], nlen);
+
+		if (!envlist_get(&next, name) && of_the_session(&proxy, name)) {
+			text = xrealloc(text, off + nlen + 3);
+			off += (size_t)sprintf(text + off, "-%s\n", name);
+		}
+		free(name);
+	}
+	text[off] = '\0';
+	*len = off;
+	free(head);
+	envlist_free(&next);
+	envlist_free(&fresh);
+	envlist_free(&proxy);
+	envlist_free(&sets);
+	return text;
+}
 
 void session_next_env(struct session *s, struct envlist *next)
 {

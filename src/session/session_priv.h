@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/queue.h>
+#include <time.h>
 
 #include "cgroup.h"
 #include "config.h"
@@ -68,6 +69,7 @@ struct session {
 	struct shell *sh;
 	enum shell_state st;
 	unsigned restarts;      /* shells started after the first */
+	struct timespec restored; /* when a daemon's start brought it back (saved.c), or 0 */
 	bool started_once;
 	bool restart_wanted;    /* ctl restart: start a new shell as soon as this one is gone */
 

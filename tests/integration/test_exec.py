@@ -28,7 +28,7 @@ DEFAULT_GRACE = 2.0
 
 RUN_KEYS = ["command", "run_state", "pid", "started", "duration", "exit", "timed_out", "killed",
             "signal", "truncated", "command_timeout", "oom_killed"]
-SESSION_KEYS = ["state", "queued", "shell_pid", "restarts", "timeout", "oom_kills"]
+SESSION_KEYS = ["state", "queued", "shell_pid", "restarts", "restored", "timeout", "oom_kills"]
 
 
 # --- helpers -----------------------------------------------------------------------------------
@@ -113,7 +113,7 @@ def test_status_of_a_new_session(sbx):
     st = status(s)
     assert list(st)[:len(SESSION_KEYS)] == SESSION_KEYS, st
     assert st["state"] == "idle" and st["queued"] == "0"
-    assert st["restarts"] == "0" and st["timeout"] == "0"
+    assert st["restarts"] == "0" and st["timeout"] == "0" and st["restored"] == "no"
     assert re.fullmatch(r"[0-9]+", st["shell_pid"]), st
     assert read_bytes(s / "timeout") == b"0\n"
     assert bounded(os.listdir, s / "runs") == []
