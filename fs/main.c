@@ -27,6 +27,7 @@
 #include "sandbox.h"
 #include "snapfs.h"
 #include "snapshot.h"
+#include "stopsig.h"
 #include "termfs.h"
 #include "unmount.h"
 #include "workspace.h"
@@ -245,6 +246,13 @@ static void default_stop_signals(bool foreground)
 		signal(SIGHUP, SIG_DFL);
 }
 
+static struct fuse_session *session; /* for the stop signals */
+
+static void stop_session(void)
+{
+	fuse_session_exit(session);
+}
+
 static struct fuse_session *mount_fs(const struct cmdline *cl, const char *self)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
@@ -271,6 +279,8 @@ static struct fuse_session *mount_fs(const struct cmdline *cl, const char *self)
 	default_stop_signals(cl->foreground);
 	if (fuse_set_signal_handlers(se) < 0)
 		fatalx("cannot set signal handlers");
+	session = se;
+	stopsig_install(stop_session);
 	if (mkdir(cl->mountpoint, 0755) < 0 && (rc = errno) != EEXIST)
 		fatalx("mount point %s: %s%s", cl->mountpoint, strerror(rc),
 		       rc == EACCES && getuid() != 0 ? " (mount on a directory you own)" : "");

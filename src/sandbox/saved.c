@@ -36,7 +36,7 @@
 #include "waiter.h"
 #include "xmalloc.h"
 
-#define SAVE_DELAY_MS 100
+#define SAVE_DELAY_MS  100
 #define RESTORE_WAIT_S 10 /* for the shells of the sessions brought back to be where they were */
 #define SAVED_FILE_MAX (8u << 20) /* above env_max and any policy: a bigger file is not ours */
 
@@ -109,7 +109,10 @@ static const struct saved_file {
 	char *(*read)(size_t *len);
 	int (*write)(const char *text, size_t len, char *why, size_t whylen);
 } files[] = {
-    {.name = "policy", .path = "network/policy", .read = net_policy_read, .write = net_policy_write},
+    {.name = "policy",
+     .path = "network/policy",
+     .read = net_policy_read,
+     .write = net_policy_write},
     {.name = "env", .path = "env", .read = rootenv_read, .write = rootenv_restore},
     {.name = "ports", .path = "ports", .read = ports_read, .write = ports_write},
 };
@@ -327,9 +330,8 @@ static void woke(struct waiter *w)
 /* Waits until t is done or the deadline (CLOCK_REALTIME) passed. */
 static void wait_done(struct ticket *t, const struct timespec *deadline)
 {
-	struct blocking b = {.w.wake = woke,
-			     .m = PTHREAD_MUTEX_INITIALIZER,
-			     .c = PTHREAD_COND_INITIALIZER};
+	struct blocking b = {
+	    .w.wake = woke, .m = PTHREAD_MUTEX_INITIALIZER, .c = PTHREAD_COND_INITIALIZER};
 	int result, rc = 0;
 
 	while (rc == 0 && ticket_wait(t, &result, &b.w) == -EAGAIN) {
@@ -366,7 +368,8 @@ static void restore_session(int sdfd, const char *id, struct ticket **t)
 		s = session_find(id);
 	if (s && (text = read_at(fd, "env", &len))) {
 		if ((rc = session_setenv(s, text, len)) < 0)
-			refusal_note("sessions", -rc, "session %s: its saved env not brought back", id);
+			refusal_note("sessions", -rc, "session %s: its saved env not brought back",
+				     id);
 		free(text);
 	}
 	if (s && (text = read_at(fd, "cwd", &len))) {
@@ -422,8 +425,9 @@ void saved_restore(void)
 			continue;
 		base = xasprintf("%s.config", files[i].name);
 		if (!config_unchanged(dfd, base, start_text[i])) {
-			log_warnx("%s: the config's %s changed since it was saved: the config's holds",
-				  dir, files[i].path);
+			log_warnx(
+			    "%s: the config's %s changed since it was saved: the config's holds",
+			    dir, files[i].path);
 			free(base);
 			free(text);
 			continue;

@@ -28,9 +28,10 @@ from pathlib import Path
 
 import pytest
 
-from sbxutil import (REPO_ROOT, bounded, errno_of, isolation_none, limits, mounts_on, run_proc,
-                     sbxfs_binary, uniq)
+from sbxutil import (REPO_ROOT, SbxMount, bounded, errno_of, isolation_none, limits, mounts_on,
+                     run_proc, sbxfs_binary, uniq)
 from test_client_safety import node
+from test_fleet import fleet
 from test_host_safety import hm  # noqa: F401 (the fixture: a mount in each mode)
 
 sys.path.insert(0, str(REPO_ROOT / "clients" / "python"))
@@ -263,3 +264,43 @@ def test_after_a_refused_unmount_nothing_follows_either(hm):
         hostile_round(hm, snap)
     finally:
         os.close(fd)
+
+
+# The fleet's own tree (sbxfs-fleet): every name in it is the supervisor's; each sandbox's fs/
+# is a whole mount, whose trees are TREES.
+FLEET_TREES = {"clone": "control", "status": "control"}
+FLEET_SANDBOX_TREES = {"fs": "mount", "status": "control"}
+
+
+class FleetSandbox(SbxMount):
+    """A sandbox of a fleet, as the hostile round drives a mount: its tree at FLEET/ID/fs, and
+    a directory outside for the sandbox's tricks to aim at."""
+
+    def __init__(self, f, id):
+        super().__init__(f.tmp / "hostile")
+        self.mnt = f.mnt / id / "fs"
+        self.sessions = self.mnt / "sessions"
+        self.workspace = self.mnt / "workspace"
+        self.ramfs = False
+        self.outside = self.tmp / "outside"
+        self.outside.mkdir(mode=0o777)
+        os.chmod(self.outside, 0o1777)
+        (self.outside / "dir").mkdir()
+        (self.outside / "dir" / "kept").write_text("kept\n")
+        self.hit = self.outside / "hit"
+
+
+def test_a_fleets_trees_follow_nothing_the_sandbox_planted():
+    with fleet() as f:
+        os.mkdir(f.mnt / "h")
+        assert sorted(os.listdir(f.mnt)) == sorted([*FLEET_TREES, "h"]), \
+            "a tree of the fleet is not in FLEET_TREES"
+        assert sorted(os.listdir(f.mnt / "h")) == sorted(FLEET_SANDBOX_TREES)
+        m = FleetSandbox(f, "h")
+        snap = prepare(m)
+        hostile_round(m, snap)
+        # the fleet's own files, and metadata walks over the whole fleet (the planted tree in
+        # it: reading a sandbox's control files would wait for its commands, as in a mount)
+        for path in (f.mnt / "status", f.mnt / "h" / "status", f.mnt):
+            run_tools_over_control(path)
+        assert_host_untouched(m)

@@ -15,6 +15,7 @@ LAYERS names, and of the folders below those (the rows are followed down):
   src/job, src/term, src/context      session and below (never each other)
   src/sandbox                         job, term, context, expose and below
   src/snapshot                        src/sandbox and below
+  src/fleet                           util only (the fleet's supervisor runs sbxfs programs)
   src/launcher, src/git, src/attach   util only
   src/netproxy                        util only
   fs/base                             src/core and below
@@ -24,6 +25,8 @@ LAYERS names, and of the folders below those (the rows are followed down):
                                       fs/contexts, or each other)
   fs/snapshots                        fs/base, fs/workspace (its id swap), src/snapshot and
                                       below
+  fs/fleet                            src/fleet and below (sbxfs-fleet: its own tree, not a
+                                      part of a sandbox's)
   fs (main.c, ops.c, root.c, ...)     anything
 
 The FUSE side is made of parts, one folder each (PARTS): a part serves the inodes its tag in
@@ -64,6 +67,7 @@ LAYERS = {
     "src/context": ["src/session"],
     "src/sandbox": ["src/job", "src/term", "src/context", "src/expose"],
     "src/snapshot": ["src/sandbox"],
+    "src/fleet": ["src/util"],
     "src/launcher": ["src/util"],
     "src/git": ["src/util"],
     "src/attach": ["src/util"],
@@ -75,6 +79,7 @@ LAYERS = {
     "fs/terms": ["fs/base", "src/sandbox"],
     "fs/ports": ["fs/base", "src/sandbox"],
     "fs/snapshots": ["fs/base", "fs/workspace", "src/snapshot"],
+    "fs/fleet": ["src/fleet"],
     "fs": [ANY],
 }
 

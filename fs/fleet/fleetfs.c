@@ -1,0 +1,385 @@
+/* The fleet's tree (fleetfs.h): its root lists the sandboxes, with `clone` (reading it makes one
+ * and gives its id) and `status`; `mkdir ID` makes one and `rmdir ID` destroys it. Each ID/ has
+ * `fs/`, where the sandbox's own daemon mounts its whole tree, and `status`.
+ *
+ * Inodes: 1 the root, 2 clone, 3 status; a sandbox of serial S has S << 2 (its directory),
+ * (S << 2) | 1 (fs/) and (S << 2) | 2 (its status).
+ *
+ * While a sandbox starts, nothing is mounted on its fs/ yet. A path walk into it checks its
+ * permission first, and fs/'s attributes are never cached, so that check asks here (a GETATTR,
+ * with no directory lock held); it is parked until the daemon is up, the process that mounts
+ * it aside. A lookup under fs/ or an opendir of it that still reaches this tree is answered
+ * ESTALE: the kernel walks the path again, into the sandbox's mount. Parking a lookup there
+ * instead would hold fs/'s lock, which the mount itself needs. A sandbox that fails gives EIO
+ * there, with the reason in its status. */
+#include "fleetfs.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fleet.h"
+#include "log.h"
+#include "xmalloc.h"
+
+#define INO_CLONE  2
+#define INO_STATUS 3
+#define FL_DIR	   0
+#define FL_FS	   1
+#define FL_STATUS  2
+#define TIMEOUT	   3600.0 /* names and attributes are ours alone, and stable */
+
+/* A request parked until a sandbox is up (or failed): a GETATTR of its fs/, or an open of
+ * clone. */
+struct parked {
+	fuse_req_t req;
+	uint64_t serial;
+	fuse_ino_t ino;		  /* a GETATTR's */
+	struct fuse_file_info fi; /* an open's */
+	char *text;		  /* clone's: what its reads give */
+	TAILQ_ENTRY(parked) link;
+};
+
+static pthread_mutex_t park_lock = PTHREAD_MUTEX_INITIALIZER;
+static TAILQ_HEAD(, parked) waiting = TAILQ_HEAD_INITIALIZER(waiting);
+
+static uint64_t serial_of(fuse_ino_t ino)
+{
+	return ino >> 2;
+}
+
+static int kind_of(fuse_ino_t ino)
+{
+	return (int)(ino & 3);
+}
+
+static void fill_attr(fuse_ino_t ino, struct stat *st)
+{
+	bool dir = ino == FUSE_ROOT_ID || (ino > INO_STATUS && kind_of(ino) != FL_STATUS);
+
+	memset(st, 0, sizeof(*st));
+	st->st_ino = ino;
+	st->st_mode = dir ? S_IFDIR | 0755 : S_IFREG | (ino == INO_CLONE ? 0444 : 0444);
+	st->st_nlink = dir ? 2 : 1;
+	st->st_uid = getuid();
+	st->st_gid = getgid();
+}
+
+/* fs/'s attributes are never cached: see the top. */
+static double attr_timeout(fuse_ino_t ino)
+{
+	return ino > INO_STATUS && kind_of(ino) == FL_FS ? 0.0 : TIMEOUT;
+}
+
+static void reply_entry(fuse_req_t req, fuse_ino_t ino)
+{
+	struct fuse_entry_param e = {
+	    .ino = ino, .attr_timeout = attr_timeout(ino), .entry_timeout = TIMEOUT};
+
+	fill_attr(ino, &e.attr);
+	fuse_reply_entry(req, &e);
+}
+
+/* Whether the sandbox of serial still is (with its info). */
+static bool alive(uint64_t serial, struct fleet_info *fi)
+{
+	return serial && fleet_get_serial(serial, fi) == 0;
+}
+
+static int fs_errno(uint64_t serial)
+{
+	struct fleet_info info;
+
+	if (!alive(serial, &info) || info.state == FLEET_STOPPING)
+		return ENOENT;
+	return info.state == FLEET_FAILED ? EIO : ESTALE; /* up: the kernel walks into it */
+}
+
+/* Parks p while its sandbox starts (true), unless the request is the mount's own. */
+static bool park(struct parked *p)
+{
+	struct fleet_info info;
+	bool parked = false;
+
+	pthread_mutex_lock(&park_lock);
+	if (alive(p->serial, &info) && info.state == FLEET_STARTING &&
+	    fuse_req_ctx(p->req)->pid != info.starter) {
+		TAILQ_INSERT_TAIL(&waiting, p, link);
+		parked = true;
+	}
+	pthread_mutex_unlock(&park_lock);
+	return parked;
+}
+
+static void answer(struct parked *p)
+{
+	struct fleet_info info;
+	struct stat st;
+
+	if (p->text) { /* an open of clone: its id, whatever became of the sandbox */
+		p->fi.fh = (uint64_t)(uintptr_t)p->text;
+		p->fi.direct_io = 1;
+		if (fuse_reply_open(p->req, &p->fi) != 0)
+			free(p->text);
+	} else if (alive(p->serial, &info) && info.state == FLEET_RUNNING) {
+		fill_attr(p->ino, &st);
+		fuse_reply_attr(p->req, &st, 0.0);
+	} else {
+		fuse_reply_err(p->req, fs_errno(p->serial));
+	}
+	free(p);
+}
+
+void fleetfs_changed(uint64_t serial)
+{
+	struct fleet_info info;
+	struct parked *p, *next;
+	TAILQ_HEAD(, parked) ready = TAILQ_HEAD_INITIALIZER(ready);
+
+	if (alive(serial, &info) && info.state == FLEET_STARTING)
+		return;
+	pthread_mutex_lock(&park_lock);
+	for (p = TAILQ_FIRST(&waiting); p; p = next) {
+		next = TAILQ_NEXT(p, link);
+		if (p->serial == serial) {
+			TAILQ_REMOVE(&waiting, p, link);
+			TAILQ_INSERT_TAIL(&ready, p, link);
+		}
+	}
+	pthread_mutex_unlock(&park_lock);
+	while ((p = TAILQ_FIRST(&ready))) {
+		TAILQ_REMOVE(&ready, p, link);
+		answer(p);
+	}
+}
+
+static void fleet_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fleet_info info;
+
+	if (parent == FUSE_ROOT_ID) {
+		if (!strcmp(name, "clone"))
+			reply_entry(req, INO_CLONE);
+		else if (!strcmp(name, "status"))
+			reply_entry(req, INO_STATUS);
+		else if (fleet_get(name, &info) == 0)
+			reply_entry(req, info.serial << 2 | FL_DIR);
+		else
+			fuse_reply_err(req, ENOENT);
+	} else if (parent > INO_STATUS && kind_of(parent) == FL_DIR) {
+		if (!alive(serial_of(parent), &info))
+			fuse_reply_err(req, ENOENT);
+		else if (!strcmp(name, "fs"))
+			reply_entry(req, parent | FL_FS);
+		else if (!strcmp(name, "status"))
+			reply_entry(req, parent | FL_STATUS);
+		else
+			fuse_reply_err(req, ENOENT);
+	} else if (parent > INO_STATUS && kind_of(parent) == FL_FS) {
+		fuse_reply_err(req, fs_errno(serial_of(parent)));
+	} else {
+		fuse_reply_err(req, ENOTDIR);
+	}
+}
+
+static void fleet_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fleet_info info;
+	struct stat st;
+
+	(void)fi;
+	if (ino > INO_STATUS && !alive(serial_of(ino), &info)) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	if (ino > INO_STATUS && kind_of(ino) == FL_FS && info.state == FLEET_STARTING) {
+		struct parked *p = xcalloc(1, sizeof(*p));
+
+		p->req = req;
+		p->serial = info.serial;
+		p->ino = ino;
+		if (park(p))
+			return;
+		free(p);
+	}
+	fill_attr(ino, &st);
+	fuse_reply_attr(req, &st, attr_timeout(ino));
+}
+
+/* The text of a status file. */
+static char *status_text(fuse_ino_t ino)
+{
+	struct fleet_info info;
+	size_t len;
+
+	if (ino == INO_STATUS)
+		return fleet_status(&len);
+	if (!alive(serial_of(ino), &info))
+		return NULL;
+	return xasprintf("state %s\npid %d\nrestarts %u\nreason %s\n", fleet_state_name(info.state),
+			 (int)info.pid, info.restarts, info.reason[0] ? info.reason : "-");
+}
+
+static void fleet_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	char why[256] = "", id[FLEET_ID_MAX + 1], *text;
+	struct fleet_info info;
+	struct parked *p;
+	int rc;
+
+	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
+		fuse_reply_err(req, EACCES);
+		return;
+	}
+	if (ino != INO_CLONE) {
+		if (!(text = status_text(ino))) {
+			fuse_reply_err(req, ENOENT);
+			return;
+		}
+		fi->fh = (uint64_t)(uintptr_t)text;
+		fi->direct_io = 1;
+		if (fuse_reply_open(req, fi) != 0)
+			free(text);
+		return;
+	}
+	if ((rc = fleet_clone(id, sizeof(id), why, sizeof(why))) < 0) {
+		log_warnx("fleet clone: %s", why[0] ? why : strerror(-rc));
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	/* Answered once the sandbox is up, so that what the reader does next finds it. */
+	p = xcalloc(1, sizeof(*p));
+	p->req = req;
+	p->fi = *fi;
+	p->text = xasprintf("%s\n", id);
+	fleet_get(id, &info);
+	p->serial = info.serial;
+	if (!park(p))
+		answer(p); /* up (or failed) already */
+}
+
+static void fleet_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	const char *text = (const char *)(uintptr_t)fi->fh;
+	size_t len = strlen(text);
+
+	(void)ino;
+	if ((size_t)off >= len)
+		fuse_reply_buf(req, NULL, 0);
+	else
+		fuse_reply_buf(req, text + off,
+			       len - (size_t)off < size ? len - (size_t)off : size);
+}
+
+static void fleet_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	free((void *)(uintptr_t)fi->fh);
+	fuse_reply_err(req, 0);
+}
+
+static void fleet_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	if (ino > INO_STATUS && kind_of(ino) == FL_FS)
+		fuse_reply_err(req, fs_errno(serial_of(ino)));
+	else
+		fuse_reply_open(req, fi);
+}
+
+/* Adds one entry to buf; false once it is full. */
+static bool add_entry(fuse_req_t req, char *buf, size_t size, size_t *used, const char *name,
+		      fuse_ino_t ino, off_t next)
+{
+	struct stat st;
+	size_t need;
+
+	fill_attr(ino, &st);
+	need = fuse_add_direntry(req, buf + *used, size - *used, name, &st, next);
+	if (need > size - *used)
+		return false;
+	*used += need;
+	return true;
+}
+
+static void fleet_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			  struct fuse_file_info *fi)
+{
+	char *buf = xmalloc(size);
+	struct fleet_info *v = NULL;
+	size_t used = 0, n = 0;
+	const char *fixed[] = {".", "..", "clone", "status"};
+	fuse_ino_t fixed_ino[] = {ino, FUSE_ROOT_ID, INO_CLONE, INO_STATUS};
+	size_t nfixed = ino == FUSE_ROOT_ID ? 4 : 2;
+	bool room = true;
+
+	(void)fi;
+	if (ino == FUSE_ROOT_ID)
+		n = fleet_list(&v);
+	else if (kind_of(ino) == FL_DIR) {
+		fixed[2] = "fs";
+		fixed[3] = "status";
+		fixed_ino[2] = ino | FL_FS;
+		fixed_ino[3] = ino | FL_STATUS;
+		nfixed = 4;
+	}
+	for (size_t i = (size_t)off; room && i < nfixed + n; i++)
+		room = i < nfixed
+			   ? add_entry(req, buf, size, &used, fixed[i], fixed_ino[i], (off_t)i + 1)
+			   : add_entry(req, buf, size, &used, v[i - nfixed].id,
+				       v[i - nfixed].serial << 2 | FL_DIR, (off_t)i + 1);
+	fuse_reply_buf(req, buf, used);
+	free(v);
+	free(buf);
+}
+
+static void fleet_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	struct fleet_info info;
+	char why[256] = "";
+	int rc;
+
+	(void)mode;
+	if (parent != FUSE_ROOT_ID) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	if ((rc = fleet_create(name, why, sizeof(why))) < 0) {
+		if (why[0])
+			log_warnx("fleet: %s not created: %s", name, why);
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	fleet_get(name, &info);
+	reply_entry(req, info.serial << 2 | FL_DIR);
+}
+
+static void destroyed(void *arg, int result)
+{
+	fuse_reply_err(arg, -result);
+}
+
+static void fleet_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	int rc = parent == FUSE_ROOT_ID ? fleet_destroy(name, destroyed, req) : -EPERM;
+
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+}
+
+const struct fuse_lowlevel_ops fleet_ops = {
+    .lookup = fleet_lookup,
+    .getattr = fleet_getattr,
+    .open = fleet_open,
+    .read = fleet_read,
+    .release = fleet_release,
+    .opendir = fleet_opendir,
+    .readdir = fleet_readdir,
+    .mkdir = fleet_mkdir,
+    .rmdir = fleet_rmdir,
+};

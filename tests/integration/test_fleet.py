@@ -1,0 +1,215 @@
+"""A fleet (sbxfs-fleet, src/fleet, fs/fleet): ls lists the sandboxes, mkdir ID and reading
+clone make one, rmdir ID destroys it; each is a whole sbxfs mount at ID/fs with a daemon of its
+own. A command right after the mkdir finds its sandbox up; a daemon killed is started again with
+what outlives it, the others untouched; a supervisor killed and started again finds every
+sandbox, and leaves no daemon of the one before; the bound is ENOSPC with the reason in the
+fleet's status; two sandboxes see nothing of each other."""
+
+import errno
+import os
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from sbxutil import (bounded, is_mounted, isolation_none, parse_status, read_bytes,
+                     sbxfs_binary, wait_until, write_bytes)
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0 or isolation_none(),
+                                reason="a fleet's sandboxes are root's mounts, isolated")
+
+N = 50
+
+
+class Fleet:
+    def __init__(self, tmp, *args):
+        self.tmp = Path(tmp)
+        self.mnt = self.tmp / "mnt"
+        self.state = self.tmp / "state"
+        self.args = list(args)
+        self.log = self.tmp / "fleet.log"
+        self.proc = None
+
+    def start(self):
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(
+                [str(sbxfs_binary().parent / "sbxfs-fleet"), "--state-dir", str(self.state),
+                 *self.args, str(self.mnt)], stdout=log, stderr=log)
+        wait_until(self.answers, 20, "the fleet's mount", show=self.text_log)
+
+    def answers(self):
+        assert self.proc.poll() is None, self.text_log()
+        try:
+            return (self.mnt / "status").read_bytes().startswith(b"sandboxes ")
+        except OSError:  # not mounted yet, or the mount of a supervisor that died
+            return False
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(timeout=60)
+
+    def daemons(self):
+        """The pids of sbxfs daemons of this fleet's sandboxes."""
+        out = subprocess.run(["pgrep", "-f", "--", f"--state-dir {self.state}/sandboxes/"],
+                             capture_output=True, text=True).stdout
+        return sorted(int(p) for p in out.split())
+
+    def ids(self):
+        return sorted(p.name for p in self.mnt.iterdir() if p.is_dir())
+
+    def sh(self, id, cmd, timeout=30):
+        s = self.mnt / id / "fs" / "sessions" / "default"
+        write_bytes(s / "cmd", cmd + "\n", timeout=timeout)
+        out = read_bytes(s / "stdout", timeout=timeout).decode()
+        code = read_bytes(s / "exit", timeout=timeout)
+        assert code == b"0\n", (id, cmd, code, read_bytes(s / "stderr"))
+        return out
+
+    def status(self, id=None):
+        return parse_status(read_bytes(self.mnt / id / "status" if id else self.mnt / "status"))
+
+    def text_log(self):
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+
+def running(pid):
+    """Whether pid is a process that has not ended (its parent, init, may not have reaped it)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+    except OSError:
+        return False
+
+
+@contextmanager
+def fleet(*args):
+    f = Fleet(tempfile.mkdtemp(prefix="sbxfs-it-fleet-"), *args)
+    try:
+        f.start()
+        yield f
+    finally:
+        f.stop()
+        left = f.daemons()
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+        if is_mounted(f.mnt):
+            subprocess.run(["umount", "-l", str(f.mnt)], capture_output=True)
+        subprocess.run(["rm", "-rf", "--one-file-system", str(f.tmp)], capture_output=True)
+        assert not left, f"daemons left after the supervisor stopped: {left}\n{f.text_log()}"
+
+
+def test_fifty_sandboxes_each_its_own_daemon_and_uid():
+    with fleet("--max", "64") as f:
+        ids = [f"b{i:02d}" for i in range(N)]
+        for id in ids:
+            bounded(os.mkdir, f.mnt / id, what=f"mkdir {id}")
+        assert f.ids() == ids
+        # a command right after the mkdir finds the sandbox up
+        uids = {id: f.sh(id, f"id -u; echo {id} > /workspace/mine; ls /workspace") for id in ids}
+        for id, out in uids.items():
+            assert out.split()[1:] == ["mine"], out  # nothing of another's
+        assert len({out.split()[0] for out in uids.values()}) == N  # an uid each
+        assert len(f.daemons()) >= N
+        st = f.status()
+        assert st["sandboxes"] == str(N) and st["running"] == str(N), st
+        # their processes are their own: another's are neither seen nor signalled
+        pid = f.sh("b00", "sleep 1000 & echo $!").strip()
+        assert f.sh("b01", f"kill -0 {pid} 2>&1 || echo no such process").strip() != ""
+        assert "sleep 1000" not in f.sh("b01", "ps -eo args")
+
+
+def test_a_killed_daemon_is_started_again_and_the_others_keep_working():
+    with fleet() as f:
+        for id in ("k1", "k2", "k3"):
+            os.mkdir(f.mnt / id)
+            f.sh(id, f"export MINE={id}; mkdir -p /workspace/d && cd /workspace/d")
+        time.sleep(0.3)  # what outlives a daemon is saved within 100 ms
+        victim = f.status("k2")
+        os.kill(int(victim["pid"]), signal.SIGKILL)
+        for id in ("k1", "k3"):
+            assert f.sh(id, 'echo "$MINE $PWD"') == f"{id} /workspace/d\n"
+        wait_until(lambda: f.status("k2")["state"] == "running" and
+                   f.status("k2")["pid"] != victim["pid"], 20, "k2 restarted")
+        assert f.status("k2")["restarts"] == "1"
+        assert f.sh("k2", 'echo "$MINE $PWD"') == "k2 /workspace/d\n"
+
+
+def test_a_supervisor_killed_then_started_again_finds_every_sandbox():
+    with fleet() as f:
+        for id in ("r1", "r2"):
+            os.mkdir(f.mnt / id)
+            f.sh(id, f"export MINE={id}; echo kept > /workspace/f")
+        time.sleep(0.3)
+        old = f.daemons()
+        f.proc.kill()
+        f.proc.wait(timeout=10)
+        f.start()
+        assert f.ids() == ["r1", "r2"]
+        for id in ("r1", "r2"):
+            assert f.sh(id, 'echo "$MINE $(cat /workspace/f)"') == f"{id} kept\n"
+        assert not set(old) & set(f.daemons()), "a daemon of the supervisor before is left"
+        assert "a supervisor before left" in f.text_log()
+
+
+def test_rmdir_destroys_and_clone_makes_one_ready():
+    with fleet() as f:
+        id = read_bytes(f.mnt / "clone").decode().strip()
+        assert f.sh(id, "echo ready") == "ready\n"  # up once clone's read returned
+        pid = int(f.status(id)["pid"])
+        f.sh(id, "export GONE=1")
+        time.sleep(0.3)
+        bounded(os.rmdir, f.mnt / id, timeout=30, what=f"rmdir {id}")
+        assert id not in f.ids()
+        assert not (f.state / "sandboxes" / id).exists()
+        assert not running(pid)
+        assert not is_mounted(f.mnt / id / "fs")
+        # the same id again is a new sandbox: nothing of the old one
+        os.mkdir(f.mnt / id)
+        assert f.sh(id, 'echo "${GONE:-none}"') == "none\n"
+
+
+def test_the_bound_is_enospc_with_the_reason_and_names_are_checked():
+    with fleet("--max", "2") as f:
+        os.mkdir(f.mnt / "one")
+        os.mkdir(f.mnt / "two")
+        with pytest.raises(OSError) as e:
+            os.mkdir(f.mnt / "three")
+        assert e.value.errno == errno.ENOSPC
+        with pytest.raises(OSError) as e:
+            read_bytes(f.mnt / "clone")
+        assert e.value.errno == errno.ENOSPC
+        assert "max is 2" in f.status()["refused"], f.status()
+        assert f.ids() == ["one", "two"]
+        for bad, err in ((".hidden", errno.EINVAL), ("a b", errno.EINVAL), ("x" * 65, errno.EINVAL),
+                         ("one", errno.EEXIST)):
+            with pytest.raises(OSError) as e:
+                os.mkdir(f.mnt / bad)
+            assert e.value.errno in (err, errno.ENAMETOOLONG), (bad, e.value)
+        with pytest.raises(OSError) as e:
+            os.mkdir(f.mnt / "one" / "sub")
+        assert e.value.errno == errno.EPERM
+
+
+def test_mkdirs_at_once_all_come_up():
+    with fleet() as f:
+        ids = [f"p{i}" for i in range(20)]
+        errs = []
+
+        def make(id):
+            try:
+                os.mkdir(f.mnt / id)
+                assert f.sh(id, "echo ok") == "ok\n"
+            except Exception as e:  # noqa: BLE001 - reported below
+                errs.append((id, e))
+        threads = [threading.Thread(target=make, args=(id,)) for id in ids]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert not errs, errs
+        assert f.ids() == sorted(ids)
