@@ -29,7 +29,6 @@ char *session_env_delta(struct session *s, size_t *len)
 
 	envlist_init(&fresh);
 	envlist_init(&proxy);
-	envlist_init(&sets);
 	core_lock();
 	session_next_env(s, &next);
 	for (size_t i = 0; i < session_cfg->n_base_env; i++)
@@ -37,13 +36,17 @@ char *session_env_delta(struct session *s, size_t *len)
 	rootenv_seed(&fresh);
 	net_client_env(s->net, &proxy);
 	core_unlock();
+	/* next's names are unique: its entries are taken as they are (envlist_set would search
+	 * them all for each, and a session can have hundreds of thousands). */
+	sets.v = xcalloc(next.n + 1, sizeof(char *));
+	sets.n = 0;
 	for (size_t i = 0; i < next.n; i++) {
 		const char *eq = strchr(next.v[i], '=');
 		char *name = xstrndup(next.v[i], (size_t)(eq - next.v[i]));
 		const char *was = envlist_get(&fresh, name);
 
 		if (of_the_session(&proxy, name) && (!was || strcmp(was, eq + 1)))
-			envlist_set(&sets, name, eq + 1);
+			sets.v[sets.n++] = xstrdup(next.v[i]);
 		free(name);
 	}
 	head = envlist_format(&sets, &hlen);

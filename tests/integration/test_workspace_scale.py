@@ -20,7 +20,10 @@ import pytest
 from sbxutil import ConfMount, stopped_cleanly
 
 LIMIT = 1024
-pytestmark = [pytest.mark.sbx_timeout(600), pytest.mark.host_side]
+# heavy: 100,000 files and a 30,000-file archive in each of three modes take minutes; the
+# FUSE workspace's paths they walk have shorter tests (coherence, differential), so the
+# ASan pass leaves them to the main pass.
+pytestmark = [pytest.mark.sbx_timeout(600), pytest.mark.host_side, pytest.mark.heavy]
 
 
 class LimitedMount(ConfMount):
