@@ -315,9 +315,10 @@ def test_syslog_option_leaves_the_state_log_alone(inst):
 # ---------------------------------------------------------------------------------------------
 # The install tree, man pages, systemd unit and deployment recipes, checked offline.
 
-PREFIX_FILES = ["bin/sbxfs", "libexec/sbxfs-launcher", "libexec/sbxfs-git",
+PREFIX_FILES = ["bin/sbxfs", "bin/sbxfs-fleet", "libexec/sbxfs-launcher", "libexec/sbxfs-git",
                 "libexec/sbxfs-pydriver", "libexec/sbxfs-jsdriver", "share/man/man1/sbxfs.1",
-                "share/man/man5/sbxfs.ini.5", "lib/systemd/system/sbxfs@.service"]
+                "share/man/man5/sbxfs.ini.5", "lib/systemd/system/sbxfs@.service",
+                "lib/systemd/system/sbxfs-fleet.service"]
 
 
 @pytest.fixture(scope="module")
