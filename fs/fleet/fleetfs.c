@@ -64,7 +64,7 @@ static void fill_attr(fuse_ino_t ino, struct stat *st)
 
 	memset(st, 0, sizeof(*st));
 	st->st_ino = ino;
-	st->st_mode = dir ? S_IFDIR | 0755 : S_IFREG | (ino == INO_CLONE ? 0444 : 0444);
+	st->st_mode = dir ? S_IFDIR | 0755 : S_IFREG | 0444;
 	st->st_nlink = dir ? 2 : 1;
 	st->st_uid = getuid();
 	st->st_gid = getgid();

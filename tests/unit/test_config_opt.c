@@ -49,7 +49,7 @@ static bool same_config(const struct config *a, const struct config *b)
 	       a->cpu_max == b->cpu_max && a->tmp_size == b->tmp_size &&
 	       a->shm_size == b->shm_size && a->uid_first == b->uid_first &&
 	       a->uid_last == b->uid_last && a->workspace_max == b->workspace_max &&
-	       a->memory_reserve == b->memory_reserve &&
+	       a->home_max == b->home_max && a->memory_reserve == b->memory_reserve &&
 	       a->session_pids_max == b->session_pids_max &&
 	       a->session_pids_pct == b->session_pids_pct && a->ws_cache == b->ws_cache &&
 	       a->ws_timeout == b->ws_timeout && a->ws_passthrough == b->ws_passthrough &&
