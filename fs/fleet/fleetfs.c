@@ -372,6 +372,51 @@ static void fleet_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, -rc);
 }
 
+/* Every other change of the fleet's tree: its names are the supervisor's. */
+static void refuse(fuse_req_t req)
+{
+	fuse_reply_err(req, EPERM);
+}
+
+static void fleet_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+			dev_t rdev)
+{
+	(void)parent, (void)name, (void)mode, (void)rdev;
+	refuse(req);
+}
+
+static void fleet_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	(void)parent, (void)name;
+	refuse(req);
+}
+
+static void fleet_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	(void)link, (void)parent, (void)name;
+	refuse(req);
+}
+
+static void fleet_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+			 const char *newname, unsigned int flags)
+{
+	(void)parent, (void)name, (void)newparent, (void)newname, (void)flags;
+	refuse(req);
+}
+
+static void fleet_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	(void)ino, (void)newparent, (void)newname;
+	refuse(req);
+}
+
+static void fleet_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+			  struct fuse_file_info *fi)
+{
+	(void)ino, (void)attr, (void)to_set, (void)fi;
+	refuse(req);
+}
+
 const struct fuse_lowlevel_ops fleet_ops = {
     .lookup = fleet_lookup,
     .getattr = fleet_getattr,
@@ -382,4 +427,10 @@ const struct fuse_lowlevel_ops fleet_ops = {
     .readdir = fleet_readdir,
     .mkdir = fleet_mkdir,
     .rmdir = fleet_rmdir,
+    .mknod = fleet_mknod,
+    .unlink = fleet_unlink,
+    .symlink = fleet_symlink,
+    .rename = fleet_rename,
+    .link = fleet_link,
+    .setattr = fleet_setattr,
 };

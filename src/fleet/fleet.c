@@ -129,7 +129,7 @@ int fleet_create(const char *id, char *why, size_t whylen)
 		return -EEXIST;
 	}
 	if (fleet_nboxes >= fleet_cfg.max) {
-		snprintf(why, whylen, "%u sandboxes, [fleet] max is %u", fleet_nboxes,
+		snprintf(why, whylen, "%u sandboxes, and --max is %u", fleet_nboxes,
 			 fleet_cfg.max);
 		snprintf(refusal, sizeof(refusal), "%s not created: %s", id, why);
 		pthread_mutex_unlock(&fleet_lock);

@@ -193,6 +193,15 @@ def test_the_bound_is_enospc_with_the_reason_and_names_are_checked():
         with pytest.raises(OSError) as e:
             os.mkdir(f.mnt / "one" / "sub")
         assert e.value.errno == errno.EPERM
+        # the fleet's names are the supervisor's: anything but mkdir and rmdir is refused
+        for call in (lambda: open(f.mnt / "new", "w"), lambda: os.unlink(f.mnt / "status"),
+                     lambda: os.rename(f.mnt / "one", f.mnt / "uno"),
+                     lambda: os.symlink("/etc", f.mnt / "link"),
+                     lambda: os.chmod(f.mnt / "status", 0o666),
+                     lambda: open(f.mnt / "one" / "status", "w")):
+            with pytest.raises(OSError) as e:
+                call()
+            assert e.value.errno in (errno.EPERM, errno.EACCES), e.value
 
 
 def test_mkdirs_at_once_all_come_up():
