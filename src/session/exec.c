@@ -211,9 +211,19 @@ static void shell_started(void *arg)
 		exec_kill_now(s, r->timed_out ? SIGKILL : r->kill_sig);
 }
 
+/* A command sent before the launcher's report of the pid gets it now. */
+static void shell_pid_known(void *arg, pid_t pid)
+{
+	struct session *s = arg;
+
+	if (s->current && s->current->kind == OP_RUN && s->current->run->shell_pid == 0)
+		s->current->run->shell_pid = pid;
+}
+
 static const struct shell_cbs session_shell_cbs = {
 	.on_report = shell_report,
 	.on_started = shell_started,
+	.on_pid = shell_pid_known,
 	.on_exit = shell_exited,
 	.sink = shell_sink,
 };

@@ -313,6 +313,14 @@ void shell_send(struct shell *sh, const char *seq, const char *script, size_t le
 	flush_request(sh);
 }
 
+static void on_proc_started(struct proc *p)
+{
+	struct shell *sh = container_of(p, struct shell, proc);
+
+	if (sh->cbs->on_pid)
+		sh->cbs->on_pid(sh->arg, p->pid);
+}
+
 static void on_proc_exit(struct proc *p, int wstatus)
 {
 	struct shell *sh = container_of(p, struct shell, proc);
@@ -405,6 +413,7 @@ struct shell *shell_start(const struct config *cfg, const struct envlist *env, c
 	sh = xcalloc(1, sizeof(*sh));
 	sh->cbs = cbs;
 	sh->arg = arg;
+	sh->proc.on_started = on_proc_started;
 	sh->proc.on_exit = on_proc_exit;
 	sh->out[0] = parent[1];
 	sh->out[1] = parent[2];

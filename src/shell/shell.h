@@ -27,6 +27,9 @@ struct shell_cbs {
 	void (*on_report)(void *arg, struct shell_report *rep);
 	/* The command just sent started: the shell can now be told to abandon it. */
 	void (*on_started)(void *arg);
+	/* The launcher reported the shell's pid, which may come after the first command was
+	 * sent: the two arrive on different descriptors. Optional. */
+	void (*on_pid)(void *arg, pid_t pid);
 	/* The shell exited (wait status; start_err is the errno if the launcher could not start
 	 * it, else 0); the shell object is freed after this returns. */
 	void (*on_exit)(void *arg, int wstatus, int start_err);
