@@ -11,6 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "mounttab.h"
+
 #define NAMED_MAX 10
 
 static bool in_tree(const struct mount_tree *t, int id)
@@ -193,4 +195,39 @@ int holders_find(const struct mount_tree *t, const pid_t *skip, int nskip, char 
 	if (n > NAMED_MAX && used < textlen)
 		snprintf(text + used, textlen - used, " and %d more", n - NAMED_MAX);
 	return n;
+}
+
+void mount_tree_add(struct mount_tree *t, int id, unsigned major, unsigned minor)
+{
+	if (t->n == MOUNT_TREE_MAX) {
+		t->overflow = true;
+		return;
+	}
+	t->ids[t->n] = id;
+	t->major[t->n] = major;
+	t->minor[t->n++] = minor;
+}
+
+struct under {
+	const char *path;
+	struct mount_tree tree;
+};
+
+static int add_under(const struct mount_entry *m, void *arg)
+{
+	struct under *u = arg;
+
+	if (mounttab_under(m->point, u->path))
+		mount_tree_add(&u->tree, m->id, m->major, m->minor);
+	return 0;
+}
+
+bool holders_any(const char *mountpoint, pid_t self)
+{
+	struct under u = {.path = mountpoint};
+	char names[256];
+
+	if (mounttab_each(add_under, &u) < 0)
+		return true;
+	return u.tree.overflow || holders_find(&u.tree, &self, 1, names, sizeof(names)) > 0;
 }

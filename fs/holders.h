@@ -25,5 +25,10 @@ struct mount_tree {
  * among them, which holds its covers. Returns how many hold the tree. */
 int holders_find(const struct mount_tree *t, const pid_t *skip, int nskip, char *text,
 		 size_t textlen);
+/* Adds a mount to t, or marks t overflowed. */
+void mount_tree_add(struct mount_tree *t, int id, unsigned major, unsigned minor);
+/* Whether a process other than self holds the mount at mountpoint or a mount on it (a tree past
+ * MOUNT_TREE_MAX counts as held). */
+bool holders_any(const char *mountpoint, pid_t self);
 
 #endif

@@ -18,6 +18,8 @@
 #include "daemon.h"
 #include "guard.h"
 #include "handover.h"
+#include "holders.h"
+#include "idle.h"
 #include "idmap.h"
 #include "log.h"
 #include "mountopts.h"
@@ -253,7 +255,9 @@ static void stop_session(void)
 	fuse_session_exit(session);
 }
 
-static struct fuse_session *mount_fs(const struct cmdline *cl, const char *self)
+/* Mounts on the mount point by its absolute path (*abs, caller frees): libfuse unmounts by the
+ * path it mounted, after the daemon changed its directory to /. */
+static struct fuse_session *mount_fs(const struct cmdline *cl, const char *self, char **abs)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_session *se;
@@ -284,7 +288,8 @@ static struct fuse_session *mount_fs(const struct cmdline *cl, const char *self)
 	if (mkdir(cl->mountpoint, 0755) < 0 && (rc = errno) != EEXIST)
 		fatalx("mount point %s: %s%s", cl->mountpoint, strerror(rc),
 		       rc == EACCES && getuid() != 0 ? " (mount on a directory you own)" : "");
-	if (fuse_session_mount(se, cl->mountpoint) < 0)
+	*abs = absolute(cl->mountpoint);
+	if (fuse_session_mount(se, *abs) < 0)
 		fatalx("cannot mount on %s", cl->mountpoint);
 	if ((rc = ws_dev_attach_session(se)) < 0)
 		fatalx("cannot hook the FUSE device: %s", strerror(-rc));
@@ -343,6 +348,17 @@ static void mount_whole(void)
 	daemon_ready();
 }
 
+/* For sleep_after (idle.h): what holds the mount, bar the daemon; a stop as SIGTERM's. */
+static bool mount_held(void)
+{
+	return holders_any(whole_at, getpid());
+}
+
+static void go_to_sleep(void)
+{
+	kill(getpid(), SIGTERM);
+}
+
 int main(int argc, char **argv)
 {
 	struct fuse_session *se;
@@ -392,8 +408,7 @@ int main(int argc, char **argv)
 		fatalx("workspace %s: %s", cfg.workspace, strerror(-rc));
 	readme = root_readme();
 	ctl_set_readme(readme);
-	se = mount_fs(&cl, self);
-	mnt_abs = absolute(cl.mountpoint);
+	se = mount_fs(&cl, self, &mnt_abs);
 	if (!cl.foreground) {
 		char *pidfile = xasprintf("%s/sbxfs.pid", cfg.state_dir);
 
@@ -430,7 +445,10 @@ int main(int argc, char **argv)
 	log_info("mounted on %s (workspace %s)", cl.mountpoint, cfg.workspace);
 	whole_at = mnt_abs;
 	ws_view_attach(mnt_abs, mount_whole);
+	idle_start((unsigned)cfg.sleep_after, cfg.state_dir,
+		   &(struct idle_cbs){.held = mount_held, .sleep = go_to_sleep});
 	rc = serve(se);
+	idle_stop();
 	/* Nothing is served any more: what the kernel never released goes first, then the work
 	 * under way, before the sessions a restore would stop. */
 	snapfile_shutdown();

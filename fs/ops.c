@@ -11,6 +11,7 @@
 
 #include "ctl.h"
 #include "ctxfs.h"
+#include "idle.h"
 #include "portfs.h"
 #include "root.h"
 #include "snapfs.h"
@@ -49,6 +50,7 @@ static const struct part *part_of(fuse_ino_t ino)
 #define FORWARD(ino, op, otherwise, ...)                                                           \
 	do {                                                                                       \
 		const struct part *p_ = part_of(ino);                                              \
+		idle_touch();                                                                      \
 		if (p_->ops->op)                                                                   \
 			p_->ops->op(req, __VA_ARGS__);                                             \
 		else                                                                               \

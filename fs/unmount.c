@@ -85,13 +85,9 @@ static int scan_mount(const struct mount_entry *m, void *arg)
 
 	if (!mounttab_under(m->point, t->path))
 		return 0;
-	if (t->tree.n == MOUNT_TREE_MAX) {
-		t->tree.overflow = true;
+	mount_tree_add(&t->tree, m->id, m->major, m->minor);
+	if (t->tree.overflow)
 		return 0;
-	}
-	t->tree.ids[t->tree.n] = m->id;
-	t->tree.major[t->tree.n] = m->major;
-	t->tree.minor[t->tree.n++] = m->minor;
 	if (strcmp(m->point, t->path) == 0)
 		t->conn = strcmp(m->fstype, "fuse.sbxfs") == 0
 			      ? (unsigned long)m->major << 20 | m->minor

@@ -2,8 +2,10 @@
  * and gives its id) and `status`; `mkdir ID` makes one and `rmdir ID` destroys it. Each ID/ has
  * `fs/`, where the sandbox's own daemon mounts its whole tree, and `status`.
  *
+ * `keep_alive` (yes or no, read and written) keeps it from sleeping.
+ *
  * Inodes: 1 the root, 2 clone, 3 status; a sandbox of serial S has S << 2 (its directory),
- * (S << 2) | 1 (fs/) and (S << 2) | 2 (its status).
+ * (S << 2) | 1 (fs/), (S << 2) | 2 (its status) and (S << 2) | 3 (keep_alive).
  *
  * While a sandbox starts, nothing is mounted on its fs/ yet. A path walk into it checks its
  * permission first, and fs/'s attributes are never cached, so that check asks here (a GETATTR,
@@ -11,7 +13,8 @@
  * it aside. A lookup under fs/ or an opendir of it that still reaches this tree is answered
  * ESTALE: the kernel walks the path again, into the sandbox's mount. Parking a lookup there
  * instead would hold fs/'s lock, which the mount itself needs. A sandbox that fails gives EIO
- * there, with the reason in its status. */
+ * there, with the reason in its status. A sleeping sandbox is woken by that same GETATTR,
+ * which then waits as for a start. */
 #include "fleetfs.h"
 
 #include <errno.h>
@@ -32,6 +35,7 @@
 #define FL_DIR	   0
 #define FL_FS	   1
 #define FL_STATUS  2
+#define FL_KEEP	   3
 #define TIMEOUT	   3600.0 /* names and attributes are ours alone, and stable */
 
 /* A request parked until a sandbox is up (or failed): a GETATTR of its fs/, or an open of
@@ -60,11 +64,12 @@ static int kind_of(fuse_ino_t ino)
 
 static void fill_attr(fuse_ino_t ino, struct stat *st)
 {
-	bool dir = ino == FUSE_ROOT_ID || (ino > INO_STATUS && kind_of(ino) != FL_STATUS);
+	bool dir = ino == FUSE_ROOT_ID || (ino > INO_STATUS && kind_of(ino) <= FL_FS);
+	bool writable = ino > INO_STATUS && kind_of(ino) == FL_KEEP;
 
 	memset(st, 0, sizeof(*st));
 	st->st_ino = ino;
-	st->st_mode = dir ? S_IFDIR | 0755 : S_IFREG | 0444;
+	st->st_mode = dir ? S_IFDIR | 0755 : S_IFREG | (writable ? 0644 : 0444);
 	st->st_nlink = dir ? 2 : 1;
 	st->st_uid = getuid();
 	st->st_gid = getgid();
@@ -100,6 +105,11 @@ static int fs_errno(uint64_t serial)
 	return info.state == FLEET_FAILED ? EIO : ESTALE; /* up: the kernel walks into it */
 }
 
+static bool coming_up(const struct fleet_info *info)
+{
+	return info->state == FLEET_STARTING || info->state == FLEET_WAKING;
+}
+
 /* Parks p while its sandbox starts (true), unless the request is the mount's own. */
 static bool park(struct parked *p)
 {
@@ -107,7 +117,7 @@ static bool park(struct parked *p)
 	bool parked = false;
 
 	pthread_mutex_lock(&park_lock);
-	if (alive(p->serial, &info) && info.state == FLEET_STARTING &&
+	if (alive(p->serial, &info) && coming_up(&info) &&
 	    fuse_req_ctx(p->req)->pid != info.starter) {
 		TAILQ_INSERT_TAIL(&waiting, p, link);
 		parked = true;
@@ -141,7 +151,7 @@ void fleetfs_changed(uint64_t serial)
 	struct parked *p, *next;
 	TAILQ_HEAD(, parked) ready = TAILQ_HEAD_INITIALIZER(ready);
 
-	if (alive(serial, &info) && info.state == FLEET_STARTING)
+	if (alive(serial, &info) && coming_up(&info))
 		return;
 	pthread_mutex_lock(&park_lock);
 	for (p = TAILQ_FIRST(&waiting); p; p = next) {
@@ -178,6 +188,8 @@ static void fleet_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 			reply_entry(req, parent | FL_FS);
 		else if (!strcmp(name, "status"))
 			reply_entry(req, parent | FL_STATUS);
+		else if (!strcmp(name, "keep_alive"))
+			reply_entry(req, parent | FL_KEEP);
 		else
 			fuse_reply_err(req, ENOENT);
 	} else if (parent > INO_STATUS && kind_of(parent) == FL_FS) {
@@ -197,7 +209,7 @@ static void fleet_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	if (ino > INO_STATUS && kind_of(ino) == FL_FS && info.state == FLEET_STARTING) {
+	if (ino > INO_STATUS && kind_of(ino) == FL_FS && fleet_wake(info.serial)) {
 		struct parked *p = xcalloc(1, sizeof(*p));
 
 		p->req = req;
@@ -211,16 +223,26 @@ static void fleet_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 	fuse_reply_attr(req, &st, attr_timeout(ino));
 }
 
-/* The text of a status file. */
+/* The text of a status or keep_alive file, or NULL (errno set). */
 static char *status_text(fuse_ino_t ino)
 {
 	struct fleet_info info;
 	size_t len;
+	int keep;
 
 	if (ino == INO_STATUS)
 		return fleet_status(&len);
-	if (!alive(serial_of(ino), &info))
+	if (!alive(serial_of(ino), &info)) {
+		errno = ENOENT;
 		return NULL;
+	}
+	if (kind_of(ino) == FL_KEEP) {
+		if ((keep = fleet_keep_alive(info.serial)) < 0) {
+			errno = -keep;
+			return NULL;
+		}
+		return xstrdup(keep ? "yes\n" : "no\n");
+	}
 	return xasprintf("state %s\npid %d\nrestarts %u\nreason %s\n", fleet_state_name(info.state),
 			 (int)info.pid, info.restarts, info.reason[0] ? info.reason : "-");
 }
@@ -232,13 +254,15 @@ static void fleet_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct parked *p;
 	int rc;
 
-	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
+	bool keep = ino > INO_STATUS && kind_of(ino) == FL_KEEP;
+
+	if ((fi->flags & O_ACCMODE) != O_RDONLY && !keep) {
 		fuse_reply_err(req, EACCES);
 		return;
 	}
 	if (ino != INO_CLONE) {
 		if (!(text = status_text(ino))) {
-			fuse_reply_err(req, ENOENT);
+			fuse_reply_err(req, errno);
 			return;
 		}
 		fi->fh = (uint64_t)(uintptr_t)text;
@@ -277,6 +301,29 @@ static void fleet_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			       len - (size_t)off < size ? len - (size_t)off : size);
 }
 
+/* keep_alive: "yes" or "no", with or without its newline, in one write from the start. */
+static void fleet_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+			struct fuse_file_info *fi)
+{
+	size_t len = size && buf[size - 1] == '\n' ? size - 1 : size;
+	bool on = len == 3 && !memcmp(buf, "yes", 3);
+	int rc;
+
+	(void)fi;
+	if (kind_of(ino) != FL_KEEP || ino <= INO_STATUS) {
+		fuse_reply_err(req, EBADF);
+		return;
+	}
+	if (off != 0 || !(on || (len == 2 && !memcmp(buf, "no", 2)))) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if ((rc = fleet_set_keep_alive(serial_of(ino), on)) < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_write(req, size);
+}
+
 static void fleet_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
@@ -313,8 +360,8 @@ static void fleet_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off
 	char *buf = xmalloc(size);
 	struct fleet_info *v = NULL;
 	size_t used = 0, n = 0;
-	const char *fixed[] = {".", "..", "clone", "status"};
-	fuse_ino_t fixed_ino[] = {ino, FUSE_ROOT_ID, INO_CLONE, INO_STATUS};
+	const char *fixed[] = {".", "..", "clone", "status", "keep_alive"};
+	fuse_ino_t fixed_ino[] = {ino, FUSE_ROOT_ID, INO_CLONE, INO_STATUS, 0};
 	size_t nfixed = ino == FUSE_ROOT_ID ? 4 : 2;
 	bool room = true;
 
@@ -326,7 +373,8 @@ static void fleet_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off
 		fixed[3] = "status";
 		fixed_ino[2] = ino | FL_FS;
 		fixed_ino[3] = ino | FL_STATUS;
-		nfixed = 4;
+		fixed_ino[4] = ino | FL_KEEP;
+		nfixed = 5;
 	}
 	for (size_t i = (size_t)off; room && i < nfixed + n; i++)
 		room = i < nfixed
@@ -413,7 +461,16 @@ static void fleet_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, con
 static void fleet_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 			  struct fuse_file_info *fi)
 {
-	(void)ino, (void)attr, (void)to_set, (void)fi;
+	struct stat st;
+
+	(void)fi;
+	/* keep_alive's truncation by an open for writing (`echo yes > keep_alive`) */
+	if (ino > INO_STATUS && kind_of(ino) == FL_KEEP && to_set == FUSE_SET_ATTR_SIZE &&
+	    attr->st_size == 0) {
+		fill_attr(ino, &st);
+		fuse_reply_attr(req, &st, TIMEOUT);
+		return;
+	}
 	refuse(req);
 }
 
@@ -422,6 +479,7 @@ const struct fuse_lowlevel_ops fleet_ops = {
     .getattr = fleet_getattr,
     .open = fleet_open,
     .read = fleet_read,
+    .write = fleet_write,
     .release = fleet_release,
     .opendir = fleet_opendir,
     .readdir = fleet_readdir,

@@ -76,6 +76,7 @@ struct config {
 	uint64_t memory_reserve; /* memory_max less a session's own limit; 0: sessions have none */
 	uint64_t session_pids_max; /* each session's processes; 0 = only pids_max */
 	unsigned session_pids_pct; /* if not 0: session_pids_max is this % of pids_max */
+	uint64_t sleep_after;	   /* seconds idle before the daemon stops itself; 0 = never */
 
 	bool ws_cache;        /* workspace changed only through sbxfs and the sandbox */
 	double ws_timeout;    /* entry/attr timeout in seconds when ws_cache is on */

@@ -53,6 +53,7 @@ const struct config_key config_keys[] = {
     {"sandbox", "home_max", "256M", "512K"},
     {"sandbox", "memory_reserve", "64M", "64Q"},
     {"sandbox", "session_pids_max", "10%", "101%"},
+    {"sandbox", "sleep_after", "300", "1h"},
     {"network", "expose_address", "::1", "localhost"},
     {"network", "expose_public", "yes", "maybe"},
     {"network", "expose_max_ports", "4", "1025"},

@@ -388,6 +388,8 @@ static int set_sandbox(struct config *cfg, const char *key, const char *value)
 		return config_parse_size(value, &cfg->memory_reserve);
 	if (!strcmp(key, "session_pids_max"))
 		return set_session_pids(cfg, value);
+	if (!strcmp(key, "sleep_after"))
+		return parse_u64(value, 0, 30 * 86400, &cfg->sleep_after);
 	return -ENOENT;
 }
 

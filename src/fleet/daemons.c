@@ -5,7 +5,8 @@
  * ROOT/ID/fs answers (else 1 with the reason on its stderr), and the daemon's pid is then in
  * state/sbxfs.pid. A pidfd per daemon tells the monitor when one ends: unless it was asked to,
  * it is started again (what outlives a daemon comes back, saved.h), and one that keeps ending
- * right after its start is failed. Starting and stopping run on a thread each, so that the
+ * right after its start is failed. One that stopped itself once idle left state/slept: its
+ * sandbox sleeps until fleet_wake. Starting and stopping run on a thread each, so that the
  * FUSE side never waits on a daemon. */
 #include "fleet_priv.h"
 
@@ -193,10 +194,13 @@ static void *start_thread(void *arg)
 	     *st = box_path(b->info.id, "state"), *mnt = mount_path(b->info.id), why[256] = "";
 	char *argv[] = {(char *)fleet_cfg.sbxfs, "-c", ini, "--workspace", ws,
 			"--state-dir",		 st,   mnt, NULL};
+	char *slept = box_path(b->info.id, "state/slept");
 	int rc, pidfd = -1;
 	pid_t pid = 0;
 
 	clear_mount(b->info.id);
+	unlink(slept); /* from here on, an end is a crash unless the daemon slept again */
+	free(slept);
 	rc = run(argv, why, sizeof(why), &b->info.starter);
 	if (rc == 0 && ((pid = daemon_pid(b->info.id)) <= 0 ||
 			(pidfd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0)) {
@@ -311,8 +315,18 @@ void box_start(struct box *b)
 	spawn_job(b, false);
 }
 
-/* A daemon ended: unless it was asked to, it is started again, and after QUICK_FAILS_MAX ends
- * right after their starts the sandbox is failed. lock held. */
+/* Whether its daemon ended because it slept: it left state/slept (idle.h). */
+static bool slept(const struct box *b)
+{
+	char *path = box_path(b->info.id, "state/slept");
+	bool yes = access(path, F_OK) == 0;
+
+	free(path);
+	return yes;
+}
+
+/* A daemon ended: unless it was asked to or it slept, it is started again, and after
+ * QUICK_FAILS_MAX ends right after their starts the sandbox is failed. lock held. */
 static void daemon_ended(struct box *b)
 {
 	epoll_ctl(epfd, EPOLL_CTL_DEL, b->pidfd, NULL);
@@ -321,6 +335,13 @@ static void daemon_ended(struct box *b)
 	b->info.pid = 0;
 	if (stopping)
 		return;
+	if (slept(b)) {
+		b->info.state = FLEET_SLEEPING;
+		b->quick_fails = 0;
+		clear_mount(b->info.id); /* what its daemon left: a use must reach this tree */
+		log_info("sandbox %s: sleeping", b->info.id);
+		return;
+	}
 	b->quick_fails = time(NULL) - b->started < QUICK_FAIL_S ? b->quick_fails + 1 : 0;
 	if (b->quick_fails >= QUICK_FAILS_MAX) {
 		b->info.state = FLEET_FAILED;

@@ -44,6 +44,8 @@ const char *fleet_state_name(enum fleet_state st)
 	    [FLEET_RUNNING] = "running",
 	    [FLEET_STOPPING] = "stopping",
 	    [FLEET_FAILED] = "failed",
+	    [FLEET_SLEEPING] = "sleeping",
+	    [FLEET_WAKING] = "waking",
 	};
 
 	return names[st];
@@ -183,6 +185,61 @@ int fleet_destroy(const char *id, void (*done)(void *arg, int result), void *arg
 	return 0;
 }
 
+bool fleet_wake(uint64_t serial)
+{
+	struct box *b;
+	bool coming = false;
+
+	pthread_mutex_lock(&fleet_lock);
+	TAILQ_FOREACH(b, &fleet_boxes, link)
+	if (b->info.serial == serial) {
+		if (b->info.state == FLEET_SLEEPING) {
+			log_info("sandbox %s: waking", b->info.id);
+			box_start(b);
+			b->info.state = FLEET_WAKING;
+		}
+		coming = b->info.state == FLEET_STARTING || b->info.state == FLEET_WAKING;
+		break;
+	}
+	pthread_mutex_unlock(&fleet_lock);
+	return coming;
+}
+
+/* The path of the keep_alive file of the sandbox of serial, or NULL (-ENOENT). */
+static char *keep_alive_path(uint64_t serial)
+{
+	struct fleet_info info;
+
+	return fleet_get_serial(serial, &info) == 0 ? box_path(info.id, "state/keep_alive") : NULL;
+}
+
+int fleet_keep_alive(uint64_t serial)
+{
+	char *path = keep_alive_path(serial);
+	int rc;
+
+	if (!path)
+		return -ENOENT;
+	rc = access(path, F_OK) == 0 ? 1 : errno == ENOENT ? 0 : -errno;
+	free(path);
+	return rc;
+}
+
+int fleet_set_keep_alive(uint64_t serial, bool on)
+{
+	char *path = keep_alive_path(serial);
+	int rc = 0, fd;
+
+	if (!path)
+		return -ENOENT;
+	if (on && (fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600)) >= 0)
+		close(fd);
+	else if (on || (unlink(path) < 0 && errno != ENOENT))
+		rc = -errno;
+	free(path);
+	return rc;
+}
+
 static int get(bool (*match)(const struct box *, const void *), const void *key,
 	       struct fleet_info *out)
 {
@@ -241,7 +298,7 @@ size_t fleet_list(struct fleet_info **v)
 
 char *fleet_status(size_t *len)
 {
-	unsigned by_state[4] = {0};
+	unsigned by_state[FLEET_NSTATES] = {0};
 	struct box *b;
 	char *text;
 
@@ -249,9 +306,10 @@ char *fleet_status(size_t *len)
 	TAILQ_FOREACH(b, &fleet_boxes, link)
 	by_state[b->info.state]++;
 	text = xasprintf("sandboxes %u\nmax %u\nrunning %u\nstarting %u\nstopping %u\nfailed %u\n"
-			 "refused %s\n",
+			 "sleeping %u\nwaking %u\nrefused %s\n",
 			 fleet_nboxes, fleet_cfg.max, by_state[FLEET_RUNNING],
 			 by_state[FLEET_STARTING], by_state[FLEET_STOPPING], by_state[FLEET_FAILED],
+			 by_state[FLEET_SLEEPING], by_state[FLEET_WAKING],
 			 refusal[0] ? refusal : "-");
 	pthread_mutex_unlock(&fleet_lock);
 	*len = strlen(text);
@@ -273,11 +331,20 @@ static void scan(void (*fn)(const char *id))
 	free(dir);
 }
 
+/* A sandbox found at the start: one that slept stays asleep until its next use. */
 static void start_found(const char *id)
 {
+	char *slept = box_path(id, "state/slept");
+	struct box *b;
+
 	pthread_mutex_lock(&fleet_lock);
-	box_start(add_box(id));
+	b = add_box(id);
+	if (access(slept, F_OK) == 0)
+		b->info.state = FLEET_SLEEPING;
+	else
+		box_start(b);
 	pthread_mutex_unlock(&fleet_lock);
+	free(slept);
 }
 
 void fleet_start(void)

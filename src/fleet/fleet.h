@@ -24,6 +24,9 @@ enum fleet_state {
 	FLEET_RUNNING,
 	FLEET_STOPPING, /* rmdir: going away */
 	FLEET_FAILED,	/* its daemon does not start: reason says why */
+	FLEET_SLEEPING, /* its daemon stopped itself once idle ([sandbox] sleep_after) */
+	FLEET_WAKING,	/* its daemon is on its way up again, for a use */
+	FLEET_NSTATES,
 };
 
 struct fleet_info {
@@ -54,6 +57,13 @@ int fleet_clone(char *id, size_t idlen, char *why, size_t whylen);
 /* Stops its daemon and removes its state; done(arg, 0 or -errno) is called on another thread
  * once it is gone. -ENOENT, -EBUSY (already going), or 0. */
 int fleet_destroy(const char *id, void (*done)(void *arg, int result), void *arg);
+/* A use of a sleeping sandbox: its daemon starts (state waking); true if it is now on its way
+ * up (starting or waking), for the use to wait. */
+bool fleet_wake(uint64_t serial);
+/* keep_alive: whether STATE_DIR/sandboxes/ID/state/keep_alive is there, which keeps the sandbox
+ * from sleeping; 0, 1, or -errno. */
+int fleet_keep_alive(uint64_t serial);
+int fleet_set_keep_alive(uint64_t serial, bool on);
 int fleet_get(const char *id, struct fleet_info *out);
 int fleet_get_serial(uint64_t serial, struct fleet_info *out);
 /* Every sandbox, sorted by id; caller frees. */

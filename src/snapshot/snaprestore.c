@@ -17,14 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cell.h"
+#include "busy.h"
 #include "cgroup.h"
-#include "context.h"
-#include "job.h"
 #include "log.h"
-#include "session.h"
 #include "snapshot_priv.h"
-#include "term.h"
 #include "treesync.h"
 #include "xmalloc.h"
 
@@ -113,99 +109,6 @@ int snapshot_ctl(struct snapshot *s, const char *line, size_t len, struct ticket
 	pthread_mutex_unlock(&snap_lock);
 	free(arg);
 	return rc;
-}
-
-/* Whether a terminal has a program that started and has not ended. */
-static bool term_running(struct term *t)
-{
-	int status;
-
-	return term_cmd_settable(t) == -EBUSY && term_wait_exit(t, &status, NULL) == -EAGAIN;
-}
-
-/* Whether a context's latest cell is queued or running. */
-static bool context_busy(struct context *c)
-{
-	struct cell *cell = context_cell(c, 0);
-	bool busy = cell && cell_wait(cell, NULL) < 0;
-
-	if (cell)
-		cell_unref(cell);
-	return busy;
-}
-
-/* Each session's terminals and background processes: whether one runs; with stop, each that
- * runs is killed. */
-static bool children_busy(struct session *s, bool stop)
-{
-	struct term_info *tv;
-	struct job_info *jv;
-	size_t nt = term_list(s, &tv), nj = job_list(s, &jv);
-	bool busy = false;
-
-	for (size_t i = 0; i < nt; i++) {
-		struct term *t = term_find_id(s, tv[i].id);
-
-		if (t && term_running(t)) {
-			busy = true;
-			if (stop)
-				term_ctl(t, "kill KILL", 9);
-		}
-		if (t)
-			term_unref(t);
-	}
-	for (size_t i = 0; i < nj; i++) {
-		struct job *j = job_find_id(s, jv[i].id);
-
-		if (j && job_idle(j) == -EBUSY) {
-			busy = true;
-			if (stop)
-				job_signal(j, SIGKILL);
-		}
-		if (j)
-			job_unref(j);
-	}
-	free(tv);
-	free(jv);
-	return busy;
-}
-
-/* Whether anything runs in the sandbox but the sessions' idle shells and the contexts' idle
- * interpreters; with stop, all of it is killed (as `killall KILL` would, for each kind). */
-static bool sandbox_busy(bool stop)
-{
-	struct session_info *sv;
-	struct context_info *cv;
-	size_t ns = session_list(&sv), nc = context_list(&cv);
-	bool busy = false;
-
-	for (size_t i = 0; i < ns; i++) {
-		struct session *s = session_find_serial(sv[i].serial);
-
-		if (!s)
-			continue;
-		if (session_busy(s)) {
-			busy = true;
-			if (stop)
-				session_ctl(s, "killall KILL", 12);
-		}
-		busy |= children_busy(s, stop);
-		session_unref(s);
-	}
-	for (size_t i = 0; i < nc; i++) {
-		struct context *c = context_find_serial(cv[i].serial);
-
-		if (c && context_busy(c)) {
-			busy = true;
-			if (stop)
-				context_ctl(c, "kill", 4);
-		}
-		if (c)
-			context_unref(c);
-	}
-	free(sv);
-	free(cv);
-	return busy;
 }
 
 int snapshot_ctl_check(struct snapshot *s, const char *line, size_t len)

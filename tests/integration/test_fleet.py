@@ -222,3 +222,91 @@ def test_mkdirs_at_once_all_come_up():
             t.join(60)
         assert not errs, errs
         assert f.ids() == sorted(ids)
+
+
+def sleepy(tmp_path, after=1):
+    ini = tmp_path / "sandbox.ini"
+    ini.write_text(f"[sandbox]\nsleep_after = {after}\n")
+    return ini
+
+
+def mounted_at(path):
+    """Whether something is mounted at path, read from the mount table alone: a path walk into
+    a sleeping sandbox's fs/ would wake it."""
+    return any(line.split()[4] == str(path) for line in
+               Path("/proc/self/mountinfo").read_text().splitlines())
+
+
+def asleep(f, id):
+    return f.status(id)["state"] == "sleeping"
+
+
+def test_an_idle_sandbox_sleeps_and_a_use_wakes_it_with_what_it_kept(tmp_path):
+    with fleet("--sandbox-config", str(sleepy(tmp_path))) as f:
+        os.mkdir(f.mnt / "z1")
+        f.sh("z1", "export MINE=kept; cd /workspace && echo file > f")
+        pid = int(f.status("z1")["pid"])
+        wait_until(lambda: asleep(f, "z1"), 15, "z1 asleep", show=f.text_log)
+        st = f.status("z1")
+        assert st["pid"] == "0" and st["restarts"] == "0", st
+        assert not running(pid)
+        assert not mounted_at(f.mnt / "z1" / "fs")
+        assert f.status()["sleeping"] == "1"
+        # the first use waits for the wake, and finds what a daemon's restart keeps
+        assert read_bytes(f.mnt / "z1" / "fs" / "workspace" / "f") == b"file\n"
+        assert f.status("z1")["state"] == "running"
+        assert f.sh("z1", 'echo "$MINE $PWD"') == "kept /workspace\n"
+        assert f.status("z1")["restarts"] == "0"
+        status = parse_status(read_bytes(f.mnt / "z1" / "fs" / "sessions" / "default" / "status"))
+        assert status["restored"] != "no", status
+
+
+def test_what_runs_or_is_open_keeps_a_sandbox_awake(tmp_path):
+    with fleet("--sandbox-config", str(sleepy(tmp_path))) as f:
+        os.mkdir(f.mnt / "w1")
+        f.sh("w1", "sleep 2.5 >/dev/null 2>&1 &")
+        time.sleep(2)
+        assert f.status("w1")["state"] == "running"  # a process left behind runs
+        wait_until(lambda: asleep(f, "w1"), 15, "w1 asleep once the process ended")
+        # a file held open (as tail -f would) keeps it awake; once closed, it sleeps
+        with open(f.mnt / "w1" / "fs" / "sessions" / "default" / "stdout", "rb"):
+            time.sleep(2.5)
+            assert f.status("w1")["state"] == "running"
+        wait_until(lambda: asleep(f, "w1"), 15, "w1 asleep once the file was closed")
+
+
+def test_keep_alive_keeps_it_awake_and_is_checked(tmp_path):
+    with fleet("--sandbox-config", str(sleepy(tmp_path))) as f:
+        os.mkdir(f.mnt / "a1")
+        keep = f.mnt / "a1" / "keep_alive"
+        assert read_bytes(keep) == b"no\n"
+        write_bytes(keep, "yes\n")
+        assert read_bytes(keep) == b"yes\n"
+        time.sleep(2.5)
+        assert f.status("a1")["state"] == "running"
+        for bad in ("maybe\n", "yes yes", "yes\nno\n", "1"):
+            with pytest.raises(OSError) as e:
+                with open(keep, "wb", buffering=0) as w:
+                    w.write(bad.encode())
+            assert e.value.errno == errno.EINVAL, bad
+        assert read_bytes(keep) == b"yes\n"
+        write_bytes(keep, "no")
+        wait_until(lambda: asleep(f, "a1"), 15, "a1 asleep once keep_alive was no")
+        assert read_bytes(keep) == b"no\n"  # reading it wakes nothing
+        assert asleep(f, "a1")
+
+
+def test_a_sleeping_sandbox_stays_asleep_across_a_supervisor_restart(tmp_path):
+    with fleet("--sandbox-config", str(sleepy(tmp_path))) as f:
+        os.mkdir(f.mnt / "q1")
+        f.sh("q1", "export MINE=q")
+        wait_until(lambda: asleep(f, "q1"), 15, "q1 asleep")
+        f.stop()
+        f.start()
+        assert asleep(f, "q1")
+        assert f.daemons() == []
+        assert f.sh("q1", 'echo "$MINE"') == "q\n"
+        # rmdir of a sleeping sandbox removes it without a daemon to stop
+        wait_until(lambda: asleep(f, "q1"), 15, "q1 asleep again")
+        bounded(os.rmdir, f.mnt / "q1", timeout=30, what="rmdir q1")
+        assert f.ids() == []

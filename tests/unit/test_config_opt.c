@@ -50,6 +50,7 @@ static bool same_config(const struct config *a, const struct config *b)
 	       a->shm_size == b->shm_size && a->uid_first == b->uid_first &&
 	       a->uid_last == b->uid_last && a->workspace_max == b->workspace_max &&
 	       a->home_max == b->home_max && a->memory_reserve == b->memory_reserve &&
+	       a->sleep_after == b->sleep_after &&
 	       a->session_pids_max == b->session_pids_max &&
 	       a->session_pids_pct == b->session_pids_pct && a->ws_cache == b->ws_cache &&
 	       a->ws_timeout == b->ws_timeout && a->ws_passthrough == b->ws_passthrough &&
