@@ -393,6 +393,53 @@ export interface SandboxOptions {
 
 export declare function getSandbox(mountpoint: string, opts?: SandboxOptions): Sandbox;
 
+export interface FleetSandboxInfo {
+	sandboxId: string;
+	/** starting, running, stopping, failed, sleeping or waking */
+	state: string;
+	/** Its daemon's, 0 when none runs (sleeping, failed). */
+	pid: number;
+	restarts: number;
+	/** Why it failed or was last started again; null for none. */
+	reason: string | null;
+}
+
+export interface CreateSandboxOptions extends SandboxOptions {
+	/** This id (1 to 64 of A-Z a-z 0-9 . _ -); without it, a fresh one from the fleet. */
+	id?: string;
+}
+
+/** A sandbox of a fleet: the mount FLEET/ID/fs. */
+export declare class FleetSandbox extends Sandbox {
+	readonly sandboxId: string;
+	readonly fleet: Fleet;
+	getInfo(): Promise<FleetSandboxInfo>;
+	/** true keeps it from sleeping after [sandbox] sleep_after idle (FLEET/ID/keep_alive). */
+	setKeepAlive(on: boolean): Promise<void>;
+	/** Destroys it: processes, mounts, uid and files. */
+	kill(): Promise<void>;
+	destroy(): Promise<void>;
+}
+
+/** The sandboxes of an sbxfs-fleet mounted at root. */
+export declare class Fleet {
+	constructor(root: string);
+	readonly root: string;
+	/** Up once it resolves; SandboxAlreadyExistsError, SandboxLimitError past the fleet's --max. */
+	create(opts?: CreateSandboxOptions): Promise<FleetSandbox>;
+	list(): Promise<FleetSandboxInfo[]>;
+	getInfo(id: string): Promise<FleetSandboxInfo>;
+	/** The sandbox there is; SandboxNotFoundError if none. */
+	connect(id: string, opts?: SandboxOptions): Promise<FleetSandbox>;
+	/** The sandbox, made if it is not there. */
+	getSandbox(id: string, opts?: SandboxOptions): Promise<FleetSandbox>;
+	kill(id: string): Promise<void>;
+	setKeepAlive(id: string, on: boolean): Promise<void>;
+	status(): Promise<Record<string, string | number>>;
+}
+
+export declare function getFleet(root: string): Promise<Fleet>;
+
 export declare function parseSSEStream<T = ExecEvent>(stream: ReadableStream<Uint8Array>, signal?: AbortSignal): AsyncGenerator<T>;
 export declare function streamEvents<T = ExecEvent>(stream: ReadableStream<Uint8Array>, signal?: AbortSignal): AsyncGenerator<T>;
 
@@ -438,3 +485,7 @@ export declare class PortLimitError extends SandboxError {}
 export declare class BackupNotFoundError extends SandboxError {}
 /** EOPNOTSUPP from network/policy: host mode is switched to or from only by a remount. */
 export declare class NetworkPolicyError extends SandboxError {}
+export declare class SandboxNotFoundError extends SandboxError {}
+export declare class SandboxAlreadyExistsError extends SandboxError {}
+/** ENOSPC from the fleet: its --max sandboxes exist already (its status says so). */
+export declare class SandboxLimitError extends SandboxError {}

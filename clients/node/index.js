@@ -6,6 +6,7 @@ import { SandboxError } from './lib/errors.js';
 import { Sandbox } from './lib/session.js';
 
 export { ExecutionSession, Sandbox } from './lib/session.js';
+export { Fleet, FleetSandbox, getFleet } from './lib/fleet.js';
 export { Process } from './lib/processes.js';
 export { Terminal } from './lib/terminals.js';
 export { parseSSEStream } from './lib/sse.js';

@@ -1,4 +1,5 @@
-"""The Node client (clients/node): its own `node --test` suite against a mount it starts, and
+"""The Node client (clients/node): its own `node --test` suites against a mount and a fleet they
+start, and
 `tsc --noEmit` on its declarations and on a file written against them."""
 
 import os
@@ -7,7 +8,7 @@ import subprocess
 
 import pytest
 
-from sbxutil import REPO_ROOT, sbxfs_binary
+from sbxutil import REPO_ROOT, isolation_none, sbxfs_binary
 
 pytestmark = pytest.mark.client
 
@@ -42,6 +43,16 @@ def test_node_suite():
         pytest.skip("node is not installed (scripts/bootstrap installs nodejs)")
     out = _run(["node", "--test", "test/client.test.mjs"], timeout=220)
     assert "# fail 0" in out and "# pass " in out, out[-4000:]
+
+
+@pytest.mark.sbx_timeout(180)
+def test_node_fleet_suite():
+    if not shutil.which("node"):
+        pytest.skip("node is not installed (scripts/bootstrap installs nodejs)")
+    out = _run(["node", "--test", "test/fleet.test.mjs"], timeout=160)
+    assert "# fail 0" in out and "# pass " in out, out[-4000:]
+    if os.geteuid() == 0 and not isolation_none():
+        assert "# skipped 0" in out, "the fleet suite was skipped as root"
 
 
 @pytest.mark.no_daemon

@@ -41,6 +41,9 @@ const kinds = {
 	PortLimitError: 'PORT_LIMIT',
 	BackupNotFoundError: 'BACKUP_NOT_FOUND',
 	NetworkPolicyError: 'NETWORK_POLICY',
+	SandboxNotFoundError: 'SANDBOX_NOT_FOUND',
+	SandboxAlreadyExistsError: 'SANDBOX_ALREADY_EXISTS',
+	SandboxLimitError: 'SANDBOX_LIMIT',
 };
 
 function errorClass(name, code) {
@@ -84,6 +87,10 @@ export const PortLimitError = errorClass('PortLimitError', kinds.PortLimitError)
 export const BackupNotFoundError = errorClass('BackupNotFoundError', kinds.BackupNotFoundError);
 /* EOPNOTSUPP from network/policy: switching to or from host mode (or rules in it) needs a remount. */
 export const NetworkPolicyError = errorClass('NetworkPolicyError', kinds.NetworkPolicyError);
+/* A fleet's sandboxes (fleet.js): ENOENT, EEXIST, and ENOSPC past the fleet's --max. */
+export const SandboxNotFoundError = errorClass('SandboxNotFoundError', kinds.SandboxNotFoundError);
+export const SandboxAlreadyExistsError = errorClass('SandboxAlreadyExistsError', kinds.SandboxAlreadyExistsError);
+export const SandboxLimitError = errorClass('SandboxLimitError', kinds.SandboxLimitError);
 
 // What an errno means for each kind of object; anything else is a plain SandboxError.
 const byErrno = {
@@ -93,6 +100,7 @@ const byErrno = {
 	terminal: { ENOENT: TerminalError, EEXIST: TerminalError },
 	port: { ENOENT: PortNotExposedError, EEXIST: PortAlreadyExposedError, EINVAL: InvalidPortError, ENOSPC: PortLimitError },
 	backup: { ENOENT: BackupNotFoundError },
+	sandbox: { ENOENT: SandboxNotFoundError, EEXIST: SandboxAlreadyExistsError, ENOSPC: SandboxLimitError },
 	// E2BIG: more than 100,000 rules.
 	// Node names Linux's EOPNOTSUPP ENOTSUP (the same number).
 	network: { ENOTSUP: NetworkPolicyError, EOPNOTSUPP: NetworkPolicyError, E2BIG: ValidationError },

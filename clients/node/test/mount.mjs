@@ -1,6 +1,6 @@
 // Starts an sbxfs daemon on a temporary mountpoint for the tests, as tests/integration does.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -74,6 +74,41 @@ export async function startMount() {
 			} catch (err) {
 				console.error(`sbxfs test mount: ${tmp} left behind: ${err.message}`);
 			}
+		},
+	};
+}
+
+/* { root, stop() }: an sbxfs-fleet (next to the sbxfs under test) whose sandboxes start from
+ * sandboxConfig (ini text); stop() ends it (it stops its daemons) and removes the files. */
+export async function startFleet(sandboxConfig = '') {
+	const tmp = mkdtempSync(join(tmpdir(), 'sbxfs-node-fleet-'));
+	const root = join(tmp, 'fleet');
+	const ini = join(tmp, 'sandbox.ini');
+	writeFileSync(ini, sandboxConfig);
+	const bin = join(dirname(sbxfsBinary()), 'sbxfs-fleet');
+	const fleet = spawn(bin, ['--state-dir', join(tmp, 'state'), '--sandbox-config', ini, '--max', '4', root], {
+		stdio: ['ignore', 'ignore', 'inherit'],
+		detached: true,
+	});
+	let exited = false;
+	fleet.on('exit', () => (exited = true));
+	await waitFor(() => exited || existsSync(join(root, 'status')), 'sbxfs-fleet mounted');
+	if (exited) throw new Error('sbxfs-fleet exited before mounting');
+	const onSignal = (sig) => {
+		fleet.kill('SIGTERM');
+		process.kill(process.pid, sig);
+	};
+	for (const sig of ['SIGTERM', 'SIGINT']) process.once(sig, onSignal);
+	return {
+		root,
+		async stop() {
+			for (const sig of ['SIGTERM', 'SIGINT']) process.off(sig, onSignal);
+			fleet.kill('SIGTERM');
+			const deadline = Date.now() + 60000;
+			while (!exited && Date.now() < deadline) await sleep(20);
+			if (!exited) fleet.kill('SIGKILL');
+			if (mounted(root)) spawnSync('umount', ['-l', root]);
+			spawnSync('rm', ['-rf', '--one-file-system', tmp]);
 		},
 	};
 }

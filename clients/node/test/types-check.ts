@@ -6,7 +6,10 @@ import {
 	ExecResult,
 	ExecutionSession,
 	FileNotFoundError,
+	FleetSandbox,
+	SandboxLimitError,
 	SessionNotFoundError,
+	getFleet,
 	getSandbox,
 	parseSSEStream,
 } from '../index.js';
@@ -55,4 +58,21 @@ export async function seed(mount: string): Promise<number> {
 	} finally {
 		await sandbox.deleteSession('test');
 	}
+}
+
+export async function fleetLifecycle(root: string): Promise<string[]> {
+	const fleet = await getFleet(root);
+	try {
+		const sbx: FleetSandbox = await fleet.create({ id: 'web' });
+		await sbx.setKeepAlive(true);
+		const r = await sbx.exec('echo ok');
+		const info = await sbx.getInfo();
+		console.log(r.stdout, info.state, info.pid, info.reason ?? '-');
+		const again = await fleet.connect('web');
+		await again.kill();
+	} catch (err) {
+		if (err instanceof SandboxLimitError) return [];
+		throw err;
+	}
+	return (await fleet.list()).map((i) => i.sandboxId);
 }

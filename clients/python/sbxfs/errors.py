@@ -57,6 +57,10 @@ PortLimitError = _kind("PortLimitError", "PORT_LIMIT")
 BackupNotFoundError = _kind("BackupNotFoundError", "BACKUP_NOT_FOUND")
 # EOPNOTSUPP from network/policy: switching to or from host mode (or rules in it) needs a remount.
 NetworkPolicyError = _kind("NetworkPolicyError", "NETWORK_POLICY")
+# A fleet's sandboxes (fleet.py): ENOENT, EEXIST, and ENOSPC past the fleet's --max.
+SandboxNotFoundError = _kind("SandboxNotFoundError", "SANDBOX_NOT_FOUND")
+SandboxAlreadyExistsError = _kind("SandboxAlreadyExistsError", "SANDBOX_ALREADY_EXISTS")
+SandboxLimitError = _kind("SandboxLimitError", "SANDBOX_LIMIT")
 
 _BY_ERRNO = {
     "session": {_errno.ENOENT: SessionNotFoundError, _errno.EEXIST: SessionAlreadyExistsError},
@@ -66,6 +70,8 @@ _BY_ERRNO = {
     "port": {_errno.ENOENT: PortNotExposedError, _errno.EEXIST: PortAlreadyExposedError,
              _errno.EINVAL: InvalidPortError, _errno.ENOSPC: PortLimitError},
     "backup": {_errno.ENOENT: BackupNotFoundError},
+    "sandbox": {_errno.ENOENT: SandboxNotFoundError, _errno.EEXIST: SandboxAlreadyExistsError,
+                _errno.ENOSPC: SandboxLimitError},
     # E2BIG: more than 100,000 rules.
     "network": {_errno.EOPNOTSUPP: NetworkPolicyError, _errno.E2BIG: ValidationError},
     "file": {

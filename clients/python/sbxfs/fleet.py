@@ -1,0 +1,137 @@
+"""A fleet of sandboxes (sbxfs-fleet): FLEET/ID/fs is a whole mount each. The lifecycle calls take
+the hosted SDKs' names in Python naming (E2B's create, list, connect, kill; Cloudflare's
+get_sandbox, destroy, set_keep_alive) and are file operations on the fleet's tree: mkdir, clone,
+listdir, status, rmdir, keep_alive."""
+
+import os
+
+from .errors import SandboxError, SandboxNotFoundError, ValidationError, map_error
+from .names import check_name
+from .session import Sandbox
+
+
+def _status(path):
+    out = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f.read().splitlines():
+            key, sep, value = line.partition(" ")
+            if sep:
+                out[key] = value
+    return out
+
+
+def _info(id, st):
+    return {"sandbox_id": id, "state": st["state"], "pid": int(st["pid"]),
+            "restarts": int(st["restarts"]),
+            "reason": None if st["reason"] == "-" else st["reason"]}
+
+
+class FleetSandbox(Sandbox):
+    """A sandbox of a fleet: a Sandbox on FLEET/ID/fs that knows its id and its fleet."""
+
+    def __init__(self, fleet, id, workspace_path=None):
+        super().__init__(os.path.join(fleet.root, id, "fs"), workspace_path=workspace_path)
+        self.fleet = fleet
+        self.sandbox_id = id
+
+    def get_info(self):
+        return self.fleet.get_info(self.sandbox_id)
+
+    def set_keep_alive(self, on):
+        self.fleet.set_keep_alive(self.sandbox_id, on)
+
+    def kill(self):
+        self.fleet.kill(self.sandbox_id)
+
+    destroy = kill
+
+
+class Fleet:
+    """The sandboxes of an sbxfs-fleet mounted at `root`."""
+
+    def __init__(self, root):
+        self.root = str(root)
+
+    def _path(self, id, *rest):
+        return os.path.join(self.root, check_name(id, "sandbox"), *rest)
+
+    def create(self, id=None, workspace_path=None):
+        """A new sandbox, up once this returns: `id`, or a fresh one from clone.
+        SandboxAlreadyExistsError, SandboxLimitError past the fleet's bound."""
+        try:
+            if id is None:
+                with open(os.path.join(self.root, "clone"), encoding="utf-8") as f:
+                    id = f.read().strip()
+            else:
+                os.mkdir(self._path(id))
+            # A path into its fs/ waits for its daemon (EIO if it failed: its status says why).
+            os.stat(self._path(id, "fs", "sessions"))
+        except OSError as e:
+            raise map_error(e, "sandbox", f"sandbox {id or '(new)'}") from None
+        return FleetSandbox(self, id, workspace_path)
+
+    def list(self):
+        """Every sandbox with its state (running, sleeping, ...), sorted by id."""
+        out = []
+        for name in sorted(os.listdir(self.root)):
+            if name in ("clone", "status"):
+                continue
+            try:
+                out.append(self.get_info(name))
+            except SandboxNotFoundError:
+                pass  # gone meanwhile
+        return out
+
+    def get_info(self, id):
+        try:
+            return _info(id, _status(self._path(id, "status")))
+        except OSError as e:
+            raise map_error(e, "sandbox", f"sandbox {id}") from None
+
+    def connect(self, id, workspace_path=None):
+        """The sandbox there is (SandboxNotFoundError if none); a sleeping one wakes on use."""
+        self.get_info(id)
+        return FleetSandbox(self, id, workspace_path)
+
+    def get_sandbox(self, id, workspace_path=None):
+        """Cloudflare's getSandbox(id): the sandbox, made if it is not there."""
+        try:
+            return self.create(id, workspace_path)
+        except SandboxError as e:
+            if e.code != "SANDBOX_ALREADY_EXISTS":
+                raise
+        return FleetSandbox(self, id, workspace_path)
+
+    def kill(self, id):
+        """Destroys it: its processes, mounts, uid and files; returns once it is gone."""
+        try:
+            os.rmdir(self._path(id))
+        except OSError as e:
+            raise map_error(e, "sandbox", f"sandbox {id}") from None
+
+    def set_keep_alive(self, id, on):
+        if not isinstance(on, bool):
+            raise ValidationError("set_keep_alive takes True or False")
+        try:
+            with open(self._path(id, "keep_alive"), "w", encoding="utf-8") as f:
+                f.write("yes\n" if on else "no\n")
+        except OSError as e:
+            raise map_error(e, "sandbox", f"sandbox {id}") from None
+
+    def status(self):
+        """The fleet's own status: counts by state, its bound, the last create refused."""
+        st = _status(os.path.join(self.root, "status"))
+        return {k: int(v) if v.isdigit() else v for k, v in st.items()}
+
+
+def get_fleet(root):
+    """The fleet mounted at `root`; a path that is no fleet is a SandboxError that says so.
+    Nothing here reads clone, which would make a sandbox."""
+    try:
+        with open(os.path.join(root, "status"), encoding="utf-8") as f:
+            ok = f.read().startswith("sandboxes ")
+    except OSError:
+        ok = False
+    if not ok:
+        raise SandboxError(f"{root}: not an sbxfs fleet (it has no fleet status)", errno="ENOENT")
+    return Fleet(root)
