@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from sbxutil import (bounded, is_mounted, isolation_none, parse_status, read_bytes,
+from sbxutil import (SbxMount, bounded, is_mounted, isolation_none, parse_status, read_bytes,
                      sbxfs_binary, wait_until, write_bytes)
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or isolation_none(),
@@ -310,3 +310,50 @@ def test_a_sleeping_sandbox_stays_asleep_across_a_supervisor_restart(tmp_path):
         wait_until(lambda: asleep(f, "q1"), 15, "q1 asleep again")
         bounded(os.rmdir, f.mnt / "q1", timeout=30, what="rmdir q1")
         assert f.ids() == []
+
+
+class InFleet(SbxMount):
+    """A sandbox of a fleet, as the tests drive a mount (test_restart's checks)."""
+
+    def __init__(self, f, id):
+        super().__init__(f.tmp / f"as-mount-{id}")
+        self.mnt = f.mnt / id / "fs"
+        self.sessions = self.mnt / "sessions"
+        self.workspace = self.mnt / "workspace"
+
+
+def test_a_reboot_of_the_whole_fleet_keeps_what_outlives_a_daemon(tmp_path):
+    from test_restart import check_state, make_state
+    with fleet() as f:
+        os.mkdir(f.mnt / "rb")
+        m = InFleet(f, "rb")
+        before = make_state(m)
+        f.sh("rb", "echo kept > /workspace/file")
+        bounded(os.mkdir, m.mnt / "snapshots" / "before", timeout=60, what="a snapshot")
+        keep = f.mnt / "rb" / "keep_alive"
+        write_bytes(keep, "yes\n")
+        f.sh("rb", "sleep 1000 >/dev/null 2>&1 &")
+        uid = f.sh("rb", "id -u")
+        # a reboot: the supervisor and every daemon stop, then all start again
+        f.stop()
+        assert f.daemons() == [] and not mounted_at(f.mnt / "rb" / "fs")
+        f.start()
+        check_state(m, before)
+        assert f.sh("rb", "cat /workspace/file; id -u; pgrep -c sleep || true") == \
+            f"kept\n{uid}0\n"
+        assert parse_status(read_bytes(m.mnt / "snapshots" / "before" / "status"))["state"] == \
+            "ready"
+        assert read_bytes(keep) == b"yes\n"
+
+
+def test_two_sandboxes_reach_nothing_of_each_others_network():
+    with fleet() as f:
+        for id in ("n1", "n2"):
+            os.mkdir(f.mnt / id)
+        f.sh("n1", "python3 -m http.server 8765 --bind 127.0.0.1 >/dev/null 2>&1 & "
+                   "for i in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/8765) 2>/dev/null && "
+                   "break; sleep 0.05; done; (exec 3<>/dev/tcp/127.0.0.1/8765) && echo up")
+        out = f.sh("n2", "(exec 3<>/dev/tcp/127.0.0.1/8765) 2>/dev/null && echo reached || "
+                         "echo refused")
+        assert out == "refused\n"
+        assert f.sh("n1", "(exec 3<>/dev/tcp/127.0.0.1/8765) && echo reached") == "reached\n"
