@@ -203,13 +203,18 @@ static void fleet_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 {
 	struct fleet_info info;
 	struct stat st;
+	int rc = 0;
 
 	(void)fi;
 	if (ino > INO_STATUS && !alive(serial_of(ino), &info)) {
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	if (ino > INO_STATUS && kind_of(ino) == FL_FS && fleet_wake(info.serial)) {
+	if (ino > INO_STATUS && kind_of(ino) == FL_FS && (rc = fleet_wake(info.serial)) < 0) {
+		fuse_reply_err(req, -rc); /* a wake past a bound: the fleet's status says why */
+		return;
+	}
+	if (rc > 0) {
 		struct parked *p = xcalloc(1, sizeof(*p));
 
 		p->req = req;

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "fleet.h"
 #include "fleetfs.h"
 #include "log.h"
@@ -21,7 +22,8 @@
 
 struct cmdline {
 	const char *mountpoint, *state_dir, *sandbox_config;
-	unsigned max;
+	unsigned max, max_running;
+	uint64_t memory_budget, disk_budget;
 	bool debug;
 };
 
@@ -29,6 +31,7 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: sbxfs-fleet [-d] [--state-dir DIR] [--sandbox-config INI] [--max N]\n"
+		"                   [--max-running N] [--memory-budget SIZE] [--disk-budget SIZE]\n"
 		"                   [MOUNTPOINT]\n"
 		"\n"
 		"Mounts a fleet of sandboxes at MOUNTPOINT (default /run/sbxfs/fleet as root,\n"
@@ -41,6 +44,13 @@ static void usage(FILE *out)
 		"  --sandbox-config INI   the config each new sandbox starts with (its copy is\n"
 		"                         in DIR/sandboxes/ID/sbxfs.ini)\n"
 		"  --max N                sandboxes at most (default 64); one more is ENOSPC\n"
+		"  --max-running N        sandboxes with a daemon at once (default: --max); a\n"
+		"                         create or a wake past it is ENOSPC\n"
+		"  --memory-budget SIZE   the sum of memory_max of the sandboxes with a daemon\n"
+		"                         (e.g. 16G; default none); a create or a wake past it is\n"
+		"                         ENOSPC\n"
+		"  --disk-budget SIZE     the sum of workspace_max of all sandboxes (default\n"
+		"                         none); a create past it is ENOSPC\n"
 		"  -d                     debug: log every FUSE request\n"
 		"  -h, --help             this text\n");
 }
@@ -61,6 +71,9 @@ static void parse_cmdline(int argc, char **argv, struct cmdline *cl)
 	    {"state-dir", required_argument, NULL, 's'},
 	    {"sandbox-config", required_argument, NULL, 'c'},
 	    {"max", required_argument, NULL, 'm'},
+	    {"max-running", required_argument, NULL, 'r'},
+	    {"memory-budget", required_argument, NULL, 'M'},
+	    {"disk-budget", required_argument, NULL, 'D'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -78,10 +91,19 @@ static void parse_cmdline(int argc, char **argv, struct cmdline *cl)
 			cl->sandbox_config = optarg;
 			break;
 		case 'm':
+		case 'r':
 			v = strtol(optarg, &end, 10);
 			if (*end || v < 1 || v > 100000)
-				fatalx("--max %s: a number from 1 to 100000", optarg);
-			cl->max = (unsigned)v;
+				fatalx("--%s %s: a number from 1 to 100000",
+				       c == 'm' ? "max" : "max-running", optarg);
+			*(c == 'm' ? &cl->max : &cl->max_running) = (unsigned)v;
+			break;
+		case 'M':
+		case 'D':
+			if (config_parse_size(optarg,
+					      c == 'M' ? &cl->memory_budget : &cl->disk_budget) < 0)
+				fatalx("--%s %s: a size (64M, 8G) or max",
+				       c == 'M' ? "memory-budget" : "disk-budget", optarg);
 			break;
 		case 'd':
 			cl->debug = true;
@@ -214,7 +236,10 @@ int main(int argc, char **argv)
 					      .state_dir = state,
 					      .sbxfs = sbxfs,
 					      .sandbox_config = ini,
-					      .max = cl.max},
+					      .max = cl.max,
+					      .max_running = cl.max_running,
+					      .memory_budget = cl.memory_budget,
+					      .disk_budget = cl.disk_budget},
 		       fleetfs_changed, err, sizeof(err)) < 0)
 		fatalx("%s", err);
 	se = mount_fleet(argv[0], mnt, cl.debug);

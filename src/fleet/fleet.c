@@ -21,7 +21,7 @@ pthread_mutex_t fleet_lock = PTHREAD_MUTEX_INITIALIZER;
 struct box_list fleet_boxes = TAILQ_HEAD_INITIALIZER(fleet_boxes);
 unsigned fleet_nboxes;
 static uint64_t last_serial;
-static char refusal[256]; /* the last create refused, and why */
+static char refusal[512]; /* the last create refused, and why */
 
 bool fleet_id_valid(const char *id, size_t len)
 {
@@ -120,19 +120,24 @@ static int make_files(const char *id)
 
 int fleet_create(const char *id, char *why, size_t whylen)
 {
+	uint64_t memory, disk;
 	struct box *b;
 	int rc;
 
 	if (!fleet_id_valid(id, strlen(id)))
 		return -EINVAL;
+	if ((rc = bounds_cost(fleet_cfg.sandbox_config, &memory, &disk, why, whylen)) < 0) {
+		pthread_mutex_lock(&fleet_lock);
+		snprintf(refusal, sizeof(refusal), "%s not created: %s", id, why);
+		pthread_mutex_unlock(&fleet_lock);
+		return rc;
+	}
 	pthread_mutex_lock(&fleet_lock);
 	if (find(id)) {
 		pthread_mutex_unlock(&fleet_lock);
 		return -EEXIST;
 	}
-	if (fleet_nboxes >= fleet_cfg.max) {
-		snprintf(why, whylen, "%u sandboxes, and --max is %u", fleet_nboxes,
-			 fleet_cfg.max);
+	if (!bounds_fit(memory, disk, true, why, whylen)) {
 		snprintf(refusal, sizeof(refusal), "%s not created: %s", id, why);
 		pthread_mutex_unlock(&fleet_lock);
 		return -ENOSPC;
@@ -144,6 +149,8 @@ int fleet_create(const char *id, char *why, size_t whylen)
 		return rc == -EEXIST ? -EIO : rc; /* not in the table, yet its files are there */
 	}
 	b = add_box(id);
+	b->memory = memory;
+	b->disk = disk;
 	box_start(b);
 	pthread_mutex_unlock(&fleet_lock);
 	log_info("sandbox %s created", id);
@@ -185,24 +192,43 @@ int fleet_destroy(const char *id, void (*done)(void *arg, int result), void *arg
 	return 0;
 }
 
-bool fleet_wake(uint64_t serial)
+/* A sleeping sandbox's daemon starts, its config read again (it may have changed), unless
+ * that is past a bound. lock held. */
+static int wake(struct box *b)
+{
+	char *ini = box_path(b->info.id, "sbxfs.ini"), why[256];
+	int rc = bounds_cost(ini, &b->memory, &b->disk, why, sizeof(why));
+
+	free(ini);
+	if (rc == 0 && !bounds_fit(b->memory, b->disk, false, why, sizeof(why)))
+		rc = -ENOSPC;
+	if (rc < 0) {
+		snprintf(refusal, sizeof(refusal), "%s not woken: %s", b->info.id, why);
+		log_warnx("sandbox %s: not woken: %s", b->info.id, why);
+		return rc;
+	}
+	log_info("sandbox %s: waking", b->info.id);
+	box_start(b);
+	b->info.state = FLEET_WAKING;
+	return 0;
+}
+
+int fleet_wake(uint64_t serial)
 {
 	struct box *b;
-	bool coming = false;
+	int rc = 0;
 
 	pthread_mutex_lock(&fleet_lock);
 	TAILQ_FOREACH(b, &fleet_boxes, link)
 	if (b->info.serial == serial) {
-		if (b->info.state == FLEET_SLEEPING) {
-			log_info("sandbox %s: waking", b->info.id);
-			box_start(b);
-			b->info.state = FLEET_WAKING;
-		}
-		coming = b->info.state == FLEET_STARTING || b->info.state == FLEET_WAKING;
+		if (b->info.state == FLEET_SLEEPING)
+			rc = wake(b);
+		if (rc == 0)
+			rc = b->info.state == FLEET_STARTING || b->info.state == FLEET_WAKING;
 		break;
 	}
 	pthread_mutex_unlock(&fleet_lock);
-	return coming;
+	return rc;
 }
 
 /* The path of the keep_alive file of the sandbox of serial, or NULL (-ENOENT). */
@@ -300,17 +326,19 @@ char *fleet_status(size_t *len)
 {
 	unsigned by_state[FLEET_NSTATES] = {0};
 	struct box *b;
-	char *text;
+	char *text, *bounds;
 
 	pthread_mutex_lock(&fleet_lock);
 	TAILQ_FOREACH(b, &fleet_boxes, link)
 	by_state[b->info.state]++;
-	text = xasprintf("sandboxes %u\nmax %u\nrunning %u\nstarting %u\nstopping %u\nfailed %u\n"
-			 "sleeping %u\nwaking %u\nrefused %s\n",
-			 fleet_nboxes, fleet_cfg.max, by_state[FLEET_RUNNING],
+	bounds = bounds_status();
+	text = xasprintf("sandboxes %u\nmax %u\n%srunning %u\nstarting %u\nstopping %u\n"
+			 "failed %u\nsleeping %u\nwaking %u\nrefused %s\n",
+			 fleet_nboxes, fleet_cfg.max, bounds, by_state[FLEET_RUNNING],
 			 by_state[FLEET_STARTING], by_state[FLEET_STOPPING], by_state[FLEET_FAILED],
 			 by_state[FLEET_SLEEPING], by_state[FLEET_WAKING],
 			 refusal[0] ? refusal : "-");
+	free(bounds);
 	pthread_mutex_unlock(&fleet_lock);
 	*len = strlen(text);
 	return text;
@@ -334,17 +362,20 @@ static void scan(void (*fn)(const char *id))
 /* A sandbox found at the start: one that slept stays asleep until its next use. */
 static void start_found(const char *id)
 {
-	char *slept = box_path(id, "state/slept");
+	char *slept = box_path(id, "state/slept"), *ini = box_path(id, "sbxfs.ini"), why[256];
 	struct box *b;
 
 	pthread_mutex_lock(&fleet_lock);
 	b = add_box(id);
+	/* One that does not load fails at its start, with the reason. */
+	bounds_cost(ini, &b->memory, &b->disk, why, sizeof(why));
 	if (access(slept, F_OK) == 0)
 		b->info.state = FLEET_SLEEPING;
 	else
 		box_start(b);
 	pthread_mutex_unlock(&fleet_lock);
 	free(slept);
+	free(ini);
 }
 
 void fleet_start(void)

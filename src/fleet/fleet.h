@@ -17,6 +17,9 @@ struct fleet_config {
 	const char *sbxfs;	    /* the sbxfs program */
 	const char *sandbox_config; /* the ini each new sandbox starts from ("" for none) */
 	unsigned max;		    /* sandboxes at most */
+	unsigned max_running;	    /* with a daemon at once, 0 for max's bound only */
+	uint64_t memory_budget;	    /* bytes of memory_max of those with a daemon; 0: none */
+	uint64_t disk_budget;	    /* bytes of workspace_max of them all; 0: none */
 };
 
 enum fleet_state {
@@ -49,17 +52,19 @@ void fleet_start(void);
 /* Stops every daemon (their sandboxes stay, to start again with the next supervisor). */
 void fleet_shutdown(void);
 bool fleet_id_valid(const char *id, size_t len);
-/* Makes a sandbox and starts its daemon (not waiting for it): 0, -EINVAL (a bad id), -EEXIST,
- * -ENOSPC past max (why says so), or -errno. */
+/* Makes a sandbox and starts its daemon (not waiting for it): 0, -EINVAL (a bad id, or a
+ * sandbox config that does not load: why says so), -EEXIST, -ENOSPC past a bound (why says
+ * so), or -errno. */
 int fleet_create(const char *id, char *why, size_t whylen);
 /* A fresh id ("sN") made into a sandbox as fleet_create. */
 int fleet_clone(char *id, size_t idlen, char *why, size_t whylen);
 /* Stops its daemon and removes its state; done(arg, 0 or -errno) is called on another thread
  * once it is gone. -ENOENT, -EBUSY (already going), or 0. */
 int fleet_destroy(const char *id, void (*done)(void *arg, int result), void *arg);
-/* A use of a sleeping sandbox: its daemon starts (state waking); true if it is now on its way
- * up (starting or waking), for the use to wait. */
-bool fleet_wake(uint64_t serial);
+/* A use of a sleeping sandbox: its daemon starts (state waking), unless that is past a bound
+ * (-ENOSPC, the reason in the fleet's status). 1 if it is now on its way up (starting or
+ * waking), for the use to wait; else 0. */
+int fleet_wake(uint64_t serial);
 /* keep_alive: whether STATE_DIR/sandboxes/ID/state/keep_alive is there, which keeps the sandbox
  * from sleeping; 0, 1, or -errno. */
 int fleet_keep_alive(uint64_t serial);

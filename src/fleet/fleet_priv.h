@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/queue.h>
 #include <time.h>
 
@@ -15,6 +16,7 @@ struct box {
 	time_t started;		   /* when its daemon came up */
 	unsigned quick_fails;	   /* ends right after a start, in a row */
 	bool destroy_wanted;	   /* an rmdir came while it started */
+	uint64_t memory, disk;	   /* its memory_max and workspace_max, for the budgets */
 	void (*done)(void *, int); /* of the rmdir that stops it */
 	void *done_arg;
 	TAILQ_ENTRY(box) link;
@@ -29,6 +31,15 @@ extern unsigned fleet_nboxes;
 
 /* STATE_DIR/sandboxes/ID/WHAT ("" for the sandbox's directory); caller frees. */
 char *box_path(const char *id, const char *what);
+
+/* Its memory_max and workspace_max by its config ini ("" for the defaults): 0, or -EINVAL with
+ * why. */
+int bounds_cost(const char *ini, uint64_t *memory, uint64_t *disk, char *why, size_t whylen);
+/* fleet_lock held: whether a sandbox of memory and disk fits the bounds, as a new one
+ * (new_box: it adds to the count and the disk) or as one that wakes; why if not. */
+bool bounds_fit(uint64_t memory, uint64_t disk, bool new_box, char *why, size_t whylen);
+/* fleet_lock held: the bounds' lines of the fleet's status; caller frees. */
+char *bounds_status(void);
 
 /* The monitor thread; changed is fleet_init's listener. 0 or -errno with err. */
 int daemons_init(void (*changed)(uint64_t serial), char *err, size_t errlen);

@@ -357,3 +357,57 @@ def test_two_sandboxes_reach_nothing_of_each_others_network():
                          "echo refused")
         assert out == "refused\n"
         assert f.sh("n1", "(exec 3<>/dev/tcp/127.0.0.1/8765) && echo reached") == "reached\n"
+
+
+def refused(f, path, err=errno.ENOSPC):
+    with pytest.raises(OSError) as e:
+        os.mkdir(path) if path.parent == f.mnt else os.stat(path)
+    assert e.value.errno == err, e.value
+    return f.status()["refused"]
+
+
+def test_running_and_memory_bounds_refuse_creates_and_wakes(tmp_path):
+    ini = tmp_path / "sandbox.ini"
+    ini.write_text("[sandbox]\nsleep_after = 1\nmemory_max = 2G\n")
+    with fleet("--max-running", "1", "--memory-budget", "3G", "--sandbox-config", str(ini)) as f:
+        os.mkdir(f.mnt / "one")
+        f.sh("one", "export MINE=one")
+        why = refused(f, f.mnt / "two")
+        assert why == "two not created: 1 running, and --max-running is 1", why
+        wait_until(lambda: asleep(f, "one"), 15, "one asleep")
+        os.mkdir(f.mnt / "two")  # a sleeping sandbox holds nothing
+        why = refused(f, f.mnt / "one" / "fs" / "sessions")  # its wake is refused
+        assert why == "one not woken: 1 running, and --max-running is 1", why
+        assert asleep(f, "one")
+        wait_until(lambda: asleep(f, "two"), 15, "two asleep")
+        assert f.sh("one", 'echo "$MINE"') == "one\n"  # now it wakes
+        st = f.status()
+        assert st["memory_used"] == str(2 << 30) and st["memory_budget"] == str(3 << 30), st
+        ini.write_text("[sandbox]\nmemory_max = 1500M\n")  # the next sandboxes' config
+    with fleet("--memory-budget", "3G", "--sandbox-config", str(ini)) as f:
+        os.mkdir(f.mnt / "a")
+        os.mkdir(f.mnt / "b")
+        why = refused(f, f.mnt / "c")
+        assert why == ("c not created: 3000 MiB of memory_max taken, 1500 MiB more is past "
+                       "--memory-budget 3072 MiB"), why
+        assert f.ids() == ["a", "b"]
+
+
+def test_a_disk_budget_needs_and_sums_each_workspace_max(tmp_path):
+    ini = tmp_path / "sandbox.ini"
+    with fleet("--disk-budget", "100M", "--sandbox-config", str(ini)) as f:
+        ini.write_text("")
+        why = refused(f, f.mnt / "unbounded")
+        assert why == ("unbounded not created: its workspace_max is max, and --disk-budget "
+                       "needs one"), why
+        ini.write_text("[sandbox]\nworkspace_max = 64M\n")
+        os.mkdir(f.mnt / "d1")
+        assert f.sh("d1", "echo ok") == "ok\n"
+        why = refused(f, f.mnt / "d2")
+        assert "64 MiB of workspace_max taken, 64 MiB more is past --disk-budget 100 MiB" in why
+        assert f.status()["disk_used"] == str(64 << 20)
+        # a config that does not load makes nothing, and says why
+        ini.write_text("[sandbox]\nmemory_max = lots\n")
+        why = refused(f, f.mnt / "bad", errno.EINVAL)
+        assert why.startswith("bad not created: its config: ") and "memory_max" in why, why
+        assert f.ids() == ["d1"]

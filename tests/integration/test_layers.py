@@ -15,7 +15,8 @@ LAYERS names, and of the folders below those (the rows are followed down):
   src/job, src/term, src/context      session and below (never each other)
   src/sandbox                         job, term, context, expose and below
   src/snapshot                        src/sandbox and below
-  src/fleet                           util only (the fleet's supervisor runs sbxfs programs)
+  src/fleet                           core and below (the fleet's supervisor runs sbxfs
+                                      programs, and reads their configs for its budgets)
   src/launcher, src/git, src/attach   util only
   src/netproxy                        util only
   fs/base                             src/core and below
@@ -67,7 +68,7 @@ LAYERS = {
     "src/context": ["src/session"],
     "src/sandbox": ["src/job", "src/term", "src/context", "src/expose"],
     "src/snapshot": ["src/sandbox"],
-    "src/fleet": ["src/util"],
+    "src/fleet": ["src/core"],
     "src/launcher": ["src/util"],
     "src/git": ["src/util"],
     "src/attach": ["src/util"],
