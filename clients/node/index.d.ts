@@ -407,6 +407,8 @@ export interface FleetSandboxInfo {
 export interface CreateSandboxOptions extends SandboxOptions {
 	/** This id (1 to 64 of A-Z a-z 0-9 . _ -); without it, a fresh one from the fleet. */
 	id?: string;
+	/** Its own config (ini text, as sbxfs.ini(5)): it runs with it once create resolves. */
+	config?: string;
 }
 
 /** A sandbox of a fleet: the mount FLEET/ID/fs. */
@@ -416,6 +418,9 @@ export declare class FleetSandbox extends Sandbox {
 	getInfo(): Promise<FleetSandboxInfo>;
 	/** true keeps it from sleeping after [sandbox] sleep_after idle (FLEET/ID/keep_alive). */
 	setKeepAlive(on: boolean): Promise<void>;
+	getConfig(): Promise<string>;
+	/** Replaces its config whole; resolves once it runs with it. */
+	setConfig(text: string): Promise<void>;
 	/** Destroys it: processes, mounts, uid and files. */
 	kill(): Promise<void>;
 	destroy(): Promise<void>;
@@ -435,6 +440,8 @@ export declare class Fleet {
 	getSandbox(id: string, opts?: SandboxOptions): Promise<FleetSandbox>;
 	kill(id: string): Promise<void>;
 	setKeepAlive(id: string, on: boolean): Promise<void>;
+	getConfig(id: string): Promise<string>;
+	setConfig(id: string, text: string): Promise<void>;
 	status(): Promise<Record<string, string | number>>;
 }
 

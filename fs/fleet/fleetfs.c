@@ -2,10 +2,8 @@
  * and gives its id) and `status`; `mkdir ID` makes one and `rmdir ID` destroys it. Each ID/ has
  * `fs/`, where the sandbox's own daemon mounts its whole tree, and `status`.
  *
- * `keep_alive` (yes or no, read and written) keeps it from sleeping.
- *
- * Inodes: 1 the root, 2 clone, 3 status; a sandbox of serial S has S << 2 (its directory),
- * (S << 2) | 1 (fs/), (S << 2) | 2 (its status) and (S << 2) | 3 (keep_alive).
+ * `keep_alive` (yes or no, read and written) keeps it from sleeping, and `config` is its own
+ * config (read, and written as a whole: boxfile.c). Inodes: fleetino.h.
  *
  * While a sandbox starts, nothing is mounted on its fs/ yet. A path walk into it checks its
  * permission first, and fs/'s attributes are never cached, so that check asks here (a GETATTR,
@@ -26,17 +24,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "boxfile.h"
 #include "fleet.h"
+#include "fleetino.h"
 #include "log.h"
 #include "xmalloc.h"
 
-#define INO_CLONE  2
-#define INO_STATUS 3
-#define FL_DIR	   0
-#define FL_FS	   1
-#define FL_STATUS  2
-#define FL_KEEP	   3
-#define TIMEOUT	   3600.0 /* names and attributes are ours alone, and stable */
+#define TIMEOUT 3600.0 /* names and attributes are ours alone, and stable */
 
 /* A request parked until a sandbox is up (or failed): a GETATTR of its fs/, or an open of
  * clone. */
@@ -46,39 +40,31 @@ struct parked {
 	fuse_ino_t ino;		  /* a GETATTR's */
 	struct fuse_file_info fi; /* an open's */
 	char *text;		  /* clone's: what its reads give */
+	bool flush;		  /* a close of config: it returns once the config runs */
 	TAILQ_ENTRY(parked) link;
 };
 
 static pthread_mutex_t park_lock = PTHREAD_MUTEX_INITIALIZER;
 static TAILQ_HEAD(, parked) waiting = TAILQ_HEAD_INITIALIZER(waiting);
 
-static uint64_t serial_of(fuse_ino_t ino)
-{
-	return ino >> 2;
-}
-
-static int kind_of(fuse_ino_t ino)
-{
-	return (int)(ino & 3);
-}
-
 static void fill_attr(fuse_ino_t ino, struct stat *st)
 {
-	bool dir = ino == FUSE_ROOT_ID || (ino > INO_STATUS && kind_of(ino) <= FL_FS);
-	bool writable = ino > INO_STATUS && kind_of(ino) == FL_KEEP;
+	bool dir = ino == FUSE_ROOT_ID || kind_of(ino) == FL_DIR || kind_of(ino) == FL_FS;
+	bool writable = kind_of(ino) == FL_KEEP || kind_of(ino) == FL_CONFIG;
 
 	memset(st, 0, sizeof(*st));
 	st->st_ino = ino;
 	st->st_mode = dir ? S_IFDIR | 0755 : S_IFREG | (writable ? 0644 : 0444);
 	st->st_nlink = dir ? 2 : 1;
+	st->st_size = boxfile_size(ino);
 	st->st_uid = getuid();
 	st->st_gid = getgid();
 }
 
-/* fs/'s attributes are never cached: see the top. */
+/* fs/'s attributes are never cached (see the top), nor config's size, which changes. */
 static double attr_timeout(fuse_ino_t ino)
 {
-	return ino > INO_STATUS && kind_of(ino) == FL_FS ? 0.0 : TIMEOUT;
+	return kind_of(ino) == FL_FS || kind_of(ino) == FL_CONFIG ? 0.0 : TIMEOUT;
 }
 
 static void reply_entry(fuse_req_t req, fuse_ino_t ino)
@@ -131,11 +117,15 @@ static void answer(struct parked *p)
 	struct fleet_info info;
 	struct stat st;
 
-	if (p->text) { /* an open of clone: its id, whatever became of the sandbox */
-		p->fi.fh = (uint64_t)(uintptr_t)p->text;
+	if (p->flush) {
+		fuse_reply_err(p->req, alive(p->serial, &info) && info.state == FLEET_FAILED ? EIO : 0);
+	} else if (p->text) { /* an open of clone: its id, whatever became of the sandbox */
+		struct handle *h = handle_new(p->text);
+
+		p->fi.fh = (uint64_t)(uintptr_t)h;
 		p->fi.direct_io = 1;
 		if (fuse_reply_open(p->req, &p->fi) != 0)
-			free(p->text);
+			handle_free(h);
 	} else if (alive(p->serial, &info) && info.state == FLEET_RUNNING) {
 		fill_attr(p->ino, &st);
 		fuse_reply_attr(p->req, &st, 0.0);
@@ -178,10 +168,10 @@ static void fleet_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		else if (!strcmp(name, "status"))
 			reply_entry(req, INO_STATUS);
 		else if (fleet_get(name, &info) == 0)
-			reply_entry(req, info.serial << 2 | FL_DIR);
+			reply_entry(req, box_ino(info.serial, FL_DIR));
 		else
 			fuse_reply_err(req, ENOENT);
-	} else if (parent > INO_STATUS && kind_of(parent) == FL_DIR) {
+	} else if (kind_of(parent) == FL_DIR) {
 		if (!alive(serial_of(parent), &info))
 			fuse_reply_err(req, ENOENT);
 		else if (!strcmp(name, "fs"))
@@ -190,9 +180,11 @@ static void fleet_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 			reply_entry(req, parent | FL_STATUS);
 		else if (!strcmp(name, "keep_alive"))
 			reply_entry(req, parent | FL_KEEP);
+		else if (!strcmp(name, "config"))
+			reply_entry(req, parent | FL_CONFIG);
 		else
 			fuse_reply_err(req, ENOENT);
-	} else if (parent > INO_STATUS && kind_of(parent) == FL_FS) {
+	} else if (kind_of(parent) == FL_FS) {
 		fuse_reply_err(req, fs_errno(serial_of(parent)));
 	} else {
 		fuse_reply_err(req, ENOTDIR);
@@ -210,7 +202,7 @@ static void fleet_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	if (ino > INO_STATUS && kind_of(ino) == FL_FS && (rc = fleet_wake(info.serial)) < 0) {
+	if (kind_of(ino) == FL_FS && (rc = fleet_wake(info.serial)) < 0) {
 		fuse_reply_err(req, -rc); /* a wake past a bound: the fleet's status says why */
 		return;
 	}
@@ -228,52 +220,28 @@ static void fleet_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 	fuse_reply_attr(req, &st, attr_timeout(ino));
 }
 
-/* The text of a status or keep_alive file, or NULL (errno set). */
-static char *status_text(fuse_ino_t ino)
-{
-	struct fleet_info info;
-	size_t len;
-	int keep;
-
-	if (ino == INO_STATUS)
-		return fleet_status(&len);
-	if (!alive(serial_of(ino), &info)) {
-		errno = ENOENT;
-		return NULL;
-	}
-	if (kind_of(ino) == FL_KEEP) {
-		if ((keep = fleet_keep_alive(info.serial)) < 0) {
-			errno = -keep;
-			return NULL;
-		}
-		return xstrdup(keep ? "yes\n" : "no\n");
-	}
-	return xasprintf("state %s\npid %d\nrestarts %u\nreason %s\n", fleet_state_name(info.state),
-			 (int)info.pid, info.restarts, info.reason[0] ? info.reason : "-");
-}
-
 static void fleet_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	char why[256] = "", id[FLEET_ID_MAX + 1], *text;
+	char why[256] = "", id[FLEET_ID_MAX + 1];
+	bool write = (fi->flags & O_ACCMODE) != O_RDONLY;
 	struct fleet_info info;
+	struct handle *h;
 	struct parked *p;
 	int rc;
 
-	bool keep = ino > INO_STATUS && kind_of(ino) == FL_KEEP;
-
-	if ((fi->flags & O_ACCMODE) != O_RDONLY && !keep) {
-		fuse_reply_err(req, EACCES);
-		return;
-	}
 	if (ino != INO_CLONE) {
-		if (!(text = status_text(ino))) {
-			fuse_reply_err(req, errno);
+		if ((rc = boxfile_open(ino, write, fi->flags & O_TRUNC, &h)) < 0) {
+			fuse_reply_err(req, -rc);
 			return;
 		}
-		fi->fh = (uint64_t)(uintptr_t)text;
+		fi->fh = (uint64_t)(uintptr_t)h;
 		fi->direct_io = 1;
 		if (fuse_reply_open(req, fi) != 0)
-			free(text);
+			handle_free(h);
+		return;
+	}
+	if (write) {
+		fuse_reply_err(req, EACCES);
 		return;
 	}
 	if ((rc = fleet_clone(id, sizeof(id), why, sizeof(why))) < 0) {
@@ -295,50 +263,57 @@ static void fleet_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 static void fleet_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
-	const char *text = (const char *)(uintptr_t)fi->fh;
-	size_t len = strlen(text);
+	const struct handle *h = (const struct handle *)(uintptr_t)fi->fh;
 
 	(void)ino;
-	if ((size_t)off >= len)
+	if ((size_t)off >= h->len)
 		fuse_reply_buf(req, NULL, 0);
 	else
-		fuse_reply_buf(req, text + off,
-			       len - (size_t)off < size ? len - (size_t)off : size);
+		fuse_reply_buf(req, h->text + off,
+			       h->len - (size_t)off < size ? h->len - (size_t)off : size);
 }
 
-/* keep_alive: "yes" or "no", with or without its newline, in one write from the start. */
 static void fleet_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 			struct fuse_file_info *fi)
 {
-	size_t len = size && buf[size - 1] == '\n' ? size - 1 : size;
-	bool on = len == 3 && !memcmp(buf, "yes", 3);
-	int rc;
+	ssize_t n = boxfile_write((struct handle *)(uintptr_t)fi->fh, ino, buf, size, off);
 
-	(void)fi;
-	if (kind_of(ino) != FL_KEEP || ino <= INO_STATUS) {
-		fuse_reply_err(req, EBADF);
-		return;
-	}
-	if (off != 0 || !(on || (len == 2 && !memcmp(buf, "no", 2)))) {
-		fuse_reply_err(req, EINVAL);
-		return;
-	}
-	if ((rc = fleet_set_keep_alive(serial_of(ino), on)) < 0)
-		fuse_reply_err(req, -rc);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
 	else
-		fuse_reply_write(req, size);
+		fuse_reply_write(req, (size_t)n);
+}
+
+/* config's writes apply at its close, which reports whether they took, and returns once the
+ * sandbox runs with them (EIO if it failed to start with them: its status says why). */
+static void fleet_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	int rc = boxfile_flush((struct handle *)(uintptr_t)fi->fh, ino);
+	struct parked *p;
+
+	if (rc == 1) {
+		p = xcalloc(1, sizeof(*p));
+		p->req = req;
+		p->serial = serial_of(ino);
+		p->flush = true;
+		if (park(p))
+			return;
+		answer(p);
+		return;
+	}
+	fuse_reply_err(req, -rc);
 }
 
 static void fleet_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
-	free((void *)(uintptr_t)fi->fh);
+	handle_free((struct handle *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
 }
 
 static void fleet_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	if (ino > INO_STATUS && kind_of(ino) == FL_FS)
+	if (kind_of(ino) == FL_FS)
 		fuse_reply_err(req, fs_errno(serial_of(ino)));
 	else
 		fuse_reply_open(req, fi);
@@ -365,8 +340,8 @@ static void fleet_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off
 	char *buf = xmalloc(size);
 	struct fleet_info *v = NULL;
 	size_t used = 0, n = 0;
-	const char *fixed[] = {".", "..", "clone", "status", "keep_alive"};
-	fuse_ino_t fixed_ino[] = {ino, FUSE_ROOT_ID, INO_CLONE, INO_STATUS, 0};
+	const char *fixed[] = {".", "..", "clone", "status", "keep_alive", "config"};
+	fuse_ino_t fixed_ino[] = {ino, FUSE_ROOT_ID, INO_CLONE, INO_STATUS, 0, 0};
 	size_t nfixed = ino == FUSE_ROOT_ID ? 4 : 2;
 	bool room = true;
 
@@ -379,13 +354,14 @@ static void fleet_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off
 		fixed_ino[2] = ino | FL_FS;
 		fixed_ino[3] = ino | FL_STATUS;
 		fixed_ino[4] = ino | FL_KEEP;
-		nfixed = 5;
+		fixed_ino[5] = ino | FL_CONFIG;
+		nfixed = 6;
 	}
 	for (size_t i = (size_t)off; room && i < nfixed + n; i++)
 		room = i < nfixed
 			   ? add_entry(req, buf, size, &used, fixed[i], fixed_ino[i], (off_t)i + 1)
 			   : add_entry(req, buf, size, &used, v[i - nfixed].id,
-				       v[i - nfixed].serial << 2 | FL_DIR, (off_t)i + 1);
+				       box_ino(v[i - nfixed].serial, FL_DIR), (off_t)i + 1);
 	fuse_reply_buf(req, buf, used);
 	free(v);
 	free(buf);
@@ -409,7 +385,7 @@ static void fleet_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mod
 		return;
 	}
 	fleet_get(name, &info);
-	reply_entry(req, info.serial << 2 | FL_DIR);
+	reply_entry(req, box_ino(info.serial, FL_DIR));
 }
 
 static void destroyed(void *arg, int result)
@@ -467,16 +443,18 @@ static void fleet_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int
 			  struct fuse_file_info *fi)
 {
 	struct stat st;
+	int rc = -EPERM;
 
-	(void)fi;
-	/* keep_alive's truncation by an open for writing (`echo yes > keep_alive`) */
-	if (ino > INO_STATUS && kind_of(ino) == FL_KEEP && to_set == FUSE_SET_ATTR_SIZE &&
-	    attr->st_size == 0) {
-		fill_attr(ino, &st);
-		fuse_reply_attr(req, &st, TIMEOUT);
+	/* The truncation of an open for writing (`echo yes > keep_alive`, `cat a.ini > config`) */
+	if (to_set == FUSE_SET_ATTR_SIZE && attr->st_size == 0)
+		rc = boxfile_truncate(fi ? (struct handle *)(uintptr_t)fi->fh : NULL, ino);
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
 		return;
 	}
-	refuse(req);
+	fill_attr(ino, &st);
+	st.st_size = 0;
+	fuse_reply_attr(req, &st, attr_timeout(ino));
 }
 
 const struct fuse_lowlevel_ops fleet_ops = {
@@ -485,6 +463,7 @@ const struct fuse_lowlevel_ops fleet_ops = {
     .open = fleet_open,
     .read = fleet_read,
     .write = fleet_write,
+    .flush = fleet_flush,
     .release = fleet_release,
     .opendir = fleet_opendir,
     .readdir = fleet_readdir,

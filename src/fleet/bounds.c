@@ -91,6 +91,21 @@ bool bounds_fit(uint64_t memory, uint64_t disk, bool new_box, char *why, size_t 
 				   "workspace_max", why, whylen));
 }
 
+bool bounds_fit_change(struct box *b, uint64_t memory, uint64_t disk, char *why, size_t whylen)
+{
+	uint64_t was_memory = b->memory, was_disk = b->disk;
+	struct usage u;
+
+	b->memory = b->disk = 0;
+	u = usage();
+	b->memory = was_memory;
+	b->disk = was_disk;
+	return (!has_daemon(b) || within(u.memory, memory, fleet_cfg.memory_budget,
+					 "--memory-budget", "memory_max", why, whylen)) &&
+	       within(u.disk, disk, fleet_cfg.disk_budget, "--disk-budget", "workspace_max", why,
+		      whylen);
+}
+
 char *bounds_status(void)
 {
 	struct usage u = usage();

@@ -214,13 +214,17 @@ static void *start_thread(void *arg)
 		b->info.state = FLEET_STOPPING;
 		spawn_job(b, true);
 	} else if (rc == 0) {
-		b->info.state = FLEET_RUNNING;
+		/* A new config came while it started: it starts again with it (options.c). */
+		b->info.state = b->reconfigure ? FLEET_STARTING : FLEET_RUNNING;
 		b->info.pid = pid;
 		b->started = time(NULL);
 		epoll_ctl(epfd, EPOLL_CTL_ADD, pidfd,
 			  &(struct epoll_event){.events = EPOLLIN, .data.u64 = b->info.serial});
+		if (b->reconfigure)
+			syscall(SYS_pidfd_send_signal, pidfd, SIGTERM, NULL, 0);
 	} else {
 		b->info.state = FLEET_FAILED;
+		b->reconfigure = false; /* a config written now starts it (options.c) */
 		snprintf(b->info.reason, sizeof(b->info.reason), "%s",
 			 why[0] ? why : "its daemon did not start");
 		log_warnx("sandbox %s: %s", b->info.id, b->info.reason);
@@ -335,6 +339,13 @@ static void daemon_ended(struct box *b)
 	b->info.pid = 0;
 	if (stopping)
 		return;
+	if (b->reconfigure) {
+		b->reconfigure = false;
+		b->quick_fails = 0;
+		log_info("sandbox %s: starting again with its new config", b->info.id);
+		box_start(b);
+		return;
+	}
 	if (slept(b)) {
 		b->info.state = FLEET_SLEEPING;
 		b->quick_fails = 0;
@@ -380,7 +391,8 @@ static void *monitor_thread(void *arg)
 			TAILQ_FOREACH(b, &fleet_boxes, link)
 			if (b->info.serial == serial)
 				break;
-			if (b && b->pidfd >= 0 && b->info.state == FLEET_RUNNING)
+			if (b && b->pidfd >= 0 &&
+			    (b->info.state == FLEET_RUNNING || b->reconfigure))
 				daemon_ended(b);
 			pthread_mutex_unlock(&fleet_lock);
 			notify(serial);

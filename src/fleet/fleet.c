@@ -23,6 +23,14 @@ unsigned fleet_nboxes;
 static uint64_t last_serial;
 static char refusal[512]; /* the last create refused, and why */
 
+void fleet_refused(const char *id, const char *what, const char *why)
+{
+	pthread_mutex_lock(&fleet_lock);
+	snprintf(refusal, sizeof(refusal), "%s %s: %s", id, what, why);
+	pthread_mutex_unlock(&fleet_lock);
+	log_warnx("sandbox %s: %s: %s", id, what, why);
+}
+
 bool fleet_id_valid(const char *id, size_t len)
 {
 	if (len == 0 || len > FLEET_ID_MAX || id[0] == '.')

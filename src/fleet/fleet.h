@@ -69,6 +69,13 @@ int fleet_wake(uint64_t serial);
  * from sleeping; 0, 1, or -errno. */
 int fleet_keep_alive(uint64_t serial);
 int fleet_set_keep_alive(uint64_t serial, bool on);
+/* Its config (STATE_DIR/sandboxes/ID/sbxfs.ini): caller frees. 0 or -errno. */
+int fleet_config_read(uint64_t serial, char **text, size_t *len);
+/* Replaces its config as a whole and applies it (a running daemon restarts with it; a sleeping
+ * one reads it at its wake; a failed one starts again): 0, or -EINVAL (it does not load),
+ * -ENOSPC (past a budget), -EBUSY (starting or stopping), -ENOENT, with why, also in the
+ * fleet's status. */
+int fleet_config_write(uint64_t serial, const char *text, size_t len, char *why, size_t whylen);
 int fleet_get(const char *id, struct fleet_info *out);
 int fleet_get_serial(uint64_t serial, struct fleet_info *out);
 /* Every sandbox, sorted by id; caller frees. */

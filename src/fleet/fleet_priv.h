@@ -17,6 +17,7 @@ struct box {
 	unsigned quick_fails;	   /* ends right after a start, in a row */
 	bool destroy_wanted;	   /* an rmdir came while it started */
 	uint64_t memory, disk;	   /* its memory_max and workspace_max, for the budgets */
+	bool reconfigure;	   /* its daemon was stopped to start again with a new config */
 	void (*done)(void *, int); /* of the rmdir that stops it */
 	void *done_arg;
 	TAILQ_ENTRY(box) link;
@@ -38,8 +39,13 @@ int bounds_cost(const char *ini, uint64_t *memory, uint64_t *disk, char *why, si
 /* fleet_lock held: whether a sandbox of memory and disk fits the bounds, as a new one
  * (new_box: it adds to the count and the disk) or as one that wakes; why if not. */
 bool bounds_fit(uint64_t memory, uint64_t disk, bool new_box, char *why, size_t whylen);
+/* fleet_lock held: whether b may take a config of memory and disk instead of its own. */
+bool bounds_fit_change(struct box *b, uint64_t memory, uint64_t disk, char *why, size_t whylen);
 /* fleet_lock held: the bounds' lines of the fleet's status; caller frees. */
 char *bounds_status(void);
+
+/* Records the last refusal for the fleet's status: "ID WHAT: WHY". No lock held. */
+void fleet_refused(const char *id, const char *what, const char *why);
 
 /* The monitor thread; changed is fleet_init's listener. 0 or -errno with err. */
 int daemons_init(void (*changed)(uint64_t serial), char *err, size_t errlen);

@@ -411,3 +411,51 @@ def test_a_disk_budget_needs_and_sums_each_workspace_max(tmp_path):
         why = refused(f, f.mnt / "bad", errno.EINVAL)
         assert why.startswith("bad not created: its config: ") and "memory_max" in why, why
         assert f.ids() == ["d1"]
+
+
+def write_config(path, text):
+    """One open, its writes and its close (where a config applies): the errno, or 0."""
+    try:
+        with open(path, "w") as f:
+            f.write(text)
+    except OSError as e:
+        return e.errno
+    return 0
+
+
+def test_a_sandboxs_config_file_applies_whole_with_a_restart_or_not_at_all(tmp_path):
+    ini = tmp_path / "sandbox.ini"
+    ini.write_text("[sandbox]\nmemory_max = 1G\n")
+    with fleet("--memory-budget", "3G", "--sandbox-config", str(ini)) as f:
+        os.mkdir(f.mnt / "a")
+        os.mkdir(f.mnt / "b")
+        cfg = f.mnt / "a" / "config"
+        assert read_bytes(cfg) == ini.read_bytes()
+        f.sh("a", "export MINE=kept; cd /workspace && echo x > f")
+        # the close returns once the sandbox runs with it, what outlives a daemon kept
+        assert write_config(cfg, "[sandbox]\nmemory_max = 2G\n") == 0
+        assert f.status("a")["state"] == "running" and f.status("a")["restarts"] == "0"
+        limits = read_bytes(f.mnt / "a" / "fs" / "limits").decode()
+        assert f"memory_max {2 << 30}\n" in limits, limits
+        assert f.sh("a", 'echo "$MINE $PWD $(cat f)"') == "kept /workspace x\n"
+        assert read_bytes(cfg) == b"[sandbox]\nmemory_max = 2G\n"
+        assert os.stat(cfg).st_size == len(b"[sandbox]\nmemory_max = 2G\n")
+        # refused whole, the reason in the fleet's status, the config as it was
+        pid = f.status("a")["pid"]
+        for text, err, why in (
+                ("[sandbox]\nmemory_max = lots\n", errno.EINVAL, "bad value 'lots'"),
+                ("[sandbox]\nmemory_max = 3G\n", errno.ENOSPC, "past --memory-budget"),
+                ("[sandbox]\nmemory_max = max\n", errno.ENOSPC, "needs one"),
+                ("[nosuch]\nkey = 1\n", errno.EINVAL, "nosuch"),
+                ("x" * (65 << 10), errno.EFBIG, None)):
+            assert write_config(cfg, text) == err, text[:40]
+            if why:
+                assert why in f.status()["refused"], (why, f.status()["refused"])
+            assert read_bytes(cfg) == b"[sandbox]\nmemory_max = 2G\n"
+        assert f.status("a")["pid"] == pid  # nothing refused restarted it
+        # right after a mkdir it waits for the start, then starts again with it
+        os.rmdir(f.mnt / "b")
+        os.mkdir(f.mnt / "c")
+        assert write_config(f.mnt / "c" / "config", "[sandbox]\nmemory_max = 512M\n") == 0
+        assert f"memory_max {512 << 20}\n" in read_bytes(f.mnt / "c" / "fs" / "limits").decode()
+        assert f.status()["memory_used"] == str((2 << 30) + (512 << 20))

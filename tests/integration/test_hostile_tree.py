@@ -269,7 +269,8 @@ def test_after_a_refused_unmount_nothing_follows_either(hm):
 # The fleet's own tree (sbxfs-fleet): every name in it is the supervisor's; each sandbox's fs/
 # is a whole mount, whose trees are TREES.
 FLEET_TREES = {"clone": "control", "status": "control"}
-FLEET_SANDBOX_TREES = {"fs": "mount", "status": "control", "keep_alive": "control"}
+FLEET_SANDBOX_TREES = {"fs": "mount", "status": "control", "keep_alive": "control",
+                       "config": "control"}
 
 
 class FleetSandbox(SbxMount):
@@ -301,6 +302,7 @@ def test_a_fleets_trees_follow_nothing_the_sandbox_planted():
         hostile_round(m, snap)
         # the fleet's own files, and metadata walks over the whole fleet (the planted tree in
         # it: reading a sandbox's control files would wait for its commands, as in a mount)
-        for path in (f.mnt / "status", f.mnt / "h" / "status", f.mnt / "h" / "keep_alive", f.mnt):
+        for path in (f.mnt / "status", f.mnt / "h" / "status", f.mnt / "h" / "keep_alive",
+                     f.mnt / "h" / "config", f.mnt):
             run_tools_over_control(path)
         assert_host_untouched(m)

@@ -41,7 +41,14 @@ def test_the_lifecycle_calls_and_their_errors(tmp_path):
         made = fl.get_sandbox("cf")
         assert fl.get_sandbox("cf").sandbox_id == "cf"
         assert made.get_info()["state"] == "running"
-        fl.create("four")
+        four = fl.create("four", config="[sandbox]\nmemory_max = 1G\n")
+        assert four.get_config() == "[sandbox]\nmemory_max = 1G\n"
+        assert f"memory_max {1 << 30}\n" in read_bytes(f.mnt / "four" / "fs" / "limits").decode()
+        with pytest.raises(sdk.ValidationError):
+            four.set_config("[sandbox]\nmemory_max = lots\n")
+        assert four.get_config() == "[sandbox]\nmemory_max = 1G\n"
+        with pytest.raises(sdk.SandboxLimitError):
+            fl.create("big", config="[sandbox]\nmemory_max = 1G\n")  # past --max: nothing made
         with pytest.raises(sdk.SandboxLimitError):
             fl.create("five")
         assert "max is 4" in fl.status()["refused"]

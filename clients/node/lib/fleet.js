@@ -42,6 +42,12 @@ export class FleetSandbox extends Sandbox {
 	setKeepAlive(on) {
 		return this.fleet.setKeepAlive(this.sandboxId, on);
 	}
+	getConfig() {
+		return this.fleet.getConfig(this.sandboxId);
+	}
+	setConfig(text) {
+		return this.fleet.setConfig(this.sandboxId, text);
+	}
 	kill() {
 		return this.fleet.kill(this.sandboxId);
 	}
@@ -60,7 +66,9 @@ export class Fleet {
 	}
 
 	/* A new sandbox, up once this resolves: with `id`, that one (SandboxAlreadyExistsError if it
-	 * is there), else a fresh id from `clone`. SandboxLimitError past the fleet's bound. */
+	 * is there), else a fresh id from `clone`; with `config` (ini text), running with that
+	 * config (written to ID/config: refused whole, and the sandbox then destroyed).
+	 * SandboxLimitError past the fleet's bound. */
 	async create(opts = {}) {
 		let id = opts.id;
 		try {
@@ -71,7 +79,36 @@ export class Fleet {
 		} catch (err) {
 			throw mapError(err, 'sandbox', `sandbox ${id ?? '(new)'}`);
 		}
+		if (opts.config !== undefined) {
+			try {
+				await this.setConfig(id, opts.config);
+			} catch (err) {
+				await this.kill(id).catch(() => {});
+				throw err;
+			}
+		}
 		return new FleetSandbox(this, id, opts);
+	}
+
+	/* Its own config (ini text). */
+	async getConfig(id) {
+		try {
+			return await readFile(this._path(id, 'config'), 'utf8');
+		} catch (err) {
+			throw mapError(err, 'sandbox', `sandbox ${id}`);
+		}
+	}
+
+	/* Replaces its config whole; resolves once it runs with it (a sleeping one reads it when it
+	 * wakes). A config that does not load is a ValidationError, one past a budget a
+	 * SandboxLimitError; either way the config stays as it was (the fleet's status says why). */
+	async setConfig(id, text) {
+		if (typeof text !== 'string') throw new ValidationError('a config is ini text');
+		try {
+			await writeFile(this._path(id, 'config'), text);
+		} catch (err) {
+			throw mapError(err, 'sandbox', `sandbox ${id} config`);
+		}
 	}
 
 	/* Every sandbox with its state (running, sleeping, ...), sorted by id. */

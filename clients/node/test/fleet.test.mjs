@@ -54,7 +54,11 @@ describe('a fleet', { timeout: 120000, skip }, () => {
 		const made = await fleet.getSandbox('cf'); // made, as Cloudflare's getSandbox does
 		assert.equal((await fleet.getSandbox('cf')).sandboxId, 'cf'); // and found again
 		assert.equal((await made.getInfo()).state, 'running');
-		await fleet.create({ id: 'four' });
+		const four = await fleet.create({ id: 'four', config: '[sandbox]\nmemory_max = 1G\n' });
+		assert.equal(await four.getConfig(), '[sandbox]\nmemory_max = 1G\n');
+		assert.match(readFileSync(join(f.root, 'four', 'fs', 'limits'), 'utf8'), new RegExp(`memory_max ${1 << 30}\n`));
+		await assert.rejects(four.setConfig('[sandbox]\nmemory_max = lots\n'), ValidationError);
+		assert.equal(await four.getConfig(), '[sandbox]\nmemory_max = 1G\n');
 		await assert.rejects(fleet.create({ id: 'five' }), SandboxLimitError);
 		assert.match(String((await fleet.status()).refused), /max is 4/);
 		await fresh.kill();

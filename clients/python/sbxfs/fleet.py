@@ -40,6 +40,12 @@ class FleetSandbox(Sandbox):
     def set_keep_alive(self, on):
         self.fleet.set_keep_alive(self.sandbox_id, on)
 
+    def get_config(self):
+        return self.fleet.get_config(self.sandbox_id)
+
+    def set_config(self, text):
+        self.fleet.set_config(self.sandbox_id, text)
+
     def kill(self):
         self.fleet.kill(self.sandbox_id)
 
@@ -55,8 +61,9 @@ class Fleet:
     def _path(self, id, *rest):
         return os.path.join(self.root, check_name(id, "sandbox"), *rest)
 
-    def create(self, id=None, workspace_path=None):
-        """A new sandbox, up once this returns: `id`, or a fresh one from clone.
+    def create(self, id=None, workspace_path=None, config=None):
+        """A new sandbox, up once this returns: `id`, or a fresh one from clone; with `config`
+        (ini text), running with that config (refused whole, and the sandbox then destroyed).
         SandboxAlreadyExistsError, SandboxLimitError past the fleet's bound."""
         try:
             if id is None:
@@ -68,7 +75,36 @@ class Fleet:
             os.stat(self._path(id, "fs", "sessions"))
         except OSError as e:
             raise map_error(e, "sandbox", f"sandbox {id or '(new)'}") from None
+        if config is not None:
+            try:
+                self.set_config(id, config)
+            except SandboxError:
+                try:
+                    self.kill(id)
+                except SandboxError:
+                    pass
+                raise
         return FleetSandbox(self, id, workspace_path)
+
+    def get_config(self, id):
+        """Its own config (ini text)."""
+        try:
+            with open(self._path(id, "config"), encoding="utf-8") as f:
+                return f.read()
+        except OSError as e:
+            raise map_error(e, "sandbox", f"sandbox {id}") from None
+
+    def set_config(self, id, text):
+        """Replaces its config whole; returns once it runs with it (a sleeping one reads it when
+        it wakes). ValidationError if it does not load, SandboxLimitError past a budget; either
+        way the config stays as it was (the fleet's status says why)."""
+        if not isinstance(text, str):
+            raise ValidationError("a config is ini text")
+        try:
+            with open(self._path(id, "config"), "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as e:
+            raise map_error(e, "sandbox", f"sandbox {id} config") from None
 
     def list(self):
         """Every sandbox with its state (running, sleeping, ...), sorted by id."""
