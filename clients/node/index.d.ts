@@ -409,6 +409,9 @@ export interface CreateSandboxOptions extends SandboxOptions {
 	id?: string;
 	/** Its own config (ini text, as sbxfs.ini(5)): it runs with it once create resolves. */
 	config?: string;
+	/** A tar archive of this host's (plain or zstd; a snapshot's `archive`): its workspace is
+	 * restored from it (kept as its snapshot `template`). */
+	template?: string;
 }
 
 /** A sandbox of a fleet: the mount FLEET/ID/fs. */

@@ -3,6 +3,7 @@ create, list, connect, get_sandbox, kill, set_keep_alive with sleep and wake, th
 bad ids."""
 
 import os
+import subprocess
 import sys
 import time
 
@@ -58,6 +59,18 @@ def test_the_lifecycle_calls_and_their_errors(tmp_path):
         assert [i["sandbox_id"] for i in fl.list()] == ["web"]
         with pytest.raises(sdk.SandboxNotFoundError):
             fl.kill("four")
+        # a template: a tar of a directory of this host's becomes the workspace
+        src = tmp_path / "tmpl"
+        (src / "app").mkdir(parents=True)
+        (src / "app" / "index.js").write_text("console.log(1)\n")
+        subprocess.run(["tar", "-C", str(src), "-cf", str(tmp_path / "tmpl.tar"), "."], check=True)
+        t = fl.create("fromtmpl", template=str(tmp_path / "tmpl.tar"))
+        assert t.exec("cat /workspace/app/index.js").stdout == "console.log(1)\n"
+        (tmp_path / "bad.tar").write_bytes(b"not a tar" * 100)
+        with pytest.raises(sdk.SandboxError):
+            fl.create("badtmpl", template=str(tmp_path / "bad.tar"))
+        assert "badtmpl" not in [i["sandbox_id"] for i in fl.list()]  # destroyed again
+        t.kill()
         with pytest.raises(sdk.SandboxError):
             sdk.get_fleet("/proc")
 

@@ -2,7 +2,9 @@
 // take the hosted SDKs' names (E2B's create, list, connect, kill; Cloudflare's getSandbox,
 // destroy, setKeepAlive) and are file operations on the fleet's tree: mkdir, clone, readdir,
 // status, rmdir, keep_alive.
+import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, readFile, readdir, rmdir, stat, writeFile } from 'node:fs/promises';
+import { pipeline } from 'node:stream/promises';
 import { join } from 'node:path';
 import { SandboxError, SandboxNotFoundError, ValidationError, mapError } from './errors.js';
 import { checkName } from './names.js';
@@ -67,8 +69,9 @@ export class Fleet {
 
 	/* A new sandbox, up once this resolves: with `id`, that one (SandboxAlreadyExistsError if it
 	 * is there), else a fresh id from `clone`; with `config` (ini text), running with that
-	 * config (written to ID/config: refused whole, and the sandbox then destroyed).
-	 * SandboxLimitError past the fleet's bound. */
+	 * config (written to ID/config); with `template` (a path of this host's: a tar archive,
+	 * plain or zstd, such as a snapshot's `archive`), its workspace restored from it. What is
+	 * refused destroys the sandbox again. SandboxLimitError past the fleet's bound. */
 	async create(opts = {}) {
 		let id = opts.id;
 		try {
@@ -79,15 +82,30 @@ export class Fleet {
 		} catch (err) {
 			throw mapError(err, 'sandbox', `sandbox ${id ?? '(new)'}`);
 		}
-		if (opts.config !== undefined) {
-			try {
-				await this.setConfig(id, opts.config);
-			} catch (err) {
-				await this.kill(id).catch(() => {});
-				throw err;
-			}
+		try {
+			if (opts.config !== undefined) await this.setConfig(id, opts.config);
+			if (opts.template !== undefined) await this._fromTemplate(id, opts.template);
+		} catch (err) {
+			await this.kill(id).catch(() => {});
+			throw err;
 		}
 		return new FleetSandbox(this, id, opts);
+	}
+
+	/* The archive imported as the snapshot `template` (all or nothing), then restored. */
+	async _fromTemplate(id, archive) {
+		if (typeof archive !== 'string') throw new ValidationError('a template is the path of a tar archive');
+		const snaps = this._path(id, 'fs', 'snapshots');
+		try {
+			await pipeline(createReadStream(archive), createWriteStream(join(snaps, 'import', 'template')));
+		} catch (err) {
+			throw mapError(err, 'sandbox', `sandbox ${id} template`);
+		}
+		try {
+			await writeFile(join(snaps, 'template', 'ctl'), 'restore\n');
+		} catch (err) {
+			throw mapError(err, 'sandbox', `sandbox ${id} template restore`);
+		}
 	}
 
 	/* Its own config (ini text). */

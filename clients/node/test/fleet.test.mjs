@@ -1,8 +1,10 @@
 // The fleet calls (lib/fleet.js) against a real sbxfs-fleet: create, list, connect, getSandbox,
 // kill, setKeepAlive with sleep and wake, the bound, and bad ids. Root only, isolated.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import {
 	SandboxAlreadyExistsError,
@@ -63,6 +65,20 @@ describe('a fleet', { timeout: 120000, skip }, () => {
 		assert.match(String((await fleet.status()).refused), /max is 4/);
 		await fresh.kill();
 		await fleet.kill('four');
+		// a template: a tar of a directory becomes the workspace
+		const src = mkdtempSync(join(tmpdir(), 'sbxfs-tmpl-'));
+		mkdirSync(join(src, 'app'));
+		writeFileSync(join(src, 'app', 'index.js'), 'console.log(1)\n');
+		spawnSync('tar', ['-C', src, '-cf', join(src, '..', `${basename(src)}.tar`), '.']);
+		const t = await fleet.create({ id: 'tmpl', template: `${src}.tar` });
+		assert.equal((await t.exec('cat /workspace/app/index.js')).stdout, 'console.log(1)\n');
+		writeFileSync(`${src}.bad`, 'not a tar'.repeat(100));
+		await assert.rejects(fleet.create({ id: 'badtmpl', template: `${src}.bad` }), SandboxError);
+		assert.ok(!(await fleet.list()).some((i) => i.sandboxId === 'badtmpl'));
+		await t.kill();
+		rmSync(src, { recursive: true });
+		rmSync(`${src}.tar`);
+		rmSync(`${src}.bad`);
 		await made.destroy();
 		assert.deepEqual((await fleet.list()).map((i) => i.sandboxId), ['web']);
 		await assert.rejects(fleet.kill('four'), SandboxNotFoundError);

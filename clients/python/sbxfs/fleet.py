@@ -4,6 +4,7 @@ get_sandbox, destroy, set_keep_alive) and are file operations on the fleet's tre
 listdir, status, rmdir, keep_alive."""
 
 import os
+import shutil
 
 from .errors import SandboxError, SandboxNotFoundError, ValidationError, map_error
 from .names import check_name
@@ -61,10 +62,12 @@ class Fleet:
     def _path(self, id, *rest):
         return os.path.join(self.root, check_name(id, "sandbox"), *rest)
 
-    def create(self, id=None, workspace_path=None, config=None):
+    def create(self, id=None, workspace_path=None, config=None, template=None):
         """A new sandbox, up once this returns: `id`, or a fresh one from clone; with `config`
-        (ini text), running with that config (refused whole, and the sandbox then destroyed).
-        SandboxAlreadyExistsError, SandboxLimitError past the fleet's bound."""
+        (ini text), running with that config; with `template` (a path of this host's: a tar
+        archive, plain or zstd, such as a snapshot's `archive`), its workspace restored from it.
+        What is refused destroys the sandbox again. SandboxAlreadyExistsError,
+        SandboxLimitError past the fleet's bound."""
         try:
             if id is None:
                 with open(os.path.join(self.root, "clone"), encoding="utf-8") as f:
@@ -75,16 +78,30 @@ class Fleet:
             os.stat(self._path(id, "fs", "sessions"))
         except OSError as e:
             raise map_error(e, "sandbox", f"sandbox {id or '(new)'}") from None
-        if config is not None:
-            try:
+        try:
+            if config is not None:
                 self.set_config(id, config)
+            if template is not None:
+                self._from_template(id, template)
+        except SandboxError:
+            try:
+                self.kill(id)
             except SandboxError:
-                try:
-                    self.kill(id)
-                except SandboxError:
-                    pass
-                raise
+                pass
+            raise
         return FleetSandbox(self, id, workspace_path)
+
+    def _from_template(self, id, archive):
+        """The archive imported as the snapshot `template` (all or nothing), then restored."""
+        snaps = self._path(id, "fs", "snapshots")
+        try:
+            with open(archive, "rb") as src, \
+                    open(os.path.join(snaps, "import", "template"), "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+            with open(os.path.join(snaps, "template", "ctl"), "w", encoding="utf-8") as ctl:
+                ctl.write("restore\n")
+        except OSError as e:
+            raise map_error(e, "sandbox", f"sandbox {id} template") from None
 
     def get_config(self, id):
         """Its own config (ini text)."""
