@@ -121,6 +121,14 @@ def test_fifty_sandboxes_each_its_own_daemon_and_uid():
         pid = f.sh("b00", "sleep 1000 & echo $!").strip()
         assert f.sh("b01", f"kill -0 {pid} 2>&1 || echo no such process").strip() != ""
         assert "sleep 1000" not in f.sh("b01", "ps -eo args")
+        # one daemon killed: the other 49 answer at once, and it comes back
+        victim = f.status("b00")["pid"]
+        os.kill(int(victim), signal.SIGKILL)
+        for id in ids[1:]:
+            assert f.sh(id, "cat /workspace/mine") == f"{id}\n"
+        wait_until(lambda: f.status("b00")["state"] == "running" and
+                   f.status("b00")["pid"] != victim, 20, "b00 started again")
+        assert f.sh("b00", "cat /workspace/mine") == "b00\n"
 
 
 def test_a_killed_daemon_is_started_again_and_the_others_keep_working():
