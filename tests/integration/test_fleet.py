@@ -103,6 +103,7 @@ def fleet(*args):
         assert not left, f"daemons left after the supervisor stopped: {left}\n{f.text_log()}"
 
 
+@pytest.mark.heavy  # a scale test: the shorter ones take its paths in every pass
 def test_fifty_sandboxes_each_its_own_daemon_and_uid():
     with fleet("--max", "64") as f:
         ids = [f"b{i:02d}" for i in range(N)]
