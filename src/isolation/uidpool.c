@@ -124,13 +124,40 @@ static int claim_entry(int regfd, uint32_t uid, enum holder h, const char *entry
 	return write_file(regfd, name, entry, O_EXCL);
 }
 
-/* A uid that is nobody's on this host: no passwd or group entry, no live claim. */
+/* A uid that is nobody's on this host: no live claim (looked at first: a file read, where the
+ * passwd and group lookups may ask a user database), no passwd or group entry. */
 static bool usable(int regfd, uint32_t uid, const char *mine, enum holder *h)
 {
-	if (getpwuid(uid) || getgrgid(uid))
-		return false;
 	*h = holder_of(regfd, uid, mine);
-	return *h != TAKEN;
+	return *h != TAKEN && !getpwuid(uid) && !getgrgid(uid);
+}
+
+/* Where the last claim left off ("next": the uid after it), so that a host with many claims
+ * does not go over them all for each new one; first if there is none. */
+static uint32_t next_hint(int regfd, uint32_t first, uint32_t last)
+{
+	char buf[32], *end;
+	unsigned long v;
+
+	if (read_small(regfd, "next", buf, sizeof(buf)) <= 0)
+		return first;
+	v = strtoul(buf, &end, 10);
+	return *end == '\n' && v >= first && v <= last ? (uint32_t)v : first;
+}
+
+/* Not synced: a hint lost to a crash costs a longer scan, never a wrong claim. */
+static void set_hint(int regfd, uint32_t uid, uint32_t first, uint32_t last)
+{
+	int fd = openat(regfd, "next.new", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+			0600);
+	char text[32];
+	int len = snprintf(text, sizeof(text), "%u\n", uid >= last ? first : uid + 1);
+
+	if (fd < 0)
+		return;
+	if (write(fd, text, (size_t)len) == len)
+		renameat(regfd, "next.new", regfd, "next");
+	close(fd);
 }
 
 static int pick(int regfd, uint32_t first, uint32_t last, long recorded, const char *mine,
@@ -145,10 +172,15 @@ static int pick(int regfd, uint32_t first, uint32_t last, long recorded, const c
 		*out = (uint32_t)recorded;
 		return claim_entry(regfd, *out, h, entry);
 	}
-	for (uint64_t uid = first; uid <= last; uid++) {
+	/* From the hint to last, then around from first. */
+	for (uint64_t i = 0, hint = next_hint(regfd, first, last); i <= (uint64_t)last - first;
+	     i++) {
+		uint64_t uid = first + (hint - first + i) % ((uint64_t)last - first + 1);
+
 		if (!usable(regfd, (uint32_t)uid, mine, &h))
 			continue;
 		*out = (uint32_t)uid;
+		set_hint(regfd, *out, first, last);
 		return claim_entry(regfd, *out, h, entry);
 	}
 	return -ENOSPC;
