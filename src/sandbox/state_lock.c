@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,6 +81,10 @@ int state_lock_take(const char *state_dir, char *err, size_t errlen)
 			return rc;
 		}
 		read_holder(lock_fd, &pid, &stopping);
+		/* A holder whose daemon died is its watchdog, cleaning up after it (it shares the
+		 * lock): a stop under way, however slow its kills and cgroups are. */
+		if (!stopping && pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+			stopping = true;
 		if (stopping && limit == SILENT_WAIT_MS) {
 			log_info(
 			    "state dir %s: the sbxfs that used it (pid %ld) is still stopping; "

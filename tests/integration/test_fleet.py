@@ -77,6 +77,12 @@ class Fleet:
     def text_log(self):
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
+    def show(self, id):
+        """What a failed wait shows: the fleet's log, the sandbox's status and its daemon's."""
+        log = self.state / "sandboxes" / id / "state" / "sbxfs.log"
+        return (f"{self.text_log()}\nstatus of {id}: {self.status(id)}\n{id}'s log:\n" +
+                (log.read_text(errors="replace")[-6000:] if log.exists() else "(none)"))
+
 
 def running(pid):
     """Whether pid is a process that has not ended (its parent, init, may not have reaped it)."""
@@ -143,7 +149,8 @@ def test_a_killed_daemon_is_started_again_and_the_others_keep_working():
         for id in ("k1", "k3"):
             assert f.sh(id, 'echo "$MINE $PWD"') == f"{id} /workspace/d\n"
         wait_until(lambda: f.status("k2")["state"] == "running" and
-                   f.status("k2")["pid"] != victim["pid"], 20, "k2 restarted")
+                   f.status("k2")["pid"] != victim["pid"], 20, "k2 restarted",
+                   show=lambda: f.show("k2"))
         assert f.status("k2")["restarts"] == "1"
         assert f.sh("k2", 'echo "$MINE $PWD"') == "k2 /workspace/d\n"
 

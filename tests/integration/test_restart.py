@@ -8,6 +8,8 @@ each."""
 import os
 import re
 import signal
+import subprocess
+import sys
 import tempfile
 import time
 from contextlib import contextmanager
@@ -152,3 +154,37 @@ def test_saved_files_are_checked_like_a_users_write():
         assert os.listdir(m.mnt / "ports") == ["expose"]
         errors = read_bytes(m.mnt / "errors").decode()
         assert "ports" in errors and "sessions" in errors, errors
+
+
+def test_a_start_waits_for_the_watchdog_of_a_daemon_that_died():
+    """A daemon killed leaves its watchdog cleaning up (its processes, cgroups, mounts), holding
+    the state dir's lock the daemon's pid is still written in; a start then waits for it, as
+    for a daemon stopping, rather than refusing after a second."""
+    m = ConfMount(tempfile.mkdtemp(prefix="sbxfs-it-restart-"), "")
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import fcntl, os, sys, time\n"
+         "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)\n"
+         "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+         "os.pwrite(fd, b'%d\\n' % int(sys.argv[2]), 0)\n"
+         "print('held', flush=True)\n"
+         "time.sleep(2.5)\n", str(m.state / "lock"), str(dead_pid())],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "held\n"
+        started(m, timeout=30)
+        assert holder.poll() is not None  # it started once the holder let go, not before
+        assert "still stopping; waiting for it" in m.daemon_log()
+    finally:
+        holder.kill()
+        if m.alive():
+            stopped_cleanly(m, "restart's sbxfs")
+        else:
+            m.cleanup_tmp()
+
+
+def dead_pid():
+    """The pid of a process that has ended and been reaped."""
+    p = subprocess.Popen(["true"])
+    p.wait()
+    return p.pid
