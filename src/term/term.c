@@ -491,6 +491,8 @@ static void forget(struct session_child *c)
 		/* the launcher may not have started it yet: this reaches it once it has */
 		launch_signal(&t->proc, SIGKILL, true);
 	}
+	/* a terminal made right after this rmdir has its room */
+	termemu_give_back(t->emu);
 	/* nothing more of the emulator is waited for: readers of wait see the removal */
 	loop_del_fd(t->emu_lf);
 	t->emu_lf = NULL;

@@ -313,15 +313,27 @@ int termemu_new(unsigned rows, unsigned cols, const struct termemu_limits *lim,
 	return 0;
 }
 
-void termemu_release(struct termemu *e)
+/* Lock held. Its room is given back now, unless a call into libvterm is under way: then when
+ * its thread ends, which a stuck one never does. */
+static void give_back(struct termemu *e)
 {
-	pthread_mutex_lock(&e->lock);
-	/* Its room is given back now, unless a call into libvterm is under way: then when its
-	 * thread ends, which a stuck one never does. */
-	if (!e->busy_since) {
+	if (e->counted && !e->busy_since) {
 		caps_put(e->cells);
 		e->counted = false;
 	}
+}
+
+void termemu_give_back(struct termemu *e)
+{
+	pthread_mutex_lock(&e->lock);
+	give_back(e);
+	pthread_mutex_unlock(&e->lock);
+}
+
+void termemu_release(struct termemu *e)
+{
+	pthread_mutex_lock(&e->lock);
+	give_back(e);
 	e->stop = true;
 	pthread_cond_signal(&e->work);
 	pthread_cond_broadcast(&e->done);

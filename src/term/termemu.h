@@ -49,6 +49,9 @@ int termemu_new(unsigned rows, unsigned cols, const struct termemu_limits *lim,
 /* The owner lets go: its thread stops after the call it is in (if it ever returns). Never
  * waits. */
 void termemu_release(struct termemu *e);
+/* Its room in the mount's caps is given back now (an rmdir), not when the last reference goes
+ * (after its program's end is reported), unless a call into libvterm is under way. */
+void termemu_give_back(struct termemu *e);
 /* Readable when a snapshot was published, a watch matched, or the queue has room again;
  * termemu_clear_fd empties it. */
 int termemu_fd(const struct termemu *e);

@@ -306,3 +306,19 @@ def wait_errno(t):
     except OSError as exc:
         return exc.errno
     return 0
+
+
+def test_an_rmdir_gives_a_terminals_room_back_before_it_returns():
+    """The room of a removed terminal is the next mkdir's at once, not once its program's end
+    has been reported (which lags under load)."""
+    m = started(ConfMount(tempfile.mkdtemp(prefix="sbxfs-it-termroom-"),
+                          "[session]\nterms_max = 1\n"))
+    try:
+        s = Path(m.new_session()) / "terms"
+        for i in range(30):
+            t = s / f"t{i}"
+            bounded(os.mkdir, t)
+            start(t, "trap '' TERM HUP; sleep 1000")
+            bounded(os.rmdir, t)
+    finally:
+        stopped_cleanly(m, "terminal room sbxfs")
