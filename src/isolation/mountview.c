@@ -1,43 +1,16 @@
-/* The launcher's view of the host's mounts (mountview.h). It runs in a child after fork, so it
- * reads the mount table with plain system calls into a static buffer: no stdio, no malloc. */
+/* Which mount a mount point holds (mountview.h), read from /proc/self/mountinfo. */
 #include "mountview.h"
 
-#include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
-#include <sys/mount.h>
 #include <unistd.h>
 
+/* A table past this is read in part: a mount point past it is not found. */
 #define TABLE_MAX (1u << 20)
 
 static char table[TABLE_MAX];
-
-int mountview_own(void)
-{
-	if (unshare(CLONE_NEWNS) < 0 || mount("none", "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
-		return -errno;
-	return 0;
-}
-
-/* Whether path is dir or below it. */
-static bool under(const char *path, const char *dir)
-{
-	size_t n = strlen(dir);
-
-	return !strncmp(path, dir, n) && (path[n] == '\0' || path[n] == '/');
-}
-
-static bool kept(const char *point, const char *stage)
-{
-	static const char *const exact[] = {"/", "/dev", "/proc", "/run"};
-
-	for (size_t i = 0; i < sizeof(exact) / sizeof(exact[0]); i++)
-		if (!strcmp(point, exact[i]))
-			return true;
-	return under(point, "/usr") || under(point, stage);
-}
 
 /* The fifth field of a mountinfo line (its mount point), its octal escapes undone, into out. */
 static bool mount_point(const char *line, const char *end, char *out, size_t outlen)
@@ -64,26 +37,31 @@ static bool mount_point(const char *line, const char *end, char *out, size_t out
 	return n > 0 && (p == end || *p == ' ');
 }
 
-int mountview_prune(const char *stage)
+unsigned long mountview_sbxfs_dev(const char *path)
 {
 	int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+	unsigned long dev = 0;
 	size_t len = 0;
 	ssize_t n;
 	char point[4096];
 
 	if (fd < 0)
-		return -errno;
+		return 0;
 	while (len < sizeof(table) && (n = read(fd, table + len, sizeof(table) - len)) > 0)
 		len += (size_t)n;
 	close(fd);
-	if (len == sizeof(table))
-		return -EFBIG; /* a table past 1 MiB: not seen whole, so not pruned */
 	for (char *line = table, *eol; line < table + len; line = eol + 1) {
+		unsigned major, minor;
+		char *sep;
+
 		if (!(eol = memchr(line, '\n', (size_t)(table + len - line))))
 			break;
-		/* A mount below one detached before is gone with it: EINVAL or ENOENT then. */
-		if (mount_point(line, eol, point, sizeof(point)) && !kept(point, stage))
-			umount2(point, MNT_DETACH);
+		*eol = '\0';
+		sep = strstr(line, " - ");
+		if (!sep || sscanf(line, "%*s %*s %u:%u", &major, &minor) != 2 ||
+		    !mount_point(line, eol, point, sizeof(point)) || strcmp(point, path))
+			continue;
+		dev = !strncmp(sep, " - fuse.sbxfs ", 14) ? (unsigned long)major << 20 | minor : 0;
 	}
-	return 0;
+	return dev;
 }

@@ -29,7 +29,7 @@ static void __attribute__((noreturn)) watch(int fd, void (*cleanup)(void))
 	_exit(0);
 }
 
-int watchdog_start(void (*cleanup)(void))
+int watchdog_start(void (*cleanup)(void), int keep_fd)
 {
 	int p[2];
 	pid_t pid;
@@ -47,9 +47,10 @@ int watchdog_start(void (*cleanup)(void))
 
 		/* Holding /dev/fuse, the launcher's socket, or whatever pipe a caller reads our
 		 * output from would keep them alive; stderr stays for the log. */
-		if (dup2(p[0], 3) < 0 || null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0)
+		if (dup2(p[0], 3) < 0 || null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 ||
+		    (keep_fd >= 0 && dup2(keep_fd, 4) < 0))
 			_exit(1);
-		close_range(4, ~0U, 0);
+		close_range(keep_fd >= 0 ? 5 : 4, ~0U, 0);
 		watch(3, cleanup);
 	}
 	close(p[0]);

@@ -7,7 +7,9 @@
 #include <stddef.h>
 
 /* cleanup runs in the watchdog once the daemon is gone (fds closed, daemon state copied). */
-int watchdog_start(void (*cleanup)(void));
+/* keep_fd (or -1) stays open in the watchdog until its cleanup is done: the state dir's lock,
+ * so that a new daemon on the same state dir waits for the cleanup of the one that died. */
+int watchdog_start(void (*cleanup)(void), int keep_fd);
 void watchdog_disarm(void);
 
 #endif

@@ -30,7 +30,6 @@
 #include "launch.h"
 #include "log.h"
 #include "loop.h"
-#include "etcview.h"
 #include "mountview.h"
 #include "net.h"
 #include "saved.h"
@@ -56,11 +55,11 @@ static int seccomp_fd = -1;
 static int etc_fds[2] = {-1, -1}; /* the sandbox's passwd and group, for an own uid */
 static int etc_args_fd = -1;	  /* bwrap's arguments that make the sandbox's /etc */
 static char *mountpoint;
-static struct etcview *etcv; /* the sandbox's /etc, made in the launcher's namespace */
+static unsigned long own_mount; /* its device, as mountview_sbxfs_dev gives it */
 static char *git_helper;
 static char *netproxy;
 static char *home_dir; /* the sandbox user's home, its host path */
-static char *stage_dir, *staged_ws, *staged_home, *staged_launcher, *staged_etc;
+static char *stage_dir, *staged_ws, *staged_home, *staged_launcher;
 /* Why the sandbox cannot start, when the workspace's root could not be repaired (logged when it
  * changes); core lock. */
 static char ws_problem[256];
@@ -282,11 +281,9 @@ static int stage_paths(char *err, size_t errlen)
 		snprintf(err, errlen, "%s: %s", stage_dir, strerror(-rc));
 		return rc;
 	}
-	staged_etc = xasprintf("%s/etc", stage_dir); /* mounted in the launcher's namespace only */
 	if ((rc = stage(cfg->workspace, "workspace", true, &staged_ws)) < 0 ||
 	    (rc = stage(home_dir, "home", true, &staged_home)) < 0 ||
-	    (rc = stage(launcher, "launcher", false, &staged_launcher)) < 0 ||
-	    (mkdir(staged_etc, 0755) < 0 && (rc = -errno) != -EEXIST)) {
+	    (rc = stage(launcher, "launcher", false, &staged_launcher)) < 0) {
 		snprintf(err, errlen, "staging the sandbox's paths in %s: %s", stage_dir,
 			 strerror(-rc));
 		return rc;
@@ -306,7 +303,6 @@ static void unstage_paths(void)
 	unstage(&staged_ws);
 	unstage(&staged_home);
 	unstage(&staged_launcher);
-	unstage(&staged_etc);
 	rmdir(stage_dir);
 	free(stage_dir);
 	stage_dir = NULL;
@@ -350,18 +346,13 @@ static int prepare_isolation(char *err, size_t errlen)
 	}
 	if (own_uid && (rc = make_etc_ids(err, errlen)) < 0)
 		return rc;
-	if ((rc = stage_paths(err, errlen)) < 0)
-		return rc;
 	bs.etc_ids = own_uid;
-	bs.etc_stage = staged_etc;
-	if (staged_etc && !(etcv = etcview_prepare(staged_etc, own_uid))) {
-		snprintf(err, errlen, "the sandbox's /etc: cannot list /etc: %s", strerror(errno));
-		return -errno;
-	}
 	if ((etc_args_fd = bwrap_etc_fd(&bs)) < 0) {
 		snprintf(err, errlen, "the sandbox's /etc: %s", strerror(-etc_args_fd));
 		return etc_args_fd;
 	}
+	if ((rc = stage_paths(err, errlen)) < 0)
+		return rc;
 	/* The daemon's own namespace, so that it can open the proxy's listeners in it; bwrap
 	 * makes one itself where the daemon cannot (not root). */
 	if (cfg->net_mode != NET_HOST && getuid() == 0 && (rc = netns_create()) < 0)
@@ -431,7 +422,11 @@ char *sandbox_describe(void)
 	return text;
 }
 
-/* In the watchdog, once the daemon died: what sandbox_stop would have undone. */
+/* In the watchdog, once the daemon died: what sandbox_stop would have undone. The mount is
+ * detached only if it is still the daemon's own: a mount made since on the same path (a
+ * fleet starts the sandbox's daemon again at once) is not this watchdog's to take. As root,
+ * by umount2, which asks nothing of the filesystem above it (fusermount3 looks at the mount
+ * point, and in a fleet that look can wait for the sandbox's new daemon). */
 static void cleanup_after_daemon(void)
 {
 	char *argv[] = {"fusermount3", "-u", "-z", mountpoint, NULL};
@@ -441,8 +436,14 @@ static void cleanup_after_daemon(void)
 	cgroup_shutdown();
 	unstage_paths();
 	wsimage_detach();
-	if (posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ) == 0)
+	if (!own_mount || mountview_sbxfs_dev(mountpoint) != own_mount) {
+		log_info("%s is no longer the dead daemon's mount: left as it is", mountpoint);
+	} else if (getuid() == 0) {
+		if (umount2(mountpoint, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 && errno != EINVAL)
+			log_warn("unmounting %s", mountpoint);
+	} else if (posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ) == 0) {
 		waitpid(pid, NULL, 0);
+	}
 }
 
 /* Commands own the workspace's root, and one that takes away its own access to it (chmod 000
@@ -485,17 +486,6 @@ static void repair_workspace_root(void)
 		log_warnx("the sandbox cannot start: %s", ws_problem);
 }
 
-/* In the launcher's child, as root (launch.h): a mount namespace of its own with the sandbox's
- * /etc made in it, and nothing of the host's but what bwrap binds from (mountview.h). */
-static int launcher_mounts(void)
-{
-	int rc = mountview_own();
-
-	if (rc == 0)
-		rc = etcview_make(etcv);
-	return rc < 0 ? rc : mountview_prune(stage_dir);
-}
-
 int sandbox_start(const char *mnt, char *err, size_t errlen)
 {
 	struct cg_limits lim = {cfg->memory_max, cfg->pids_max, cfg->cpu_max};
@@ -521,7 +511,6 @@ int sandbox_start(const char *mnt, char *err, size_t errlen)
 					  .npass = own_uid ? 4 : 2,
 					  .id = &identity,
 					  .netns = netns_fd(),
-					  .child_setup = getuid() == 0 ? launcher_mounts : NULL,
 					  .repair = repair_workspace_root};
 	}
 	ls.cg = cgroup_launcher();
@@ -551,7 +540,8 @@ int sandbox_start(const char *mnt, char *err, size_t errlen)
 		return rc;
 	}
 	mountpoint = xstrdup(mnt);
-	if ((rc = watchdog_start(cleanup_after_daemon)) < 0)
+	own_mount = mountview_sbxfs_dev(mnt); /* before the watchdog, which compares with it */
+	if ((rc = watchdog_start(cleanup_after_daemon, state_lock_fd())) < 0)
 		log_warnx("no watchdog: %s", strerror(-rc));
 	if ((rc = loop_start()) < 0) {
 		snprintf(err, errlen, "event loop thread: %s", strerror(-rc));
@@ -592,8 +582,6 @@ void sandbox_stop(void)
 	free(home_dir);
 	home_dir = NULL;
 	free(mountpoint);
-	etcview_free(etcv);
-	etcv = NULL;
 	free(git_helper);
 	free(netproxy);
 	free(launcher);

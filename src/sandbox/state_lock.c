@@ -128,6 +128,11 @@ void state_lock_stopping(void)
 	record(" stopping");
 }
 
+int state_lock_fd(void)
+{
+	return lock_fd;
+}
+
 void state_lock_release(void)
 {
 	if (lock_fd >= 0)

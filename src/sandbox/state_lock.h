@@ -15,5 +15,7 @@ void state_lock_running(void);
 /* Records that the daemon is stopping. */
 void state_lock_stopping(void);
 void state_lock_release(void);
+/* The lock's descriptor (-1 if none), for the watchdog to hold while it cleans up. */
+int state_lock_fd(void);
 
 #endif

@@ -134,7 +134,8 @@ def test_fifty_sandboxes_each_its_own_daemon_and_uid():
         for id in ids[1:]:
             assert f.sh(id, "cat /workspace/mine") == f"{id}\n"
         wait_until(lambda: f.status("b00")["state"] == "running" and
-                   f.status("b00")["pid"] != victim, 20, "b00 started again")
+                   f.status("b00")["pid"] != victim, 20, "b00 started again",
+                   show=lambda: f.show("b00"))
         assert f.sh("b00", "cat /workspace/mine") == "b00\n"
 
 
