@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "names.h"
 #include "xmalloc.h"
 
 struct fleet_config fleet_cfg;
@@ -35,14 +36,7 @@ bool fleet_id_valid(const char *id, size_t len)
 {
 	if (len == 0 || len > FLEET_ID_MAX || id[0] == '.')
 		return false;
-	for (size_t i = 0; i < len; i++) {
-		char c = id[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '.' || c == '_' || c == '-'))
-			return false;
-	}
-	return true;
+	return name_chars_valid(id, len);
 }
 
 const char *fleet_state_name(enum fleet_state st)

@@ -13,6 +13,7 @@
 #include "cgroup_mem.h"
 #include "changes.h"
 #include "log.h"
+#include "names.h"
 #include "session_priv.h"
 #include "net.h"
 #include "rootenv.h"
@@ -31,14 +32,7 @@ bool session_id_valid(const char *id, size_t len)
 		return false;
 	if ((len == 1 && id[0] == '.') || (len == 2 && id[0] == '.' && id[1] == '.'))
 		return false;
-	for (size_t i = 0; i < len; i++) {
-		char c = id[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '.' || c == '_' || c == '-'))
-			return false;
-	}
-	return true;
+	return name_chars_valid(id, len);
 }
 
 const char *session_id(const struct session *s)

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "names.h"
 #include "loop.h"
 #include "escape.h"
 #include "snapshot_priv.h"
@@ -49,8 +50,7 @@ bool snapshot_name_valid(const char *name)
 	if (len == 0 || len > SNAPSHOT_NAME_MAX || name[0] == '.' || !strcmp(name, "clone") ||
 	    !strcmp(name, "ctl") || !strcmp(name, "import"))
 		return false;
-	return strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") ==
-	       len;
+	return name_chars_valid(name, len);
 }
 
 void snap_tmp_name(const struct snapshot *s, char *buf, size_t len)

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from sbxutil import (SbxMount, bounded, is_mounted, isolation_none, parse_status, read_bytes,
-                     sbxfs_binary, wait_until, write_bytes)
+from sbxutil import (SbxMount, bounded, is_mounted, isolation_none, mountpoints, parse_status,
+                     read_bytes, sbxfs_binary, wait_until, write_bytes)
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or isolation_none(),
                                 reason="a fleet's sandboxes are root's mounts, isolated")
@@ -248,10 +248,9 @@ def sleepy(tmp_path, after=1):
 
 
 def mounted_at(path):
-    """Whether something is mounted at path, read from the mount table alone: a path walk into
-    a sleeping sandbox's fs/ would wake it."""
-    return any(line.split()[4] == str(path) for line in
-               Path("/proc/self/mountinfo").read_text().splitlines())
+    """Whether something is mounted at path, from the mount table alone: a path walk into a
+    sleeping sandbox's fs/ would wake it."""
+    return str(path) in mountpoints()
 
 
 def asleep(f, id):

@@ -15,6 +15,15 @@ from sbxutil import (ConfMount, extra_args, is_mounted, parse_status, read_bytes
                      started, stopped_cleanly, wait_until)
 
 
+def stop_unless_asleep(m):
+    """A daemon still up is stopped and checked; one that slept is only cleaned up after."""
+    if m.alive():
+        stopped_cleanly(m, "sleep's sbxfs")
+    else:
+        m.abort()
+        m.cleanup_tmp()
+
+
 def test_an_idle_daemon_stops_itself_and_the_next_start_brings_the_sessions_back():
     m = started(ConfMount(tempfile.mkdtemp(prefix="sbxfs-it-sleep-"), "[sandbox]\nsleep_after = 1\n"),
                 timeout=30)
@@ -33,11 +42,7 @@ def test_an_idle_daemon_stops_itself_and_the_next_start_brings_the_sessions_back
         st = parse_status(read_bytes(m.sessions / "default" / "status"))
         assert st["restored"] != "no"
     finally:
-        if m.alive():
-            stopped_cleanly(m, "sleep's sbxfs")
-        else:
-            m.abort()
-            m.cleanup_tmp()
+        stop_unless_asleep(m)
 
 
 def test_keep_alive_and_a_running_command_keep_it_awake():
@@ -53,11 +58,7 @@ def test_keep_alive_and_a_running_command_keep_it_awake():
         assert m.alive(), m.daemon_log()
         assert m.proc.wait(timeout=20) == 0, m.daemon_log()
     finally:
-        if m.alive():
-            stopped_cleanly(m, "sleep's sbxfs")
-        else:
-            m.abort()
-            m.cleanup_tmp()
+        stop_unless_asleep(m)
 
 
 def test_a_stop_by_signal_unmounts_a_mount_given_by_a_relative_path(tmp_path):

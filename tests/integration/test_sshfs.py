@@ -10,7 +10,6 @@ import shutil
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -21,11 +20,6 @@ pytestmark = [pytest.mark.client,
               pytest.mark.skipif(not (shutil.which("sshfs") and os.path.exists("/usr/sbin/sshd")),
                                  reason="scripts/bootstrap --test installs sshfs and "
                                         "openssh-server")]
-
-
-def mounted(path):
-    return any(line.split()[4] == str(path)
-               for line in Path("/proc/self/mountinfo").read_text().splitlines())
 
 
 @pytest.fixture(scope="module")
