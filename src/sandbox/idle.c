@@ -26,9 +26,13 @@ static uint64_t after_ns, period_ms, idle_since; /* the loop thread's */
 /* Not freed: a check under way when idle_stop runs still reads them. */
 static char slept_path[PATH_MAX], keep_path[PATH_MAX];
 
+/* On every request: loads only, unless sleep_after is on and no request came since the last
+ * check, so that the request threads do not write one shared line each time. */
 void idle_touch(void)
 {
-	atomic_store_explicit(&touched, true, memory_order_relaxed);
+	if (atomic_load_explicit(&on, memory_order_relaxed) &&
+	    !atomic_load_explicit(&touched, memory_order_relaxed))
+		atomic_store_explicit(&touched, true, memory_order_relaxed);
 }
 
 static bool connections_open(void)
