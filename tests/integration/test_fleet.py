@@ -463,6 +463,7 @@ def test_a_sandboxs_config_file_applies_whole_with_a_restart_or_not_at_all(tmp_p
                 ("[sandbox]\nmemory_max = 3G\n", errno.ENOSPC, "past --memory-budget"),
                 ("[sandbox]\nmemory_max = max\n", errno.ENOSPC, "needs one"),
                 ("[nosuch]\nkey = 1\n", errno.EINVAL, "nosuch"),
+                ("[sandbox]\0memory_max = 1G\n", errno.EINVAL, "a NUL byte"),
                 ("x" * (65 << 10), errno.EFBIG, None)):
             assert write_config(cfg, text) == err, text[:40]
             if why:
