@@ -108,10 +108,6 @@ int fleet_config_write(uint64_t serial, const char *text, size_t len, char *why,
 	char id[FLEET_ID_MAX + 1], *ini, *tmp;
 	int rc;
 
-	if (memchr(text, '\0', len)) {
-		snprintf(why, whylen, "a NUL byte in it");
-		return -EINVAL;
-	}
 	pthread_mutex_lock(&fleet_lock);
 	b = by_serial(serial);
 	snprintf(id, sizeof(id), "%s", b ? b->info.id : "");
@@ -120,6 +116,11 @@ int fleet_config_write(uint64_t serial, const char *text, size_t len, char *why,
 		return -ENOENT;
 	ini = box_path(id, "sbxfs.ini");
 	tmp = box_path(id, "sbxfs.ini.new");
+	if (memchr(text, '\0', len)) {
+		snprintf(why, whylen, "a NUL byte in it");
+		rc = -EINVAL;
+		goto out;
+	}
 	if ((rc = write_new(tmp, text, len)) < 0)
 		snprintf(why, whylen, "%s: %s", tmp, strerror(-rc));
 	else if ((rc = bounds_cost(tmp, &memory, &disk, why, whylen)) < 0)
