@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -144,6 +145,26 @@ static bool wait_end(int pidfd, int ms)
 	return poll(&pfd, 1, ms) == 1;
 }
 
+/* Waits up to ms for the state dir's lock of sandbox id to be free: a daemon killed leaves it
+ * to its watchdog, which holds it until its cleanup is done. True if it is free. */
+static bool wait_cleaned(const char *id, int ms)
+{
+	char *path = box_path(id, "state/lock");
+	int fd = open(path, O_RDONLY | O_CLOEXEC), waited = 0;
+	bool free_now = true;
+
+	free(path);
+	if (fd < 0)
+		return true;
+	while (!(free_now = flock(fd, LOCK_SH | LOCK_NB) == 0) && errno == EWOULDBLOCK &&
+	       waited < ms) {
+		usleep(10000);
+		waited += 10;
+	}
+	close(fd);
+	return free_now;
+}
+
 /* Stops the daemon of pidfd: unmounted (sbxfs -u -z, a clean stop: it saves and ends its
  * processes) when it still has its mount point (id), else or then SIGTERM; SIGKILL after
  * STOP_WAIT_MS (its watchdog then cleans up). */
@@ -258,6 +279,8 @@ static void *destroy_thread(void *arg)
 		close(b->pidfd);
 		b->pidfd = -1;
 	}
+	/* Not under the feet of a killed daemon's watchdog, still cleaning up in there. */
+	wait_cleaned(b->info.id, STOP_WAIT_MS);
 	clear_mount(b->info.id);
 	rc = run(argv, why, sizeof(why), NULL);
 	if (rc != 0)
@@ -435,6 +458,7 @@ void daemon_stop_stale(const char *id)
 			  (int)pid);
 		stop_daemon(pidfd, NULL);
 		close(pidfd);
+		wait_cleaned(id, STOP_WAIT_MS);
 	}
 	free(prog);
 	free(exe);
@@ -477,5 +501,12 @@ void daemons_shutdown(void)
 	TAILQ_FOREACH(b, &fleet_boxes, link)
 	if (b->pidfd >= 0 && !wait_end(b->pidfd, ms_until(&deadline)))
 		syscall(SYS_pidfd_send_signal, b->pidfd, SIGKILL, NULL, 0);
+	/* The supervisor ends when nothing of its daemons is left: a killed one's watchdog has
+	 * cleaned up (a stopped one's ended with it). */
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += SHUTDOWN_WAIT_S;
+	TAILQ_FOREACH(b, &fleet_boxes, link)
+	if (!wait_cleaned(b->info.id, ms_until(&deadline)))
+		log_warnx("sandbox %s: its daemon's cleanup is still under way", b->info.id);
 	pthread_mutex_unlock(&fleet_lock);
 }

@@ -4,12 +4,19 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "log.h"
 
+/* A disarmed watchdog ends at once; a daemon that ends waits that long for it, so that when
+ * its pid is gone nothing of it is left (a supervisor or a test may look right then). */
+#define DISARM_WAIT_MS 5000
+
 static int pipe_w = -1;
+static int watchdog_pidfd = -1;
 
 static void __attribute__((noreturn)) watch(int fd, void (*cleanup)(void))
 {
@@ -55,6 +62,7 @@ int watchdog_start(void (*cleanup)(void), int keep_fd)
 	}
 	close(p[0]);
 	pipe_w = p[1];
+	watchdog_pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	return 0;
 }
 
@@ -66,4 +74,12 @@ void watchdog_disarm(void)
 		log_warn("watchdog"); /* it will clean up what is already clean: harmless */
 	close(pipe_w);
 	pipe_w = -1;
+	if (watchdog_pidfd >= 0) {
+		struct pollfd pfd = {.fd = watchdog_pidfd, .events = POLLIN};
+
+		while (poll(&pfd, 1, DISARM_WAIT_MS) < 0 && errno == EINTR)
+			;
+		close(watchdog_pidfd);
+		watchdog_pidfd = -1;
+	}
 }
