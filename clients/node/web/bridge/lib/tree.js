@@ -1,0 +1,218 @@
+// The whole tree of a sandbox over HTTP, our addition to the Bridge: /v1/sandbox/ID/fs/PATH
+// is the file PATH of the sandbox's mount. GET reads a file to its end (a command's stdout
+// streams until the command ends, as `cat` would; ?offset=N starts there, so a reader whose
+// connection dropped reads on from what it had) or lists a directory as JSON; PUT is one
+// open, the body written, one close (the mount applies a control file whole at its close, or
+// nothing; a workspace file is replaced whole by a rename); POST makes a directory, DELETE removes a directory or a file. The walk to PATH
+// opens each directory by descriptor and follows no symbolic link (beneath.js), so no name a
+// sandboxed command plants leads the host outside the tree.
+import { constants as C } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { lstat, mkdir, mkdtemp, open, readdir, rename, rm, rmdir, unlink } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { at, openChild, openDir } from '../../../lib/beneath.js';
+import { BridgeError, invalid, toBridgeError } from './errors.js';
+import { pumpHandle, receive, writer } from './stream.js';
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/* The names of PATH (its raw parts, percent-escaped): none empty, `.`, `..`, or holding a NUL
+ * or a `/`. A trailing `/` is allowed (a directory's name as `ls` shows it). */
+export function treeParts(raw) {
+	const parts = raw.replace(/\/$/, '').split('/');
+	if (parts.length === 1 && parts[0] === '') return [];
+	return parts.map((p) => {
+		let name;
+		try {
+			name = decodeURIComponent(p);
+		} catch {
+			throw invalid('bad escape in path');
+		}
+		if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes('\0'))
+			throw invalid('a path is names without ".", ".." or empty ones');
+		return name;
+	});
+}
+
+/* fn(dir, name) with the parent of parts held open ('' for the root itself). */
+export async function inParentOf(root, parts, fn) {
+	const dir = await openDir(root, parts.slice(0, -1));
+	try {
+		return await fn(dir, parts.at(-1) ?? '');
+	} finally {
+		await dir.close();
+	}
+}
+
+function kindOf(d) {
+	if (d.isDirectory()) return 'directory';
+	if (d.isFile()) return 'file';
+	if (d.isSymbolicLink()) return 'symlink';
+	return 'other';
+}
+
+/* A directory as JSON: [{name, type}] sorted; a name that is not UTF-8 comes as nameBase64. */
+async function listing(dirHandle) {
+	const entries = await readdir(at(dirHandle), { withFileTypes: true, encoding: 'buffer' });
+	return entries
+		.map((d) => {
+			const raw = d.name;
+			let name = null;
+			try {
+				name = utf8.decode(raw);
+			} catch {}
+			return name === null ? { nameBase64: raw.toString('base64'), type: kindOf(d) } : { name, type: kindOf(d) };
+		})
+		.sort((a, b) => ((a.name ?? a.nameBase64) < (b.name ?? b.nameBase64) ? -1 : 1));
+}
+
+function offsetOf(url) {
+	const v = url.searchParams.get('offset');
+	if (v === null) return 0;
+	if (!/^(0|[1-9][0-9]{0,15})$/.test(v)) throw invalid('offset is a byte count');
+	return Number(v);
+}
+
+export async function getPath(root, parts, url, req, res) {
+	const offset = offsetOf(url);
+	await inParentOf(root, parts, async (dir, name) => {
+		const st = name ? await lstat(at(dir, name)) : { isDirectory: () => true };
+		if (st.isDirectory()) {
+			const child = name ? await openChild(dir, name) : dir;
+			try {
+				const body = JSON.stringify(await listing(child));
+				res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' });
+				return void res.end(body);
+			} finally {
+				if (child !== dir) await child.close();
+			}
+		}
+		if (st.isSymbolicLink()) throw new BridgeError(403, 'forbidden', `${name}: a symbolic link, which the tree does not follow`);
+		if (!st.isFile()) throw invalid(`${name}: not a regular file or a directory`);
+		const fh = await open(at(dir, name), C.O_RDONLY | C.O_NONBLOCK | C.O_NOFOLLOW | C.O_NOCTTY);
+		const ac = new AbortController();
+		res.on('close', () => ac.abort());
+		/* A stream may wait on a command for long: the request is in, the idle bound is off. */
+		req.socket.setTimeout(0);
+		try {
+			let started = false;
+			const write = writer(res, ac.signal);
+			/* Headers go with the first bytes: an error before any (a read the mount refused)
+			 * is still a status of its own. */
+			const head = () => {
+				if (started) return;
+				started = true;
+				res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Cache-Control': 'no-store', 'X-Offset': String(offset) });
+			};
+			await pumpHandle(fh, (bytes) => {
+				head();
+				return write(bytes);
+			}, { offset, signal: ac.signal });
+			head();
+			res.end();
+		} finally {
+			await fh.close();
+		}
+	});
+}
+
+/* A workspace file: the body into a new file beside it, renamed over it once whole, so a
+ * failed upload leaves the old content (as the client's writeFile). */
+export async function putWorkspace(dir, name, req, bodyMax) {
+	const st = await lstat(at(dir, name)).catch((e) => (e.code === 'ENOENT' ? null : Promise.reject(e)));
+	if (st?.isSymbolicLink()) throw new BridgeError(403, 'forbidden', `${name}: a symbolic link, which the tree does not replace`);
+	if (st?.isDirectory()) throw new BridgeError(409, 'is_directory', `${name}: a directory`);
+	const tmp = at(dir, `.${name}.sbxfs-bridge-${randomBytes(6).toString('hex')}`.slice(0, 255));
+	const fh = await open(tmp, 'wx', st?.isFile() ? st.mode & 0o777 : 0o644);
+	try {
+		try {
+			await receive(req, fh, bodyMax);
+		} finally {
+			await fh.close();
+		}
+		await rename(tmp, at(dir, name));
+	} catch (err) {
+		await unlink(tmp).catch(() => {});
+		throw err;
+	}
+}
+
+/* A file of the mount's own trees (a control file, an import): the body spooled here first,
+ * then one open, every byte, one close, whose errno is the answer's. An upload that fails
+ * never opens the file, so nothing of it is applied. */
+async function putControl(dir, name, req, bodyMax) {
+	const spoolDir = await mkdtemp(join(tmpdir(), 'sbxfs-bridge-'));
+	try {
+		const spool = await open(join(spoolDir, 'body'), 'wx+', 0o600);
+		try {
+			await receive(req, spool, bodyMax);
+			const fh = await open(at(dir, name), C.O_WRONLY | C.O_CREAT | C.O_TRUNC | C.O_NOFOLLOW | C.O_NOCTTY, 0o644);
+			let closed = false;
+			try {
+				const buf = Buffer.allocUnsafe(1 << 17);
+				for (let pos = 0; ; ) {
+					const { bytesRead } = await spool.read(buf, 0, buf.length, pos);
+					if (bytesRead === 0) break;
+					for (let off = 0; off < bytesRead; )
+						off += (await fh.write(buf, off, bytesRead - off)).bytesWritten;
+					pos += bytesRead;
+				}
+				closed = true;
+				await fh.close();
+			} finally {
+				if (!closed) await fh.close().catch(() => {});
+			}
+		} finally {
+			await spool.close();
+		}
+	} finally {
+		await rm(spoolDir, { recursive: true, force: true });
+	}
+}
+
+async function put(root, parts, req, bodyMax) {
+	if (parts.length === 0) throw new BridgeError(409, 'is_directory', 'the root is a directory');
+	const inWs = parts[0] === 'workspace' && parts.length > 1;
+	await inParentOf(root, parts, (dir, name) => (inWs ? putWorkspace : putControl)(dir, name, req, bodyMax));
+	return { ok: true };
+}
+
+async function remove(root, parts) {
+	if (parts.length === 0) throw new BridgeError(403, 'forbidden', 'the root is not removed');
+	await inParentOf(root, parts, async (dir, name) => {
+		const st = await lstat(at(dir, name));
+		await (st.isDirectory() ? rmdir(at(dir, name)) : unlink(at(dir, name)));
+	});
+}
+
+/* Serves method on PATH (its raw parts) of the sandbox mounted at root. */
+export async function serveTree(root, rawPath, method, url, req, res, { bodyMax }) {
+	const parts = treeParts(rawPath);
+	const what = `/${parts.join('/')}`;
+	try {
+		switch (method) {
+		case 'GET':
+			return await getPath(root, parts, url, req, res);
+		case 'PUT':
+			return json(res, 200, await put(root, parts, req, bodyMax));
+		case 'POST':
+			if (parts.length === 0) throw new BridgeError(409, 'exists', 'the root is there');
+			await inParentOf(root, parts, (dir, name) => mkdir(at(dir, name)));
+			return json(res, 201, { ok: true });
+		case 'DELETE':
+			await remove(root, parts);
+			return json(res, 200, { ok: true });
+		default:
+			throw new BridgeError(405, 'not_supported', `${method} is not a method of the tree`);
+		}
+	} catch (err) {
+		throw toBridgeError(err, what);
+	}
+}
+
+export function json(res, status, value) {
+	const body = JSON.stringify(value);
+	res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store' });
+	res.end(body);
+}
