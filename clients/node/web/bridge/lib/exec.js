@@ -78,7 +78,8 @@ export async function execStream(session, { text, timeout }, res) {
 	/* A command silent for long still moves bytes: the server's idle bound is for stalls. */
 	const keepalive = setInterval(() => res.write(': keepalive\n\n'), KEEPALIVE_MS);
 	try {
-		await readOutput(runDir, result, (s, bytes) => write(sse(s, bytes.toString('base64'))), ac.signal);
+		/* latin1: the frame is ASCII, and the base64 of a chunk is not encoded again as UTF-8. */
+		await readOutput(runDir, result, (s, bytes) => write(sse(s, bytes.toString('base64')), 'latin1'), ac.signal);
 		const r = await result;
 		if (r.timedOut) write(sse('error', JSON.stringify({ error: `command timed out after ${timeout} ms`, code: 'exec_error' })));
 		else if (r.exitCode === null || r.exitCode === undefined)

@@ -93,17 +93,9 @@ export function createBridge(opts) {
 	};
 	const onRequest = (req, res) => {
 		const t0 = Date.now();
-		let bytes = 0;
-		const write = res.write.bind(res), end = res.end.bind(res);
-		res.write = (chunk, ...rest) => {
-			if (chunk) bytes += Buffer.byteLength(chunk);
-			return write(chunk, ...rest);
-		};
-		res.end = (chunk, ...rest) => {
-			if (chunk && typeof chunk !== 'function') bytes += Buffer.byteLength(chunk);
-			return end(chunk, ...rest);
-		};
-		res.on('close', () => logLine(ctx.log, { who: res.caller ?? '-', method: req.method, path: req.url.split('?')[0], status: res.statusCode, bytes, ms: Date.now() - t0 }));
+		/* What went out on the socket for this request, headers included. */
+		const sent0 = req.socket.bytesWritten;
+		res.on('close', () => logLine(ctx.log, { who: res.caller ?? '-', method: req.method, path: req.url.split('?')[0], status: res.statusCode, bytes: req.socket.bytesWritten - sent0, ms: Date.now() - t0 }));
 		req.socket.setTimeout(IDLE_MS);
 		serve(ctx, req, res).catch((err) => sendError(res, toBridgeError(err, 'request')));
 	};

@@ -7,7 +7,7 @@ import { constants as C } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { BridgeError } from './errors.js';
 
-const CHUNK = 1 << 17;
+const CHUNK = 1 << 20;
 const PAUSE_MIN = 2, PAUSE_MAX = 40;
 
 export class Nudge {
@@ -66,10 +66,11 @@ export async function pump(path, onChunk, opts) {
 	}
 }
 
-/* res.write that waits for the socket when its buffer is full. */
+/* res.write (of bytes, or of a string in `encoding`) that waits for the socket when its buffer
+ * is full. */
 export function writer(res, signal) {
-	return (bytes) => {
-		if (res.write(bytes) || signal?.aborted) return undefined;
+	return (data, encoding) => {
+		if (res.write(data, encoding) || signal?.aborted) return undefined;
 		return new Promise((resolve) => {
 			const done = () => {
 				res.off('drain', done);
