@@ -119,6 +119,7 @@ def bridge():
         b = Bridge(f.mnt, tmp, "--max-body", str(4 << 20))
         try:
             yield b
+            assert b.proc.poll() is None, f"the bridge ended:\n{b.log.read_text()[-3000:]}"
         finally:
             b.stop()
     shutil.rmtree(tmp, ignore_errors=True)

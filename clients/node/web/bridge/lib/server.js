@@ -16,6 +16,7 @@ import { allows } from './tokens.js';
  * a tree GET lifts it once its request is in). */
 const HEADERS_MS = 10000;
 const IDLE_MS = 30000;
+const DRAIN_MAX = 64 << 20;
 
 class Limiter {
 	constructor({ rate, concurrent }) {
@@ -94,10 +95,10 @@ export function createBridge(opts) {
 	const onRequest = (req, res) => {
 		const t0 = Date.now();
 		/* What went out on the socket for this request, headers included. */
-		const sent0 = req.socket.bytesWritten;
-		res.on('close', () => logLine(ctx.log, { who: res.caller ?? '-', method: req.method, path: req.url.split('?')[0], status: res.statusCode, bytes: req.socket.bytesWritten - sent0, ms: Date.now() - t0 }));
+		const sock = req.socket, sent0 = sock.bytesWritten;
+		res.on('close', () => logLine(ctx.log, { who: res.caller ?? '-', method: req.method, path: req.url.split('?')[0], status: res.statusCode, bytes: sock.bytesWritten - sent0, ms: Date.now() - t0 }));
 		req.socket.setTimeout(IDLE_MS);
-		serve(ctx, req, res).catch((err) => sendError(res, toBridgeError(err, 'request')));
+		serve(ctx, req, res).catch((err) => refuse(req, res, toBridgeError(err, 'request')));
 	};
 	/* Node looks for requests past headersTimeout every connectionsCheckingInterval. */
 	const limits = { connectionsCheckingInterval: 1000 };
@@ -108,6 +109,21 @@ export function createBridge(opts) {
 	const accept = upgrader();
 	server.on('upgrade', (req, socket, head) => upgrade(ctx, accept, req, socket, head));
 	return server;
+}
+
+/* The error answered; a body not read to its end (one past a bound) is drained, up to
+ * DRAIN_MAX, so the client reads the answer instead of a reset; past that the connection goes. */
+function refuse(req, res, err) {
+	if (!req.complete) {
+		res.setHeader('Connection', 'close');
+		let drained = 0;
+		req.on('data', (c) => {
+			drained += c.length;
+			if (drained > DRAIN_MAX) req.socket?.destroy();
+		});
+		req.resume();
+	}
+	sendError(res, err);
 }
 
 async function upgrade(ctx, accept, req, socket, head) {
