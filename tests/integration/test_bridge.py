@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from sbxutil import REPO_ROOT, isolation_none, wait_until
+from sbxutil import REPO_ROOT, free_port, isolation_none
 from test_fleet import fleet
 
 WEB = REPO_ROOT / "clients" / "node" / "web"
@@ -39,13 +39,14 @@ pytestmark = [pytest.mark.client,
 
 
 class Bridge:
-    def __init__(self, fleet_mnt, tmp, *args, tls=None):
+    def __init__(self, fleet_mnt, tmp, *args, tls=None, port=0):
         self.tmp = Path(tmp)
+        self.tmp.mkdir(parents=True, exist_ok=True)
         self.tokens = self.tmp / "tokens"
         self.set_tokens(f"admin * {ADMIN}\nsolo solo {SOLO}\n")
         self.log = self.tmp / "bridge.log"
         cmd = ["node", str(BRIDGE), str(fleet_mnt), "--tokens", str(self.tokens),
-               "--listen", "127.0.0.1:0", *args]
+               "--listen", f"127.0.0.1:{port}", *args]
         if tls:
             cmd += ["--tls-cert", tls[0], "--tls-key", tls[1]]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=open(self.log, "wb"))
@@ -451,3 +452,43 @@ def test_tls_with_a_certificate_given_at_start(bridge, tmp_path):
             raise ConnectionError("answered as HTTP, with an error")
     finally:
         b.stop()
+
+
+def test_a_fleet_across_two_nodes_any_node_answers_for_any_sandbox(bridge, tmp_path):
+    """Two fleets, a bridge each with the same --peers: every request through either node reaches
+    the sandbox on the node that owns its id (the other fleet never has it), a new sandbox is
+    made on its owner, and a peer that is down is a 502 that says so."""
+    ports = [free_port(), free_port()]
+    peers = ",".join(f"http://127.0.0.1:{p}" for p in ports)
+    with fleet("--max", "16") as fb:
+        a = Bridge(bridge.proc.args[2], tmp_path / "a", "--peers", peers, "--self", "0", port=ports[0])
+        b = Bridge(fb.mnt, tmp_path / "b", "--peers", peers, "--self", "1", port=ports[1])
+        mounts = [Path(bridge.proc.args[2]), fb.mnt]
+        try:
+            owners = {}
+            for i in range(8):
+                id = f"spread{i}"
+                for node in (a, b):
+                    status, ev = node.exec(id, ["sh", "-c", "echo $0", id])
+                    assert status == 200 and output(ev, "stdout") == f"{id}\n".encode(), ev
+                have = [(m / id).is_dir() for m in mounts]
+                assert have.count(True) == 1, (id, have)
+                owners[id] = have.index(True)
+            assert set(owners.values()) == {0, 1}, owners  # 8 ids, both nodes own some
+            # files, the tree and new sandboxes go to the owner too
+            id = next(k for k, v in owners.items() if v == 1)
+            assert a.call("PUT", f"/v1/sandbox/{id}/file/workspace/f", b"via a")[0] == 200
+            assert b.call("GET", f"/v1/sandbox/{id}/fs/workspace/f")[2] == b"via a"
+            assert (fb.mnt / id / "fs" / "workspace" / "f").read_bytes() == b"via a"
+            made = [a.json("POST", "/v1/sandbox")[1]["id"] for _ in range(6)]
+            assert all(sum((m / new).is_dir() for m in mounts) == 1 for new in made), made
+            assert a.json("GET", f"/v1/sandbox/{made[0]}/running")[1] == {"running": True}
+            # no token, no forwarding
+            assert a.json("GET", f"/v1/sandbox/{id}/running", token=None)[0] == 401
+            b.stop()
+            status, body = a.json("GET", f"/v1/sandbox/{id}/running")
+            assert status == 502 and "node did not answer" in body["error"], body
+        finally:
+            for node in (a, b):
+                if node.proc.poll() is None:
+                    node.stop()

@@ -44,7 +44,8 @@ def run_suite(sbx, files, env=None, timeout=150):
 
 @pytest.mark.sbx_timeout(120)
 def test_web_server(sbx):
-    out = run_suite(sbx, ["test/ansi.test.js", "test/ws.test.js", "test/server.test.js"])
+    out = run_suite(sbx, ["test/ansi.test.js", "test/ws.test.js", "test/server.test.js",
+                          "test/peers.test.js"])
     assert "# fail 0" in out and "# pass 0" not in out
 
 

@@ -21,6 +21,10 @@ whole tree of each sandbox under /v1/sandbox/ID/fs/. Every call is file operatio
                        serve HTTPS with this certificate and key (PEM)
   --behind-proxy       serve plain HTTP on a non-loopback HOST (a TLS proxy in front)
   --max-body BYTES     the largest body of a PUT (default 1073741824)
+  --peers URL,URL,...  a fleet across nodes: every node's bridge URL, in one order on all of
+                       them; a request for a sandbox another node owns is forwarded there
+  --self N             which of --peers this node is (from 0)
+  --peer-ca FILE       the CA that signed the peers' certificates (https peers)
   --rate N             requests a second per token (default 50, bursts of N)
   --concurrent N       requests at once per token (default 32)
   -h, --help           this help
@@ -49,6 +53,9 @@ try {
 			'behind-proxy': { type: 'boolean' },
 			'max-body': { type: 'string', default: String(1 << 30) },
 			rate: { type: 'string', default: '50' },
+			peers: { type: 'string' },
+			self: { type: 'string' },
+			'peer-ca': { type: 'string' },
 			concurrent: { type: 'string', default: '32' },
 			help: { type: 'boolean', short: 'h' },
 		},
@@ -91,7 +98,30 @@ if (v['tls-cert']) {
 }
 if (!loopback && !tls && !v['behind-proxy']) die(`${host} is not loopback: give --tls-cert and --tls-key, or --behind-proxy`);
 
+let cluster = { peers: null, self: 0, ca: undefined };
+if (v.peers !== undefined) {
+	const peers = v.peers.split(',');
+	for (const p of peers) {
+		try {
+			if (!/^https?:$/.test(new URL(p).protocol)) throw new Error();
+		} catch {
+			die(`--peers: ${JSON.stringify(p)} is not an http or https URL`);
+		}
+	}
+	if (v.self === undefined || !/^(0|[1-9][0-9]{0,5})$/.test(v.self) || Number(v.self) >= peers.length)
+		die(`--self: the index of this node in --peers (0 to ${peers.length - 1})`);
+	let ca;
+	if (v['peer-ca']) {
+		try {
+			ca = readFileSync(v['peer-ca']);
+		} catch (e) {
+			die(e.message);
+		}
+	}
+	cluster = { peers, self: Number(v.self), ca };
+} else if (v.self !== undefined) die('--self goes with --peers');
 const server = createBridge({
+	cluster,
 	mount, tokens, loopback, tls,
 	bodyMax: positive('max-body', v['max-body']),
 	rate: positive('rate', v.rate),

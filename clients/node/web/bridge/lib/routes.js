@@ -11,6 +11,7 @@ import { isName } from '../../../lib/names.js';
 import { BridgeError, invalid, toBridgeError } from './errors.js';
 import { commandOf, execStream, hydrate, inWorkspace, persist, WORKSPACE } from './exec.js';
 import { OPENAPI } from './openapi.js';
+import { forward, forwardTarget } from './peers.js';
 import { getPath, inParentOf, json, putWorkspace, serveTree } from './tree.js';
 
 const SESSION_ID = /^[a-zA-Z0-9._-]{1,128}$/;
@@ -105,12 +106,25 @@ const notHere = (what, code) => async () => {
 		? 'a fleet starts a sandbox on its first use, with no warm pool' : 'sbxfs mounts no buckets'}`);
 };
 
-async function createSandbox({ sb }) {
+/* A new sandbox: with ?id=, that one (409 if it is there); else one of the fleet's clone, or
+ * across nodes a random id, made on the node that owns it (peers.js). */
+async function createSandbox({ sb, url, req, res, cluster }) {
+	let id = url.searchParams.get('id') ?? undefined;
+	if (id === undefined && cluster.peers) {
+		id = randomBytes(15).toString('base64url').toLowerCase().replace(/[^a-z0-9]/g, 'x');
+		const target = forwardTarget(req, id, cluster);
+		if (target) {
+			req.url = `/v1/sandbox?id=${id}`;
+			return void (await forward(req, res, target, cluster));
+		}
+	}
+	if (id !== undefined) sb.checkId(id);
 	try {
-		const box = await sb.fleet.create();
+		const box = await sb.fleet.create(id === undefined ? {} : { id });
 		return { id: box.sandboxId };
 	} catch (err) {
 		if (err.code === 'SANDBOX_LIMIT') throw new BridgeError(503, 'capacity_exceeded', err.message);
+		if (err.code === 'SANDBOX_ALREADY_EXISTS') throw new BridgeError(409, 'exists', err.message);
 		throw toBridgeError(err, 'new sandbox');
 	}
 }

@@ -7,6 +7,7 @@ import { createServer as httpsServer } from 'node:https';
 import { isLoopback } from '../../lib/auth.js';
 import { refuseUpgrade, upgrader } from '../../lib/ws.js';
 import { BridgeError, invalid, sendError, toBridgeError } from './errors.js';
+import { forward, forwardTarget, forwardUpgrade } from './peers.js';
 import { bridgePty, ptyTerminal } from './pty.js';
 import { match, Sandboxes, json } from './routes.js';
 import { allows } from './tokens.js';
@@ -78,14 +79,17 @@ async function serve(ctx, req, res) {
 	const release = caller ? ctx.limiter.take(caller.name) : () => {};
 	res.on('close', release);
 	try {
-		const out = await route[2]({ sb: ctx.sandboxes, p, req, res, url, bodyMax: ctx.bodyMax });
+		const target = p.id === undefined ? null : forwardTarget(req, p.id, ctx.cluster);
+		if (target) return await forward(req, res, target, ctx.cluster);
+		const out = await route[2]({ sb: ctx.sandboxes, p, req, res, url, bodyMax: ctx.bodyMax, cluster: ctx.cluster });
 		if (out !== undefined && !res.headersSent) json(res, 200, out);
 	} finally {
 		release();
 	}
 }
 
-/* {tokens, mount, loopback, tls: {cert, key} | null, bodyMax, rate, concurrent, log}. */
+/* {tokens, mount, loopback, tls: {cert, key} | null, bodyMax, rate, concurrent, log, cluster:
+ * {peers: [URL] | null, self: index, ca}}. */
 export function createBridge(opts) {
 	const ctx = {
 		...opts,
@@ -133,6 +137,8 @@ async function upgrade(ctx, accept, req, socket, head) {
 	try {
 		g = gate(ctx, req, url);
 		if (!g.route[1].endsWith('/pty')) throw new BridgeError(400, 'invalid_request', 'only /pty upgrades');
+		const target = forwardTarget(req, g.p.id, ctx.cluster);
+		if (target) return forwardUpgrade(req, socket, head, target, ctx.cluster);
 		const size = (k) => {
 			const v = url.searchParams.get(k);
 			if (v === null) return 0;
