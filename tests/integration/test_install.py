@@ -539,3 +539,76 @@ def test_kubernetes_recipe_required_fields():
     assert float(opts["cpu_max"]) <= float(limits["cpu"])
     claims = {t["metadata"]["name"] for t in spec.get("volumeClaimTemplates", [])}
     assert set(mounts) - {name} <= claims
+
+
+FLEET_K8S = REPO_ROOT / "examples/kubernetes/fleet"
+
+
+def fleet_manifests():
+    kust = yaml_load(FLEET_K8S / "kustomization.yaml")[0]
+    docs = [d for name in kust["resources"] for d in yaml_load(FLEET_K8S / name)]
+    return {(d["kind"], d["metadata"]["name"]): d for d in docs}
+
+
+@pytest.mark.no_daemon
+def test_kubernetes_fleet_recipe_fits_together():
+    """The fleet across nodes: PEERS names every replica through the headless Service the
+    StatefulSet names, in ordinal order (the ordinal is the node's place); the fleet container
+    is privileged and shares its mount Bidirectional, the bridge sees it HostToContainer and
+    is not privileged; the tokens Secret is mounted 0400 where --tokens reads it; the Ingress
+    and the NetworkPolicy reach the bridge's port."""
+    m = fleet_manifests()
+    sts = m[("StatefulSet", "sbxfs-fleet")]
+    spec, pod = sts["spec"], sts["spec"]["template"]["spec"]
+    headless = m[("Service", spec["serviceName"])]
+    assert headless["spec"]["clusterIP"] == "None"
+    labels = spec["template"]["metadata"]["labels"]
+    assert spec["selector"]["matchLabels"].items() <= labels.items()
+    for svc in (headless, m[("Service", "sbxfs-bridge")]):
+        assert svc["spec"]["selector"].items() <= labels.items()
+    fleet_c = next(c for c in pod["containers"] if c["name"] == "fleet")
+    bridge_c = next(c for c in pod["containers"] if c["name"] == "bridge")
+    assert fleet_c["securityContext"]["privileged"] is True
+    assert "securityContext" not in bridge_c or not bridge_c["securityContext"].get("privileged")
+    shared = {v["name"] for v in pod["volumes"] if "emptyDir" in v}
+    fm = {v["name"]: v for v in fleet_c["volumeMounts"]}
+    bm = {v["name"]: v for v in bridge_c["volumeMounts"]}
+    (name,) = shared & set(fm) & set(bm)
+    assert fm[name]["mountPropagation"] == "Bidirectional"
+    assert bm[name]["mountPropagation"] == "HostToContainer"
+    fleet_mnt = fleet_c["args"][-1]
+    assert fleet_mnt.startswith(fm[name]["mountPath"] + "/")
+    script = bridge_c["args"][0]
+    assert f"sbxfs-bridge.js {fleet_mnt} " in script and "--behind-proxy" in script
+    env = {e["name"]: e["value"] for e in bridge_c["env"]}
+    peers = env["PEERS"].split(",")
+    port = bridge_c["ports"][0]["containerPort"]
+    assert peers == [f"http://{sts['metadata']['name']}-{i}.{headless['metadata']['name']}:{port}"
+                     for i in range(spec["replicas"])]
+    assert '--self "${HOSTNAME##*-}"' in script and f"0.0.0.0:{port}" in script
+    tokens = next(v for v in pod["volumes"] if "secret" in v)
+    assert tokens["secret"]["defaultMode"] == 0o400
+    tdir = next(v for v in bridge_c["volumeMounts"] if v["name"] == tokens["name"])["mountPath"]
+    assert f"--tokens {tdir}/tokens " in script
+    ing = m[("Ingress", "sbxfs-bridge")]
+    backend = ing["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]
+    assert backend["name"] == "sbxfs-bridge" and backend["port"]["name"] == bridge_c["ports"][0]["name"]
+    assert ing["metadata"]["annotations"]["nginx.ingress.kubernetes.io/proxy-buffering"] == "off"
+    pol = m[("NetworkPolicy", "sbxfs-bridge")]
+    assert pol["spec"]["podSelector"]["matchLabels"].items() <= labels.items()
+    assert pol["spec"]["ingress"][0]["ports"] == [{"port": port}]
+
+
+@pytest.mark.no_daemon
+@pytest.mark.skipif(shutil.which("kubectl") is None,
+                    reason="kubectl is not installed (scripts/bootstrap --test installs Debian's "
+                           "kubernetes-client)")
+def test_kubernetes_fleet_recipe_builds_with_kustomize():
+    """kubectl kustomize builds the recipe offline (no cluster is reachable here, so nothing is
+    applied): every resource comes out, with the kinds the recipe names."""
+    res = subprocess.run(["kubectl", "kustomize", str(FLEET_K8S)], capture_output=True, text=True,
+                         timeout=60)
+    assert res.returncode == 0, res.stderr
+    yaml = pytest.importorskip("yaml", reason="python3-yaml is not installed")
+    built = {(d["kind"], d["metadata"]["name"]) for d in yaml.safe_load_all(res.stdout)}
+    assert built == set(fleet_manifests()), built
