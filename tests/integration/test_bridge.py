@@ -218,6 +218,18 @@ def test_exec_streams_both_outputs_then_its_exit_and_refuses_what_the_bridge_ref
     assert output(ev, "stdout") == b"out1\nout2\nout3\n"
     assert output(ev, "stderr") == b"err1\nerr2\nerr3\n"
     assert ev[-1] == ("exit", '{"exit_code":7}')
+    # a longer command streams: its first output comes while it runs
+    c = bridge.conn()
+    c.request("POST", "/v1/sandbox/ex/exec", body=json.dumps({"argv": ["sh", "-c", "echo first; sleep 1.5; echo second"]}),
+              headers={"Authorization": f"Bearer {ADMIN}", "Content-Type": "application/json"})
+    r = c.getresponse()
+    t0 = time.monotonic()
+    first = r.read1(4096)
+    assert first.startswith(b"event: stdout\ndata: " + base64.b64encode(b"first\n")), first
+    assert time.monotonic() - t0 < 1.2
+    rest = r.read()
+    assert base64.b64encode(b"second\n") in rest and b'"exit_code":0' in rest, rest
+    c.close()
     # any byte, base64 on the wire
     status, ev = bridge.exec("ex", ["printf", "\\000\\377\\n"])
     assert output(ev, "stdout") == b"\x00\xff\n"

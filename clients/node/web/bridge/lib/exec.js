@@ -17,6 +17,11 @@ import { Nudge, pump, receive, writer } from './stream.js';
 export const WORKSPACE = '/workspace';
 const HYDRATE_MAX = 1 << 30;
 const KEEPALIVE_MS = 15000;
+/* How long a command may take to be answered from its result alone: its first output waits
+ * that long at most. */
+const FOLLOW_AFTER_MS = 5;
+
+const sleep = (ms) => new Promise((r) => setTimeout(() => r(null), ms));
 
 /* A path as the Bridge takes it (relative ones under /workspace), normalized; null if it is
  * not /workspace or beneath it. */
@@ -53,9 +58,26 @@ async function start(session, text, timeout) {
 	}
 }
 
-/* Both output files of runDir to onChunk(stream, bytes), to their ends; the result nudges the
- * readers out of their pauses at once, so the last bytes follow the end without a delay. */
+/* A stream's bytes as the result embeds them, or null when it holds only a part. */
+function embedded(r, name) {
+	if (r.truncated || r[`${name}Truncated`]) return null;
+	const v = r[name] ?? '';
+	return Buffer.from(v, r[`${name}Encoding`] === 'base64' ? 'base64' : 'utf8');
+}
+
+/* Both output files of runDir to onChunk(stream, bytes), to their ends. A command that ends
+ * within FOLLOW_AFTER_MS is answered from its result, which embeds its output whole (no file
+ * of it is opened); a longer one is followed, and its result nudges the readers out of their
+ * pauses, so the last bytes follow the end without a delay. */
 async function readOutput(runDir, result, onChunk, signal) {
+	const early = await Promise.race([result.then((r) => r, () => null), sleep(FOLLOW_AFTER_MS)]);
+	if (early) {
+		const parts = ['stdout', 'stderr'].map((s) => [s, embedded(early, s)]);
+		if (parts.every(([, b]) => b !== null)) {
+			for (const [s, b] of parts) if (b.length) await onChunk(s, b);
+			return;
+		}
+	}
 	const nudges = [new Nudge(), new Nudge()];
 	result.then(() => nudges.forEach((n) => n.wake()), () => {});
 	await Promise.all(['stdout', 'stderr'].map((s, i) =>

@@ -21,6 +21,7 @@ export class Sandboxes {
 	constructor(root) {
 		this.fleet = new Fleet(root);
 		this.root = root;
+		this.boxes = new Map(); /* id -> the client's FleetSandbox */
 	}
 
 	checkId(id) {
@@ -29,14 +30,26 @@ export class Sandboxes {
 	}
 
 	/* The sandbox `id`, made on its first use as the Bridge's ids are (a Durable Object is
-	 * there for any name); up once this resolves. 503 capacity_exceeded past the bound. */
+	 * there for any name); up once this resolves. 503 capacity_exceeded past the bound. The
+	 * client's object is kept (its sessions' state with it) while the sandbox is there: a
+	 * stat of FLEET/ID says so, cheaper than the mkdir that makes one. */
 	async get(id) {
+		this.checkId(id);
+		const known = this.boxes.get(id);
+		if (known && (await stat(join(this.root, id)).then(() => true, () => false))) return known;
 		try {
-			return await this.fleet.getSandbox(this.checkId(id));
+			const box = await this.fleet.getSandbox(id);
+			this.boxes.set(id, box);
+			return box;
 		} catch (err) {
+			this.boxes.delete(id);
 			if (err.code === 'SANDBOX_LIMIT') throw new BridgeError(503, 'capacity_exceeded', err.message);
 			throw toBridgeError(err, `sandbox ${id}`, [502, 'exec_transport_error']);
 		}
+	}
+
+	forget(id) {
+		this.boxes.delete(id);
 	}
 
 	mount(id) {
@@ -130,6 +143,7 @@ async function createSandbox({ sb, url, req, res, cluster }) {
 }
 
 async function destroySandbox({ sb, p, res }) {
+	sb.forget(p.id);
 	try {
 		await sb.fleet.kill(sb.checkId(p.id));
 	} catch (err) {
