@@ -333,6 +333,25 @@ def test_the_tree_reads_and_writes_every_kind_of_control_file(bridge):
     assert bridge.json("DELETE", f"{base}/")[0] == 403
     for bad in ("sessions/../../x", "sessions/%2e%2e/x", "a%00b", "a%2fb"):
         assert bridge.json("GET", f"{base}/{bad}")[0] in (400, 404), bad
+    # a run handle: the run number of this very submission, on the same open
+    status, _, n = bridge.call("PUT", f"{base}/sessions/default/cmd?reply", b"echo handled\n")
+    assert status == 200 and re.fullmatch(rb"[1-9][0-9]*\n", n), n
+    assert bridge.call("GET", f"{base}/sessions/default/runs/{int(n)}/stdout")[2] == b"handled\n"
+    # ?nowait: what a running command's stdout holds now; ?stat: lstat as JSON
+    bridge.call("PUT", f"{base}/sessions/default/cmd", b"echo now; sleep 2\n")
+    wait = time.monotonic()
+    assert bridge.call("GET", f"{base}/sessions/default/stdout?nowait")[2] in (b"", b"now\n")
+    assert time.monotonic() - wait < 1.5
+    st = bridge.json("GET", f"{base}/sessions/default/cmd?stat")[1]
+    assert st["type"] == "file" and isinstance(st["mtimeMs"], (int, float)), st
+    assert bridge.json("GET", f"{base}/workspace?stat")[1]["type"] == "directory"
+    # ?rename=: rename(2) within the tree, no link followed on either side
+    assert bridge.call("PUT", f"{base}/workspace/old", b"x")[0] == 200
+    assert bridge.json("POST", f"{base}/workspace/old?rename=workspace/new%25name")[0] == 200
+    assert bridge.call("GET", f"{base}/workspace/new%25name")[2] == b"x"
+    bridge.exec("tr", ["ln", "-s", "/tmp", "/workspace/tmplink"])
+    status, body = bridge.json("POST", f"{base}/workspace/new%25name?rename=workspace/tmplink/escaped")
+    assert status == 403, body
     # a directory's names as JSON, any byte: a name that is not UTF-8 comes as base64
     bridge.exec("tr", ["sh", "-c", "cd /workspace && touch \"$(printf 'bad\\377name')\" 'line\nbreak'"])
     names = bridge.json("GET", f"{base}/workspace")[1]

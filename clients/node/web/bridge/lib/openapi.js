@@ -158,20 +158,24 @@ export const OPENAPI = {
 		'/v1/sandbox/{id}/fs/{path}': {
 			get: {
 				summary: 'Reads a file of the tree, or lists a directory', tags: ['tree'],
-				parameters: [ID, TREE, { name: 'offset', in: 'query', schema: { type: 'integer', minimum: 0 }, description: 'Reads from this byte on.' }],
+				parameters: [ID, TREE, { name: 'offset', in: 'query', schema: { type: 'integer', minimum: 0 }, description: 'Reads from this byte on.' },
+					{ name: 'stat', in: 'query', schema: { type: 'boolean' }, description: 'lstat as JSON: type, size, mode, mtimeMs.' },
+					{ name: 'nowait', in: 'query', schema: { type: 'boolean' }, description: 'What the file holds now, without waiting.' }],
 				description: 'A file streams to its end as cat reads it (a running command\'s stdout until it ends); a directory is a JSON array of TreeEntry.',
 				'x-codeSamples': curl(`curl -N ${BASE}/v1/sandbox/my-sandbox/fs/sessions/default/stdout ${H}`),
 				responses: { '200': { description: 'The bytes, or the listing.', content: { ...bytes, ...jsonOf({ type: 'array', items: ref('TreeEntry') }) } }, '400': err('A bad path, or not a file or directory.'), '403': err('A symbolic link, or refused by the mount.'), '404': err('No such file.'), ...AUTH },
 			},
 			put: {
-				summary: 'Writes a file of the tree', tags: ['tree'], parameters: [ID, TREE],
+				summary: 'Writes a file of the tree', tags: ['tree'],
+				parameters: [ID, TREE, { name: 'reply', in: 'query', schema: { type: 'boolean' }, description: 'A run handle: the line the file answers after the write, on the same open.' }],
 				description: 'One open, the whole body, one close, as `echo ... > FILE`; a workspace file is replaced whole by a rename.',
 				requestBody: { required: true, content: bytes },
 				'x-codeSamples': curl(`curl -X PUT ${BASE}/v1/sandbox/my-sandbox/fs/sessions/default/cmd ${H} --data-binary 'echo hi'`),
 				responses: { '200': { description: 'Written.', content: jsonOf(ref('OkResponse')) }, '400': err('Refused by the file (EINVAL).'), '403': err('Refused by the mount.'), '413': err('Past the body bound.'), ...AUTH },
 			},
 			post: {
-				summary: 'Makes a directory', tags: ['tree'], parameters: [ID, TREE],
+				summary: 'Makes a directory, or renames', tags: ['tree'],
+				parameters: [ID, TREE, { name: 'rename', in: 'query', schema: { type: 'string' }, description: 'rename(2) to this path of the tree instead.' }],
 				description: 'mkdir: a session, a snapshot, an exposed port, a workspace directory.',
 				'x-codeSamples': curl(`curl -X POST ${BASE}/v1/sandbox/my-sandbox/fs/sessions/build ${H}`),
 				responses: { '201': { description: 'Made.', content: jsonOf(ref('OkResponse')) }, '409': err('It is there.'), ...AUTH },

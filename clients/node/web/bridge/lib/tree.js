@@ -8,7 +8,7 @@
 // sandboxed command plants leads the host outside the tree.
 import { constants as C } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { lstat, mkdir, mkdtemp, open, readdir, rename, rm, rmdir, unlink } from 'node:fs/promises';
+import { lstat, mkdir, mkdtemp, open, readdir, rename, rm, rmdir, stat, unlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { at, openChild, openDir } from '../../../lib/beneath.js';
@@ -16,16 +16,17 @@ import { BridgeError, invalid, toBridgeError } from './errors.js';
 import { pumpHandle, receive, writer } from './stream.js';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
+const REPLY_BODY_MAX = 1 << 20;
 
 /* The names of PATH (its raw parts, percent-escaped): none empty, `.`, `..`, or holding a NUL
  * or a `/`. A trailing `/` is allowed (a directory's name as `ls` shows it). */
-export function treeParts(raw) {
+export function treeParts(raw, { decoded = false } = {}) {
 	const parts = raw.replace(/\/$/, '').split('/');
 	if (parts.length === 1 && parts[0] === '') return [];
 	return parts.map((p) => {
-		let name;
+		let name = p;
 		try {
-			name = decodeURIComponent(p);
+			if (!decoded) name = decodeURIComponent(p);
 		} catch {
 			throw invalid('bad escape in path');
 		}
@@ -74,10 +75,38 @@ function offsetOf(url) {
 	return Number(v);
 }
 
+/* ?stat: what lstat says of PATH, as JSON. */
+function statOf(st) {
+	const type = st.isDirectory() ? 'directory' : st.isFile() ? 'file' : st.isSymbolicLink() ? 'symlink' : 'other';
+	return { type, size: st.size, mode: st.mode & 0o7777, mtimeMs: st.mtimeMs };
+}
+
+/* ?nowait: what the file holds now, without waiting for more (O_NONBLOCK reads to EAGAIN or
+ * EOF), so a log-like file's current content or a refusal comes back at once. */
+async function readNow(fh) {
+	const chunks = [];
+	for (let pos = 0; ; ) {
+		const buf = Buffer.allocUnsafe(1 << 17);
+		let n;
+		try {
+			({ bytesRead: n } = await fh.read(buf, 0, buf.length, pos));
+		} catch (e) {
+			if (e.code === 'EAGAIN') break;
+			throw e;
+		}
+		if (n === 0) break;
+		chunks.push(buf.subarray(0, n));
+		pos += n;
+	}
+	return Buffer.concat(chunks);
+}
+
 export async function getPath(root, parts, url, req, res) {
 	const offset = offsetOf(url);
 	await inParentOf(root, parts, async (dir, name) => {
-		const st = name ? await lstat(at(dir, name)) : { isDirectory: () => true };
+		/* the root itself: its descriptor's magic link, which stat follows to the directory */
+		const st = name ? await lstat(at(dir, name)) : await stat(at(dir));
+		if (url.searchParams.has('stat')) return json(res, 200, statOf(st));
 		if (st.isDirectory()) {
 			const child = name ? await openChild(dir, name) : dir;
 			try {
@@ -91,6 +120,15 @@ export async function getPath(root, parts, url, req, res) {
 		if (st.isSymbolicLink()) throw new BridgeError(403, 'forbidden', `${name}: a symbolic link, which the tree does not follow`);
 		if (!st.isFile()) throw invalid(`${name}: not a regular file or a directory`);
 		const fh = await open(at(dir, name), C.O_RDONLY | C.O_NONBLOCK | C.O_NOFOLLOW | C.O_NOCTTY);
+		if (url.searchParams.has('nowait')) {
+			try {
+				const body = await readNow(fh);
+				res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Length': body.length, 'Cache-Control': 'no-store' });
+				return void res.end(body);
+			} finally {
+				await fh.close();
+			}
+		}
 		const ac = new AbortController();
 		res.on('close', () => ac.abort());
 		/* A stream may wait on a command for long: the request is in, the idle bound is off. */
@@ -171,11 +209,52 @@ async function putControl(dir, name, req, bodyMax) {
 	}
 }
 
+/* ?reply: a run handle. The body written on a read-write open, then the line the file answers
+ * with read on the same open (a command's run number), then one close; the line is the answer. */
+async function putReply(dir, name, req) {
+	const body = await new Promise((resolve, reject) => {
+		const chunks = [];
+		let size = 0;
+		req.on('data', (c) => {
+			size += c.length;
+			if (size > REPLY_BODY_MAX) req.destroy(new BridgeError(413, 'too_large', `a run handle takes at most ${REPLY_BODY_MAX} bytes`));
+			else chunks.push(c);
+		});
+		req.on('end', () => resolve(Buffer.concat(chunks)));
+		req.on('error', reject);
+	});
+	const fh = await open(at(dir, name), C.O_RDWR | C.O_NOFOLLOW | C.O_NOCTTY);
+	let closed = false;
+	try {
+		for (let off = 0; off < body.length; ) off += (await fh.write(body, off, body.length - off)).bytesWritten;
+		const buf = Buffer.alloc(256);
+		let got = 0;
+		while (got < buf.length && (got === 0 || buf[got - 1] !== 0x0a)) {
+			const { bytesRead } = await fh.read(buf, got, buf.length - got, null);
+			if (bytesRead === 0) break;
+			got += bytesRead;
+		}
+		closed = true;
+		await fh.close();
+		return buf.subarray(0, got);
+	} finally {
+		if (!closed) await fh.close().catch(() => {});
+	}
+}
+
 async function put(root, parts, req, bodyMax) {
 	if (parts.length === 0) throw new BridgeError(409, 'is_directory', 'the root is a directory');
 	const inWs = parts[0] === 'workspace' && parts.length > 1;
 	await inParentOf(root, parts, (dir, name) => (inWs ? putWorkspace : putControl)(dir, name, req, bodyMax));
 	return { ok: true };
+}
+
+/* ?rename=NEW: rename(2) of PATH to NEW (names of the same tree), each parent walked by
+ * descriptor. */
+async function renamePath(root, from, to) {
+	if (to.length === 0) throw new BridgeError(409, 'exists', 'the root is there');
+	await inParentOf(root, from, (fdir, fname) =>
+		inParentOf(root, to, (tdir, tname) => rename(at(fdir, fname), at(tdir, tname))));
 }
 
 async function remove(root, parts) {
@@ -195,9 +274,19 @@ export async function serveTree(root, rawPath, method, url, req, res, { bodyMax 
 		case 'GET':
 			return await getPath(root, parts, url, req, res);
 		case 'PUT':
+			if (url.searchParams.has('reply')) {
+				if (parts.length === 0) throw new BridgeError(409, 'is_directory', 'the root is a directory');
+				const reply = await inParentOf(root, parts, (dir, name) => putReply(dir, name, req));
+				res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Length': reply.length });
+				return void res.end(reply);
+			}
 			return json(res, 200, await put(root, parts, req, bodyMax));
 		case 'POST':
 			if (parts.length === 0) throw new BridgeError(409, 'exists', 'the root is there');
+			if (url.searchParams.has('rename')) {
+				await renamePath(root, parts, treeParts(url.searchParams.get('rename'), { decoded: true }));
+				return json(res, 200, { ok: true });
+			}
 			await inParentOf(root, parts, (dir, name) => mkdir(at(dir, name)));
 			return json(res, 201, { ok: true });
 		case 'DELETE':
