@@ -116,7 +116,7 @@ def output(events, stream):
 @pytest.fixture(scope="module")
 def bridge():
     tmp = tempfile.mkdtemp(prefix="sbxfs-it-bridge-")
-    with fleet("--max", "16") as f:
+    with fleet("--max", "32") as f:
         b = Bridge(f.mnt, tmp, "--max-body", str(4 << 20))
         try:
             yield b
@@ -511,7 +511,9 @@ def test_a_fleet_across_two_nodes_any_node_answers_for_any_sandbox(bridge, tmp_p
             assert a.call("PUT", f"/v1/sandbox/{id}/file/workspace/f", b"via a")[0] == 200
             assert b.call("GET", f"/v1/sandbox/{id}/fs/workspace/f")[2] == b"via a"
             assert (fb.mnt / id / "fs" / "workspace" / "f").read_bytes() == b"via a"
-            made = [a.json("POST", "/v1/sandbox")[1]["id"] for _ in range(6)]
+            answers = [a.json("POST", "/v1/sandbox") for _ in range(6)]
+            assert all(status == 200 for status, _ in answers), answers
+            made = [body["id"] for _, body in answers]
             assert all(sum((m / new).is_dir() for m in mounts) == 1 for new in made), made
             assert a.json("GET", f"/v1/sandbox/{made[0]}/running")[1] == {"running": True}
             # no token, no forwarding

@@ -15,10 +15,10 @@ pytestmark = pytest.mark.client
 NODE_DIR = REPO_ROOT / "clients" / "node"
 
 
-def _run(argv, timeout):
+def _run(argv, timeout, env=None):
     """argv in clients/node; past `timeout` it gets SIGTERM (on which the node tests unmount
     their sbxfs), then SIGKILL."""
-    env = dict(os.environ, SBXFS_BIN=str(sbxfs_binary()))
+    env = dict(os.environ, SBXFS_BIN=str(sbxfs_binary()), **(env or {}))
     with subprocess.Popen(argv, cwd=NODE_DIR, env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True) as proc:
         try:
@@ -37,11 +37,11 @@ def _run(argv, timeout):
     return out
 
 
-def _node_suite(file, timeout):
+def _node_suite(file, timeout, env=None):
     """node --test FILE in clients/node; its output, once it passed with no failure."""
     if not shutil.which("node"):
         pytest.skip("node is not installed (scripts/bootstrap installs nodejs)")
-    out = _run(["node", "--test", file], timeout=timeout)
+    out = _run(["node", "--test", file], timeout=timeout, env=env)
     assert "# fail 0" in out and "# pass " in out, out[-4000:]
     return out
 
@@ -49,6 +49,16 @@ def _node_suite(file, timeout):
 @pytest.mark.sbx_timeout(240)
 def test_node_suite():
     _node_suite("test/client.test.mjs", 220)
+
+
+@pytest.mark.sbx_timeout(240)
+@pytest.mark.skipif(os.geteuid() != 0 or isolation_none(),
+                    reason="over HTTP the suite's sandbox is a fleet's: root's, isolated")
+def test_node_suite_over_http():
+    """The same suite with getSandbox(URL, {token}): a sandbox of a fleet through sbxfs-bridge's
+    tree routes, every call a request."""
+    out = _node_suite("test/client.test.mjs", 220, env={"SBXFS_CLIENT_TRANSPORT": "http"})
+    assert "# skipped 0" in out, out[-2000:]
 
 
 @pytest.mark.sbx_timeout(180)

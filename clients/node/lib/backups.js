@@ -3,7 +3,7 @@
 // even while commands run); the object names it and the directory, and restoring it restores
 // that directory in place.
 import { randomBytes } from 'node:crypto';
-import { rmdir } from 'node:fs/promises';
+import { rmdir } from './io.js';
 import { join } from 'node:path';
 import { ValidationError, mapError } from './errors.js';
 import { workspaceParts } from './files.js';

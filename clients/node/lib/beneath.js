@@ -7,8 +7,13 @@
 // descriptor holds (a "magic link"), not from a path a command could change meanwhile, and
 // O_NOFOLLOW|O_DIRECTORY refuses a link at that name. So the walk has no window between a
 // check and a use: each step starts from a directory already held. Needs /proc (Linux).
+//
+// A sandbox over HTTP (remote.js) has no descriptors here: its "directory" is its path, and the
+// server walks each request's path the same way, by descriptor and following no link.
 import { constants as C } from 'node:fs';
 import { lstat, mkdir, open } from 'node:fs/promises';
+import * as io from './io.js';
+import { remoteOf } from './remote.js';
 
 // Linux's O_PATH, which fs.constants lacks: a handle that only names a directory (no read
 // permission needed), enough to resolve names from.
@@ -31,11 +36,34 @@ export function isDirError() {
 
 /* The path that names `name` in the directory `dir` holds (the directory itself without one). */
 export function at(dir, name) {
+	if (dir.remote) return name ? `${dir.path}/${name}` : dir.path;
 	return name ? `/proc/self/fd/${dir.fd}/${name}` : `/proc/self/fd/${dir.fd}`;
+}
+
+/* A remote directory's stand-in for a descriptor: its path, checked to be a directory. */
+async function remoteDir(path) {
+	const st = await io.lstat(path);
+	if (st.isSymbolicLink()) throw linkError();
+	if (!st.isDirectory()) throw Object.assign(new Error('ENOTDIR: not a directory'), { code: 'ENOTDIR' });
+	return { remote: true, path, fd: -1, close: async () => {} };
+}
+
+/* A remote file's stand-in for a descriptor, for reads at offsets: its bytes, fetched once. */
+async function remoteRegular(path, st) {
+	const at = remoteOf(path);
+	const bytes = await at.r.readAll(at.rel);
+	return {
+		fh: {
+			read: async (buf, off, len, pos) => ({ bytesRead: bytes.copy(buf, off, pos, Math.min(bytes.length, pos + len)) }),
+			close: async () => {},
+		},
+		st: { ...st, size: bytes.length },
+	};
 }
 
 /* The directory `name` of `dir`: ELOOP for a link, ENOTDIR for anything else but a directory. */
 export async function openChild(dir, name) {
+	if (dir.remote) return remoteDir(at(dir, name));
 	try {
 		return await open(at(dir, name), DIR);
 	} catch (err) {
@@ -47,7 +75,7 @@ export async function openChild(dir, name) {
 /* The directory at `parts` (names, none `.`, `..` or empty) beneath `workspace`, held open;
  * with `create`, missing ones are made on the way (mkdir -p). */
 export async function openDir(workspace, parts, { create = false } = {}) {
-	let dir = await open(workspace, O_PATH | C.O_DIRECTORY);
+	let dir = remoteOf(workspace) ? await remoteDir(workspace) : await open(workspace, O_PATH | C.O_DIRECTORY);
 	try {
 		for (const name of parts) {
 			let next;
@@ -55,7 +83,7 @@ export async function openDir(workspace, parts, { create = false } = {}) {
 				next = await openChild(dir, name);
 			} catch (err) {
 				if (!create || err.code !== 'ENOENT') throw err;
-				await mkdir(at(dir, name)).catch((e) => {
+				await (dir.remote ? io.mkdir : mkdir)(at(dir, name)).catch((e) => {
 					if (e.code !== 'EEXIST') throw e;
 				});
 				next = await openChild(dir, name);
@@ -101,8 +129,9 @@ function notRegular(st) {
  * checked again, in case a command put something else there in between. */
 export async function openRegular(dir, name) {
 	if (!name) throw isDirError();
-	const before = await lstat(at(dir, name));
+	const before = await (dir.remote ? io.lstat : lstat)(at(dir, name));
 	if (!before.isFile()) throw notRegular(before);
+	if (dir.remote) return remoteRegular(at(dir, name), before);
 	const fh = await open(at(dir, name), C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK | C.O_NOCTTY);
 	try {
 		const st = await fh.stat();

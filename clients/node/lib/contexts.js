@@ -1,5 +1,5 @@
 // Code interpreter contexts: contexts/NAME/ at the mount's root (issue 14), cells by run handle.
-import { mkdir, readdir, rmdir, stat } from 'node:fs/promises';
+import { mkdir, readdir, rmdir, stat } from './io.js';
 import { join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { CodeInterpreterUnavailableError, ValidationError, mapError } from './errors.js';

@@ -1,6 +1,7 @@
 // File methods: paths as the sandbox sees them (/workspace/...) mapped onto the mount's
 // workspace/, and walked there by beneath.js, which follows no link a command planted.
-import { lstat, mkdir as fsMkdir, open, readdir, rename, unlink } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
+import { lstat, mkdir as fsMkdir, readdir, rename, unlink, writeFile as ioWriteFile } from './io.js';
 import { join, posix } from 'node:path';
 import { ValidationError, mapError } from './errors.js';
 import { at, inParent, isDirError, linkError, openChild, openDir, openRegular } from './beneath.js';
@@ -70,6 +71,8 @@ export async function writeFile(session, path, content, { encoding } = {}) {
 			});
 			if (st?.isSymbolicLink()) throw linkError();
 			if (st?.isDirectory()) throw isDirError();
+			/* over HTTP, the server writes beside it and renames, keeping its mode */
+			if (dir.remote) return ioWriteFile(at(dir, name), data);
 			const mode = st?.isFile() ? st.mode & 0o777 : null;
 			const tmp = at(dir, `.${name}.sbxfs-${process.pid}-${Math.random().toString(36).slice(2)}`);
 			try {

@@ -3,7 +3,7 @@
 // destroy, setKeepAlive) and are file operations on the fleet's tree: mkdir, clone, readdir,
 // status, rmdir, keep_alive.
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, readFile, readdir, rmdir, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rmdir, stat, writeFile } from './io.js';
 import { pipeline } from 'node:stream/promises';
 import { join } from 'node:path';
 import { SandboxError, SandboxNotFoundError, ValidationError, mapError } from './errors.js';

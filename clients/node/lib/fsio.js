@@ -1,5 +1,9 @@
-// File operations on control files: whole writes, reads to EOF, run handles, snapshots.
-import { open, writeFile } from 'node:fs/promises';
+// File operations on control files: whole writes, reads to EOF, run handles, snapshots. A path
+// of a sandbox over HTTP (remote.js) takes the tree's routes instead: the same operation, done by
+// the server on the mount.
+import { open } from 'node:fs/promises';
+import { writeFile } from './io.js';
+import { remoteOf } from './remote.js';
 import { waitRead } from './waiter.js';
 
 /* One write of `data` (string or bytes) to a control file; its errors come from write or close. */
@@ -10,7 +14,8 @@ export async function writeControl(path, data) {
 /* Reads a file to EOF: for stdout, exit or result this waits until the command ends (or the
  * signal aborts the wait). */
 export function readToEnd(path, signal) {
-	return waitRead('all', path, { signal });
+	const at = remoteOf(path);
+	return at ? at.r.readAll(at.rel, signal) : waitRead('all', path, { signal });
 }
 
 export async function readText(path, signal) {
@@ -20,11 +25,14 @@ export async function readText(path, signal) {
 /* A result file: one JSON object and a newline, the only raw newline in it (JSON strings escape
  * theirs), so the newline ends the read with no read for the EOF after it. */
 export async function readJSON(path) {
-	return JSON.parse((await waitRead('line', path)).toString('utf8'));
+	const at = remoteOf(path);
+	return JSON.parse((await (at ? at.r.readAll(at.rel) : waitRead('line', path))).toString('utf8'));
 }
 
 /* What a growing file holds now (its size is what was written so far), without waiting. */
 export async function readSnapshot(path) {
+	const at = remoteOf(path);
+	if (at) return at.r.readNow(at.rel);
 	const fh = await open(path, 'r');
 	try {
 		const { size } = await fh.stat();
@@ -44,6 +52,12 @@ export async function readSnapshot(path) {
 /* A run handle: `cmd` (or procs/NAME/cmd, checkout, code) opened read-write; the read after
  * the write submits and returns the number of this very submission, whoever else writes. */
 export async function submit(path, text) {
+	const at = remoteOf(path);
+	if (at) {
+		const n = Number.parseInt((await at.r.submit(at.rel, text)).toString(), 10);
+		if (!Number.isInteger(n)) throw new Error(`${at.rel}: no run number in the handle's reply`);
+		return n;
+	}
 	const fh = await open(path, 'r+');
 	try {
 		await fh.write(text);
@@ -66,7 +80,9 @@ export async function submit(path, text) {
 /* Calls onChunk(bytes) for everything written to a stream file until it ends (EOF), or until
  * signal aborts (checked as each chunk arrives). */
 export async function follow(path, onChunk, signal) {
-	await waitRead('follow', path, { onChunk, signal });
+	const at = remoteOf(path);
+	if (at) await at.r.follow(at.rel, onChunk, signal);
+	else await waitRead('follow', path, { onChunk, signal });
 }
 
 /* `key value` lines (status files) as an object. */

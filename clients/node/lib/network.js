@@ -1,7 +1,9 @@
 // The network as files: network/policy as getNetworkPolicy and setNetworkPolicy, network/log (or
 // sessions/ID/network) as getNetworkLog. docs/network.md describes the files.
 import { constants as C } from 'node:fs';
-import { open, readFile, writeFile } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
+import { readFile, writeFile } from './io.js';
+import { remoteOf } from './remote.js';
 import { join } from 'node:path';
 import { ValidationError, mapError } from './errors.js';
 import { checkName } from './names.js';
@@ -102,6 +104,32 @@ export function parseLogLine(line) {
 	};
 }
 
+/* Up to LOG_MAX bytes of a log as it is now: O_NONBLOCK reads stop where a blocking one would
+ * wait. */
+async function readLogNow(path) {
+	const chunks = [];
+	let total = 0;
+	const fh = await open(path, C.O_RDONLY | C.O_NONBLOCK);
+	try {
+		while (total < LOG_MAX) {
+			const buf = Buffer.allocUnsafe(CHUNK);
+			let n;
+			try {
+				({ bytesRead: n } = await fh.read(buf, 0, CHUNK, null));
+			} catch (err) {
+				if (err.code === 'EAGAIN') break; // at the end, where a blocking read would wait
+				throw err;
+			}
+			if (n === 0) break;
+			chunks.push(buf.subarray(0, n));
+			total += n;
+		}
+	} finally {
+		await fh.close();
+	}
+	return Buffer.concat(chunks);
+}
+
 /* The log's lines held now: reads never wait at its end (O_NONBLOCK), and the ring's oldest line
  * is where a read from 0 starts. `limit` keeps the last lines. */
 export async function getNetworkLog(sandbox, opts = {}) {
@@ -111,31 +139,14 @@ export async function getNetworkLog(sandbox, opts = {}) {
 	const path = session === undefined
 		? join(sandbox.mountpoint, 'network', 'log')
 		: join(sandbox.mountpoint, 'sessions', checkName(session, 'session'), 'network');
-	const chunks = [];
-	let total = 0;
+	let bytes;
 	try {
-		const fh = await open(path, C.O_RDONLY | C.O_NONBLOCK);
-		try {
-			while (total < LOG_MAX) {
-				const buf = Buffer.allocUnsafe(CHUNK);
-				let n;
-				try {
-					({ bytesRead: n } = await fh.read(buf, 0, CHUNK, null));
-				} catch (err) {
-					if (err.code === 'EAGAIN') break; // at the end, where a blocking read would wait
-					throw err;
-				}
-				if (n === 0) break;
-				chunks.push(buf.subarray(0, n));
-				total += n;
-			}
-		} finally {
-			await fh.close();
-		}
+		const at = remoteOf(path);
+		bytes = at ? (await at.r.readNow(at.rel)).subarray(0, LOG_MAX) : await readLogNow(path);
 	} catch (err) {
 		throw mapError(err, session === undefined ? 'network' : 'session', session === undefined ? 'network log' : `session ${session}`);
 	}
-	const text = Buffer.concat(chunks).toString('utf8');
+	const text = bytes.toString('utf8');
 	// Only whole lines: a read stopped at LOG_MAX may end inside one.
 	const lines = text.slice(0, text.lastIndexOf('\n') + 1).split('\n').filter(Boolean);
 	const entries = lines.map(parseLogLine).filter(Boolean);

@@ -1,7 +1,7 @@
 // Exposed ports: the mount's ports/ directory as the SDK's exposePort, unexposePort and
 // getExposedPorts. The url is where this host reaches the port (the daemon's listener), where
 // the hosted SDK gives a preview hostname.
-import { mkdir, readFile, readdir, rmdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rmdir, writeFile } from './io.js';
 import { join } from 'node:path';
 import { InvalidPortError, ValidationError, mapError } from './errors.js';
 import { parseStatus } from './fsio.js';

@@ -1,5 +1,5 @@
 // Background processes: sessions/ID/procs/NAME/ as the SDK's Process objects.
-import { mkdir, readdir, rmdir } from 'node:fs/promises';
+import { mkdir, readdir, rmdir } from './io.js';
 import { join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import {

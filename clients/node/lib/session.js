@@ -1,5 +1,5 @@
 // ExecutionSession (a directory sessions/ID/) and Sandbox (the mount, acting as session default).
-import { mkdir, readFile as fsReadFile, rmdir, stat } from 'node:fs/promises';
+import { mkdir, readFile as fsReadFile, rmdir, stat } from './io.js';
 import { join, posix } from 'node:path';
 import * as backups from './backups.js';
 import * as code from './contexts.js';

@@ -1,5 +1,5 @@
 // Terminals: sessions/ID/terms/NAME/, a program on a pty driven through in, size, ctl, wait.
-import { mkdir, rmdir } from 'node:fs/promises';
+import { mkdir, rmdir } from './io.js';
 import { join } from 'node:path';
 import { TerminalError, mapError } from './errors.js';
 import { envCwdPrefix } from './commands.js';

@@ -7,7 +7,9 @@ import { watch as fsWatch } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
 import { posix } from 'node:path';
 import { at, inParent, openDir } from './beneath.js';
+import { SandboxError } from './errors.js';
 import { fail, workspaceParts } from './files.js';
+import { remoteOf } from './remote.js';
 
 // A name gone, or turned into a link or a file, before its watch was added: nothing to watch.
 const GONE = ['ENOENT', 'ENOTDIR', 'ELOOP'];
@@ -15,6 +17,8 @@ const GONE = ['ENOENT', 'ENOTDIR', 'ELOOP'];
 /* onEvent({type, path}) with create, modify or delete, until stop() (or the signal aborts). */
 export async function watch(session, path, { recursive = false, onEvent, onError, signal } = {}) {
 	const ws = session.sandbox.workspace;
+	if (remoteOf(ws))
+		throw new SandboxError('watch needs a mount: inotify sees nothing of a sandbox over HTTP', { errno: 'ENOTSUP' });
 	const parts = await workspaceParts(session, path);
 	const watchers = new Map(); // a watched directory's path below `path` ('' for it) -> FSWatcher
 	let stopped = false;

@@ -22,13 +22,20 @@ import {
 	getSandbox,
 	parseSSEStream,
 } from '../index.js';
-import { isolationNone, startMount } from './mount.mjs';
+import { isolationNone, overHttp, startMount, startRemote } from './mount.mjs';
 
 let m;
 let sandbox;
 let wsPath; // the workspace as commands see it
 
 before(async () => {
+	if (overHttp) {
+		// The same suite over HTTP: a sandbox of a fleet, through sbxfs-bridge.
+		m = await startRemote();
+		wsPath = '/workspace';
+		sandbox = getSandbox(m.url, { token: m.token });
+		return;
+	}
 	m = await startMount();
 	wsPath = isolationNone() ? m.ws : '/workspace';
 	// Under --isolation none commands see the backing directory: the client is told so.
@@ -295,17 +302,19 @@ describe('waits left behind', { timeout: 120000 }, () => {
 	it('let the program exit while what it waited on runs on', async () => {
 		const script = `
 			import { getSandbox } from ${JSON.stringify(new URL('../index.js', import.meta.url).href)};
-			const p = await getSandbox(process.argv[1]).startProcess('echo ready; sleep 60', { processId: 'left' });
+			const sb = () => getSandbox(process.argv[1], process.argv[2] ? { token: process.argv[2] } : undefined);
+			const p = await sb().startProcess('echo ready; sleep 60', { processId: 'left' });
 			await p.waitForLog('ready', 10000);
 			await p.waitForExit(100).catch((e) => console.log(e.name));
-			const stream = (await getSandbox(process.argv[1])).streamProcessLogs('left');
+			const stream = (await sb()).streamProcessLogs('left');
 			const reader = stream.getReader();
 			await reader.read();
 			await reader.cancel();
 			console.log('done');
 		`;
 		const t0 = Date.now();
-		const r = spawnSync(process.execPath, ['--input-type=module', '-e', script, m.mnt], { encoding: 'utf8', timeout: 30000 });
+		const where = overHttp ? [m.url, m.token] : [m.mnt];
+		const r = spawnSync(process.execPath, ['--input-type=module', '-e', script, ...where], { encoding: 'utf8', timeout: 30000 });
 		assert.equal(r.stdout, 'ProcessReadyTimeoutError\ndone\n', r.stderr);
 		assert.equal(r.status, 0);
 		assert.ok(Date.now() - t0 < 20000);
@@ -367,6 +376,11 @@ describe('files', { timeout: 120000 }, () => {
 	it('watches the workspace', async () => {
 		const dir = `${wsPath}/watched`;
 		await sandbox.mkdir(dir);
+		if (overHttp) {
+			// inotify sees nothing over HTTP: a clear refusal, not a watch that never fires
+			await assert.rejects(sandbox.watch(dir, { onEvent() {} }), /watch needs a mount/);
+			return;
+		}
 		const seen = [];
 		let wake;
 		const w = await sandbox.watch(dir, {

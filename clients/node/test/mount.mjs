@@ -112,3 +112,52 @@ export async function startFleet(sandboxConfig = '') {
 		},
 	};
 }
+
+/* The transport the suites run over: a mount (the default), or SBXFS_CLIENT_TRANSPORT=http, a
+ * sandbox of a fleet reached over sbxfs-bridge. */
+export const overHttp = process.env.SBXFS_CLIENT_TRANSPORT === 'http';
+
+/* { mnt, ws, url, token, stop() }: a fleet and a bridge over it, and its sandbox `t`, whose
+ * mount (mnt) the suites look at from the host as they look at startMount's. */
+export async function startRemote() {
+	const tmp = mkdtempSync(join(tmpdir(), 'sbxfs-node-http-'));
+	const fleet = join(tmp, 'fleet');
+	mkdirSync(fleet);
+	const bin = join(dirname(sbxfsBinary()), 'sbxfs-fleet');
+	const fleetProc = spawn(bin, ['--state-dir', join(tmp, 'state'), fleet], { stdio: ['ignore', 'ignore', 'inherit'], detached: true });
+	let fleetExited = false;
+	fleetProc.on('exit', () => (fleetExited = true));
+	await waitFor(() => fleetExited || existsSync(join(fleet, 'clone')), 'sbxfs-fleet mounted');
+	if (fleetExited) throw new Error('sbxfs-fleet exited before mounting');
+	const token = 'node-suite-secret-0123456789';
+	writeFileSync(join(tmp, 'tokens'), `suite * ${token}\n`, { mode: 0o600 });
+	const bridge = spawn(process.execPath, [resolve(here, '../web/bridge/bin/sbxfs-bridge.js'), fleet,
+		'--tokens', join(tmp, 'tokens'), '--listen', '127.0.0.1:0', '--rate', '100000', '--concurrent', '1000'],
+	{ stdio: ['ignore', 'pipe', 'inherit'] });
+	const line = await new Promise((ok, fail) => {
+		let text = '';
+		bridge.stdout.on('data', (d) => {
+			text += d;
+			if (text.includes('\n')) ok(text);
+		});
+		bridge.on('exit', () => fail(new Error('sbxfs-bridge exited before it listened')));
+	});
+	const base = /listening on (\S+)/.exec(line)[1];
+	mkdirSync(join(fleet, 't'));
+	const mnt = join(fleet, 't', 'fs');
+	await waitFor(() => existsSync(join(mnt, 'sessions', 'default')), 'the sandbox up');
+	const stop = async () => {
+		bridge.kill('SIGTERM');
+		fleetProc.kill('SIGTERM');
+		const deadline = Date.now() + 60000;
+		while (!fleetExited && Date.now() < deadline) await sleep(50);
+		if (!fleetExited) fleetProc.kill('SIGKILL');
+		if (mounted(fleet)) spawnSync('umount', ['-l', fleet]);
+		rmSync(tmp, { recursive: true, force: true });
+	};
+	for (const sig of ['SIGTERM', 'SIGINT']) process.once(sig, async () => {
+		await stop();
+		process.exit(1);
+	});
+	return { mnt, ws: join(mnt, 'workspace'), url: `${base}/v1/sandbox/t`, token, stop };
+}

@@ -4,10 +4,11 @@
 /* An answer a handler gives by throwing: status, a code of the Bridge's ErrorResponse (or one
  * of ours, docs/api.md), and a message. */
 export class BridgeError extends Error {
-	constructor(status, code, message) {
+	constructor(status, code, message, errno) {
 		super(message);
 		this.status = status;
 		this.code = code;
+		if (errno) this.errno = errno;
 	}
 }
 
@@ -51,19 +52,22 @@ export function errnoOf(err) {
 	return typeof err?.code === 'string' && /^E[A-Z0-9]+$/.test(err.code) ? err.code : null;
 }
 
-/* err as a BridgeError: its own, an errno's (what the request named, never a host path), or
+/* err as a BridgeError: its own, an errno's (what the request named, never a host path; the
+ * errno's name kept in `errno`), or
  * `fallback` ([status, code]) with the message. */
 export function toBridgeError(err, what, fallback = [500, 'internal_error']) {
 	if (err instanceof BridgeError) return err;
 	const e = errnoOf(err);
-	if (e && ERRNO[e]) return new BridgeError(ERRNO[e][0], ERRNO[e][1], `${what}: ${e}`);
+	if (e && ERRNO[e]) return Object.assign(new BridgeError(ERRNO[e][0], ERRNO[e][1], `${what}: ${e}`), { errno: e });
 	if (err?.code === 'VALIDATION_FAILED') return invalid(err.message);
 	return new BridgeError(fallback[0], fallback[1], `${what}: ${e ?? err?.message ?? String(err)}`);
 }
 
 export function sendError(res, err) {
 	if (res.headersSent) return void res.destroy();
-	const body = JSON.stringify({ error: err.message, code: err.code });
+	/* errno: the file operation's, for a client that gives its callers the same errors as on
+	 * a mount (remote.js). */
+	const body = JSON.stringify(err.errno ? { error: err.message, code: err.code, errno: err.errno } : { error: err.message, code: err.code });
 	res.writeHead(err.status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store' });
 	res.end(body);
 }

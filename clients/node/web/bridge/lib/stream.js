@@ -88,7 +88,7 @@ export async function receive(req, fh, max) {
 	let size = 0;
 	for await (const chunk of req) {
 		size += chunk.length;
-		if (size > max) throw new BridgeError(413, 'too_large', `the body is past ${max} bytes`);
+		if (size > max) throw new BridgeError(413, 'too_large', `the body is past ${max} bytes`, 'EFBIG');
 		for (let off = 0; off < chunk.length; )
 			off += (await fh.write(chunk, off, chunk.length - off)).bytesWritten;
 	}

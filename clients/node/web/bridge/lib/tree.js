@@ -117,8 +117,8 @@ export async function getPath(root, parts, url, req, res) {
 				if (child !== dir) await child.close();
 			}
 		}
-		if (st.isSymbolicLink()) throw new BridgeError(403, 'forbidden', `${name}: a symbolic link, which the tree does not follow`);
-		if (!st.isFile()) throw invalid(`${name}: not a regular file or a directory`);
+		if (st.isSymbolicLink()) throw new BridgeError(403, 'forbidden', `${name}: a symbolic link, which the tree does not follow`, 'ELOOP');
+		if (!st.isFile()) throw Object.assign(invalid(`${name}: not a regular file or a directory`), { errno: 'EINVAL' });
 		const fh = await open(at(dir, name), C.O_RDONLY | C.O_NONBLOCK | C.O_NOFOLLOW | C.O_NOCTTY);
 		if (url.searchParams.has('nowait')) {
 			try {
@@ -159,8 +159,8 @@ export async function getPath(root, parts, url, req, res) {
  * failed upload leaves the old content (as the client's writeFile). */
 export async function putWorkspace(dir, name, req, bodyMax) {
 	const st = await lstat(at(dir, name)).catch((e) => (e.code === 'ENOENT' ? null : Promise.reject(e)));
-	if (st?.isSymbolicLink()) throw new BridgeError(403, 'forbidden', `${name}: a symbolic link, which the tree does not replace`);
-	if (st?.isDirectory()) throw new BridgeError(409, 'is_directory', `${name}: a directory`);
+	if (st?.isSymbolicLink()) throw new BridgeError(403, 'forbidden', `${name}: a symbolic link, which the tree does not replace`, 'ELOOP');
+	if (st?.isDirectory()) throw new BridgeError(409, 'is_directory', `${name}: a directory`, 'EISDIR');
 	const tmp = at(dir, `.${name}.sbxfs-bridge-${randomBytes(6).toString('hex')}`.slice(0, 255));
 	const fh = await open(tmp, 'wx', st?.isFile() ? st.mode & 0o777 : 0o644);
 	try {
@@ -243,7 +243,7 @@ async function putReply(dir, name, req) {
 }
 
 async function put(root, parts, req, bodyMax) {
-	if (parts.length === 0) throw new BridgeError(409, 'is_directory', 'the root is a directory');
+	if (parts.length === 0) throw new BridgeError(409, 'is_directory', 'the root is a directory', 'EISDIR');
 	const inWs = parts[0] === 'workspace' && parts.length > 1;
 	await inParentOf(root, parts, (dir, name) => (inWs ? putWorkspace : putControl)(dir, name, req, bodyMax));
 	return { ok: true };
@@ -275,7 +275,7 @@ export async function serveTree(root, rawPath, method, url, req, res, { bodyMax 
 			return await getPath(root, parts, url, req, res);
 		case 'PUT':
 			if (url.searchParams.has('reply')) {
-				if (parts.length === 0) throw new BridgeError(409, 'is_directory', 'the root is a directory');
+				if (parts.length === 0) throw new BridgeError(409, 'is_directory', 'the root is a directory', 'EISDIR');
 				const reply = await inParentOf(root, parts, (dir, name) => putReply(dir, name, req));
 				res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Length': reply.length });
 				return void res.end(reply);
