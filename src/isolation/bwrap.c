@@ -1,7 +1,7 @@
 /* Building bwrap's argv (see bwrap.h): read-only system directories, the host's top-level
  * symlinks (/bin -> usr/bin ...) recreated, /etc as a tmpfs of the host's entries bound one by
- * one, sized tmpfs for /tmp and /dev/shm, a private /proc and /dev, the workspace read-write,
- * new namespaces, and the root remounted read-only. */
+ * one (or that tmpfs made before, etcview.h), sized tmpfs for /tmp and /dev/shm, a private /proc
+ * and /dev, the workspace read-write, new namespaces, and the root remounted read-only. */
 #include "bwrap.h"
 
 #include <dirent.h>
@@ -89,6 +89,16 @@ static bool is_etc_id_file(const char *name)
 	return strcmp(name, "passwd") == 0 || strcmp(name, "group") == 0;
 }
 
+static void add_ids(struct argv_builder *b, const struct bwrap_spec *sp)
+{
+	if (!sp->etc_ids)
+		return;
+	add_num(b, "--ro-bind-data", BWRAP_FD_PASSWD);
+	add(b, "/etc/passwd");
+	add_num(b, "--ro-bind-data", BWRAP_FD_GROUP);
+	add(b, "/etc/group");
+}
+
 /* /etc is a tmpfs of the sandbox's own, with each host entry bound on a name of that tmpfs: a
  * mount over the host's own /etc/passwd would be detached when the host renames a new passwd
  * over it (useradd), and the sandbox's identity files with it. So a host file shows as it was
@@ -97,8 +107,14 @@ static bool is_etc_id_file(const char *name)
 static void add_etc(struct argv_builder *b, const struct bwrap_spec *sp)
 {
 	struct dirent **list = NULL;
-	int n = scandir("/etc", &list, NULL, by_name);
+	int n;
 
+	if (sp->etc_stage) { /* the same, made before bwrap as one tree (etcview.h) */
+		add3(b, "--ro-bind", sp->etc_stage, "/etc");
+		add_ids(b, sp);
+		return;
+	}
+	n = scandir("/etc", &list, NULL, by_name);
 	add_num(b, "--size", 1 << 20);
 	add2(b, "--tmpfs", "/etc");
 	for (int i = 0; i < n; i++) {
@@ -114,12 +130,7 @@ static void add_etc(struct argv_builder *b, const struct bwrap_spec *sp)
 		free(list[i]);
 	}
 	free(list);
-	if (sp->etc_ids) {
-		add_num(b, "--ro-bind-data", BWRAP_FD_PASSWD);
-		add(b, "/etc/passwd");
-		add_num(b, "--ro-bind-data", BWRAP_FD_GROUP);
-		add(b, "/etc/group");
-	}
+	add_ids(b, sp);
 	add2(b, "--remount-ro", "/etc");
 }
 

@@ -30,6 +30,7 @@ struct bwrap_spec {
 	uid_t uid;
 	gid_t gid;
 	bool etc_ids;          /* /etc/passwd and /etc/group from BWRAP_FD_PASSWD and _GROUP */
+	const char *etc_stage; /* the /etc made as one tree (etcview.h), or NULL: entry by entry */
 };
 
 /* A memfd of the NUL-separated arguments that build the sandbox's /etc, for BWRAP_FD_ETC, or

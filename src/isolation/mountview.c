@@ -1,16 +1,45 @@
-/* Which mount a mount point holds (mountview.h), read from /proc/self/mountinfo. */
+/* The host's mount table as the sandbox needs it (mountview.h): the launcher's own view, pruned
+ * in a child after fork (plain system calls into a static buffer: no stdio, no malloc), and which
+ * mount a mount point holds, for the watchdog. */
 #include "mountview.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <unistd.h>
 
-/* A table past this is read in part: a mount point past it is not found. */
 #define TABLE_MAX (1u << 20)
 
 static char table[TABLE_MAX];
+
+int mountview_own(void)
+{
+	if (unshare(CLONE_NEWNS) < 0 || mount("none", "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Whether path is dir or below it. */
+static bool under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	return !strncmp(path, dir, n) && (path[n] == '\0' || path[n] == '/');
+}
+
+static bool kept(const char *point, const char *stage)
+{
+	static const char *const exact[] = {"/", "/dev", "/proc", "/run"};
+
+	for (size_t i = 0; i < sizeof(exact) / sizeof(exact[0]); i++)
+		if (!strcmp(point, exact[i]))
+			return true;
+	return under(point, "/usr") || under(point, stage);
+}
 
 /* The fifth field of a mountinfo line (its mount point), its octal escapes undone, into out. */
 static bool mount_point(const char *line, const char *end, char *out, size_t outlen)
@@ -35,6 +64,30 @@ static bool mount_point(const char *line, const char *end, char *out, size_t out
 	}
 	out[n] = '\0';
 	return n > 0 && (p == end || *p == ' ');
+}
+
+int mountview_prune(const char *stage)
+{
+	int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+	size_t len = 0;
+	ssize_t n;
+	char point[4096];
+
+	if (fd < 0)
+		return -errno;
+	while (len < sizeof(table) && (n = read(fd, table + len, sizeof(table) - len)) > 0)
+		len += (size_t)n;
+	close(fd);
+	if (len == sizeof(table))
+		return -EFBIG; /* a table past 1 MiB: not seen whole, so not pruned */
+	for (char *line = table, *eol; line < table + len; line = eol + 1) {
+		if (!(eol = memchr(line, '\n', (size_t)(table + len - line))))
+			break;
+		/* A mount below one detached before is gone with it: EINVAL or ENOENT then. */
+		if (mount_point(line, eol, point, sizeof(point)) && !kept(point, stage))
+			umount2(point, MNT_DETACH);
+	}
+	return 0;
 }
 
 unsigned long mountview_sbxfs_dev(const char *path)

@@ -44,6 +44,9 @@ struct launch_spec {
 	const struct identity *id; /* drop to it before exec; NULL: stay as the daemon */
 	struct cgroup *cg;         /* joined before exec; may be NULL */
 	int netns;		   /* a network namespace joined before exec; -1: the daemon's */
+	/* In the child, as root, before bwrap: what its mounts are to be. Async-signal-safe; -errno
+	 * stops the start. May be NULL. */
+	int (*child_setup)(void);
 	/* Core lock held, before a restart that follows a failed start: undo what a command can
 	 * do to keep the sandbox from starting. May be NULL. */
 	void (*repair)(void);

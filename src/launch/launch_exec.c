@@ -35,6 +35,7 @@ exec_launcher(const struct launch_spec *spec, int sock_fd, int err_fd)
 	int null = open("/dev/null", O_RDWR);
 	char *envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
 	sigset_t none;
+	int rc;
 
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
@@ -66,6 +67,10 @@ exec_launcher(const struct launch_spec *spec, int sock_fd, int err_fd)
 		_exit(126);
 	}
 	close_range(4 + (unsigned)spec->npass, ~0U, 0);
+	if (spec->bwrap_argv && spec->child_setup && (rc = spec->child_setup()) < 0) {
+		dprintf(2, "sbxfs: cannot make the sandbox's mounts: %s\n", strerror(-rc));
+		_exit(126);
+	}
 	if (spec->id && identity_drop(spec->id) < 0) {
 		dprintf(2, "sbxfs: cannot drop privileges: %s\n", strerror(errno));
 		_exit(126);

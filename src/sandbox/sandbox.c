@@ -30,6 +30,7 @@
 #include "launch.h"
 #include "log.h"
 #include "loop.h"
+#include "etcview.h"
 #include "mountview.h"
 #include "net.h"
 #include "saved.h"
@@ -56,10 +57,11 @@ static int etc_fds[2] = {-1, -1}; /* the sandbox's passwd and group, for an own 
 static int etc_args_fd = -1;	  /* bwrap's arguments that make the sandbox's /etc */
 static char *mountpoint;
 static unsigned long own_mount; /* its device, as mountview_sbxfs_dev gives it */
+static struct etcview *etcv; /* the sandbox's /etc, made in the launcher's namespace */
 static char *git_helper;
 static char *netproxy;
 static char *home_dir; /* the sandbox user's home, its host path */
-static char *stage_dir, *staged_ws, *staged_home, *staged_launcher;
+static char *stage_dir, *staged_ws, *staged_home, *staged_launcher, *staged_etc;
 /* Why the sandbox cannot start, when the workspace's root could not be repaired (logged when it
  * changes); core lock. */
 static char ws_problem[256];
@@ -281,9 +283,11 @@ static int stage_paths(char *err, size_t errlen)
 		snprintf(err, errlen, "%s: %s", stage_dir, strerror(-rc));
 		return rc;
 	}
+	staged_etc = xasprintf("%s/etc", stage_dir); /* mounted in the launcher's namespace only */
 	if ((rc = stage(cfg->workspace, "workspace", true, &staged_ws)) < 0 ||
 	    (rc = stage(home_dir, "home", true, &staged_home)) < 0 ||
-	    (rc = stage(launcher, "launcher", false, &staged_launcher)) < 0) {
+	    (rc = stage(launcher, "launcher", false, &staged_launcher)) < 0 ||
+	    (mkdir(staged_etc, 0755) < 0 && (rc = -errno) != -EEXIST)) {
 		snprintf(err, errlen, "staging the sandbox's paths in %s: %s", stage_dir,
 			 strerror(-rc));
 		return rc;
@@ -303,6 +307,7 @@ static void unstage_paths(void)
 	unstage(&staged_ws);
 	unstage(&staged_home);
 	unstage(&staged_launcher);
+	unstage(&staged_etc);
 	rmdir(stage_dir);
 	free(stage_dir);
 	stage_dir = NULL;
@@ -346,13 +351,18 @@ static int prepare_isolation(char *err, size_t errlen)
 	}
 	if (own_uid && (rc = make_etc_ids(err, errlen)) < 0)
 		return rc;
+	if ((rc = stage_paths(err, errlen)) < 0)
+		return rc;
 	bs.etc_ids = own_uid;
+	bs.etc_stage = staged_etc;
+	if (staged_etc && !(etcv = etcview_prepare(staged_etc, own_uid))) {
+		snprintf(err, errlen, "the sandbox's /etc: cannot list /etc: %s", strerror(errno));
+		return -errno;
+	}
 	if ((etc_args_fd = bwrap_etc_fd(&bs)) < 0) {
 		snprintf(err, errlen, "the sandbox's /etc: %s", strerror(-etc_args_fd));
 		return etc_args_fd;
 	}
-	if ((rc = stage_paths(err, errlen)) < 0)
-		return rc;
 	/* The daemon's own namespace, so that it can open the proxy's listeners in it; bwrap
 	 * makes one itself where the daemon cannot (not root). */
 	if (cfg->net_mode != NET_HOST && getuid() == 0 && (rc = netns_create()) < 0)
@@ -486,6 +496,17 @@ static void repair_workspace_root(void)
 		log_warnx("the sandbox cannot start: %s", ws_problem);
 }
 
+/* In the launcher's child, as root (launch.h): a mount namespace of its own with the sandbox's
+ * /etc made in it, and nothing of the host's but what bwrap binds from (mountview.h). */
+static int launcher_mounts(void)
+{
+	int rc = mountview_own();
+
+	if (rc == 0)
+		rc = etcview_make(etcv);
+	return rc < 0 ? rc : mountview_prune(stage_dir);
+}
+
 int sandbox_start(const char *mnt, char *err, size_t errlen)
 {
 	struct cg_limits lim = {cfg->memory_max, cfg->pids_max, cfg->cpu_max};
@@ -511,6 +532,7 @@ int sandbox_start(const char *mnt, char *err, size_t errlen)
 					  .npass = own_uid ? 4 : 2,
 					  .id = &identity,
 					  .netns = netns_fd(),
+					  .child_setup = getuid() == 0 ? launcher_mounts : NULL,
 					  .repair = repair_workspace_root};
 	}
 	ls.cg = cgroup_launcher();
@@ -582,6 +604,8 @@ void sandbox_stop(void)
 	free(home_dir);
 	home_dir = NULL;
 	free(mountpoint);
+	etcview_free(etcv);
+	etcv = NULL;
 	free(git_helper);
 	free(netproxy);
 	free(launcher);
