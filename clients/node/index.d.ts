@@ -389,8 +389,13 @@ export interface SandboxOptions {
 	/** Another path commands see the workspace at, besides /workspace (its backing directory,
 	 * under --isolation none); file calls take paths under it too. */
 	workspacePath?: string;
+	/** For a URL (http(s)://HOST:PORT/v1/sandbox/ID): the bearer token sbxfs-bridge takes. */
+	token?: string;
+	/** For an https URL: the CA that signed the server's certificate, if not a public one. */
+	ca?: string | Uint8Array;
 }
 
+/** A mount's path, or a sandbox's URL over sbxfs-bridge (opts.token). */
 export declare function getSandbox(mountpoint: string, opts?: SandboxOptions): Sandbox;
 
 export interface FleetSandboxInfo {

@@ -7,6 +7,7 @@ import {
 	ExecutionSession,
 	FileNotFoundError,
 	FleetSandbox,
+	Sandbox,
 	SandboxLimitError,
 	SessionNotFoundError,
 	getFleet,
@@ -16,6 +17,8 @@ import {
 
 export async function seed(mount: string): Promise<number> {
 	const sandbox = getSandbox(mount);
+	const remote: Sandbox = getSandbox('http://127.0.0.1:8024/v1/sandbox/demo', { token: 'secret-0123456789abcdef' });
+	void remote;
 	const s: ExecutionSession = await sandbox.createSession({
 		id: 'test',
 		env: { NODE_ENV: 'test' },
