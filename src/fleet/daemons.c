@@ -35,6 +35,8 @@ extern char **environ;
 
 #define STOP_WAIT_MS	10000
 #define SHUTDOWN_WAIT_S 30
+/* A killed daemon's watchdog: its kills and cgroups, a few seconds under load. */
+#define CLEANUP_WAIT_S 10
 #define QUICK_FAIL_S	5 /* a daemon that ends this soon after its start failed at once */
 #define QUICK_FAILS_MAX 5
 
@@ -504,7 +506,7 @@ void daemons_shutdown(void)
 	/* The supervisor ends when nothing of its daemons is left: a killed one's watchdog has
 	 * cleaned up (a stopped one's ended with it). */
 	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_sec += SHUTDOWN_WAIT_S;
+	deadline.tv_sec += CLEANUP_WAIT_S;
 	TAILQ_FOREACH(b, &fleet_boxes, link)
 	if (!wait_cleaned(b->info.id, ms_until(&deadline)))
 		log_warnx("sandbox %s: its daemon's cleanup is still under way", b->info.id);

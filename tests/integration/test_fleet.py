@@ -99,13 +99,20 @@ def fleet(*args):
         f.start()
         yield f
     finally:
-        f.stop()
+        stuck = False
+        try:
+            f.stop()
+        except subprocess.TimeoutExpired:  # killed, so that its daemons are not left to others
+            stuck = True
+            f.proc.kill()
+            f.proc.wait()
         left = f.daemons()
         for pid in left:
             os.kill(pid, signal.SIGKILL)
         if is_mounted(f.mnt):
             subprocess.run(["umount", "-l", str(f.mnt)], capture_output=True)
         subprocess.run(["rm", "-rf", "--one-file-system", str(f.tmp)], capture_output=True)
+        assert not stuck, f"the supervisor did not stop within 60 s of SIGTERM\n{f.text_log()}"
         assert not left, f"daemons left after the supervisor stopped: {left}\n{f.text_log()}"
 
 
