@@ -25,8 +25,57 @@ import sbxfs as sdk  # noqa: E402
 pytestmark = pytest.mark.client
 
 
+class RemoteTarget:
+    """What the tests look at from the host when the client goes over HTTP: the sandbox `t` of
+    a fleet, through its own mount (FLEET/t/fs), and its URL for the client."""
+
+    def __init__(self, fleet_mnt, url, token):
+        self.mnt = fleet_mnt / "t" / "fs"
+        self.ws = self.workspace = self.mnt / "workspace"
+        self.sessions = self.mnt / "sessions"
+        self.cmd_ws = "/workspace"
+        self.url, self.token = url, token
+
+    def check_alive(self, when):
+        """As the shared mount's: the sandbox's daemon answers, else the test fails at once."""
+        if not (self.mnt / "sessions" / "default").is_dir():
+            pytest.fail(f"the fleet's sandbox t does not answer ({when})")
+
+
+@pytest.fixture(scope="module", params=["mount", "http"])
+def transport(request):
+    """Every test of the client once over a mount, once over HTTP (getSandbox(URL) through
+    sbxfs-bridge over a fleet)."""
+    if request.param == "http" and (os.geteuid() != 0 or isolation_none()):
+        pytest.skip("over HTTP the client's sandbox is a fleet's: root's, isolated")
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def remote_target(transport, tmp_path_factory):
+    if transport != "http":
+        yield None
+        return
+    from test_bridge import ADMIN, Bridge
+    from test_fleet import fleet
+    with fleet("--max", "4") as f:
+        os.mkdir(f.mnt / "t")
+        b = Bridge(f.mnt, tmp_path_factory.mktemp("bridge"), "--rate", "100000", "--concurrent", "1000")
+        try:
+            yield RemoteTarget(f.mnt, f"{b.base}/v1/sandbox/t", ADMIN)
+        finally:
+            b.stop()
+
+
+@pytest.fixture(scope="module")
+def sbx(sbx, remote_target):
+    return remote_target or sbx
+
+
 @pytest.fixture(scope="module")
 def sandbox(sbx):
+    if isinstance(sbx, RemoteTarget):
+        return sdk.get_sandbox(sbx.url, token=sbx.token)
     # Under --isolation none commands see the backing directory: the client is told so.
     return sdk.get_sandbox(sbx.mnt, workspace_path=sbx.cmd_ws if isolation_none() else None)
 
@@ -442,6 +491,11 @@ def test_files(sbx, sandbox):
 def test_watch(sbx, sandbox):
     d = f"{sbx.cmd_ws}/watched"
     sandbox.mkdir(d)
+    if isinstance(sbx, RemoteTarget):
+        # inotify sees nothing over HTTP: a clear refusal, not a watch that never fires
+        with pytest.raises(sdk.SandboxError, match="watch needs a mount"):
+            sandbox.watch(d, on_event=lambda e: None)
+        return
     seen = []
     got = threading.Event()
 

@@ -7,6 +7,7 @@ import os
 import secrets
 import time
 
+from . import osio
 from .errors import ValidationError, map_error
 from .files import workspace_parts
 from .fsio import write_control
@@ -53,7 +54,7 @@ def restore_backup(session, backup, force=False):
 def delete_backup(session, backup):
     path = _snapshot_dir(session.sandbox, backup)
     try:
-        os.rmdir(path)
+        osio.rmdir(path)
     except OSError as exc:
         raise map_error(exc, "backup", f"backup {backup['id']}") from None
     return {"success": True, "id": backup["id"]}

@@ -7,6 +7,7 @@ import re
 import threading
 import time
 
+from . import osio
 from .errors import CodeInterpreterUnavailableError, ValidationError, map_error
 from .fsio import ENV_NAME, env_value, follow, read_text, submit, write_control
 from .names import check_name, is_name
@@ -18,7 +19,7 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
 
 def _root(sandbox):
     d = os.path.join(sandbox.mountpoint, "contexts")
-    if not os.path.isdir(d):
+    if not osio.isdir(d):
         raise CodeInterpreterUnavailableError(
             f"{sandbox.mountpoint} has no contexts/: this sbxfs has no code interpreter contexts")
     return d
@@ -42,7 +43,7 @@ def create_code_context(sandbox, language="python", cwd=None, env_vars=None, tim
         if id is None:
             id = read_text(os.path.join(root, "clone")).strip()
         else:
-            os.mkdir(os.path.join(root, id))
+            osio.mkdir(os.path.join(root, id))
     except OSError as exc:
         raise _fail(exc, id) from None
     d = os.path.join(root, id)
@@ -60,7 +61,7 @@ def create_code_context(sandbox, language="python", cwd=None, env_vars=None, tim
     except OSError as exc:
         # Removed again, so that a bad cwd or env leaves none of the mount's 16 contexts taken.
         try:
-            os.rmdir(d)
+            osio.rmdir(d)
         except OSError:
             pass
         raise _fail(exc, id) from None
@@ -71,7 +72,7 @@ def create_code_context(sandbox, language="python", cwd=None, env_vars=None, tim
 def list_code_contexts(sandbox):
     root = _root(sandbox)
     out = []
-    for id in sorted(os.listdir(root)):
+    for id in sorted(osio.listdir(root)):
         if id == "clone" or not is_name(id):
             continue
 
@@ -87,7 +88,7 @@ def list_code_contexts(sandbox):
 def delete_code_context(sandbox, id):
     check_name(id, "code context")
     try:
-        os.rmdir(os.path.join(_root(sandbox), id))
+        osio.rmdir(os.path.join(_root(sandbox), id))
     except OSError as exc:
         raise _fail(exc, id) from None
 

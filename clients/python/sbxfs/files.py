@@ -16,6 +16,8 @@ import struct
 import threading
 
 from . import beneath
+from . import remote_files
+from .remote import remote_of
 from .times import iso
 from .errors import ValidationError, map_error
 from .fsio import read_text
@@ -54,6 +56,12 @@ def workspace_parts(session, path):
     raise ValidationError(f"{path}: not in the workspace ({' or '.join(roots)})")
 
 
+def _remote(session):
+    """The Remote of a sandbox over HTTP (remote.py), else None."""
+    at = remote_of(session.sandbox.workspace)
+    return at[0] if at is not None else None
+
+
 def _parent(session, parts):
     return beneath.parent(session.sandbox.workspace, parts)
 
@@ -86,6 +94,8 @@ def write_file(session, path, content, encoding=None):
         data = base64.b64decode(content)
     else:
         data = content if isinstance(content, bytes) else content.encode()
+    if (at := _remote(session)) is not None:
+        return remote_files.write_file(at, path, parts, data)
     try:
         with _parent(session, parts) as (dir_fd, name):
             if not name:
@@ -152,6 +162,8 @@ def read_file(session, path, encoding=None, max_bytes=READ_FILE_MAX):
     if not isinstance(max_bytes, int) or isinstance(max_bytes, bool) or max_bytes < 0:
         raise ValidationError(f"invalid max_bytes: {max_bytes!r}")
     parts = workspace_parts(session, path)
+    if (at := _remote(session)) is not None:
+        return remote_files.read_file(at, path, parts, encoding, max_bytes)
     try:
         fd, st = _open_regular(session, parts)
         try:
@@ -170,6 +182,9 @@ def read_file_stream(session, path, chunk_size=CHUNK):
     """metadata, then chunk events (utf-8 text, or base64 for binary files), then complete:
     any size, a chunk at a time."""
     parts = workspace_parts(session, path)
+    if (at := _remote(session)) is not None:
+        yield from remote_files.read_file_stream(at, path, parts, chunk_size)
+        return
     try:
         fd, st = _open_regular(session, parts)
     except OSError as exc:
@@ -195,6 +210,8 @@ def read_file_stream(session, path, chunk_size=CHUNK):
 
 def mkdir(session, path, recursive=False):
     parts = workspace_parts(session, path)
+    if (at := _remote(session)) is not None:
+        return remote_files.mkdir(at, path, parts, recursive)
     try:
         if recursive:
             os.close(beneath.open_dir(session.sandbox.workspace, parts, create=True))
@@ -211,6 +228,8 @@ def mkdir(session, path, recursive=False):
 def delete_file(session, path):
     """A file or a symlink (the link itself); a directory is refused (IsDirectoryError)."""
     parts = workspace_parts(session, path)
+    if (at := _remote(session)) is not None:
+        return remote_files.delete_file(at, path, parts)
     try:
         with _parent(session, parts) as (dir_fd, name):
             if not name or st_.S_ISDIR(beneath.lstat_at(dir_fd, name).st_mode):
@@ -224,6 +243,8 @@ def delete_file(session, path):
 def rename_file(session, old_path, new_path):
     """The name itself moves (a link as a link); the workspace itself cannot."""
     src, dst = workspace_parts(session, old_path), workspace_parts(session, new_path)
+    if (at := _remote(session)) is not None:
+        return remote_files.rename_file(at, old_path, new_path, src, dst)
     try:
         with _parent(session, src) as (src_fd, a), _parent(session, dst) as (dst_fd, b):
             if not a or not b:
@@ -238,6 +259,10 @@ def move_file(session, source_path, destination_path):
     """Into an existing directory (not a link to one) it goes under its own name, else to that
     path."""
     parts = workspace_parts(session, destination_path)
+    if (at := _remote(session)) is not None:
+        into_dir = remote_files.is_dir(at, parts)
+        dest = posixpath.join(destination_path, posixpath.basename(source_path)) if into_dir else destination_path
+        return rename_file(session, source_path, dest)
     try:
         with _parent(session, parts) as (dir_fd, name):
             into_dir = not name or st_.S_ISDIR(beneath.lstat_at(dir_fd, name).st_mode)
@@ -270,6 +295,8 @@ _GONE = (errno.ENOENT, errno.ENOTDIR, errno.ELOOP)
 def list_files(session, path, recursive=False, include_hidden=False):
     """Links are listed as links; a recursive listing goes into directories only."""
     parts = workspace_parts(session, path)
+    if (at := _remote(session)) is not None:
+        return remote_files.list_files(at, path, parts, recursive, include_hidden)
     files = []
 
     def walk(dir_fd, rel):
@@ -323,6 +350,8 @@ def exists(session, path):
     """Whether the name is there (a link counts, unfollowed); a link on the way is an
     error."""
     parts = workspace_parts(session, path)
+    if (at := _remote(session)) is not None:
+        return remote_files.exists(at, path, parts)
     try:
         with _parent(session, parts) as (dir_fd, name):
             if name:
@@ -390,6 +419,8 @@ def watch(session, path, on_event):
     """The directory opened beneath the workspace (no link followed), watched through its
     descriptor's /proc path: inotify takes the directory the descriptor holds."""
     parts = workspace_parts(session, path)
+    if _remote(session) is not None:
+        remote_files.watch(path)
     try:
         fd = beneath.open_dir(session.sandbox.workspace, parts)
         try:

@@ -1,9 +1,13 @@
-"""File operations on control files: whole writes, reads to EOF, run handles, snapshots."""
+"""File operations on control files: whole writes, reads to EOF, run handles, snapshots. A
+path of a sandbox over HTTP (remote.py) takes the tree's routes instead: the same operation,
+done by the server on the mount."""
 
 import json
 import os
 import re
 import shlex
+
+from .remote import remote_of
 
 CHUNK = 1 << 16
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -13,6 +17,8 @@ def write_control(path, data):
     """One write of `data` to a control file; its errors come from write or close."""
     if isinstance(data, str):
         data = data.encode()
+    if (at := remote_of(path)) is not None:
+        return at[0].write(at[1], data)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         view = memoryview(data)
@@ -24,6 +30,8 @@ def write_control(path, data):
 
 def read_bytes(path):
     """Reads a file to EOF: for stdout, exit or result this blocks until the command ends."""
+    if (at := remote_of(path)) is not None:
+        return at[0].read_all(at[1])
     fd = os.open(path, os.O_RDONLY)
     try:
         chunks = []
@@ -39,6 +47,8 @@ def read_bytes(path):
 def read_json(path):
     """A result file: one JSON object and a newline, the only raw newline in it (JSON strings
     escape theirs), so the newline ends the read with no read for the EOF after it."""
+    if (at := remote_of(path)) is not None:
+        return json.loads(at[0].read_all(at[1]))
     fd = os.open(path, os.O_RDONLY)
     try:
         data = b""
@@ -57,6 +67,8 @@ def read_text(path):
 
 def read_snapshot(path):
     """What a growing file holds now (its size is what was written so far), without waiting."""
+    if (at := remote_of(path)) is not None:
+        return at[0].read_now(at[1])
     fd = os.open(path, os.O_RDONLY)
     try:
         size = os.fstat(fd).st_size
@@ -74,6 +86,8 @@ def read_snapshot(path):
 def submit(path, text):
     """A run handle: the file opened read-write; the read after the write submits and returns
     the number of this very submission, whoever else writes."""
+    if (at := remote_of(path)) is not None:
+        return int(at[0].submit(at[1], text))
     fd = os.open(path, os.O_RDWR)
     try:
         data = text.encode() if isinstance(text, str) else text
@@ -94,6 +108,8 @@ def submit(path, text):
 def follow(path, on_chunk, stop=None):
     """Calls on_chunk(bytes) for everything written to a stream file until it ends (EOF), or
     until stop() is true after a chunk."""
+    if (at := remote_of(path)) is not None:
+        return at[0].follow(at[1], on_chunk, stop)
     fd = os.open(path, os.O_RDONLY)
     try:
         while True:

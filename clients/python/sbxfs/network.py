@@ -8,6 +8,7 @@ import urllib.parse
 from .errors import ValidationError, map_error
 from .fsio import CHUNK, read_text, write_control
 from .names import check_name
+from .remote import remote_of
 
 _MODES = ("none", "filtered", "host")
 _PATTERN = re.compile(r"[\x21-\x7e]{1,500}")
@@ -99,6 +100,26 @@ def parse_log_line(line):
     }
 
 
+def _read_log_now(path):
+    """Up to _LOG_MAX bytes of a log as it is now: O_NONBLOCK reads stop where a blocking one
+    would wait."""
+    chunks, total = [], 0
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        while total < _LOG_MAX:
+            try:
+                data = os.read(fd, CHUNK)
+            except BlockingIOError:
+                break  # at the end, where a blocking read would wait
+            if not data:
+                break
+            chunks.append(data)
+            total += len(data)
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
 def get_network_log(sandbox, session=None, limit=None):
     """The log's lines held now, oldest first: reads never wait at its end (O_NONBLOCK), and the
     ring's oldest line is where a read from 0 starts. `limit` keeps the last lines."""
@@ -110,24 +131,12 @@ def get_network_log(sandbox, session=None, limit=None):
         check_name(session, "session")
         path = os.path.join(sandbox.mountpoint, "sessions", session, "network")
         kind, what = "session", f"session {session}"
-    chunks, total = [], 0
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-        try:
-            while total < _LOG_MAX:
-                try:
-                    data = os.read(fd, CHUNK)
-                except BlockingIOError:
-                    break  # at the end, where a blocking read would wait
-                if not data:
-                    break
-                chunks.append(data)
-                total += len(data)
-        finally:
-            os.close(fd)
+        at = remote_of(path)
+        data = at[0].read_now(at[1])[:_LOG_MAX] if at is not None else _read_log_now(path)
     except OSError as exc:
         raise map_error(exc, kind, what) from None
-    text = b"".join(chunks).decode("utf-8", "replace")
+    text = data.decode("utf-8", "replace")
     # Only whole lines: a read stopped at _LOG_MAX may end inside one.
     text = text[:text.rfind("\n") + 1]
     entries = [e for e in map(parse_log_line, filter(None, text.split("\n"))) if e]

@@ -5,6 +5,7 @@ the hosted SDK gives a preview hostname."""
 import os
 import re
 
+from . import osio
 from .errors import InvalidPortError, ValidationError, map_error
 from .fsio import parse_status, read_text, write_control
 
@@ -38,7 +39,7 @@ def expose_port(sandbox, port, name=None):
         raise ValidationError(f"port {port}: a name is one line of text")
     path = _dir(sandbox, port)
     try:
-        os.mkdir(path)
+        osio.mkdir(path)
     except OSError as exc:
         raise map_error(exc, "port", f"port {port}") from None
     try:
@@ -47,7 +48,7 @@ def expose_port(sandbox, port, name=None):
         url = _read(sandbox, port)["url"]
     except OSError as exc:
         try:
-            os.rmdir(path)
+            osio.rmdir(path)
         except OSError:
             pass
         raise map_error(exc, "port", f"port {port}") from None
@@ -61,7 +62,7 @@ def unexpose_port(sandbox, port):
     """Closes the port on this host: its connections are reset; the server keeps running."""
     _check_port(port)
     try:
-        os.rmdir(_dir(sandbox, port))
+        osio.rmdir(_dir(sandbox, port))
     except OSError as exc:
         raise map_error(exc, "port", f"port {port}") from None
 
@@ -69,7 +70,7 @@ def unexpose_port(sandbox, port):
 def get_exposed_ports(sandbox):
     """Every exposed port: [{url, port, name?, status}], by port."""
     try:
-        names = os.listdir(os.path.join(sandbox.mountpoint, "ports"))
+        names = osio.listdir(os.path.join(sandbox.mountpoint, "ports"))
     except OSError as exc:
         raise map_error(exc, "port", "ports") from None
     out = []

@@ -9,6 +9,7 @@ import threading
 import time
 from datetime import datetime, timezone
 
+from . import osio
 from .commands import env_cwd_prefix
 from .times import iso
 from .errors import (ProcessExitedBeforeReadyError, ProcessReadyTimeoutError, map_error)
@@ -194,7 +195,7 @@ def start_process(session, command, process_id=None, env=None, cwd=None, encodin
                   auto_cleanup=False, timeout=None):
     proc = Process(session, _new_id("proc") if process_id is None else process_id)
     try:
-        os.mkdir(proc.dir)
+        osio.mkdir(proc.dir)
         if timeout:
             write_control(os.path.join(proc.dir, "ctl"), f"timeout {timeout}\n")
         submit(os.path.join(proc.dir, "cmd"), env_cwd_prefix(env, cwd) + command)
@@ -206,7 +207,7 @@ def start_process(session, command, process_id=None, env=None, cwd=None, encodin
         def cleanup():
             try:
                 read_text(os.path.join(proc.dir, "exit"))
-                os.rmdir(proc.dir)
+                osio.rmdir(proc.dir)
             except OSError:
                 pass
         threading.Thread(target=cleanup, daemon=True).start()
@@ -219,7 +220,7 @@ def get_process(session, id):
 
 def list_processes(session):
     try:
-        names = sorted(n for n in os.listdir(_procs_dir(session)) if n != "ctl" and is_name(n))
+        names = sorted(n for n in osio.listdir(_procs_dir(session)) if n != "ctl" and is_name(n))
     except OSError as exc:
         raise map_error(exc, "session", f"session {session.id}") from None
     out = []
@@ -249,7 +250,7 @@ def cleanup_completed_processes(session):
         if p.status in ("running", "starting"):
             continue
         try:
-            os.rmdir(p.dir)
+            osio.rmdir(p.dir)
             count += 1
         except FileNotFoundError:
             pass

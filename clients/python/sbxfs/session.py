@@ -2,9 +2,12 @@
 default)."""
 
 import os
+import re
 import posixpath
 import threading
 
+from . import osio
+from .remote import Remote
 from . import backups, commands, contexts, files, network, ports, processes, terminals
 from .errors import SandboxError, SessionNotFoundError, ValidationError, map_error
 from .fsio import ENV_NAME, env_value, read_text, write_control
@@ -183,7 +186,7 @@ class Sandbox(ExecutionSession):
             if id is None:
                 id = read_text(os.path.join(sessions, "clone")).strip()
             else:
-                os.mkdir(os.path.join(sessions, id))
+                osio.mkdir(os.path.join(sessions, id))
         except OSError as exc:
             raise map_error(exc, "session", f"session {id}") from None
         session = self._session(id)
@@ -196,7 +199,7 @@ class Sandbox(ExecutionSession):
                 write_control(os.path.join(session.dir, "timeout"), f"{command_timeout_ms}\n")
         except Exception as exc:
             try:
-                os.rmdir(session.dir)
+                osio.rmdir(session.dir)
             except OSError:
                 pass
             with self._lock:
@@ -221,7 +224,7 @@ class Sandbox(ExecutionSession):
     def get_session(self, id):
         """An existing session, resumed with its env and cwd."""
         check_name(id, "session")
-        if id == "clone" or not os.path.isdir(os.path.join(self.mountpoint, "sessions", id)):
+        if id == "clone" or not osio.isdir(os.path.join(self.mountpoint, "sessions", id)):
             raise SessionNotFoundError(f"session {id}: not found", errno="ENOENT")
         return self._session(id)
 
@@ -229,7 +232,7 @@ class Sandbox(ExecutionSession):
         """Ends the session's shell and every process it started."""
         check_name(id, "session")
         try:
-            os.rmdir(os.path.join(self.mountpoint, "sessions", id))
+            osio.rmdir(os.path.join(self.mountpoint, "sessions", id))
         except OSError as exc:
             raise map_error(exc, "session", f"session {id}") from None
         with self._lock:
@@ -283,9 +286,18 @@ class Sandbox(ExecutionSession):
         return network.get_network_log(self, session=session, limit=limit)
 
 
-def get_sandbox(mountpoint, workspace_path=None):
+def get_sandbox(mountpoint, workspace_path=None, token=None, cafile=None):
     """The sandbox of the sbxfs mounted at `mountpoint`; a path that is no sbxfs mount (no
-    sessions/default in it) is a SandboxError that says so, not a missing session later."""
+    sessions/default in it) is a SandboxError that says so, not a missing session later. A URL
+    (http(s)://HOST:PORT/v1/sandbox/ID, with token and cafile) is that sandbox of a fleet over
+    sbxfs-bridge's tree routes: the same calls, each a request (docs/clients.md says what a
+    mount has that HTTP has not)."""
+    if isinstance(mountpoint, str) and re.match(r"^https?://", mountpoint):
+        try:
+            remote = Remote(mountpoint, token=token, cafile=cafile)
+        except ValueError as exc:
+            raise SandboxError(str(exc), errno="EINVAL") from None
+        return Sandbox(remote.root, workspace_path=workspace_path)
     if not os.path.isdir(os.path.join(mountpoint, "sessions", "default")):
         raise SandboxError(f"{mountpoint}: not an sbxfs mount (it has no sessions/default)",
                            errno="ENOENT")

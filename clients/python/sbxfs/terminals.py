@@ -5,6 +5,7 @@ import os
 import random
 import string
 
+from . import osio
 from .commands import env_cwd_prefix
 from .errors import TerminalError, map_error
 from .fsio import parse_status, read_snapshot, read_text, shell_quote, write_control
@@ -79,7 +80,7 @@ class Terminal:
     def close(self):
         """Ends the program with its whole tree and removes the terminal."""
         try:
-            os.rmdir(self.dir)
+            osio.rmdir(self.dir)
         except FileNotFoundError:
             pass
         except OSError as exc:
@@ -91,7 +92,7 @@ def create_terminal(session, command=None, cwd=None, env=None, cols=None, rows=N
     tail = "".join(random.choices(string.ascii_lowercase + string.digits, k=8))
     term = Terminal(session, f"term-{tail}" if id is None else id)
     try:
-        os.mkdir(term.dir)
+        osio.mkdir(term.dir)
     except OSError as exc:
         raise term._fail(exc) from None
     if cols or rows:
