@@ -3,6 +3,7 @@
 // clients/node. Only the import of getSandbox differs from code written for the hosted SDK.
 //
 // usage: node examples/sdk-node.mjs [MOUNTPOINT]     (default /mnt/sbx; sbxfs must be mounted)
+//        SBXFS_TOKEN=SECRET node examples/sdk-node.mjs http://HOST:8024/v1/sandbox/ID   (over sbxfs-bridge)
 import { CommandTimeoutError, getSandbox, parseSSEStream } from '../clients/node/index.js';
 
 const sandbox = getSandbox(process.argv[2] ?? '/mnt/sbx');

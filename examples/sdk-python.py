@@ -3,6 +3,7 @@
 sbxfs mount with clients/python (sbxfs, standard library only).
 
 usage: examples/sdk-python.py [MOUNTPOINT]     (default /mnt/sbx; sbxfs must be mounted)
+       SBXFS_TOKEN=SECRET examples/sdk-python.py http://HOST:8024/v1/sandbox/ID   (over sbxfs-bridge)
 with sbxfs importable: installed (docs/clients.md), or from the tree with
     PYTHONPATH=clients/python examples/sdk-python.py [MOUNTPOINT]
 """

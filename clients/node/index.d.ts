@@ -389,7 +389,8 @@ export interface SandboxOptions {
 	/** Another path commands see the workspace at, besides /workspace (its backing directory,
 	 * under --isolation none); file calls take paths under it too. */
 	workspacePath?: string;
-	/** For a URL (http(s)://HOST:PORT/v1/sandbox/ID): the bearer token sbxfs-bridge takes. */
+	/** For a URL (http(s)://HOST:PORT/v1/sandbox/ID): the bearer token sbxfs-bridge takes
+	 * (else $SBXFS_TOKEN). */
 	token?: string;
 	/** For an https URL: the CA that signed the server's certificate, if not a public one. */
 	ca?: string | Uint8Array;

@@ -15,14 +15,14 @@ export * from './lib/errors.js';
 
 /* The sandbox of the sbxfs mounted at `mountpoint`; it acts as the session `default`. A path
  * that is no sbxfs mount (no sessions/default in it) is a SandboxError that says so, not a
- * missing session later. A URL (http(s)://HOST:PORT/v1/sandbox/ID, with opts.token and
- * opts.ca) is that sandbox of a fleet over sbxfs-bridge's tree routes: the same calls, each a
- * request (docs/clients.md says what a mount has that HTTP has not). */
+ * missing session later. A URL (http(s)://HOST:PORT/v1/sandbox/ID, with opts.token, else
+ * $SBXFS_TOKEN, and opts.ca) is that sandbox of a fleet over sbxfs-bridge's tree routes: the
+ * same calls, each a request (docs/clients.md says what a mount has that HTTP has not). */
 export function getSandbox(mountpoint, opts) {
 	if (typeof mountpoint === 'string' && /^https?:\/\//.test(mountpoint)) {
 		let remote;
 		try {
-			remote = new Remote(mountpoint, { token: opts?.token, ca: opts?.ca });
+			remote = new Remote(mountpoint, { token: opts?.token ?? process.env.SBXFS_TOKEN, ca: opts?.ca });
 		} catch (err) {
 			throw new SandboxError(err.message, { errno: err.code });
 		}

@@ -525,3 +525,22 @@ def test_a_fleet_across_two_nodes_any_node_answers_for_any_sandbox(bridge, tmp_p
             for node in (a, b):
                 if node.proc.poll() is None:
                     node.stop()
+
+
+@pytest.mark.parametrize("example", ["sdk-node.mjs", "sdk-python.py"])
+def test_the_sdk_examples_run_over_http(bridge, example, tmp_path):
+    """The seed's SDK examples, as written, with a sandbox's URL for the mount and the token in
+    $SBXFS_TOKEN: the clients reach it through the bridge, and the same output comes back as on
+    a mount (each prints its exec's exit code and output first)."""
+    script = REPO_ROOT / "examples" / example
+    url = f"{bridge.base}/v1/sandbox/sdk-{script.suffix[1:]}"
+    argv = ["node", str(script), url] if script.suffix == ".mjs" else [str(script), url]
+    env = dict(os.environ, SBXFS_TOKEN=ADMIN, PYTHONPATH=str(REPO_ROOT / "clients" / "python"))
+    res = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, timeout=120)
+    assert res.returncode == 0, (res.stdout.decode(errors="replace")[-3000:],
+                                 res.stderr.decode(errors="replace")[-3000:])
+    assert res.stdout.split(b"\n")[0].startswith(b"0 hello from test"), res.stdout[:500]
+    env.pop("SBXFS_TOKEN")
+    res = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, timeout=120)
+    # no token: refused as a permission, as a mount's EACCES would be
+    assert res.returncode != 0 and re.search(rb"PermissionDenied|EACCES", res.stderr + res.stdout), res

@@ -289,12 +289,12 @@ class Sandbox(ExecutionSession):
 def get_sandbox(mountpoint, workspace_path=None, token=None, cafile=None):
     """The sandbox of the sbxfs mounted at `mountpoint`; a path that is no sbxfs mount (no
     sessions/default in it) is a SandboxError that says so, not a missing session later. A URL
-    (http(s)://HOST:PORT/v1/sandbox/ID, with token and cafile) is that sandbox of a fleet over
-    sbxfs-bridge's tree routes: the same calls, each a request (docs/clients.md says what a
-    mount has that HTTP has not)."""
+    (http(s)://HOST:PORT/v1/sandbox/ID, with token, else $SBXFS_TOKEN, and cafile) is that
+    sandbox of a fleet over sbxfs-bridge's tree routes: the same calls, each a request
+    (docs/clients.md says what a mount has that HTTP has not)."""
     if isinstance(mountpoint, str) and re.match(r"^https?://", mountpoint):
         try:
-            remote = Remote(mountpoint, token=token, cafile=cafile)
+            remote = Remote(mountpoint, token=token or os.environ.get("SBXFS_TOKEN"), cafile=cafile)
         except ValueError as exc:
             raise SandboxError(str(exc), errno="EINVAL") from None
         return Sandbox(remote.root, workspace_path=workspace_path)
