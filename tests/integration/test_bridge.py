@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from sbxutil import REPO_ROOT, free_port, isolation_none
+from sbxutil import REPO_ROOT, free_port, isolation_none, wait_until
 from test_fleet import fleet
 
 WEB = REPO_ROOT / "clients" / "node" / "web"
@@ -544,3 +544,75 @@ def test_the_sdk_examples_run_over_http(bridge, example, tmp_path):
     res = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, timeout=120)
     # no token: refused as a permission, as a mount's EACCES would be
     assert res.returncode != 0 and re.search(rb"PermissionDenied|EACCES", res.stderr + res.stdout), res
+
+
+@pytest.mark.skipif(shutil.which("nginx", path="/usr/sbin:/usr/bin") is None,
+                    reason="nginx is not installed (scripts/bootstrap --test installs nginx-light)")
+def test_behind_nginx_as_the_recipe_says(bridge, tmp_path):
+    """examples/nginx/sbxfs-bridge.conf as written (its listen port, certificate and upstream
+    port changed only), in an nginx of the test's own: TLS there, an exec's events stream
+    through as they come, a PUT and its read, a token refused, a PTY's WebSocket."""
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    port = free_port()
+    recipe = (REPO_ROOT / "examples" / "nginx" / "sbxfs-bridge.conf").read_text()
+    for old, new in (("listen 443 ssl;", f"listen 127.0.0.1:{port} ssl;"),
+                     ("/etc/ssl/sbxfs/cert.pem", str(cert)), ("/etc/ssl/sbxfs/key.pem", str(key)),
+                     ("server 127.0.0.1:8024;", f"server 127.0.0.1:{bridge.port};")):
+        assert old in recipe, old
+        recipe = recipe.replace(old, new)
+    (tmp_path / "logs").mkdir()
+    conf = tmp_path / "nginx.conf"
+    conf.write_text(f"pid {tmp_path}/nginx.pid;\nerror_log stderr;\nevents {{}}\n"
+                    f"http {{\naccess_log off;\nclient_body_temp_path {tmp_path};\n"
+                    f"proxy_temp_path {tmp_path};\n{recipe}\n}}\n")
+    nginx = subprocess.Popen([shutil.which("nginx", path="/usr/sbin:/usr/bin"), "-p", str(tmp_path),
+                              "-c", str(conf), "-g", "daemon off;"], stderr=subprocess.PIPE)
+    try:
+        wait_until(lambda: socket.socket().connect_ex(("127.0.0.1", port)) == 0, 10, "nginx to listen")
+        ctx = ssl.create_default_context(cafile=str(cert))
+        base = f"https://127.0.0.1:{port}"
+        h = {"Authorization": f"Bearer {ADMIN}", "Content-Type": "application/json"}
+        c = http.client.HTTPSConnection("127.0.0.1", port, timeout=30, context=ctx)
+        c.request("POST", "/v1/sandbox/ng/exec", body=json.dumps({"argv": ["sh", "-c", "echo first; sleep 1.5; echo second"]}),
+                  headers=h)
+        r = c.getresponse()
+        t0 = time.monotonic()
+        first = r.read1(4096)
+        assert first.startswith(b"event: stdout"), first
+        assert time.monotonic() - t0 < 1.2, "nginx held the stream"
+        assert b'"exit_code":0' in r.read()
+        c.close()
+        put = subprocess.run(["curl", "-sS", "--cacert", str(cert), "-X", "PUT", "-H", f"Authorization: Bearer {ADMIN}",
+                              "--data-binary", "through nginx", f"{base}/v1/sandbox/ng/file/workspace/n.txt"],
+                             capture_output=True, timeout=30)
+        assert json.loads(put.stdout) == {"ok": True}, put
+        got = subprocess.run(["curl", "-sS", "--cacert", str(cert), "-H", f"Authorization: Bearer {ADMIN}",
+                              f"{base}/v1/sandbox/ng/file/workspace/n.txt"], capture_output=True, timeout=30)
+        assert got.stdout == b"through nginx"
+        no = subprocess.run(["curl", "-sS", "--cacert", str(cert), "-o", "/dev/null", "-w", "%{http_code}",
+                             f"{base}/v1/sandbox/ng/running"], capture_output=True, timeout=30)
+        assert no.stdout == b"401"
+        script = tmp_path / "pty.mjs"
+        script.write_text(f"""
+import WebSocket from {json.dumps(str(WEB / 'node_modules' / 'ws' / 'wrapper.mjs'))};
+import {{ readFileSync }} from 'node:fs';
+const ws = new WebSocket('wss://127.0.0.1:{port}/v1/sandbox/ng/pty?cols=90&rows=20',
+  {{ headers: {{ Authorization: 'Bearer {ADMIN}' }}, ca: readFileSync({json.dumps(str(cert))}) }});
+let out = '';
+ws.on('message', (d, binary) => {{
+  if (!binary) {{ if (JSON.parse(d).type === 'ready') ws.send(Buffer.from('echo $((6*7))-$(tput cols)\\n')); return; }}
+  out += d.toString();
+  if (out.includes('42-90')) {{ console.log('found'); ws.close(); }}
+}});
+ws.on('unexpected-response', (req, res) => {{ console.log('refused ' + res.statusCode); process.exit(1); }});
+ws.on('close', () => process.exit(0));
+setTimeout(() => {{ console.log('timeout'); process.exit(1); }}, 15000);
+""")
+        res = subprocess.run(["node", str(script)], capture_output=True, timeout=30)
+        assert res.stdout.strip() == b"found", res
+    finally:
+        nginx.terminate()
+        nginx.wait(timeout=10)
