@@ -306,6 +306,16 @@ def test_the_tree_reads_and_writes_every_kind_of_control_file(bridge):
     assert bridge.call("GET", f"{base}/sessions/default/exit")[2] == b"0\n"
     # a dropped connection reads on from its offset
     assert bridge.call("GET", f"{base}/sessions/default/stdout?offset=6")[2] == b"second\n"
+    bridge.call("PUT", f"{base}/sessions/default/cmd", b"echo one; sleep 1; echo two; sleep 1; echo three\n")
+    c = bridge.conn()
+    c.request("GET", f"{base}/sessions/default/stdout", headers={"Authorization": f"Bearer {ADMIN}"})
+    r = c.getresponse()
+    had = r.read1(64)
+    assert had == b"one\n"
+    c.sock.shutdown(socket.SHUT_RDWR)  # dropped while the command runs
+    c.close()
+    status, headers, rest = bridge.call("GET", f"{base}/sessions/default/stdout?offset={len(had)}")
+    assert (status, headers.get("X-Offset"), rest) == (200, "4", b"two\nthree\n")
     assert bridge.json("GET", f"{base}/sessions/default/stdout?offset=-1")[0] == 400
     # env and cwd: write format = read format, a bad line refused whole
     assert bridge.call("PUT", f"{base}/sessions/default/env", b"GREETING=hi there\n")[0] == 200
