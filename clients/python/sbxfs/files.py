@@ -3,6 +3,7 @@ workspace/, and walked there by beneath.py, which follows no link a command plan
 
 import base64
 import codecs
+import io
 import ctypes
 import ctypes.util
 import errno
@@ -94,9 +95,10 @@ def write_file(session, path, content, encoding=None):
         data = base64.b64decode(content)
     else:
         data = content if isinstance(content, bytes) else content.encode()
-    if (at := _remote(session)) is not None:
-        return remote_files.write_file(at, path, parts, data)
     try:
+        if (at := _remote(session)) is not None:
+            remote_files.write_file(at, parts, data)
+            return _ok(path)
         with _parent(session, parts) as (dir_fd, name):
             if not name:
                 raise beneath.is_dir_error()
@@ -162,14 +164,15 @@ def read_file(session, path, encoding=None, max_bytes=READ_FILE_MAX):
     if not isinstance(max_bytes, int) or isinstance(max_bytes, bool) or max_bytes < 0:
         raise ValidationError(f"invalid max_bytes: {max_bytes!r}")
     parts = workspace_parts(session, path)
-    if (at := _remote(session)) is not None:
-        return remote_files.read_file(at, path, parts, encoding, max_bytes)
     try:
-        fd, st = _open_regular(session, parts)
-        try:
-            data = _read_capped(fd, st.st_size, max_bytes)
-        finally:
-            os.close(fd)
+        if (at := _remote(session)) is not None:
+            data = remote_files.read_regular(at, parts, max_bytes)
+        else:
+            fd, st = _open_regular(session, parts)
+            try:
+                data = _read_capped(fd, st.st_size, max_bytes)
+            finally:
+                os.close(fd)
     except OSError as exc:
         raise _fail(exc, path) from None
     text = _is_text(data)
@@ -182,15 +185,16 @@ def read_file_stream(session, path, chunk_size=CHUNK):
     """metadata, then chunk events (utf-8 text, or base64 for binary files), then complete:
     any size, a chunk at a time."""
     parts = workspace_parts(session, path)
-    if (at := _remote(session)) is not None:
-        yield from remote_files.read_file_stream(at, path, parts, chunk_size)
-        return
     try:
-        fd, st = _open_regular(session, parts)
+        if (at := _remote(session)) is not None:
+            data = remote_files.read_regular(at, parts)
+            f, size = io.BytesIO(data), len(data)
+        else:
+            fd, st = _open_regular(session, parts)
+            f, size = open(fd, "rb"), st.st_size
     except OSError as exc:
         raise _fail(exc, path) from None
-    with open(fd, "rb") as f:
-        size = st.st_size
+    with f:
         head = f.read(8192)
         binary = bool(head) and not _is_text(head) and b"\0" in head
         f.seek(0)
@@ -210,10 +214,10 @@ def read_file_stream(session, path, chunk_size=CHUNK):
 
 def mkdir(session, path, recursive=False):
     parts = workspace_parts(session, path)
-    if (at := _remote(session)) is not None:
-        return remote_files.mkdir(at, path, parts, recursive)
     try:
-        if recursive:
+        if (at := _remote(session)) is not None:
+            remote_files.mkdir(at, parts, recursive)
+        elif recursive:
             os.close(beneath.open_dir(session.sandbox.workspace, parts, create=True))
         else:
             with _parent(session, parts) as (dir_fd, name):
@@ -228,9 +232,10 @@ def mkdir(session, path, recursive=False):
 def delete_file(session, path):
     """A file or a symlink (the link itself); a directory is refused (IsDirectoryError)."""
     parts = workspace_parts(session, path)
-    if (at := _remote(session)) is not None:
-        return remote_files.delete_file(at, path, parts)
     try:
+        if (at := _remote(session)) is not None:
+            remote_files.delete_file(at, parts)
+            return _ok(path)
         with _parent(session, parts) as (dir_fd, name):
             if not name or st_.S_ISDIR(beneath.lstat_at(dir_fd, name).st_mode):
                 raise beneath.is_dir_error()
@@ -243,9 +248,10 @@ def delete_file(session, path):
 def rename_file(session, old_path, new_path):
     """The name itself moves (a link as a link); the workspace itself cannot."""
     src, dst = workspace_parts(session, old_path), workspace_parts(session, new_path)
-    if (at := _remote(session)) is not None:
-        return remote_files.rename_file(at, old_path, new_path, src, dst)
     try:
+        if (at := _remote(session)) is not None:
+            remote_files.rename(at, src, dst)
+            return _ok(old_path, new_path=new_path)
         with _parent(session, src) as (src_fd, a), _parent(session, dst) as (dst_fd, b):
             if not a or not b:
                 raise OSError(errno.EBUSY, "the workspace itself cannot be moved or replaced")
@@ -261,13 +267,12 @@ def move_file(session, source_path, destination_path):
     parts = workspace_parts(session, destination_path)
     if (at := _remote(session)) is not None:
         into_dir = remote_files.is_dir(at, parts)
-        dest = posixpath.join(destination_path, posixpath.basename(source_path)) if into_dir else destination_path
-        return rename_file(session, source_path, dest)
-    try:
-        with _parent(session, parts) as (dir_fd, name):
-            into_dir = not name or st_.S_ISDIR(beneath.lstat_at(dir_fd, name).st_mode)
-    except OSError:
-        into_dir = False
+    else:
+        try:
+            with _parent(session, parts) as (dir_fd, name):
+                into_dir = not name or st_.S_ISDIR(beneath.lstat_at(dir_fd, name).st_mode)
+        except OSError:
+            into_dir = False
     dest = destination_path
     if into_dir:
         dest = posixpath.join(destination_path, posixpath.basename(source_path))
@@ -292,24 +297,42 @@ def _file_type(mode):
 _GONE = (errno.ENOENT, errno.ENOTDIR, errno.ELOOP)
 
 
+def _names(at, d):
+    """The sorted names of a directory: a held descriptor, or over HTTP its parts."""
+    if at is not None:
+        return remote_files.listdir(at, d)
+    listable = beneath.open_listable(d)
+    try:
+        return sorted(os.listdir(listable))
+    finally:
+        os.close(listable)
+
+
+def _lstat(at, d, name):
+    return remote_files.lstat(at, [*d, name]) if at is not None else beneath.lstat_at(d, name)
+
+
+def _child(at, d, name):
+    return [*d, name] if at is not None else beneath.open_child(d, name)
+
+
+def _release(at, d):
+    if at is None:
+        os.close(d)
+
+
 def list_files(session, path, recursive=False, include_hidden=False):
     """Links are listed as links; a recursive listing goes into directories only."""
     parts = workspace_parts(session, path)
-    if (at := _remote(session)) is not None:
-        return remote_files.list_files(at, path, parts, recursive, include_hidden)
+    at = _remote(session)
     files = []
 
-    def walk(dir_fd, rel):
-        listable = beneath.open_listable(dir_fd)
-        try:
-            names = sorted(os.listdir(listable))
-        finally:
-            os.close(listable)
-        for name in names:
+    def walk(d, rel):
+        for name in _names(at, d):
             if not include_hidden and name.startswith("."):
                 continue
             try:
-                s = beneath.lstat_at(dir_fd, name)
+                s = _lstat(at, d, name)
             except OSError as exc:
                 if exc.errno in _GONE:
                     continue
@@ -326,7 +349,7 @@ def list_files(session, path, recursive=False, include_hidden=False):
             if not recursive or not st_.S_ISDIR(s.st_mode):
                 continue
             try:
-                child = beneath.open_child(dir_fd, name)
+                child = _child(at, d, name)
             except OSError as exc:
                 if exc.errno in _GONE:
                     continue
@@ -334,13 +357,13 @@ def list_files(session, path, recursive=False, include_hidden=False):
             try:
                 walk(child, sub)
             finally:
-                os.close(child)
+                _release(at, child)
     try:
-        fd = beneath.open_dir(session.sandbox.workspace, parts)
+        top = parts if at is not None else beneath.open_dir(session.sandbox.workspace, parts)
         try:
-            walk(fd, "")
+            walk(top, "")
         finally:
-            os.close(fd)
+            _release(at, top)
     except OSError as exc:
         raise _fail(exc, path) from None
     return _ok(path, files=files, count=len(files))
@@ -350,12 +373,14 @@ def exists(session, path):
     """Whether the name is there (a link counts, unfollowed); a link on the way is an
     error."""
     parts = workspace_parts(session, path)
-    if (at := _remote(session)) is not None:
-        return remote_files.exists(at, path, parts)
     try:
-        with _parent(session, parts) as (dir_fd, name):
-            if name:
-                beneath.lstat_at(dir_fd, name)
+        if (at := _remote(session)) is not None:
+            if parts:
+                remote_files.lstat(at, parts)
+        else:
+            with _parent(session, parts) as (dir_fd, name):
+                if name:
+                    beneath.lstat_at(dir_fd, name)
         found = True
     except (FileNotFoundError, NotADirectoryError):
         found = False

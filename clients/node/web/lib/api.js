@@ -2,6 +2,7 @@
 // on the mount; nothing here runs a program.
 import { follow, WebError, checkName, checkNumber, portOf } from './fsops.js';
 import { readFile } from 'node:fs/promises';
+import { drained } from './drain.js';
 
 const BODY_MAX = (1 << 20) + 4096;
 
@@ -168,15 +169,7 @@ function sse(req, res) {
 		 * instead of the server buffering a fast command's output). */
 		async send(event, data) {
 			if (ac.signal.aborted || res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`)) return;
-			await new Promise((resolve) => {
-				const done = () => {
-					res.off('drain', done);
-					res.off('close', done);
-					resolve();
-				};
-				res.on('drain', done);
-				res.on('close', done);
-			});
+			await drained(res);
 		},
 		end() {
 			res.end();

@@ -5,6 +5,7 @@
 // so what is left is there to read.
 import { constants as C } from 'node:fs';
 import { open } from 'node:fs/promises';
+import { drained } from '../../lib/drain.js';
 import { BridgeError } from './errors.js';
 
 const CHUNK = 1 << 20;
@@ -71,15 +72,7 @@ export async function pump(path, onChunk, opts) {
 export function writer(res, signal) {
 	return (data, encoding) => {
 		if (res.write(data, encoding) || signal?.aborted) return undefined;
-		return new Promise((resolve) => {
-			const done = () => {
-				res.off('drain', done);
-				res.off('close', done);
-				resolve();
-			};
-			res.on('drain', done);
-			res.on('close', done);
-		});
+		return drained(res);
 	};
 }
 
