@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { Fleet } from '../../../lib/fleet.js';
 import { isName } from '../../../lib/names.js';
 import { BridgeError, invalid, toBridgeError } from './errors.js';
-import { commandOf, execStream, hydrate, inWorkspace, persist, WORKSPACE } from './exec.js';
+import { commandOf, execStream, hydrate, inWorkspace, persist } from './exec.js';
 import { OPENAPI } from './openapi.js';
 import { forward, forwardTarget } from './peers.js';
 import { getPath, inParentOf, json, putWorkspace, serveTree } from './tree.js';
@@ -337,4 +337,3 @@ function decodePart(raw) {
 	return v;
 }
 
-export { json, WORKSPACE };

@@ -9,7 +9,8 @@ import { refuseUpgrade, upgrader } from '../../lib/ws.js';
 import { BridgeError, invalid, sendError, toBridgeError } from './errors.js';
 import { forward, forwardTarget, forwardUpgrade } from './peers.js';
 import { bridgePty, ptyTerminal } from './pty.js';
-import { match, Sandboxes, json } from './routes.js';
+import { match, Sandboxes } from './routes.js';
+import { json } from './tree.js';
 import { allows } from './tokens.js';
 
 /* A request's headers must come within this; a body or an answer that moves no byte for
@@ -159,4 +160,3 @@ async function upgrade(ctx, accept, req, socket, head) {
 	accept(req, socket, head, (ws) => bridgePty(ws, term));
 }
 
-export { json };
