@@ -16,7 +16,7 @@ usage: tests/bench/bench_bridge.py [--count N] [--size MIB]
 """
 
 import argparse
-import base64
+import binascii
 import http.client
 import json
 import os
@@ -75,19 +75,22 @@ def sse_exec(conn, id, argv, sink=None):
     r = conn.getresponse()
     assert r.status == 200, (r.status, r.read())
     code = None
-    buf = b""
+    buf = bytearray()
     while True:
         chunk = r.read1(1 << 20)
         if not chunk:
             break
         buf += chunk
-        while b"\n\n" in buf:
-            block, buf = buf.split(b"\n\n", 1)
-            lines = block.split(b"\n")
-            if lines[0] == b"event: stdout" and sink:
-                sink(base64.b64decode(b"".join(ln[6:] for ln in lines[1:])))
-            elif lines[0] == b"event: exit":
-                code = json.loads(lines[1][6:])["exit_code"]
+        start = 0
+        while (end := buf.find(b"\n\n", start)) >= 0:
+            block = bytes(buf[start:end])
+            start = end + 2
+            head, _, data = block.partition(b"\n")
+            if head == b"event: stdout" and sink:
+                sink(binascii.a2b_base64(data[6:]))
+            elif head == b"event: exit":
+                code = json.loads(data[6:])["exit_code"]
+        del buf[:start]
     return code
 
 
@@ -167,6 +170,8 @@ def main():
             (box / "workspace" / "big").unlink()
 
             got = [0]
+            # a new connection: the server has closed the kept one, idle through the file part
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
             t0 = time.perf_counter()
             assert sse_exec(conn, "b", ["head", "-c", str(size), "/dev/zero"],
                             lambda b: got.__setitem__(0, got[0] + len(b))) == 0
