@@ -626,3 +626,42 @@ setTimeout(() => {{ console.log('timeout'); process.exit(1); }}, 15000);
     finally:
         nginx.terminate()
         nginx.wait(timeout=10)
+
+
+def docs_curls():
+    """Every curl line of docs/api.md's Bridge section, in order: the examples of the routes'
+    table and the code blocks."""
+    text = (REPO_ROOT / "docs" / "api.md").read_text()
+    text = text[text.index("## The Bridge API"):text.index("## The mount over SSH")]
+    lines = []
+    rows = iter(text.splitlines())
+    for line in rows:
+        if line.startswith("| `"):
+            lines += re.findall(r"`(curl [^`]*)`", line)
+        elif line.startswith("curl "):
+            while line.endswith("\\"):  # a command continued on the next line
+                line = line[:-1] + next(rows)
+            lines.append(line.split("  #")[0].rstrip())
+    return lines
+
+
+def test_the_docs_curls_run_as_written(bridge, tmp_path):
+    """docs/api.md's curls, with TOKEN, H and B set as it says: each exits 0 and answers no
+    error but the 501 it documents for buckets and the pool."""
+    (tmp_path / "main.py").write_text("print('from the docs')\n")
+    env = dict(os.environ, TOKEN=ADMIN, H=f"Authorization: Bearer {ADMIN}",
+               B=f"http://127.0.0.1:{bridge.port}/v1/sandbox")
+    lines = docs_curls()
+    assert len(lines) > 25, lines
+    for line in lines:
+        line = line.replace("127.0.0.1:8024", f"127.0.0.1:{bridge.port}")
+        res = subprocess.run(["bash", "-c", line], cwd=tmp_path, env=env, capture_output=True, timeout=60)
+        assert res.returncode == 0, (line, res.stderr)
+        try:
+            body = json.loads(res.stdout or b"{}")
+        except ValueError:
+            continue  # bytes, an event stream, a run number
+        if isinstance(body, dict) and "code" in body:
+            assert body["code"] in ("pool_error", "mount_error", "unmount_error"), (line, body)
+    assert (tmp_path / "main.py").read_text() == "print('from the docs')\n"
+    assert (tmp_path / "workspace.tar").stat().st_size >= 10240
