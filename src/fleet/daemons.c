@@ -36,7 +36,7 @@ extern char **environ;
 #define STOP_WAIT_MS	10000
 #define SHUTDOWN_WAIT_S 30
 /* A killed daemon's watchdog: its kills and cgroups, a few seconds under load. */
-#define CLEANUP_WAIT_S 10
+#define CLEANUP_WAIT_S	10
 #define QUICK_FAIL_S	5 /* a daemon that ends this soon after its start failed at once */
 #define QUICK_FAILS_MAX 5
 
