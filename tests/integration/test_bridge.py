@@ -419,10 +419,13 @@ def test_slow_and_greedy_clients_are_bounded(bridge, tmp_path):
     # a loopback listener answers only to a loopback Host (no DNS rebinding)
     assert bridge.call("GET", "/health", headers={"Host": "evil.example"})[0] == 421
     # per-token rate: a burst past it is 429 with the reason
-    b = Bridge(bridge.proc.args[2], tmp_path, "--rate", "5")
+    b = Bridge(bridge.proc.args[2], tmp_path, "--rate", "1")
     try:
-        codes = [b.call("GET", "/v1/sandbox/solo/running")[0] for _ in range(12)]
-        assert codes.count(429) >= 5 and codes[0] == 200, codes
+        # a burst of 1, one more a second: however slow this machine, most of 10 are refused
+        t0 = time.monotonic()
+        codes = [b.call("GET", "/v1/sandbox/solo/running")[0] for _ in range(10)]
+        allowed = 1 + int(time.monotonic() - t0) + 1
+        assert codes[0] == 200 and codes.count(200) <= allowed and set(codes) <= {200, 429}, codes
     finally:
         b.stop()
 
@@ -507,15 +510,20 @@ def test_a_fleet_across_two_nodes_any_node_answers_for_any_sandbox(bridge, tmp_p
         mounts = [Path(bridge.proc.args[2]), fb.mnt]
         try:
             owners = {}
-            for i in range(8):
-                id = f"spread{i}"
+            # ids the rendezvous gives to each node, 4 each: the hash as peers.js has it
+            peer_list = peers.split(",")
+            weight = lambda peer, id: hashlib.sha256(f"{peer}\n{id}".encode()).digest()  # noqa: E731
+            predicted = {f"spread{i}": max((weight(p, f"spread{i}"), n) for n, p in enumerate(peer_list))[1]
+                         for i in range(64)}
+            chosen = [k for k, v in predicted.items() if v == 0][:4] + [k for k, v in predicted.items() if v == 1][:4]
+            for id in chosen:
                 for node in (a, b):
                     status, ev = node.exec(id, ["sh", "-c", "echo $0", id])
                     assert status == 200 and output(ev, "stdout") == f"{id}\n".encode(), ev
                 have = [(m / id).is_dir() for m in mounts]
                 assert have.count(True) == 1, (id, have)
                 owners[id] = have.index(True)
-            assert set(owners.values()) == {0, 1}, owners  # 8 ids, both nodes own some
+            assert owners == {id: predicted[id] for id in chosen}, owners
             # files, the tree and new sandboxes go to the owner too
             id = next(k for k, v in owners.items() if v == 1)
             assert a.call("PUT", f"/v1/sandbox/{id}/file/workspace/f", b"via a")[0] == 200
