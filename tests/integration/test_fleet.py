@@ -111,9 +111,10 @@ def fleet(*args):
             os.kill(pid, signal.SIGKILL)
         if is_mounted(f.mnt):
             subprocess.run(["umount", "-l", str(f.mnt)], capture_output=True)
+        log = f.text_log()  # before the files go: a failure below shows it
         subprocess.run(["rm", "-rf", "--one-file-system", str(f.tmp)], capture_output=True)
-        assert not stuck, f"the supervisor did not stop within 60 s of SIGTERM\n{f.text_log()}"
-        assert not left, f"daemons left after the supervisor stopped: {left}\n{f.text_log()}"
+        assert not stuck, f"the supervisor did not stop within 60 s of SIGTERM\n{log}"
+        assert not left, f"daemons left after the supervisor stopped: {left}\n{log}"
 
 
 @pytest.mark.heavy  # a scale test: the shorter ones take its paths in every pass
