@@ -264,13 +264,20 @@ static void fleet_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
 	const struct handle *h = (const struct handle *)(uintptr_t)fi->fh;
+	size_t n;
+	char *copy;
 
 	(void)ino;
-	if ((size_t)off >= h->len)
+	if ((size_t)off >= h->len) {
 		fuse_reply_buf(req, NULL, 0);
-	else
-		fuse_reply_buf(req, h->text + off,
-			       h->len - (size_t)off < size ? h->len - (size_t)off : size);
+		return;
+	}
+	/* A copy: the kernel's readahead may end this read and send the release, which frees h,
+	 * while fuse_reply_buf is still in writev (ASan reads the buffer after it returns). */
+	n = h->len - (size_t)off < size ? h->len - (size_t)off : size;
+	copy = xmemdup(h->text + off, n);
+	fuse_reply_buf(req, copy, n);
+	free(copy);
 }
 
 static void fleet_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
