@@ -1,4 +1,4 @@
-// A fleet across nodes (docs/kubernetes.md): every node runs a fleet and a bridge, and knows the
+// A fleet across nodes (docs/api.md, examples/kubernetes/fleet/): every node runs a fleet and a bridge, and knows the
 // others' URLs in one order (--peers); a sandbox id belongs to one node, the one of highest
 // rendezvous weight for it, so any node can answer any request: it serves the ids that are its
 // own and forwards the others to their node, byte for byte both ways (a WebSocket too). Adding a
