@@ -1,9 +1,10 @@
-// A fleet across nodes (docs/api.md, examples/kubernetes/fleet/): every node runs a fleet and a bridge, and knows the
-// others' URLs in one order (--peers); a sandbox id belongs to one node, the one of highest
-// rendezvous weight for it, so any node can answer any request: it serves the ids that are its
-// own and forwards the others to their node, byte for byte both ways (a WebSocket too). Adding a
-// node moves only the ids that now weigh most on it. A forwarded request is marked, and a node
-// serves a marked request itself, so two nodes whose lists differ never pass one back and forth.
+// A fleet across nodes (docs/api.md, examples/kubernetes/fleet/): every node runs a fleet and a
+// bridge, and knows the others' URLs in one order (--peers); a sandbox id belongs to one node, the
+// one of highest rendezvous weight for it, so any node can answer any request: it serves the ids
+// that are its own and forwards the others to their node, byte for byte both ways (a WebSocket
+// too). Adding a node moves only the ids that now weigh most on it. A forwarded request is marked,
+// and a node serves a marked request itself, so two nodes whose lists differ never pass one back
+// and forth.
 import { createHash } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
