@@ -364,6 +364,10 @@ def test_the_tree_reads_and_writes_every_kind_of_control_file(bridge):
     assert status == 403, body
     # a directory's names as JSON, any byte: a name that is not UTF-8 comes as base64
     bridge.exec("tr", ["sh", "-c", "cd /workspace && touch \"$(printf 'bad\\377name')\" 'line\nbreak'"])
+    # a FIFO a command made is refused, never opened to wait on
+    bridge.exec("tr", ["mkfifo", "/workspace/fifo"])
+    status, body = bridge.json("GET", f"{base}/workspace/fifo", timeout=10)
+    assert status == 400 and body["errno"] == "EINVAL", body
     names = bridge.json("GET", f"{base}/workspace")[1]
     assert {"nameBase64": base64.b64encode(b"bad\xffname").decode(), "type": "file"} in names
     assert {"name": "line\nbreak", "type": "file"} in names

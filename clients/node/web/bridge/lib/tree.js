@@ -120,6 +120,12 @@ export async function getPath(root, parts, url, req, res) {
 		if (st.isSymbolicLink()) throw new BridgeError(403, 'forbidden', `${name}: a symbolic link, which the tree does not follow`, 'ELOOP');
 		if (!st.isFile()) throw Object.assign(invalid(`${name}: not a regular file or a directory`), { errno: 'EINVAL' });
 		const fh = await open(at(dir, name), C.O_RDONLY | C.O_NONBLOCK | C.O_NOFOLLOW | C.O_NOCTTY);
+		/* What was opened is looked at again: a command may have put a FIFO there meanwhile,
+		 * which would answer EAGAIN for as long as the client waits. */
+		if (!(await fh.stat().catch(() => null))?.isFile()) {
+			await fh.close();
+			throw Object.assign(invalid(`${name}: not a regular file or a directory`), { errno: 'EINVAL' });
+		}
 		if (url.searchParams.has('nowait')) {
 			try {
 				const body = await readNow(fh);
