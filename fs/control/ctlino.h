@@ -47,6 +47,10 @@ enum ctl_kind {
 	K_NETLOG,     /* network/log */
 	K_SNETLOG,    /* sessions/<id>/network: the session's lines of the log */
 	K_ERRORS,     /* errors at the root: the refusals log */
+	K_JOURNAL,    /* journal at the root */
+	K_JOURNALF,   /* journal.follow at the root */
+	K_SJOURNAL,   /* sessions/<id>/journal: the session's lines */
+	K_SJOURNALF,  /* sessions/<id>/journal.follow */
 	K_MAX
 };
 _Static_assert(K_SDIR == 5, "sessions/ID/ is where ino.h says");

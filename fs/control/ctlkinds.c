@@ -272,6 +272,10 @@ static const struct kind_info *const kinds[K_MAX] = {
     [K_NETLOG] = &netlog_row,
     [K_SNETLOG] = &snetlog_row,
     [K_ERRORS] = &errors_row,
+    [K_JOURNAL] = &journal_row,
+    [K_JOURNALF] = &journalf_row,
+    [K_SJOURNAL] = &sjournal_row,
+    [K_SJOURNALF] = &sjournalf_row,
 };
 
 const struct kind_info *kind_row(enum ctl_kind k)

@@ -280,6 +280,7 @@ int context_submit(struct context *c, const char *code, size_t len, unsigned *n)
 		core_unlock();
 		return err ? err : -EIO;
 	}
+	run_journal_as(cell->run, "cell", NULL, "context", c->name);
 	c->submitted = true;
 	c->next_n++;
 	c->ncells++;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "config_priv.h"
+#include "journal.h"
 #include "xmalloc.h"
 
 /* The index of name's entry in base_env, or n_base_env. */
@@ -128,6 +129,7 @@ void config_defaults(struct config *cfg)
 	cfg->expose_max_ports = 32;
 	cfg->expose_max_connections = 256;
 	cfg->log_max = 10ull << 20;
+	cfg->journal_max = JOURNAL_MAX_DEFAULT;
 	cfg->spool_max = 4ull << 30;
 	cfg->workspace_max = 0;
 	cfg->home_max = CONFIG_SIZE_AUTO;

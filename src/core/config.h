@@ -38,6 +38,7 @@ struct config {
 
 	char *cgroup;         /* auto, v1, v2 or none */
 	uint64_t log_max;     /* bytes of the log file before it rotates; 0 = no bound */
+	uint64_t journal_max; /* bytes of the journal's files together (journal.h) */
 
 	char *shell;          /* bash: the session driver is a bash script */
 	uint64_t timeout_ms;  /* a session's default command timeout; 0 = none */

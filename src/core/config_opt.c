@@ -18,6 +18,7 @@ const struct config_key config_keys[] = {
     {"sbxfs", "log_level", "debug", "loud"},
     {"sbxfs", "cgroup", "none", "v3"},
     {"sbxfs", "log_max", "1M", "1X"},
+    {"sbxfs", "journal_max", "1M", "1Q"},
     {"session", "shell", "/bin/sh", NULL},
     {"session", "path", "/bin:/usr/bin", NULL},
     {"session", "home", "/root", NULL},

@@ -133,6 +133,8 @@ static int set_main(struct config *cfg, const char *key, const char *value)
 		set_str(&cfg->cgroup, value);
 	} else if (!strcmp(key, "log_max"))
 		return config_parse_size(value, &cfg->log_max);
+	else if (!strcmp(key, "journal_max"))
+		return config_parse_size(value, &cfg->journal_max);
 	else
 		return -ENOENT;
 	return 0;

@@ -93,16 +93,22 @@ void run_unref(struct run *r)
 	for (int i = 0; i < RUN_STREAMS; i++)
 		spool_close(&r->out[i]);
 	free(r->error);
+	free(r->jsid);
+	free(r->jvalue);
 	free(r->cmd);
 	free(r);
 }
 
 void run_begin(struct run *r)
 {
-	if (r->state == RUN_QUEUED && begin_hook)
+	bool first = r->state == RUN_QUEUED;
+
+	if (first && begin_hook)
 		begin_hook();
 	r->state = RUN_RUNNING;
 	clock_gettime(CLOCK_REALTIME, &r->started);
+	if (first)
+		run_journal_begin(r);
 	waitq_wake(&r->doneq);
 }
 
@@ -179,6 +185,7 @@ static void publish_end(struct run *r)
 	r->ending = false;
 	for (int i = 0; i < RUN_STREAMS; i++)
 		spool_finish(&r->out[i]);
+	run_journal_end(r);
 	waitq_wake(&r->doneq);
 }
 

@@ -40,6 +40,10 @@ struct run {
 	uint64_t oom_kills;   /* OOM kills in its group while it ran */
 	bool oom_ended;       /* killed whole after an OOM kill in it */
 	char *error;          /* why sbxfs could not run it as asked (status "error"), or NULL */
+	const char *jkind;    /* its events' kind in the journal ("cmd", "proc"), NULL: none */
+	char *jsid;           /* its session's id, for the session's journal */
+	const char *jkey;     /* and one more field of its events: its cwd, its process... */
+	char *jvalue;
 	TAILQ_ENTRY(run) hist; /* the session's history */
 };
 
@@ -67,6 +71,13 @@ void run_set_hooks(void (*begin)(void), bool (*end)(void));
 /* Core lock held. run_end records the status at once; the end is visible at once or, when the
  * end hook says so, a moment later from the loop thread. */
 void run_begin(struct run *r);
+/* Core lock held: r's start and end go to the journal as kind (static) ".start" and ".end",
+ * in sid's session (or none), with the field key (static): value; at once if r is done. */
+void run_journal_as(struct run *r, const char *kind, const char *sid, const char *key,
+		    const char *value);
+/* run_journal.c: its events, from run_begin and when its end is published. */
+void run_journal_begin(struct run *r);
+void run_journal_end(struct run *r);
 void run_end(struct run *r, int status);
 /* Records why the run could not go as asked ("EMFILE: what: Too many open files"; err 0: just
  * what); the first reason is kept. */

@@ -271,6 +271,7 @@ static void refuse(struct job *j, const char *cmd, size_t len, int err, const ch
 	if (j->run)
 		run_unref(j->run);
 	j->run = run_refused(j->starts + 1, cmd, len, err, why);
+	run_journal_as(j->run, "proc", session_id(j->c.s), "proc", j->c.name);
 }
 
 int job_set_tty(struct job *j, bool on)
@@ -325,6 +326,7 @@ int job_start(struct job *j, const char *cmd, size_t len, unsigned *n)
 		return rc;
 	}
 	j->starts++;
+	run_journal_as(r, "proc", session_id(j->c.s), "proc", j->c.name);
 	j->leftovers = 0;
 	if (n)
 		*n = j->starts;

@@ -24,6 +24,7 @@
 #include "expose.h"
 #include "fdres.h"
 #include "home.h"
+#include "journal.h"
 #include "filter.h"
 #include "checkout_run.h"
 #include "identity.h"
@@ -93,6 +94,32 @@ static bool denied(int rc)
 }
 
 /* Spool files of an earlier daemon that died are stale: start from an empty spool. */
+/* The journal in STATE_DIR/journal, its first event this daemon's start. */
+static int open_journal(char *err, size_t errlen)
+{
+	char *dir = xasprintf("%s/journal", cfg->state_dir);
+	struct jrec r;
+	int rc = journal_open(dir, cfg->journal_max, err, errlen);
+
+	free(dir);
+	if (rc < 0)
+		return rc;
+	journal_follow_init();
+	jrec_begin(&r, "daemon.start", NULL);
+	jrec_int(&r, "pid", getpid());
+	jrec_commit(&r);
+	return 0;
+}
+
+static void journal_note_stop(void)
+{
+	struct jrec r;
+
+	jrec_begin(&r, "daemon.stop", NULL);
+	jrec_int(&r, "pid", getpid());
+	jrec_commit(&r);
+}
+
 static int reset_spool(const char *dir)
 {
 	DIR *d;
@@ -181,6 +208,8 @@ int sandbox_prepare(struct config *c, const char *self_exe, char *err, size_t er
 		snprintf(err, errlen, "spool dir %s: %s", spool_dir, strerror(-rc));
 		return rc;
 	}
+	if ((rc = open_journal(err, errlen)) < 0)
+		return rc;
 	launcher = cfg->launcher[0] ? xstrdup(cfg->launcher)
 				    : find_helper(self_exe, "sbxfs-launcher");
 	git_helper = find_helper(self_exe, "sbxfs-git");
@@ -583,6 +612,7 @@ void sandbox_stop(void)
 	expose_shutdown();
 	contexts_shutdown();
 	sessions_shutdown();
+	journal_follow_shutdown();
 	loop_stop();
 	net_shutdown();
 	launch_shutdown();
@@ -610,6 +640,8 @@ void sandbox_stop(void)
 	free(netproxy);
 	free(launcher);
 	free(spool_dir);
+	journal_note_stop();
+	journal_close();
 	state_lock_release();
 	/* Only now: a daemon killed while it was stopping (a bomb slowing its kills, a second
 	 * signal) leaves the rest to the watchdog, which redoes what is done harmlessly. */

@@ -12,6 +12,7 @@
 
 #include "cgroup_mem.h"
 #include "changes.h"
+#include "journal.h"
 #include "log.h"
 #include "names.h"
 #include "session_priv.h"
@@ -147,6 +148,8 @@ static struct session *create_locked(const char *id, struct ticket **ready, int 
 		return NULL;
 	}
 	TAILQ_INSERT_TAIL(&sessions, s, link);
+	journal_tap_open(s->id);
+	journal_event("session.new", s->id, NULL, NULL);
 	s->oom_watch = cgroup_mem_watch(s->cg, exec_oom, s);
 	if (ready) {
 		s->ready = *ready = ticket_new();
@@ -163,6 +166,8 @@ void session_start_failed(struct session *s, int err)
 	if (!s->removed) {
 		log_warnx("session %s removed: its shell did not come up", s->id);
 		TAILQ_REMOVE(&sessions, s, link);
+		journal_event("session.remove", s->id, "reason", "its shell did not come up");
+		journal_tap_close(s->id);
 		exec_teardown(s);
 		session_unref(s); /* the table's; the caller still holds the shell's */
 	} else {
@@ -218,6 +223,8 @@ int session_remove(const char *id, struct ticket **gone)
 		return s ? -EBUSY : -ENOENT;
 	}
 	TAILQ_REMOVE(&sessions, s, link);
+	journal_event("session.remove", s->id, NULL, NULL);
+	journal_tap_close(s->id);
 	*gone = ticket_new();
 	if (s->sh) {
 		ticket_ref(*gone);

@@ -49,12 +49,14 @@ int session_submit(struct session *s, const char *cmd, size_t len, unsigned *n)
 		log_warnx("session %s: command refused: cannot create its output spool: %s", s->id,
 			  strerror(-err));
 		r = run_refused(++s->next_n, cmd, len, -err, "cannot create its output spool");
+		run_journal_as(r, "cmd", s->id, "cwd", s->cwd);
 		remember(s, r);
 		run_unref(r);
 		core_unlock();
 		return err;
 	}
 	s->next_n++;
+	run_journal_as(r, "cmd", s->id, "cwd", s->cwd);
 	if (n)
 		*n = s->next_n;
 	log_debug("session %s: command %u queued", s->id, s->next_n);
@@ -149,6 +151,7 @@ int session_checkout(struct session *s, const char *line, size_t len, unsigned *
 		free(rel);
 		return err;
 	}
+	run_journal_as(r, "checkout", s->id, "cwd", s->cwd);
 	op = xcalloc(1, sizeof(*op));
 	op->kind = OP_CHECKOUT;
 	op->run = r;
