@@ -51,6 +51,8 @@ enum ctl_kind {
 	K_JOURNALF,   /* journal.follow at the root */
 	K_SJOURNAL,   /* sessions/<id>/journal: the session's lines */
 	K_SJOURNALF,  /* sessions/<id>/journal.follow */
+	K_METRICS,    /* metrics at the root */
+	K_SMETRICS,   /* sessions/<id>/metrics, sessions/<id>/procs/<name>/metrics */
 	K_MAX
 };
 _Static_assert(K_SDIR == 5, "sessions/ID/ is where ino.h says");

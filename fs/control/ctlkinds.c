@@ -276,6 +276,8 @@ static const struct kind_info *const kinds[K_MAX] = {
     [K_JOURNALF] = &journalf_row,
     [K_SJOURNAL] = &sjournal_row,
     [K_SJOURNALF] = &sjournalf_row,
+    [K_METRICS] = &metrics_row,
+    [K_SMETRICS] = &smetrics_row,
 };
 
 const struct kind_info *kind_row(enum ctl_kind k)

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "escape.h"
+#include "journal.h"
 #include "termring.h"
 #include "xmalloc.h"
 
@@ -26,6 +27,22 @@ static const char *errno_name(int err, char *buf, size_t len)
 		return name;
 	snprintf(buf, len, "%d", err);
 	return buf;
+}
+
+/* In the journal, and in its session's lines when the path is one of a session's files. */
+static void journal_refusal(const char *path, int err, const char *why)
+{
+	const char *id = !strncmp(path, "sessions/", 9) ? path + 9 : NULL;
+	const char *slash = id ? strchr(id, '/') : NULL;
+	char num[16], *sid = slash ? strndup(id, (size_t)(slash - id)) : NULL;
+	struct jrec r;
+
+	jrec_begin(&r, "refused", sid);
+	free(sid);
+	jrec_str(&r, "path", path);
+	jrec_str(&r, "errno", errno_name(err, num, sizeof(num)));
+	jrec_str(&r, "why", why);
+	jrec_commit(&r);
 }
 
 void refusal_note(const char *path, int err, const char *fmt, ...)
@@ -49,6 +66,7 @@ void refusal_note(const char *path, int err, const char *fmt, ...)
 		termring_init(&ring, REFUSALS_MAX);
 	termring_put(&ring, line, strlen(line));
 	pthread_mutex_unlock(&lock);
+	journal_refusal(path, err, why ? why : "");
 	free(line);
 	free(w);
 	free(p);

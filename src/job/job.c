@@ -49,6 +49,11 @@ void job_unref(struct job *j)
 	free(j);
 }
 
+struct cgroup *job_cgroup(const struct job *j)
+{
+	return j->c.cg;
+}
+
 const char *job_name(const struct job *j)
 {
 	return j->c.name;

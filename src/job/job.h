@@ -31,6 +31,8 @@ struct job *job_find(struct session *s, const char *name);
 struct job *job_find_id(struct session *s, unsigned id);
 void job_unref(struct job *j);
 const char *job_name(const struct job *j);
+/* Its group (NULL without cgroups), valid while a reference to j is held. */
+struct cgroup *job_cgroup(const struct job *j);
 unsigned job_id(const struct job *j);
 /* The jobs of one session, or of every session (s NULL); caller frees *v. */
 size_t job_list(struct session *s, struct job_info **v);

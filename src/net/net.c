@@ -20,6 +20,7 @@
 
 #include "backoff.h"
 #include "changes.h"
+#include "journal.h"
 #include "launch.h"
 #include "log.h"
 #include "loop.h"
@@ -432,6 +433,16 @@ int net_policy_check_line(const char *line, size_t len, char *why, size_t whylen
 	return rc;
 }
 
+static void journal_policy(void)
+{
+	struct jrec r;
+
+	jrec_begin(&r, "policy.set", NULL);
+	jrec_str(&r, "mode", net_mode_name(mode));
+	jrec_int(&r, "rules", (long long)policy.n);
+	jrec_commit(&r);
+}
+
 int net_policy_write(const char *text, size_t len, char *why, size_t whylen)
 {
 	struct netpolicy p;
@@ -450,6 +461,7 @@ int net_policy_write(const char *text, size_t len, char *why, size_t whylen)
 		if (running)
 			send_policy();
 		log_info("network policy: mode %s, %zu rules", net_mode_name(mode), policy.n);
+		journal_policy();
 		changes_note();
 	} else {
 		netpolicy_free(&p);

@@ -51,5 +51,8 @@ int net_policy_write(const char *text, size_t len, char *why, size_t whylen);
 void net_log_read(const struct net_client *c, uint64_t *off, char *buf, size_t size, size_t *n);
 /* Bytes written to the log so far: its size. */
 uint64_t net_log_end(const struct net_client *c);
+/* Bytes sent and received by the ended connections of c (NULL: of the whole sandbox). Takes
+ * the core lock. */
+void net_bytes(const struct net_client *c, uint64_t *up, uint64_t *down);
 
 #endif

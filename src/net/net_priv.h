@@ -12,6 +12,7 @@
 struct net_client {
 	uint32_t id;	     /* the listener's, in messages to the proxy */
 	char *label;	     /* the session's id, or context:NAME */
+	uint64_t bytes_up, bytes_down; /* of its ended connections */
 	int fd;		     /* the listening socket, kept to hand a restarted proxy */
 	uint16_t port;	     /* on the sandbox's 127.0.0.1 */
 	char secret[NETMSG_SECRET_LEN + 1]; /* its credential, in its proxy variables */

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "escape.h"
+#include "journal.h"
 #include "log.h"
 #include "loop.h"
 #include "net_priv.h"
@@ -22,6 +23,7 @@
 
 static struct termring all;
 static unsigned bad_records;
+static uint64_t bytes_up, bytes_down;
 
 void netlog_init(void)
 {
@@ -67,6 +69,46 @@ static void start_time(uint32_t ms, char *out, size_t len)
 		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(t % 1000));
 }
 
+/* The connection in the journal: its session (or context), and the record's fields. */
+static void journal_conn(const struct net_client *c, const struct netmsg_conn *m)
+{
+	bool ctx = c && !strncmp(c->label, "context:", 8);
+	struct jrec r;
+
+	jrec_begin(&r, "net.connection", c && !ctx ? c->label : NULL);
+	if (ctx)
+		jrec_str(&r, "context", c->label + 8);
+	jrec_str(&r, "proto", proto_name(m->proto));
+	jrec_str(&r, "host", m->host);
+	jrec_int(&r, "port", m->port);
+	jrec_str(&r, "addr", m->addr);
+	jrec_str(&r, "verdict", verdict_name(m->verdict));
+	jrec_str(&r, "rule", m->rule);
+	jrec_int(&r, "bytes_up", (long long)m->up);
+	jrec_int(&r, "bytes_down", (long long)m->down);
+	jrec_int(&r, "ms", m->ms);
+	jrec_commit(&r);
+}
+
+/* The bytes of ended connections, for the metrics: the sandbox's and the client's. */
+static void count_bytes(struct net_client *c, const struct netmsg_conn *m)
+{
+	bytes_up += m->up;
+	bytes_down += m->down;
+	if (c) {
+		c->bytes_up += m->up;
+		c->bytes_down += m->down;
+	}
+}
+
+void net_bytes(const struct net_client *c, uint64_t *up, uint64_t *down)
+{
+	core_lock();
+	*up = c ? c->bytes_up : bytes_up;
+	*down = c ? c->bytes_down : bytes_down;
+	core_unlock();
+}
+
 void netlog_record(struct net_client *c, const struct netmsg_conn *m)
 {
 	char when[64], line[4096], *host, *addr, *rule;
@@ -99,6 +141,8 @@ void netlog_record(struct net_client *c, const struct netmsg_conn *m)
 	termring_put(&all, line, (size_t)n);
 	if (c)
 		termring_put(&c->log, line, (size_t)n);
+	count_bytes(c, m);
+	journal_conn(c, m);
 }
 
 void net_log_read(const struct net_client *c, uint64_t *off, char *buf, size_t size, size_t *n)

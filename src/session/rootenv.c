@@ -100,8 +100,10 @@ int rootenv_write(const char *buf, size_t len)
 	 * before is in the list below. */
 	core_lock();
 	rc = check_locked(&ed);
-	if (rc == 0)
+	if (rc == 0) {
 		envlist_apply(&root_env, &ed);
+		env_journal(NULL, &ed);
+	}
 	core_unlock();
 	if (rc < 0) {
 		envedits_free(&ed);

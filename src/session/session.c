@@ -87,6 +87,11 @@ void session_unref(struct session *s)
 	free(s);
 }
 
+struct cgroup *session_cgroup(const struct session *s)
+{
+	return s->cg;
+}
+
 const struct net_client *session_net(const struct session *s)
 {
 	return s->net;

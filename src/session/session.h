@@ -71,6 +71,9 @@ void session_next_env(struct session *s, struct envlist *next);
 struct timespec session_ctime(const struct session *s);
 /* Its proxy listener and its part of the network log (net.h); NULL without a proxy. */
 const struct net_client *session_net(const struct session *s);
+/* Its group (NULL without cgroups), valid while a reference to s is held and the sessions
+ * are not shut down. */
+struct cgroup *session_cgroup(const struct session *s);
 
 /* Queues a command; its run number goes to *n if n is given. -EINVAL for a NUL byte, -EFBIG
  * over SESSION_CMD_MAX, -ENOENT if removed. */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "escape.h"
+#include "journal.h"
 #include "net.h"
 #include "rootenv.h"
 #include "session_priv.h"
@@ -139,6 +140,20 @@ size_t session_env_value_max(void)
 	return session_cfg->env_value_max;
 }
 
+void env_journal(const char *sid, const struct envedits *ed)
+{
+	struct jbuf names = {0};
+	struct jrec r;
+
+	for (size_t i = 0; i < ed->n; i++)
+		jbuf_printf(&names, "%s%s%s", i ? " " : "", ed->e[i].value ? "" : "-",
+			    ed->e[i].name);
+	jrec_begin(&r, "env.set", sid);
+	jrec_strn(&r, "names", names.p ? names.p : "", names.len);
+	jrec_commit(&r);
+	free(names.p);
+}
+
 int session_setenv(struct session *s, const char *buf, size_t len)
 {
 	struct envedits ed;
@@ -161,6 +176,7 @@ int session_setenv(struct session *s, const char *buf, size_t len)
 	}
 	for (size_t i = 0; i < ed.n; i++)
 		envlist_set(&s->own_env, ed.e[i].name, "");
+	env_journal(s->id, &ed);
 	core_unlock();
 	return enqueue_unless_removed(s, op);
 }

@@ -146,4 +146,8 @@ void exec_send_run(struct session *s, const char *stdin_path);
  * why (err: an errno, or 0) in its stderr and status. */
 void exec_unrun(struct session *s, int err, const char *why);
 
+/* session_env.c: an env change in the journal, by its names ("-NAME": unset), never its
+ * values (a token is a value); sid NULL: the sandbox-wide env. */
+void env_journal(const char *sid, const struct envedits *ed);
+
 #endif

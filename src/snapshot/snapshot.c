@@ -17,6 +17,7 @@
 #include "names.h"
 #include "loop.h"
 #include "escape.h"
+#include "journal.h"
 #include "snapshot_priv.h"
 #include "xmalloc.h"
 #include "zstream.h"
@@ -273,6 +274,17 @@ int snapshot_clone(char *name, struct ticket **done)
 	return rc;
 }
 
+void snap_journal(const char *kind, const char *name, int rc)
+{
+	struct jrec r;
+
+	jrec_begin(&r, kind, NULL);
+	jrec_str(&r, "name", name);
+	if (rc < 0)
+		jrec_str(&r, "error", strerrorname_np(-rc) ? strerrorname_np(-rc) : "?");
+	jrec_commit(&r);
+}
+
 void snap_ticket_done(struct ticket **t, int rc)
 {
 	if (!*t)
@@ -323,8 +335,10 @@ int snapshot_remove(const char *name)
 		snap_work_queue(JOB_DELETE, NULL, gone);
 	}
 	pthread_mutex_unlock(&snap_lock);
-	if (rc == 0)
+	if (rc == 0) {
+		snap_journal("snapshot.remove", name, 0);
 		snapshot_unref(s);
+	}
 	return rc;
 }
 

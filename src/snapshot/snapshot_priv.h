@@ -118,4 +118,7 @@ int snap_restore_run(struct snapshot *s, const char *line);
  * frees), or -EINVAL. */
 int snap_restore_parse(const char *line, size_t len, bool *force, char **dir);
 
+/* A snapshot's event in the journal: kind, its name, the errno's name if rc < 0. */
+void snap_journal(const char *kind, const char *name, int rc);
+
 #endif

@@ -60,6 +60,7 @@ static void finish_take(struct snapshot *s, int rc)
 {
 	struct ticket *t;
 
+	snap_journal("snapshot.take", s->name, rc);
 	pthread_mutex_lock(&snap_lock);
 	if (rc < 0) {
 		snap_drop_locked(s, rc);
@@ -109,6 +110,7 @@ static void finish_restore(struct snapshot *s, int rc, uint64_t t0)
 	t = s->done;
 	s->done = NULL;
 	pthread_mutex_unlock(&snap_lock);
+	snap_journal("snapshot.restore", s->name, rc);
 	if (!restore_hook || !t) {
 		snap_ticket_done(&t, rc);
 		return;

@@ -426,6 +426,7 @@ int snapshot_import_end(struct snap_import *im)
 	}
 	if (rc == 0)
 		rc = snap_publish(im->s, im->tmp);
+	snap_journal("snapshot.import", im->s->name, rc);
 	if (rc < 0) {
 		snapshot_import_abort(im);
 		return rc;

@@ -10,10 +10,12 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "log.h"
 #include "cgroup.h"
+#include "journal.h"
 #include "session_child.h"
 #include "term_priv.h"
 #include "termemu.h"
@@ -298,6 +300,33 @@ static void on_pty(struct proc *p, int master)
 	term_flush_input(t);
 }
 
+static void journal_term_start(const struct term *t)
+{
+	struct jrec r;
+
+	jrec_begin(&r, "term.start", session_id(t->c.s));
+	jrec_str(&r, "term", t->c.name);
+	if (t->cmd)
+		jrec_strn(&r, "cmd", t->cmd, t->cmdlen);
+	jrec_commit(&r);
+}
+
+static void journal_term_end(const struct term *t, int wstatus)
+{
+	struct jrec r;
+
+	jrec_begin(&r, "term.end", session_id(t->c.s));
+	jrec_str(&r, "term", t->c.name);
+	if (WIFSIGNALED(wstatus)) {
+		jrec_int(&r, "signal", WTERMSIG(wstatus));
+		jrec_str(&r, "reason", t->c.removed ? "killed" : "signal");
+	} else {
+		jrec_int(&r, "exit", WEXITSTATUS(wstatus));
+		jrec_str(&r, "reason", "exit");
+	}
+	jrec_commit(&r);
+}
+
 static void on_exit_term(struct proc *p, int wstatus)
 {
 	struct term *t = container_of(p, struct term, proc);
@@ -317,6 +346,7 @@ static void on_exit_term(struct proc *p, int wstatus)
 	loop_timer_cancel(&t->throttle);
 	t->state = TS_ENDED;
 	t->wstatus = wstatus;
+	journal_term_end(t, wstatus);
 	t->inlen = 0;
 	waitq_wake(&t->outq);
 	waitq_wake(&t->inq);
@@ -351,6 +381,7 @@ static int start_locked(struct term *t, const char *cmd, size_t len)
 	launch_start_pty(&t->proc, session_cwd_locked(t->c.s), argv, env.v, cgfds, ncg, t->rows, t->cols);
 	envlist_free(&env);
 	t->state = TS_STARTING;
+	journal_term_start(t);
 	session_child_ref(&t->c); /* held until the program is gone */
 	return 0;
 }
