@@ -26,14 +26,6 @@ static const struct kind_info errors_row = {
     .read = ctl_read_errors,
 };
 
-static const struct kind_info limits_row = {
-    .name = "limits",
-    .help = "the sandbox's limits and use now, its uid, how workspace/ is served",
-    .mode = S_IFREG | 0444,
-    .where = IN_ROOT,
-    .flags = KF_ROOT,
-    .render = ctl_render_limits,
-};
 
 static const struct kind_info rootenv_row = {
     .name = "env",

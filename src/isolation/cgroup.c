@@ -486,6 +486,11 @@ static void describe_v2(FILE *out)
 		fprintf(out, "oom_kills %ld\n", strtol(p + 9, NULL, 10));
 }
 
+bool cgroup_limits_on(void)
+{
+	return root && (mode == CG_V1 || v2_limits);
+}
+
 const char *cgroup_memory_dir(const struct cgroup *cg)
 {
 	if (!cg)

@@ -64,6 +64,8 @@ size_t cgroup_pids(struct cgroup *cg, pid_t **pids);
 /* The group's directory in the memory hierarchy (v1) or its v2 directory when the memory
  * controller is enabled there; else NULL. Owned by cg. */
 const char *cgroup_memory_dir(const struct cgroup *cg);
+/* Whether the sandbox's group takes limits (v1, or v2 with its controllers enabled). */
+bool cgroup_limits_on(void);
 /* The sandbox's limits and usage, "key value" lines; caller frees. */
 char *cgroup_describe(void);
 

@@ -94,6 +94,11 @@ static bool denied(int rc)
 }
 
 /* Spool files of an earlier daemon that died are stale: start from an empty spool. */
+const struct config *sandbox_config(void)
+{
+	return cfg;
+}
+
 /* The journal in STATE_DIR/journal, its first event this daemon's start. */
 static int open_journal(char *err, size_t errlen)
 {

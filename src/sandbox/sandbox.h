@@ -24,6 +24,8 @@ void sandbox_describe_also(char *(*fn)(void));
 /* Starts the loop thread, the launcher, the default session and the watchdog that cleans up
  * (and unmounts mountpoint) if the daemon dies. On failure, sandbox_stop undoes what started. */
 int sandbox_start(const char *mountpoint, char *err, size_t errlen);
+/* The config the sandbox was prepared with. */
+const struct config *sandbox_config(void);
 /* Ends every session and process, stops the loop. */
 void sandbox_stop(void);
 
