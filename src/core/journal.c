@@ -1,7 +1,6 @@
-/* The journal's events (journal.h): built field by field, then numbered, stamped and written
- * under one lock, so sequence numbers and offsets grow together; each session's lines also go
- * to its tap. A line the disk refuses is counted, logged once, and said in a "journal.lost"
- * event as soon as a line can be written again: the gap in the numbers is never silent. */
+/* The journal's events (journal.h): built field by field, then numbered, stamped and handed to
+ * the writer (journal_flush.c) under one lock, so sequence numbers and offsets grow together;
+ * each session's lines also go to its tap. */
 #include "journal.h"
 
 #include <errno.h>
@@ -13,7 +12,6 @@
 #include <time.h>
 
 #include "journal_priv.h"
-#include "log.h"
 #include "termring.h"
 #include "xmalloc.h"
 
@@ -26,7 +24,8 @@ struct tap {
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t last_seq, lost;
+static bool on; /* open: events are kept */
+static uint64_t last_seq;
 static struct tap *taps[TAP_BUCKETS];
 static void (*listener)(void);
 
@@ -37,16 +36,18 @@ int journal_open(const char *dir, uint64_t max_bytes, char *err, size_t errlen)
 	if (max_bytes < JOURNAL_MAX_MIN)
 		max_bytes = JOURNAL_MAX_MIN;
 	pthread_mutex_lock(&lock);
-	rc = jstore_open(dir, max_bytes, &last_seq, err, errlen);
-	lost = 0;
+	rc = jflush_open_store(dir, max_bytes, &last_seq, err, errlen);
+	if (rc == 0 && (rc = jflush_start()) < 0) {
+		snprintf(err, errlen, "the journal's writer thread: %s", strerror(-rc));
+		jflush_close_store();
+	}
+	on = rc == 0;
 	pthread_mutex_unlock(&lock);
 	return rc;
 }
 
-void journal_close(void)
+static void free_taps(void)
 {
-	pthread_mutex_lock(&lock);
-	jstore_close();
 	for (int i = 0; i < TAP_BUCKETS; i++)
 		while (taps[i]) {
 			struct tap *t = taps[i];
@@ -56,6 +57,17 @@ void journal_close(void)
 			free(t->sid);
 			free(t);
 		}
+}
+
+void journal_close(void)
+{
+	pthread_mutex_lock(&lock);
+	on = false;
+	pthread_mutex_unlock(&lock);
+	jflush_stop(); /* everything handed over is on disk */
+	jflush_close_store();
+	pthread_mutex_lock(&lock);
+	free_taps();
 	pthread_mutex_unlock(&lock);
 }
 
@@ -113,8 +125,7 @@ static char *stamp_line(const struct jrec *r, uint64_t seq, size_t *len)
 {
 	struct timespec ts;
 	struct tm tm;
-	char when[32];
-	char *line;
+	char when[32], *line;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
@@ -125,34 +136,10 @@ static char *stamp_line(const struct jrec *r, uint64_t seq, size_t *len)
 	return line;
 }
 
-/* Journal lock held: the line on disk, or counted as lost. */
-static void store(const char *line, size_t len)
+static void jrec_free(struct jrec *r)
 {
-	int rc;
-
-	if (!jstore_is_open())
-		return;
-	if (lost) {
-		struct jrec note;
-		size_t nlen;
-		char *text;
-
-		jrec_begin(&note, "journal.lost", NULL);
-		jrec_int(&note, "count", (long long)lost);
-		text = stamp_line(&note, ++last_seq, &nlen);
-		if (jstore_append(text, nlen) == 0)
-			lost = 0;
-		free(text);
-		free(note.b.p);
-		if (lost) {
-			lost++;
-			return;
-		}
-	}
-	rc = jstore_append(line, len);
-	if (rc < 0 && !lost++)
-		log_warnx("journal: cannot write an event (%s); counting the lost ones",
-			  strerror(-rc));
+	free(r->b.p);
+	free(r->sid);
 }
 
 void jrec_commit(struct jrec *r)
@@ -163,15 +150,19 @@ void jrec_commit(struct jrec *r)
 	char *line;
 
 	pthread_mutex_lock(&lock);
+	if (!on) {
+		pthread_mutex_unlock(&lock);
+		jrec_free(r);
+		return;
+	}
 	line = stamp_line(r, ++last_seq, &len);
-	store(line, len);
+	jflush_put(line, len);
 	if (r->sid && *(t = tap_slot(r->sid)))
 		termring_put(&(*t)->ring, line, len);
 	fn = listener;
 	pthread_mutex_unlock(&lock);
 	free(line);
-	free(r->b.p);
-	free(r->sid);
+	jrec_free(r);
 	if (fn)
 		fn();
 }
@@ -188,19 +179,12 @@ void journal_event(const char *kind, const char *sid, const char *key, const cha
 
 uint64_t journal_end(void)
 {
-	uint64_t end;
-
-	pthread_mutex_lock(&lock);
-	end = jstore_end();
-	pthread_mutex_unlock(&lock);
-	return end;
+	return jflush_end();
 }
 
 void journal_read(uint64_t *off, char *buf, size_t size, size_t *n)
 {
-	pthread_mutex_lock(&lock);
-	jstore_read(off, buf, size, n);
-	pthread_mutex_unlock(&lock);
+	jflush_read(off, buf, size, n);
 }
 
 void journal_tap_open(const char *sid)

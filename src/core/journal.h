@@ -16,11 +16,12 @@
 
 #define JOURNAL_VERSION 1
 #define JOURNAL_TAP_MAX (256u << 10)
-#define JOURNAL_MAX_DEFAULT (64ull << 20)
+#define JOURNAL_MAX_DEFAULT (256ull << 20)
 #define JOURNAL_MAX_MIN (64ull << 10)
 
 /* Opens the journal in dir (made if missing), picking up where the last daemon left it (its
- * sequence and offsets go on), keeping at most max_bytes on disk. 0, or -errno with err set. */
+ * sequence and offsets go on), keeping at most max_bytes on disk. 0, or -errno with err set.
+ * Until it is open (and after it is closed), events are dropped: the journal is off. */
 int journal_open(const char *dir, uint64_t max_bytes, char *err, size_t errlen);
 void journal_close(void);
 

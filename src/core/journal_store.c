@@ -181,11 +181,6 @@ void jstore_close(void)
 	dirfd_ = -1;
 }
 
-bool jstore_is_open(void)
-{
-	return nsegs > 0;
-}
-
 uint64_t jstore_end(void)
 {
 	return nsegs ? segs[nsegs - 1].start + segs[nsegs - 1].size : 0;

@@ -102,10 +102,14 @@ const struct config *sandbox_config(void)
 /* The journal in STATE_DIR/journal, its first event this daemon's start. */
 static int open_journal(char *err, size_t errlen)
 {
-	char *dir = xasprintf("%s/journal", cfg->state_dir);
+	char *dir;
 	struct jrec r;
-	int rc = journal_open(dir, cfg->journal_max, err, errlen);
+	int rc;
 
+	if (!cfg->journal_max) /* off */
+		return 0;
+	dir = xasprintf("%s/journal", cfg->state_dir);
+	rc = journal_open(dir, cfg->journal_max, err, errlen);
 	free(dir);
 	if (rc < 0)
 		return rc;
