@@ -1,22 +1,27 @@
 /* The journal's way to disk (journal_priv.h): a line is handed over in memory, and a thread of
- * its own writes what has piled up to the segment files, so an event costs its caller a copy,
- * not a write(). The bytes not yet on disk are read from memory at their offsets, so a reader
- * sees an event the moment it is handed over. A line the disk refuses is counted, logged once,
+ * its own writes what has piled up to the segment files at most FLUSH_MS later (sooner once
+ * FLUSH_BYTES are waiting), so an event costs its caller a copy, not a write() nor a thread's
+ * wakeup. The bytes not yet on disk are read from memory at their offsets, so a reader sees an
+ * event the moment it is handed over. A line the disk refuses is counted, logged once,
  * and said by a "journal.lost" event: a gap in the numbers is never silent. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "journal.h"
 #include "journal_priv.h"
 #include "json.h"
 #include "log.h"
 
+#define FLUSH_MS    50
+#define FLUSH_BYTES (64u << 10)
+
 static pthread_mutex_t buf_lock = PTHREAD_MUTEX_INITIALIZER;   /* the two buffers */
 static pthread_mutex_t store_lock = PTHREAD_MUTEX_INITIALIZER; /* the files */
-static pthread_cond_t more = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t more; /* on CLOCK_MONOTONIC */
 static pthread_t writer;
 static bool running, stopping;
 /* handed over, not yet taken by the writer, from pending_off on; and what the writer is
@@ -53,6 +58,22 @@ static void note_lost(void)
 	jrec_commit(&r);
 }
 
+/* buf_lock held: the first line came; let more pile up, for a while. */
+static void wait_for_more(void)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_nsec += FLUSH_MS * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	while (pending.len < FLUSH_BYTES && !stopping &&
+	       pthread_cond_timedwait(&more, &buf_lock, &until) == 0)
+		;
+}
+
 static void *write_loop(void *arg)
 {
 	bool written;
@@ -64,6 +85,7 @@ static void *write_loop(void *arg)
 			pthread_cond_wait(&more, &buf_lock);
 		if (!pending.len)
 			break;
+		wait_for_more();
 		flushing = pending;
 		flushing_off = pending_off;
 		pending_off += pending.len;
@@ -90,6 +112,12 @@ int jflush_start(void)
 {
 	int rc;
 
+	pthread_condattr_t ca;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&more, &ca);
+	pthread_condattr_destroy(&ca);
 	pending_off = flushing_off = jstore_end();
 	stopping = false;
 	lost = 0;
@@ -107,13 +135,15 @@ void jflush_stop(void)
 	pthread_cond_signal(&more);
 	pthread_mutex_unlock(&buf_lock);
 	pthread_join(writer, NULL);
+	pthread_cond_destroy(&more);
 	running = false;
 }
 
 void jflush_put(const char *line, size_t len)
 {
 	pthread_mutex_lock(&buf_lock);
-	if (!pending.len)
+	/* a wakeup for the first line, and for the line that makes enough */
+	if (!pending.len || (pending.len < FLUSH_BYTES && pending.len + len >= FLUSH_BYTES))
 		pthread_cond_signal(&more);
 	jbuf_add(&pending, line, len);
 	pthread_mutex_unlock(&buf_lock);
