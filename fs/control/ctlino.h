@@ -48,9 +48,7 @@ enum ctl_kind {
 	K_SNETLOG,    /* sessions/<id>/network: the session's lines of the log */
 	K_ERRORS,     /* errors at the root: the refusals log */
 	K_JOURNAL,    /* journal at the root */
-	K_JOURNALF,   /* journal.follow at the root */
 	K_SJOURNAL,   /* sessions/<id>/journal: the session's lines */
-	K_SJOURNALF,  /* sessions/<id>/journal.follow */
 	K_METRICS,    /* metrics at the root */
 	K_SMETRICS,   /* sessions/<id>/metrics, sessions/<id>/procs/<name>/metrics */
 	K_MAX

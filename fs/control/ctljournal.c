@@ -1,8 +1,7 @@
 /* The audit journal's files (journal.h, docs/journal.md): `journal` at the root and in each
  * session reads like a log file on disk (to its current end, then EOF; tail -f follows its
- * size), and `journal.follow` is the same bytes at the same offsets read like a pipe that
- * never closes: at the end, a read waits for the next event. */
-#include <errno.h>
+ * size), and poll() on an open of it says when an event lies past its last read, so a
+ * follower waits without a read that blocks (a host tool that reads it never waits). */
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -15,7 +14,7 @@
 /* The session whose tap a handle reads, or NULL for the whole journal. */
 static const char *tap_of(const struct ctlfh *fh)
 {
-	return fh->kind == K_SJOURNAL || fh->kind == K_SJOURNALF ? session_id(fh->s) : NULL;
+	return fh->kind == K_SJOURNAL ? session_id(fh->s) : NULL;
 }
 
 static void size_journal(struct ctlfh *fh, struct stat *st)
@@ -41,28 +40,8 @@ static int read_log(fuse_req_t req, struct fhandle *h, size_t size, off_t off, s
 	return ctl_read_log(req, fh, size, off, read_journal, tap_of(fh));
 }
 
-static uint64_t shifted(struct ctlfh *fh, off_t off)
-{
-	uint64_t at;
-
-	pthread_mutex_lock(&fh->h.lock);
-	at = (uint64_t)off + fh->shift;
-	pthread_mutex_unlock(&fh->h.lock);
-	return at;
-}
-
-static int read_follow(fuse_req_t req, struct fhandle *h, size_t size, off_t off,
-		       struct waiter *w)
-{
-	struct ctlfh *fh = container_of(h, struct ctlfh, h);
-
-	if (!journal_follow_ready(tap_of(fh), shifted(fh, off), w))
-		return -EAGAIN;
-	return ctl_read_log(req, fh, size, off, read_journal, tap_of(fh));
-}
-
 /* h->lock held: ready once something lies past the last read. */
-static bool poll_follow(struct fhandle *h, struct waiter *w)
+static bool poll_journal(struct fhandle *h, struct waiter *w)
 {
 	struct ctlfh *fh = container_of(h, struct ctlfh, h);
 
@@ -71,23 +50,14 @@ static bool poll_follow(struct fhandle *h, struct waiter *w)
 
 const struct kind_info journal_row = {
     .name = "journal",
-    .help = "the audit journal: a JSON line per event (docs/journal.md); reads to its end",
+    .help = "the audit journal: a JSON line per event (docs/journal.md); reads to its end, "
+	    "poll() waits for the next",
     .mode = S_IFREG | 0444,
     .where = IN_ROOT,
     .flags = KF_ROOT,
     .size = size_journal,
     .read = read_log,
-};
-
-const struct kind_info journalf_row = {
-    .name = "journal.follow",
-    .help = "the journal's bytes at the same offsets; at its end a read waits for the next",
-    .mode = S_IFREG | 0444,
-    .where = IN_ROOT,
-    .flags = KF_ROOT,
-    .size = size_journal,
-    .read = read_follow,
-    .poll = poll_follow,
+    .poll = poll_journal,
 };
 
 const struct kind_info sjournal_row = {
@@ -97,14 +67,5 @@ const struct kind_info sjournal_row = {
     .where = IN_SESSION,
     .size = size_journal,
     .read = read_log,
-};
-
-const struct kind_info sjournalf_row = {
-    .name = "journal.follow",
-    .help = "the session's journal; at its end a read waits for the next event",
-    .mode = S_IFREG | 0444,
-    .where = IN_SESSION,
-    .size = size_journal,
-    .read = read_follow,
-    .poll = poll_follow,
+    .poll = poll_journal,
 };

@@ -96,7 +96,7 @@ extern const struct kind_info ctl_row, jobsctl_row, alljobsctl_row, signal_row, 
 /* ctlnet.c: network/ and a session's network */
 extern const struct kind_info netdir_row, netpolicy_row, netlog_row, snetlog_row;
 /* ctljournal.c: the journal at the root and a session's */
-extern const struct kind_info journal_row, journalf_row, sjournal_row, sjournalf_row;
+extern const struct kind_info journal_row, sjournal_row;
 /* ctlusage.c: metrics, and limits (read, and written live) */
 extern const struct kind_info metrics_row, smetrics_row, limits_row;
 /* ctlkinds.c: a command's files and the settings, whose functions are the other files' */

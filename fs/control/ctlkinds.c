@@ -265,9 +265,7 @@ static const struct kind_info *const kinds[K_MAX] = {
     [K_SNETLOG] = &snetlog_row,
     [K_ERRORS] = &errors_row,
     [K_JOURNAL] = &journal_row,
-    [K_JOURNALF] = &journalf_row,
     [K_SJOURNAL] = &sjournal_row,
-    [K_SJOURNALF] = &sjournalf_row,
     [K_METRICS] = &metrics_row,
     [K_SMETRICS] = &smetrics_row,
 };

@@ -58,8 +58,8 @@ void journal_set_listener(void (*fn)(void));
 
 #endif
 
-/* journal_follow.c: readers that wait at the end of the journal (or of a session's tap) for
- * its next event, parked on the loop's waiters. */
+/* journal_follow.c: polls that wait at the end of the journal (or of a session's tap) for its
+ * next event, parked on the loop's waiters. */
 void journal_follow_init(void);
 void journal_follow_shutdown(void);
 /* True if there is something at off (sid: in that session's tap, NULL: the journal); else w

@@ -1,4 +1,4 @@
-/* The journal's followers (journal.h): a reader at the end queues itself, and the next event
+/* The journal's followers (journal.h): a poll at the end queues itself, and the next event
  * wakes every queued one on the loop thread. An event costs an atomic load while nobody
  * waits. The flag is raised before the reader looks at the end, and read after the event is
  * in: either the reader sees the event, or the event sees the reader. */

@@ -50,6 +50,8 @@ TREES = {
     "README": "control", "env": "control", "errors": "control", "limits": "control",
     "network": "control", "ports": "control", "procs": "control", "sessions": "control",
     "contexts": "control", "snapshots": "hostile", "workspace": "hostile",
+    # what the sandbox did, in the daemon's JSON lines: its text is escaped there, never a name
+    "journal": "control", "metrics": "control",
 }
 CANARY = "canary-text-the-host-must-not-read"
 # A tool's bound: a walk of these small trees takes well under a second.
