@@ -6,6 +6,7 @@
  * and said by a "journal.lost" event: a gap in the numbers is never silent. */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,9 +111,9 @@ static void *write_loop(void *arg)
 
 int jflush_start(void)
 {
-	int rc;
-
 	pthread_condattr_t ca;
+	sigset_t all, was;
+	int rc;
 
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -121,7 +122,11 @@ int jflush_start(void)
 	pending_off = flushing_off = jstore_end();
 	stopping = false;
 	lost = 0;
+	/* No signal for it: a SIGCHLD it took would never reach the loop's signalfd. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &was);
 	rc = -pthread_create(&writer, NULL, write_loop, NULL);
+	pthread_sigmask(SIG_SETMASK, &was, NULL);
 	running = rc == 0;
 	return rc;
 }

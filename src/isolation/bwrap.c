@@ -195,6 +195,12 @@ char **bwrap_argv(const struct bwrap_spec *sp)
 	add_num(&b, "--seccomp", BWRAP_FD_SECCOMP);
 	add(&b, "--");
 	add(&b, SANDBOX_LAUNCHER);
+	if (sp->filter_fd > 0) {
+		char arg[32];
+
+		snprintf(arg, sizeof(arg), "--filter-fd=%d", sp->filter_fd);
+		add(&b, arg);
+	}
 	return b.v;
 }
 

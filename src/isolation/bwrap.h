@@ -31,6 +31,7 @@ struct bwrap_spec {
 	gid_t gid;
 	bool etc_ids;          /* /etc/passwd and /etc/group from BWRAP_FD_PASSWD and _GROUP */
 	const char *etc_stage; /* the /etc made as one tree (etcview.h), or NULL: entry by entry */
+	int filter_fd;	       /* the launcher's seccomp program (filter.h) at this fd, or 0: none */
 };
 
 /* A memfd of the NUL-separated arguments that build the sandbox's /etc, for BWRAP_FD_ETC, or

@@ -56,18 +56,25 @@ static const int denied[] = {
     SCMP_SYS(acct),
 };
 
-static int add_rules(scmp_filter_ctx ctx)
+/* The refusals that are reported (filter_notify_bpf_fd): act is the notification, or, for a
+ * sandbox without the launcher's filter, the plain EPERM. */
+static int add_reported_rules(scmp_filter_ctx ctx, uint32_t act)
 {
 	int rc = 0;
 
 	for (size_t i = 0; i < sizeof(denied) / sizeof(denied[0]) && rc == 0; i++)
-		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), denied[i], 0);
+		rc = seccomp_rule_add(ctx, act, denied[i], 0);
 	/* One rule per flag: a masked compare can only ask for all of its bits. */
 	for (size_t i = 0; i < sizeof(ns_flags) / sizeof(ns_flags[0]) && rc == 0; i++)
-		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+		rc = seccomp_rule_add(ctx, act, SCMP_SYS(clone), 1,
 				      SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]));
-	if (rc == 0)
-		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+	return rc;
+}
+
+static int add_rules(scmp_filter_ctx ctx)
+{
+	int rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+
 	if (rc == 0)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
 				      SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCSTI));
@@ -174,21 +181,11 @@ static int add_launcher_rules(scmp_filter_ctx ctx)
 	return rc;
 }
 
-int filter_bpf_fd(void)
+/* ctx's program in a memfd, rewound; ctx released. */
+static int export(scmp_filter_ctx ctx, int rc)
 {
-	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-	int fd, rc;
+	int fd = rc == 0 ? memfd_create("sbxfs-seccomp", MFD_CLOEXEC) : -1;
 
-	if (!ctx)
-		return -ENOMEM;
-	rc = add_rules(ctx);
-	if (rc == 0)
-		rc = filter_add_setid_rules(ctx);
-	if (rc == 0)
-		rc = add_launcher_rules(ctx);
-	if (rc == 0)
-		rc = add_socket_rules(ctx);
-	fd = rc == 0 ? memfd_create("sbxfs-seccomp", MFD_CLOEXEC) : -1;
 	if (fd >= 0)
 		rc = seccomp_export_bpf(ctx, fd);
 	seccomp_release(ctx);
@@ -199,4 +196,32 @@ int filter_bpf_fd(void)
 	}
 	lseek(fd, 0, SEEK_SET);
 	return fd;
+}
+
+int filter_bpf_fd(bool reported_too)
+{
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	int rc;
+
+	if (!ctx)
+		return -ENOMEM;
+	rc = add_rules(ctx);
+	if (rc == 0 && reported_too)
+		rc = add_reported_rules(ctx, SCMP_ACT_ERRNO(EPERM));
+	if (rc == 0)
+		rc = filter_add_setid_rules(ctx);
+	if (rc == 0)
+		rc = add_launcher_rules(ctx);
+	if (rc == 0)
+		rc = add_socket_rules(ctx);
+	return export(ctx, rc);
+}
+
+int filter_notify_bpf_fd(void)
+{
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+
+	if (!ctx)
+		return -ENOMEM;
+	return export(ctx, add_reported_rules(ctx, SCMP_ACT_NOTIFY));
 }

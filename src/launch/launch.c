@@ -35,6 +35,11 @@ static struct loop_timer restart_timer;
 static bool stopping; /* core lock: the daemon is stopping; a dead launcher stays dead */
 
 /* The seccomp filter protects the launcher and its stdin holder by their pids. */
+bool launch_up(void)
+{
+	return restarts.up;
+}
+
 void launch_hello(pid_t launcher, pid_t holder)
 {
 	static bool warned;

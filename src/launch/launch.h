@@ -39,7 +39,7 @@ struct identity;
 struct launch_spec {
 	const char *launcher;      /* host path of sbxfs-launcher */
 	char **bwrap_argv;         /* NULL: exec the launcher without a sandbox */
-	int pass_fds[4];           /* become fds 4, 5, ... of bwrap (its argv names them) */
+	int pass_fds[5];           /* become fds 4, 5, ... of bwrap (its argv names them) */
 	int npass;
 	const struct identity *id; /* drop to it before exec; NULL: stay as the daemon */
 	struct cgroup *cg;         /* joined before exec; may be NULL */

@@ -30,7 +30,7 @@ static void __attribute__((noreturn))
 exec_launcher(const struct launch_spec *spec, int sock_fd, int err_fd)
 {
 	int cgfds[4], ncg = cgroup_join_fds(spec->cg, cgfds, 4);
-	int hi_sock = high(sock_fd), hi_err = high(err_fd), hi_pass[4];
+	int hi_sock = high(sock_fd), hi_err = high(err_fd), hi_pass[5];
 	int hi_ns = spec->netns >= 0 ? high(spec->netns) : -1;
 	int null = open("/dev/null", O_RDWR);
 	char *envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/seccomp.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include "log.h"
 #include "loop.h"
 #include "msg.h"
+#include "sysnotify.h"
 #include "xmalloc.h"
 
 struct outmsg {
@@ -135,6 +137,25 @@ static void started(struct msg *m)
 	}
 }
 
+/* NOTIFY: the new launcher's listener (sysnotify.h), only before its hello, when nothing of
+ * the sandbox runs yet that could have sent one of its own. */
+static void notify_listener(void)
+{
+	int fd = nfdq ? fdq[0] : -1;
+	uint64_t none = 0;
+
+	if (nfdq)
+		memmove(fdq, fdq + 1, --nfdq * sizeof(int));
+	if (fd >= 0 && !launch_up() && ioctl(fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &none) < 0 &&
+	    errno == ENOENT) {
+		sysnotify_take(fd);
+		return;
+	}
+	log_warnx("a listener from the launcher that is none, or after its hello: ignored");
+	if (fd >= 0)
+		close(fd);
+}
+
 static void exited(struct msg *m)
 {
 	struct proc *p = m->id ? proc_by_id(m->id) : NULL;
@@ -160,6 +181,9 @@ static void handle_msg(const char *buf, size_t len)
 		break;
 	case MSG_EXITED:
 		exited(&m);
+		break;
+	case MSG_NOTIFY:
+		notify_listener();
 		break;
 	default:
 		log_warnx("unexpected message type %u from the launcher", m.type);
@@ -194,6 +218,13 @@ static ssize_t recv_fds(char *buf, size_t len)
 	return n;
 }
 
+static void unwatch(void)
+{
+	if (sock_lf)
+		loop_del_fd(sock_lf);
+	sock_lf = NULL;
+}
+
 static void read_socket(void)
 {
 	for (;;) {
@@ -205,8 +236,15 @@ static void read_socket(void)
 			inbuf.data = xrealloc(inbuf.data, inbuf.cap);
 		}
 		n = recv_fds(inbuf.data + inbuf.len, inbuf.cap - inbuf.len);
-		if (n <= 0)
-			return; /* EOF is seen as the launcher's SIGCHLD */
+		if (n == 0) {
+			/* The rest is the launcher's SIGCHLD's to handle, which may come a while
+			 * later (its bwrap ends after it): till then a socket at its end would
+			 * wake the loop without pause (epoll says EPOLLHUP whatever it is asked). */
+			unwatch();
+			return;
+		}
+		if (n < 0)
+			return;
 		inbuf.len += (size_t)n;
 		while ((flen = msg_frame_len(inbuf.data + off, inbuf.len - off)) > 0) {
 			handle_msg(inbuf.data + off, (size_t)flen);
@@ -217,7 +255,7 @@ static void read_socket(void)
 			 * nonsense is treated as dead, and replaced. */
 			log_warnx("malformed frame from the launcher; restarting it");
 			inbuf.len = 0;
-			loop_mod_fd(sock_lf, 0);
+			unwatch();
 			kill(launch_pid, SIGKILL);
 			return;
 		}
@@ -343,8 +381,7 @@ void launch_msg_flush(void)
 
 void launch_msg_disconnect(void)
 {
-	loop_del_fd(sock_lf);
-	sock_lf = NULL;
+	unwatch();
 	close(launch_sock);
 	launch_sock = -1;
 	inbuf.len = 0;

@@ -3,6 +3,7 @@
 #ifndef SBX_LAUNCH_PRIV_H
 #define SBX_LAUNCH_PRIV_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -20,6 +21,8 @@ int launch_exec_await_hello(int sock, int err_pipe, pid_t launcher_pid, char *er
 
 /* launch.c, for launch_msg.c. The launcher's hello (pid 0's STARTED): once per start. */
 void launch_hello(pid_t launcher, pid_t holder);
+/* Whether the running launcher said its hello. */
+bool launch_up(void);
 /* A message for a launcher that is down and not about to restart starts one now: 0 or -errno. */
 int launch_revive(void);
 

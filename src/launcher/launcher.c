@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "holder.h"
+#include "notifyfilter.h"
 #include "log.h"
 #include "msg.h"
 #include "xmalloc.h"
@@ -150,8 +151,8 @@ static void __attribute__((noreturn)) child_exec(struct msg *m, const int *fds)
 	_exit(127);
 }
 
-/* The STARTED of a START_PTY carries the master on its first byte. */
-static void send_started_fd(uint64_t id, pid_t pid, int fd)
+/* A message with fd on its first byte. */
+static void send_with_fd(uint32_t type, uint64_t id, int32_t a, int32_t b, int fd)
 {
 	char cbuf[CMSG_SPACE(sizeof(int))];
 	struct msgbuf out = {0};
@@ -167,7 +168,7 @@ static void send_started_fd(uint64_t id, pid_t pid, int fd)
 	c->cmsg_type = SCM_RIGHTS;
 	c->cmsg_len = CMSG_LEN(sizeof(int));
 	memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	msg_int_encode(&out, MSG_STARTED, id, (int32_t)pid, MSG_FD_ATTACHED);
+	msg_int_encode(&out, type, id, a, b);
 	while (off < out.len) {
 		ssize_t n;
 
@@ -178,10 +179,35 @@ static void send_started_fd(uint64_t id, pid_t pid, int fd)
 		if (n <= 0)
 			break;
 		off += (size_t)n;
-		mh.msg_control = NULL;
+		mh.msg_control = NULL; /* the fd went with the first byte */
 		mh.msg_controllen = 0;
 	}
 	msgbuf_free(&out);
+}
+
+/* The STARTED of a START_PTY carries the master on its first byte. */
+static void send_started_fd(uint64_t id, pid_t pid, int fd)
+{
+	send_with_fd(MSG_STARTED, id, (int32_t)pid, MSG_FD_ATTACHED, fd);
+}
+
+/* --filter-fd=N: the filter goes on before anything starts, and its listener to the daemon
+ * before the hello; a launcher that cannot has the sandbox refuse nothing it should report,
+ * so it does not run. */
+static void install_filter(int argc, char **argv)
+{
+	int fd, listener;
+
+	if (argc < 2 || strncmp(argv[1], "--filter-fd=", 12))
+		return;
+	fd = atoi(argv[1] + 12);
+	listener = notify_filter_install(fd);
+	if (listener < 0) {
+		errno = -listener;
+		fatal("cannot install the seccomp filter whose refusals the daemon notes");
+	}
+	send_with_fd(MSG_NOTIFY, 0, 0, 0, listener);
+	close(listener);
 }
 
 /* A pty of the sandbox's own devpts: master to *master, slave (no ctty yet) to *slave. */
@@ -501,10 +527,9 @@ int main(int argc, char **argv)
 	struct pollfd pfd[3];
 	sigset_t mask;
 
-	(void)argc;
-	(void)argv;
 	log_init("sbxfs-launcher", LOG_LVL_INFO, NULL);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	install_filter(argc, argv);
 	start_holder();
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	sigemptyset(&mask);

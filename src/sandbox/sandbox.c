@@ -36,6 +36,7 @@
 #include "net.h"
 #include "saved.h"
 #include "netns.h"
+#include "refused_calls.h"
 #include "session.h"
 #include "spool.h"
 #include "spool_budget.h"
@@ -54,6 +55,7 @@ static struct identity identity;
 static bool own_uid; /* identity is from uid_range: no passwd entry on the host */
 static char **bwrap;
 static int seccomp_fd = -1;
+static int notify_fd = -1; /* the launcher's filter (filter.h), or -1 */
 static int etc_fds[2] = {-1, -1}; /* the sandbox's passwd and group, for an own uid */
 static int etc_args_fd = -1;	  /* bwrap's arguments that make the sandbox's /etc */
 static char *mountpoint;
@@ -217,8 +219,6 @@ int sandbox_prepare(struct config *c, const char *self_exe, char *err, size_t er
 		snprintf(err, errlen, "spool dir %s: %s", spool_dir, strerror(-rc));
 		return rc;
 	}
-	if ((rc = open_journal(err, errlen)) < 0)
-		return rc;
 	launcher = cfg->launcher[0] ? xstrdup(cfg->launcher)
 				    : find_helper(self_exe, "sbxfs-launcher");
 	git_helper = find_helper(self_exe, "sbxfs-git");
@@ -382,7 +382,10 @@ static int prepare_isolation(char *err, size_t errlen)
 			 "isolation = none)", bs.bwrap, strerror(errno));
 		return -ENOENT;
 	}
-	seccomp_fd = filter_bpf_fd();
+	notify_fd = filter_notify_bpf_fd();
+	if (notify_fd < 0)
+		log_warnx("refused system calls will not be in the journal: %s", strerror(-notify_fd));
+	seccomp_fd = filter_bpf_fd(notify_fd < 0);
 	if (seccomp_fd < 0) {
 		snprintf(err, errlen, "seccomp filter: %s", strerror(-seccomp_fd));
 		return seccomp_fd;
@@ -392,6 +395,8 @@ static int prepare_isolation(char *err, size_t errlen)
 	if ((rc = stage_paths(err, errlen)) < 0)
 		return rc;
 	bs.etc_ids = own_uid;
+	/* after bwrap's own fds (launch_spec's pass_fds) */
+	bs.filter_fd = notify_fd >= 0 ? 4 + (own_uid ? 4 : 2) : 0;
 	bs.etc_stage = staged_etc;
 	if (staged_etc && !(etcv = etcview_prepare(staged_etc, own_uid))) {
 		snprintf(err, errlen, "the sandbox's /etc: cannot list /etc: %s", strerror(errno));
@@ -552,6 +557,9 @@ int sandbox_start(const char *mnt, char *err, size_t errlen)
 	int rc;
 
 	state_lock_running(); /* the daemon's pid: sandbox_prepare ran before the fork */
+	/* after the fork: its writer thread is this process's */
+	if ((rc = open_journal(err, errlen)) < 0)
+		return rc;
 	if ((rc = loop_init()) < 0) {
 		snprintf(err, errlen, "event loop: %s", strerror(-rc));
 		return rc;
@@ -573,7 +581,10 @@ int sandbox_start(const char *mnt, char *err, size_t errlen)
 					  .child_setup = getuid() == 0 ? launcher_mounts : NULL,
 					  .repair = repair_workspace_root};
 	}
+	if (cfg->isolate && notify_fd >= 0)
+		ls.pass_fds[ls.npass++] = notify_fd;
 	ls.cg = cgroup_launcher();
+	refused_calls_init();
 	fdres_init();
 	core_lock();
 	rc = launch_init(&ls, err, errlen);
@@ -622,6 +633,9 @@ void sandbox_stop(void)
 	contexts_shutdown();
 	sessions_shutdown();
 	journal_follow_shutdown();
+	core_lock();
+	refused_calls_stop();
+	core_unlock();
 	loop_stop();
 	net_shutdown();
 	launch_shutdown();
@@ -632,6 +646,9 @@ void sandbox_stop(void)
 	bwrap_argv_free(bwrap);
 	if (seccomp_fd >= 0)
 		close(seccomp_fd);
+	if (notify_fd >= 0)
+		close(notify_fd);
+	seccomp_fd = notify_fd = -1;
 	if (etc_args_fd >= 0)
 		close(etc_args_fd);
 	etc_args_fd = -1;

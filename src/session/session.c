@@ -97,6 +97,16 @@ const struct net_client *session_net(const struct session *s)
 	return s->net;
 }
 
+const char *session_id_by_serial_locked(uint64_t serial)
+{
+	struct session *s;
+
+	TAILQ_FOREACH(s, &sessions, link)
+	if (s->serial == serial)
+		return s->id;
+	return NULL;
+}
+
 static struct session *find_locked(const char *id)
 {
 	struct session *s;

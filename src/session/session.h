@@ -64,6 +64,8 @@ const char *session_id(const struct session *s);
 uint64_t session_serial(const struct session *s);
 /* Core lock held: whether the session left the table (rmdir, unmount). */
 bool session_removed_locked(const struct session *s);
+/* Core lock held: the id of the live session with that serial, or NULL. */
+const char *session_id_by_serial_locked(uint64_t serial);
 /* Core lock held: the directory the next command starts in (no newline; the session owns it). */
 const char *session_cwd_locked(const struct session *s);
 /* Core lock held: the environment the next command would start with. */

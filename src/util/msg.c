@@ -221,6 +221,7 @@ int msg_decode(const char *buf, size_t len, struct msg *m)
 	case MSG_HOLD:
 	case MSG_HELD:
 	case MSG_DROP:
+	case MSG_NOTIFY:
 		m->a = (int32_t)get_u32(&r);
 		m->b = (int32_t)get_u32(&r);
 		break;

@@ -22,6 +22,8 @@ enum msg_type {
 	 * sandbox's devpts, the child gets its slave as stdio and controlling tty, and the
 	 * STARTED that answers carries the master fd (none when the start failed). */
 	MSG_START_PTY = 8,
+	/* launcher, before its hello: the listener of its seccomp filter (filter.h) attached */
+	MSG_NOTIFY = 9,
 };
 
 /* STARTED's err when the message carries the pty master (it started) */

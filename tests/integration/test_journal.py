@@ -273,3 +273,32 @@ def test_rotation_keeps_it_under_its_bound_and_reads_from_the_oldest():
             assert f.read(10) == data[:10]
     finally:
         m.discard()
+
+
+@pytest.mark.skipif(isolation_none(), reason="no seccomp filter without bwrap")
+def test_a_refused_system_call_is_in_the_journal_with_its_process(sbx):
+    s = sbx.new_session()
+    start = end(sbx)
+    out, err, code = sbx.run(s, "mount -t tmpfs none /tmp 2>/dev/null; echo $?; "
+                                "unshare -U true 2>/dev/null; echo $?")
+    assert out == b"32\n1\n", "refused as before: EPERM"
+    evs = events(sbx.mnt / "journal", start)
+    mount = one(evs, "syscall.refused", session=s.name, call="mount")
+    assert mount["comm"] == "mount" and mount["pid"] > 1 and mount["errno"] == "EPERM"
+    one(evs, "syscall.refused", session=s.name, call="unshare", comm="unshare")
+
+
+@pytest.mark.skipif(isolation_none(), reason="no seccomp filter without bwrap")
+def test_a_flood_of_refused_calls_is_counted_not_dropped(sbx):
+    s = sbx.new_session()
+    start = end(sbx)
+    flood = ("python3 -c 'import ctypes\nlibc = ctypes.CDLL(None)\n"
+             "for _ in range(3000): libc.mount(b\"none\", b\"/tmp\", b\"tmpfs\", 0, None)'")
+    sbx.run(s, flood, timeout=60)
+    wait_until(lambda: find(events(sbx.mnt / "journal", start), "syscall.refused.more"), 5,
+               "the count of the ones past the rate")
+    evs = events(sbx.mnt / "journal", start)
+    each = find(evs, "syscall.refused", session=s.name)
+    more = sum(e["count"] for e in find(evs, "syscall.refused.more"))
+    assert len(each) + more == 3000 and len(each) <= 3000
+    assert sbx.run(s, "echo alive")[0] == b"alive\n"

@@ -99,7 +99,7 @@ def test_mkdir_makes_an_idle_process(sbx):
     p = new_proc(s, name)
     assert sorted(bounded(os.listdir, p)) == sorted(
         ["cmd", "stdout", "stderr", "output", "stdin", "status", "exit", "signal", "ctl",
-         "ports", "ready", "tty"])
+         "ports", "ready", "tty", "metrics"])
     assert name in bounded(os.listdir, s / "procs")
     st = status(p)
     assert list(st) == STATUS_KEYS, st

@@ -33,6 +33,7 @@ static bool same_config(const struct config *a, const struct config *b)
 	return same_str(a->workspace, b->workspace) && same_str(a->state_dir, b->state_dir) &&
 	       same_str(a->launcher, b->launcher) && a->log_level == b->log_level &&
 	       same_str(a->cgroup, b->cgroup) && a->log_max == b->log_max &&
+	       a->journal_max == b->journal_max &&
 	       same_str(a->shell, b->shell) && a->timeout_ms == b->timeout_ms &&
 	       a->kill_grace_ms == b->kill_grace_ms && a->history == b->history &&
 	       a->output_cap == b->output_cap && a->git_timeout_ms == b->git_timeout_ms &&
