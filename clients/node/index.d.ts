@@ -357,6 +357,45 @@ export interface NetworkLogEntry {
 	reason: string;
 }
 
+export interface JournalEvent {
+	v: number;
+	seq: number;
+	time: string;
+	kind: string;
+	session?: string;
+	[field: string]: unknown;
+}
+
+export interface JournalOptions {
+	/** Events with this sequence number or a later one. */
+	since?: number;
+	/** That session's events only (sessions/ID/journal). */
+	session?: string;
+	/** The last this many events. */
+	limit?: number;
+}
+
+export interface WatchJournalOptions {
+	since?: number;
+	session?: string;
+	onEvent: (event: JournalEvent) => void;
+	onError?: (err: Error) => void;
+	signal?: AbortSignal;
+}
+
+export interface MetricsOptions {
+	/** A session's metrics (sessions/ID/metrics) instead of the sandbox's and every session's. */
+	session?: string;
+	/** One of that session's background processes (sessions/ID/procs/NAME/metrics). */
+	proc?: string;
+}
+
+export interface MetricSample {
+	name: string;
+	labels: Record<string, string>;
+	value: number;
+}
+
 export interface NetworkLogOptions {
 	/** That session's lines only (sessions/ID/network). */
 	session?: string;
@@ -380,6 +419,13 @@ export declare class Sandbox extends ExecutionSession {
 	setNetworkPolicy(policy: NetworkPolicyInput): Promise<void>;
 	/** The lines the log's ring holds now (the last 1 MiB; 256 KiB for a session), oldest first. */
 	getNetworkLog(opts?: NetworkLogOptions): Promise<NetworkLogEntry[]>;
+	/** The audit journal's events kept (docs/journal.md), oldest first. */
+	getJournal(opts?: JournalOptions): Promise<JournalEvent[]>;
+	/** Each event from `since` on (none: only new ones), then each new one, until `signal`
+	 * aborts; resolves then. */
+	watchJournal(opts: WatchJournalOptions): Promise<void>;
+	/** The samples of a metrics file (docs/metrics.md). */
+	getMetrics(opts?: MetricsOptions): Promise<MetricSample[]>;
 	createBackup(opts: BackupOptions): Promise<DirectoryBackup>;
 	restoreBackup(backup: DirectoryBackup, opts?: RestoreBackupOptions): Promise<{ success: boolean; id: string; dir: string }>;
 	deleteBackup(backup: DirectoryBackup): Promise<{ success: boolean; id: string }>;

@@ -417,6 +417,43 @@ def test_network_policy(sandbox):
     sandbox.set_network_policy(mode="none")
 
 
+def test_journal_and_metrics(sandbox):
+    r = sandbox.exec("echo journal-probe")
+    assert r.stdout == "journal-probe\n"
+    events = sandbox.get_journal()
+    ends = [e for e in events if e["kind"] == "cmd.end" and e["session"] == "default"]
+    assert ends and ends[-1]["stdout_bytes"] == len("journal-probe\n")
+    seqs = [e["seq"] for e in events]
+    assert seqs == sorted(seqs)
+    assert [e["seq"] for e in sandbox.get_journal(since=seqs[-1])] == [seqs[-1]]
+    assert len(sandbox.get_journal(limit=2)) == 2
+    own = sandbox.get_journal(session="default")
+    assert own and all(e["session"] == "default" for e in own)
+    with pytest.raises(sdk.ValidationError):
+        sandbox.get_journal(since=-1)
+    with pytest.raises(sdk.ValidationError):
+        sandbox.get_journal(session="../x")
+
+    got = []
+    threading.Timer(0.3, lambda: sandbox.exec("true")).start()
+    for e in sandbox.watch_journal(stop=lambda: len(got) >= 2):
+        got.append(e["kind"])
+        if len(got) >= 2:
+            break
+    assert got == ["cmd.start", "cmd.end"], got
+    # from a number on: the past events first
+    first = next(sandbox.watch_journal(since=seqs[-1]))
+    assert first["seq"] == seqs[-1]
+
+    samples = sandbox.get_metrics()
+    names = {s["name"] for s in samples}
+    assert {"sbxfs_memory_bytes", "sbxfs_pids", "sbxfs_network_bytes_total"} <= names
+    own = sandbox.get_metrics(session="default")
+    assert own and all(s["labels"]["session"] == "default" for s in own)
+    with pytest.raises(sdk.ValidationError):
+        sandbox.get_metrics(proc="x")
+
+
 def test_network_log(sandbox):
     assert isinstance(sandbox.get_network_log(), list)
     with pytest.raises(sdk.ValidationError):

@@ -6,6 +6,7 @@ import * as code from './contexts.js';
 import * as commands from './commands.js';
 import { SessionNotFoundError, ValidationError, mapError } from './errors.js';
 import * as files from './files.js';
+import * as journal from './journal.js';
 import { ENV_NAME, envValue, writeControl } from './fsio.js';
 import { gitCheckout } from './git.js';
 import { checkName } from './names.js';
@@ -281,5 +282,15 @@ export class Sandbox extends ExecutionSession {
 	/* network/log, or sessions/ID/network with {session}, as objects by the log's fields. */
 	getNetworkLog(opts) {
 		return network.getNetworkLog(this, opts);
+	}
+	/* The audit journal (journal, or sessions/ID/journal with {session}) and the metrics. */
+	getJournal(opts) {
+		return journal.getJournal(this, opts);
+	}
+	watchJournal(opts) {
+		return journal.watchJournal(this, opts);
+	}
+	getMetrics(opts) {
+		return journal.getMetrics(this, opts);
 	}
 }

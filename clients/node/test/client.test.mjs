@@ -611,4 +611,39 @@ describe('the network policy and log', { timeout: 120000 }, () => {
 		assert.ok((await sandbox.getNetworkLog({ session: 'default' })).some(want));
 		assert.equal((await sandbox.getNetworkLog({ limit: 1 })).length, 1);
 	});
+
+	it('reads and follows the journal, and reads the metrics', async () => {
+		const r = await sandbox.exec('echo journal-probe');
+		assert.equal(r.stdout, 'journal-probe\n');
+		const events = await sandbox.getJournal();
+		const ends = events.filter((e) => e.kind === 'cmd.end' && e.session === 'default');
+		assert.ok(ends.length && ends.at(-1).stdout_bytes === 'journal-probe\n'.length);
+		const seqs = events.map((e) => e.seq);
+		assert.deepEqual([...seqs].sort((a, b) => a - b), seqs);
+		const last = seqs.at(-1);
+		assert.deepEqual((await sandbox.getJournal({ since: last })).map((e) => e.seq), [last]);
+		assert.equal((await sandbox.getJournal({ limit: 2 })).length, 2);
+		const own = await sandbox.getJournal({ session: 'default' });
+		assert.ok(own.length && own.every((e) => e.session === 'default'));
+		await assert.rejects(sandbox.getJournal({ since: -1 }), ValidationError);
+		await assert.rejects(sandbox.getJournal({ session: '../x' }), ValidationError);
+
+		const ac = new AbortController();
+		const seen = [];
+		const watching = sandbox.watchJournal({
+			signal: ac.signal,
+			onEvent: (e) => { seen.push(e.kind); if (seen.length >= 2) ac.abort(); },
+		});
+		setTimeout(() => sandbox.exec('true'), 300);
+		await watching;
+		assert.deepEqual(seen, ['cmd.start', 'cmd.end']);
+
+		const samples = await sandbox.getMetrics();
+		const names = new Set(samples.map((s) => s.name));
+		for (const n of ['sbxfs_memory_bytes', 'sbxfs_pids', 'sbxfs_network_bytes_total'])
+			assert.ok(names.has(n), n);
+		const mine = await sandbox.getMetrics({ session: 'default' });
+		assert.ok(mine.length && mine.every((s) => s.labels.session === 'default'));
+		await assert.rejects(sandbox.getMetrics({ proc: 'x' }), ValidationError);
+	});
 });

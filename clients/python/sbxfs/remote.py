@@ -102,6 +102,10 @@ class Remote:
     def read_now(self, rel):
         return self._bytes("GET", rel, "?nowait")
 
+    def read_at(self, rel, offset):
+        """What the file holds now from offset on (at most 16 MiB a call)."""
+        return self._bytes("GET", rel, f"?nowait&offset={int(offset)}")
+
     def write(self, rel, data):
         self._bytes("PUT", rel, body=data.encode() if isinstance(data, str) else bytes(data))
 

@@ -8,7 +8,7 @@ import threading
 
 from . import osio
 from .remote import Remote
-from . import backups, commands, contexts, files, network, ports, processes, terminals
+from . import backups, commands, contexts, files, journal, network, ports, processes, terminals
 from .errors import SandboxError, SessionNotFoundError, ValidationError, map_error
 from .fsio import ENV_NAME, env_value, read_text, write_control
 from .git import git_checkout
@@ -284,6 +284,20 @@ class Sandbox(ExecutionSession):
     def get_network_log(self, session=None, limit=None):
         """network/log (sessions/ID/network with `session`) as dicts by the log's fields."""
         return network.get_network_log(self, session=session, limit=limit)
+
+    def get_journal(self, since=None, session=None, limit=None):
+        """The audit journal's events kept (sessions/ID/journal with `session`), oldest
+        first, from sequence number `since` on; `limit` keeps the last ones."""
+        return journal.get_journal(self, since=since, session=session, limit=limit)
+
+    def watch_journal(self, since=None, session=None, stop=None):
+        """The events from `since` on (None: only new ones), then each new one as it comes: a
+        generator that ends once `stop()` is true (checked at least every second)."""
+        return journal.watch_journal(self, since=since, session=session, stop=stop)
+
+    def get_metrics(self, session=None, proc=None):
+        """The samples of a metrics file: [{"name", "labels", "value"}]."""
+        return journal.get_metrics(self, session=session, proc=proc)
 
 
 def get_sandbox(mountpoint, workspace_path=None, token=None, cafile=None):

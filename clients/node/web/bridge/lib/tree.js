@@ -81,12 +81,15 @@ function statOf(st) {
 	return { type, size: st.size, mode: st.mode & 0o7777, mtimeMs: st.mtimeMs };
 }
 
-/* ?nowait: what the file holds now, without waiting for more (O_NONBLOCK reads to EAGAIN or
- * EOF), so a log-like file's current content or a refusal comes back at once. */
-async function readNow(fh) {
+/* ?nowait: what the file holds now from offset on, without waiting for more (O_NONBLOCK reads
+ * to EAGAIN or EOF), so a log-like file's current content or a refusal comes back at once; at
+ * most NOWAIT_MAX bytes (a client asks again from where it got to). */
+const NOWAIT_MAX = 16 << 20;
+
+async function readNow(fh, offset) {
 	const chunks = [];
-	for (let pos = 0; ; ) {
-		const buf = Buffer.allocUnsafe(1 << 17);
+	for (let pos = offset; pos - offset < NOWAIT_MAX; ) {
+		const buf = Buffer.allocUnsafe(Math.min(1 << 17, NOWAIT_MAX - (pos - offset)));
 		let n;
 		try {
 			({ bytesRead: n } = await fh.read(buf, 0, buf.length, pos));
@@ -128,7 +131,7 @@ export async function getPath(root, parts, url, req, res) {
 		}
 		if (url.searchParams.has('nowait')) {
 			try {
-				const body = await readNow(fh);
+				const body = await readNow(fh, offset);
 				res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Length': body.length, 'Cache-Control': 'no-store' });
 				return void res.end(body);
 			} finally {
