@@ -1,6 +1,6 @@
 // The JSON API and its event streams: each route is one or a few file operations of fsops.js
 // on the mount; nothing here runs a program.
-import { follow, WebError, checkName, checkNumber, portOf } from './fsops.js';
+import { follow, WebError, checkKind, checkName, checkNumber, portOf } from './fsops.js';
 import { readFile } from 'node:fs/promises';
 import { drained } from './drain.js';
 
@@ -35,6 +35,12 @@ const ROUTES = [
 	['POST', 'ports', ({ m, body }) => m.exposePort(body.port, body.name)],
 	['DELETE', 'ports/:port', async ({ m, p }) => void (await m.unexposePort(portOf(p.port)))],
 	['GET', 'network', ({ m }) => m.network()],
+	['GET', 'journal', ({ m, req }) => {
+		const q = new URL(req.url, 'http://x').searchParams;
+		const session = q.get('session');
+		return m.journal(session ? checkName(session, 'session') : null, checkKind(q.get('kind') ?? ''));
+	}],
+	['GET', 'metrics', ({ m }) => m.metrics()],
 	['POST', 'network', async ({ m, body }) => void (await m.setNetworkPolicy(body))],
 	['GET', 'snapshots', ({ m }) => m.snapshots()],
 	['POST', 'snapshots', async ({ m, body }) => ({ name: await m.takeSnapshot(body.name) })],

@@ -19,6 +19,9 @@ const LOG_TAIL = 256 * 1024;
 const FILE_MAX = 1 << 20;
 const COMMAND_SHOWN = 1000; /* of a session's latest command in the list */
 const NET_LINES = 50; /* of network/log on the page */
+const JOURNAL_TAIL = 1 << 20; /* of the journal read for the page */
+const JOURNAL_SHOWN = 200; /* events on the page */
+const KIND = /^[a-z.]{0,40}$/;
 
 /* An error a handler turns into an HTTP status. */
 export class WebError extends Error {
@@ -32,6 +35,11 @@ export function checkName(name, what = 'name') {
 	if (typeof name !== 'string' || !NAME.test(name) || name === '.' || name === '..')
 		throw new WebError(400, `bad ${what}`);
 	return name;
+}
+
+export function checkKind(kind) {
+	if (typeof kind !== 'string' || !KIND.test(kind)) throw new WebError(400, 'bad kind');
+	return kind;
 }
 
 export function checkNumber(n) {
@@ -247,6 +255,33 @@ export class Mount {
 
 	async unexposePort(port) {
 		await this.sandbox.unexposePort(checkPort(port));
+	}
+
+	/* The journal's last events (the root's, or a session's), read from the file's end: the
+	 * last JOURNAL_TAIL bytes, whole lines, filtered by kind (a prefix: "cmd." or "cmd.end"). */
+	async journal(session, kind) {
+		const file = session ? join(this.session(session), 'journal') : this.path('journal');
+		const fh = await open(file, C.O_RDONLY | C.O_NOFOLLOW);
+		let buf;
+		try {
+			const { size } = await fh.stat();
+			const from = Math.max(0, size - JOURNAL_TAIL);
+			buf = Buffer.allocUnsafe(size - from);
+			const { bytesRead } = await fh.read(buf, 0, buf.length, from);
+			buf = buf.subarray(0, bytesRead);
+			if (from > 0) buf = buf.subarray(buf.indexOf(0x0a) + 1);
+		} finally {
+			await fh.close();
+		}
+		const text = buf.toString('utf8');
+		const events = text.slice(0, text.lastIndexOf('\n') + 1).split('\n').filter(Boolean).map((l) => JSON.parse(l));
+		const kept = kind ? events.filter((e) => e.kind.startsWith(kind)) : events;
+		return kept.slice(-JOURNAL_SHOWN);
+	}
+
+	/* What the sandbox and each session use now, through the client (metrics). */
+	metrics() {
+		return this.sandbox.getMetrics();
 	}
 
 	/* the network: its policy and the log's last lines, through the client (network/) */

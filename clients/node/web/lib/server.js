@@ -22,6 +22,7 @@ const STATIC = {
 	'/': [join(here, '../public/index.html'), 'text/html; charset=utf-8'],
 	'/app.js': [join(here, '../public/app.js'), 'text/javascript; charset=utf-8'],
 	'/ansi.js': [join(here, '../public/ansi.js'), 'text/javascript; charset=utf-8'],
+	'/observe.js': [join(here, '../public/observe.js'), 'text/javascript; charset=utf-8'],
 	'/style.css': [join(here, '../public/style.css'), 'text/css; charset=utf-8'],
 	/* The page names its icon; /favicon.ico is where a browser looks without the page. */
 	'/favicon.svg': [join(here, '../public/favicon.svg'), 'image/svg+xml'],
@@ -97,6 +98,7 @@ async function serve(auth, m, req, res) {
 		return res.end(JSON.stringify({ url: `http://${host}:${req.socket.localPort}${path}`, path }));
 	}
 	if (url.pathname.startsWith('/api/')) return handleApi(m, req, res, url.pathname.slice(5));
+	if (url.pathname === '/metrics' && req.method === 'GET') return metrics(m, res);
 	const file = Object.hasOwn(STATIC, url.pathname) ? STATIC[url.pathname] : null;
 	if (!file || (req.method !== 'GET' && req.method !== 'HEAD')) return refuse(res, 404, 'not found');
 	const body = url.pathname === '/' ? await page(m, file[0]) : await readFile(file[0]);
@@ -110,6 +112,13 @@ async function page(m, file) {
 	const html = await readFile(file, 'utf8');
 	if (!(await m.hasContexts())) return html;
 	return html.replace('<section id="contexts-nav" hidden>', '<section id="contexts-nav">');
+}
+
+/* The mount's metrics file as it is, for a Prometheus scrape (with the token). */
+async function metrics(m, res) {
+	const body = await readFile(m.path('metrics'));
+	res.writeHead(200, { 'Content-Type': 'text/plain; version=0.0.4; charset=utf-8', 'Cache-Control': 'no-store' });
+	res.end(body);
 }
 
 /* A one-time login path: sets the cookie and sends the browser to the page. */

@@ -1,7 +1,9 @@
 // The page: sessions, a command's live output, history, terminals (xterm.js over a WebSocket),
-// background processes, exposed ports, the network (policy and log), snapshots and interpreter contexts. Text from the sandbox goes in as textContent,
+// background processes, exposed ports, the network (policy and log), snapshots and interpreter contexts, the journal
+// and metrics graphs (observe.js). Text from the sandbox goes in as textContent,
 // or through AnsiToHtml, which escapes it; HTML results only inside sandboxed iframes.
 import { AnsiToHtml } from './ansi.js';
+import { drawMetrics, refreshJournal, sampleMetrics } from './observe.js';
 
 const $ = (sel) => document.querySelector(sel);
 const state = { session: null, context: null, tab: 'commands', runStream: null, terms: new Map(), termTab: null };
@@ -58,6 +60,7 @@ function changed(key, data) {
 
 async function refreshSessions() {
 	const list = await api('GET', 'sessions');
+	state.sessionIds = list.map((s) => s.id);
 	if (state.session && !list.some((s) => s.id === state.session)) selectSession(null);
 	if (!changed('sessions', [list, state.session])) return;
 	const ul = $('#sessions');
@@ -100,7 +103,7 @@ function showTab(tab) {
 	state.tab = tab;
 	history.replaceState(null, '', `#${enc(state.session)}:${tab}`);
 	for (const b of document.querySelectorAll('#session > .tabs button')) b.classList.toggle('active', b.dataset.tab === tab);
-	for (const t of ['commands', 'terminals', 'procs']) $(`#tab-${t}`).hidden = t !== tab;
+	for (const t of ['commands', 'terminals', 'procs', 'metrics']) $(`#tab-${t}`).hidden = t !== tab;
 	if (tab === 'terminals') fitTerm(state.termTab);
 	tick();
 }
@@ -431,10 +434,13 @@ async function tick() {
 		await refreshNetwork();
 		await refreshSnapshots();
 		await refreshContexts();
+		await refreshJournal(api, state.sessionIds ?? []);
+		await sampleMetrics(api);
 		if (state.session) {
 			if (state.tab === 'commands') await refreshRuns();
 			if (state.tab === 'procs') await refreshProcs();
 			if (state.tab === 'terminals') await refreshTerms();
+			if (state.tab === 'metrics') drawMetrics(state.session);
 		}
 		report(null);
 	} catch (e) {
@@ -540,11 +546,16 @@ function wire() {
 		ev.preventDefault();
 		runCell($('#cell-code').value).catch(report);
 	});
+	$('#journal-filter').addEventListener('submit', (ev) => {
+		ev.preventDefault();
+		tick();
+	});
+	$('#journal-session').addEventListener('change', () => tick());
 	window.addEventListener('resize', () => fitTerm(state.termTab));
 	setInterval(tick, 1500);
 	/* #SESSION:TAB, as showTab leaves it, so a reload comes back to the same view */
 	const [id, tab] = location.hash.slice(1).split(':').map(decodeURIComponent);
-	if (['commands', 'terminals', 'procs'].includes(tab)) state.tab = tab;
+	if (['commands', 'terminals', 'procs', 'metrics'].includes(tab)) state.tab = tab;
 	tick().then(() => id && selectSession(id));
 }
 

@@ -103,6 +103,30 @@ test('create a session, run echo hi, see hi and exit 0', { skip }, async () => {
 	await shot('1-echo-hi');
 });
 
+test('the journal shows the session\'s events, filtered by kind; the metrics tab draws its graphs', { skip }, async () => {
+	await page.selectOption('#journal-session', S);
+	await page.fill('#journal-kind', 'cmd.end');
+	await page.press('#journal-kind', 'Enter');
+	// a refresh begun before the filter changed may paint once more: wait for the filtered one
+	await page.waitForFunction((s) => {
+		const lines = document.querySelector('#journal').textContent.split('\n');
+		return lines.some((l) => l.includes(`cmd.end [${s}]`)) && lines.every((l) => l.includes(' cmd.end '));
+	}, S);
+	await page.click('#session > .tabs button[data-tab="metrics"]');
+	await page.waitForFunction(() => !document.querySelector('#tab-metrics').hidden &&
+		document.querySelector('#metrics-note').textContent.startsWith('the last'));
+	const inked = await page.evaluate(() => {
+		const c = document.querySelector('#metrics-memory');
+		const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+		let n = 0;
+		for (let i = 0; i < px.length; i += 4) if (px[i] < 200) n++;
+		return n;
+	});
+	assert.ok(inked > 50, `the memory graph has ${inked} dark pixels`);
+	await shot('journal-metrics');
+	await page.click('#session > .tabs button[data-tab="commands"]');
+});
+
 test('the network log: newest first, long lines wrapped, not cut at the column', { skip }, async () => {
 	// Two requests the proxy refuses (the mount's policy is mode none): a line each in the log.
 	const long = `second-${'x'.repeat(50)}.${'y'.repeat(50)}.${'z'.repeat(50)}.test`;

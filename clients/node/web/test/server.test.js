@@ -269,6 +269,25 @@ test('network: the mode, the rules and the log\'s last lines; a new policy, a ba
 	}
 });
 
+test('journal and metrics: the last events by session and kind, the samples, /metrics for a scrape', async () => {
+	const run = await post('/api/sessions/default/exec', { command: 'echo journal-web' });
+	assert.equal(run.status, 200, run.text);
+	const ended = await waitFor(async () => (await get('/api/journal?session=default&kind=cmd.end')).json.find((e) => e.run === run.json.run), 'the command\'s end');
+	assert.equal(ended.stdout_bytes, 'journal-web\n'.length);
+	const all = (await get('/api/journal?kind=cmd.')).json;
+	assert.ok(all.length && all.every((e) => e.kind.startsWith('cmd.')));
+	assert.equal((await get('/api/journal?kind=' + encodeURIComponent('x"y'))).status, 400);
+	assert.equal((await get('/api/journal?session=..')).status, 400);
+	const samples = (await get('/api/metrics')).json;
+	assert.ok(samples.some((s) => s.name === 'sbxfs_memory_bytes' && s.labels.session === 'default'));
+	const scrape = await get('/metrics');
+	assert.equal(scrape.status, 200);
+	assert.match(scrape.headers['content-type'], /^text\/plain; version=0\.0\.4/);
+	assert.match(scrape.text, /^# HELP sbxfs_cpu_seconds_total /m);
+	const bare = await req(web.base, 'GET', '/metrics', { headers: { Cookie: null } });
+	assert.equal(bare.status, 401, 'a scrape needs the token');
+});
+
 test('snapshots: take, list, restore (busy: 409, then forced), delete', async () => {
 	writeFileSync(join(mount.mnt, 'workspace', 'snap-web.txt'), 'before\n');
 	assert.deepEqual((await post('/api/snapshots', { name: 'w1' })).json, { name: 'w1' });
