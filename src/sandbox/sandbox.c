@@ -44,6 +44,7 @@
 #include "uidpool.h"
 #include "watchdog.h"
 #include "wsimage.h"
+#include "wswatch.h"
 #include "xmalloc.h"
 
 extern char **environ;
@@ -619,12 +620,15 @@ int sandbox_start(const char *mnt, char *err, size_t errlen)
 		return rc;
 	}
 	saved_restore();
+	if (cfg->journal_max && (rc = wswatch_start(cfg->workspace)) < 0)
+		log_warnx("workspace changes will not be in the journal: %s", strerror(-rc));
 	return 0;
 }
 
 void sandbox_stop(void)
 {
 	saved_stop(); /* before anything of it goes */
+	wswatch_stop();
 	/* From here on, a launcher that dies was told to (or signalled with the daemon) and a
 	 * mount waiting for the state dir knows this daemon is on its way out. */
 	state_lock_stopping();

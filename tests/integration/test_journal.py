@@ -302,3 +302,52 @@ def test_a_flood_of_refused_calls_is_counted_not_dropped(sbx):
     more = sum(e["count"] for e in find(evs, "syscall.refused.more"))
     assert len(each) + more == 3000 and len(each) <= 3000
     assert sbx.run(s, "echo alive")[0] == b"alive\n"
+
+
+def fs_events(m, start, prefix):
+    return [e for e in events(m.mnt / "journal", start)
+            if e["kind"].startswith("fs.") and e.get("path", "").startswith(prefix)]
+
+
+def test_a_thousand_workspace_changes_in_order(sbx):
+    s = sbx.new_session()
+    d = uniq("many")
+    start = end(sbx)
+    sbx.run(s, f"mkdir {d} && for i in $(seq -w 0 999); do : > {d}/f$i; done", timeout=60)
+    wait_until(lambda: len([e for e in fs_events(sbx, start, d + "/")
+                            if e["kind"] == "fs.write"]) == 1000, 10, "the 1,000 writes")
+    evs = fs_events(sbx, start, d)
+    made = [e["path"] for e in evs if e["kind"] == "fs.create"]
+    assert made == [d] + [f"{d}/f{i:03d}" for i in range(1000)], made[:5]
+    seqs = [e["seq"] for e in evs]
+    assert seqs == sorted(seqs)
+
+
+def test_renames_removes_and_the_hosts_writes(sbx):
+    s = sbx.new_session()
+    d = uniq("mv")
+    start = end(sbx)
+    sbx.run(s, f"mkdir -p {d}/a && echo x > {d}/a/f && mv {d}/a/f {d}/g && mv {d}/a {d}/b "
+               f"&& : > {d}/b/h && rm {d}/g")
+    write_bytes(sbx.workspace / d / "from-host", b"h")
+    wait_until(lambda: any(e["path"] == f"{d}/from-host" for e in fs_events(sbx, start, d)),
+               10, "the host's write")
+    got = [(e["kind"], e["path"], e.get("to")) for e in fs_events(sbx, start, d)]
+    for want in [("fs.rename", f"{d}/a/f", f"{d}/g"), ("fs.rename", f"{d}/a", f"{d}/b"),
+                 ("fs.create", f"{d}/b/h", None), ("fs.remove", f"{d}/g", None),
+                 ("fs.write", f"{d}/from-host", None)]:
+        assert want in got, (want, got)
+
+
+def test_a_link_the_sandbox_plants_is_never_watched(sbx, tmp_path):
+    host = tmp_path / "host-dir"
+    host.mkdir()
+    s = sbx.new_session()
+    d = uniq("lnk")
+    start = end(sbx)
+    sbx.run(s, f"mkdir {d} && ln -s {host} {d}/link && mkdir {d}/real")
+    wait_until(lambda: fs_events(sbx, start, f"{d}/real"), 10, "the directory made")
+    (host / "secret").write_text("x")
+    sbx.run(s, f": > {d}/real/after")
+    wait_until(lambda: fs_events(sbx, start, f"{d}/real/after"), 10, "the file made after")
+    assert not [e for e in events(sbx.mnt / "journal", start) if "secret" in json.dumps(e)]
