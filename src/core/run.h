@@ -38,6 +38,8 @@ struct run {
 	pid_t shell_pid;      /* the shell that ran it */
 	uint64_t oom_mark;    /* its group's OOM kills when it started */
 	uint64_t oom_kills;   /* OOM kills in its group while it ran */
+	uint64_t pids_mark;   /* forks its group and the sandbox's refused at pids.max, at start */
+	uint64_t pids_hits;   /* ... while it ran */
 	bool oom_ended;       /* killed whole after an OOM kill in it */
 	char *error;          /* why sbxfs could not run it as asked (status "error"), or NULL */
 	const char *jkind;    /* its events' kind in the journal ("cmd", "proc"), NULL: none */

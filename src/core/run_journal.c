@@ -81,6 +81,8 @@ void run_journal_end(struct run *r)
 	jrec_int(&e, "stderr_bytes", (long long)r->out[RUN_STDERR].size);
 	if (r->oom_kills)
 		jrec_int(&e, "oom_kills", (long long)r->oom_kills);
+	if (r->pids_hits)
+		jrec_int(&e, "pids_limit_hits", (long long)r->pids_hits);
 	if (r->shell_pid)
 		jrec_int(&e, "pid", r->shell_pid);
 	if ((error = run_error_text(r))) {

@@ -190,6 +190,17 @@ static void stats_proc(struct cgroup *cg, struct cg_stats *st)
 	}
 }
 
+uint64_t cgroup_pids_max_hits(const struct cgroup *cg)
+{
+	static const char *const keys[] = {"max"};
+	static const enum cg_stat stats[] = {CGS_PIDS};
+	struct cg_stats st = {0};
+
+	if (cg)
+		read_keyed(cg->dir[cg_is_v1() ? V1_PIDS : 0], "pids.events", keys, stats, 1, &st);
+	return st.v[CGS_PIDS];
+}
+
 void cgroup_stats(struct cgroup *cg, struct cg_stats *st)
 {
 	memset(st, 0, sizeof(*st));

@@ -35,5 +35,7 @@ struct cg_stats {
 
 /* The stats of cg and every group below it (cg NULL: nothing, all absent). */
 void cgroup_stats(struct cgroup *cg, struct cg_stats *st);
+/* How many times a fork in cg failed at its pids.max (its pids.events "max"; 0 without one). */
+uint64_t cgroup_pids_max_hits(const struct cgroup *cg);
 
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cgroup_mem.h"
+#include "cgroup_stat.h"
 #include "changes.h"
 #include "exec_priv.h"
 #include "checkout_run.h"
@@ -89,6 +90,12 @@ static int run_final_status(const struct run *r, int status)
 	return status;
 }
 
+/* Forks refused at a pids.max: the session's own and the sandbox's. */
+static uint64_t pids_hits(struct session *s)
+{
+	return cgroup_pids_max_hits(s->cg) + cgroup_pids_max_hits(cgroup_sandbox());
+}
+
 static void finish_current(struct session *s, int status)
 {
 	struct op *op = s->current;
@@ -98,8 +105,10 @@ static void finish_current(struct session *s, int status)
 	exec_set_timer(s, TP_NONE, 0);
 	if (op->kind == OP_RUN) {
 		session_stdin_end(s);
-		if (op->run->state == RUN_RUNNING)
+		if (op->run->state == RUN_RUNNING) {
 			op->run->oom_kills = cgroup_mem_oom_kills(s->cg, false) - op->run->oom_mark;
+			op->run->pids_hits = pids_hits(s) - op->run->pids_mark;
+		}
 		run_end(op->run, run_final_status(op->run, status));
 	} else if (op->kind == OP_CHDIR) {
 		ticket_done(op->ticket, chdir_result(status));
@@ -296,6 +305,7 @@ void exec_send_run(struct session *s, const char *stdin_path)
 	r->shell_pid = shell_pid(s->sh);
 	run_begin(r);
 	r->oom_mark = cgroup_mem_oom_kills(s->cg, false);
+	r->pids_mark = pids_hits(s);
 	shell_send(s->sh, seq, r->cmd, r->cmdlen, stdin_path);
 	if (timeout)
 		exec_set_timer(s, TP_TIMEOUT, timeout);

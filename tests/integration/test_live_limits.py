@@ -125,3 +125,14 @@ def test_without_cgroups_it_says_so():
         assert "no cgroup limits" in last_error(m)
     finally:
         m.discard()
+
+
+def test_forks_refused_at_the_pids_limit_are_in_the_commands_end(lm):
+    write_bytes(lm.mnt / "limits", b"pids_max 40\n")
+    try:
+        s = lm.new_session()
+        lm.run(s, "for i in $(seq 60); do sleep 2 & done 2>/dev/null; wait; true", timeout=60)
+    finally:
+        write_bytes(lm.mnt / "limits", b"pids_max max\n")
+    end = [e for e in journal_kinds(lm, "cmd.end") if e["session"] == s.name][-1]
+    assert end.get("pids_limit_hits", 0) > 0, end
