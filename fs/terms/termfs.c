@@ -10,6 +10,7 @@
 #include "dirsnap.h"
 #include "itemdir.h"
 #include "nodeattr.h"
+#include "refusals.h"
 #include "session.h"
 #include "term.h"
 #include "termkind.h"
@@ -177,6 +178,11 @@ static void termfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mo
 		itemdir_reply_entry(&terms, req, term_dir(parent, t));
 		term_unref(t);
 	} else {
+		/* the bound is the one refusal whose errno does not say which limit */
+		if (rc == -ENOSPC)
+			refusal_note_in(session_id(s), "terms", name, ENOSPC,
+					"the mount has its most terminals, or rows x columns, already "
+					"([session] terms_max, term_cells_max)");
 		fuse_reply_err(req, rc < 0 ? -rc : ENOENT);
 	}
 	if (s)

@@ -73,6 +73,15 @@ void refusal_note(const char *path, int err, const char *fmt, ...)
 	free(why);
 }
 
+void refusal_note_in(const char *sid, const char *dir, const char *name, int err,
+		     const char *why)
+{
+	char *path = xasprintf("sessions/%s/%s/%s", sid, dir, name);
+
+	refusal_note(path, err, "%s", why);
+	free(path);
+}
+
 void refusals_read(uint64_t *off, char *buf, size_t size, size_t *n)
 {
 	pthread_mutex_lock(&lock);

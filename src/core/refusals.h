@@ -17,6 +17,9 @@ void refusal_note(const char *path, int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Copies what is held from *off on (moved up to the oldest byte held) into buf: *n bytes. */
 void refusals_read(uint64_t *off, char *buf, size_t size, size_t *n);
+/* As refusal_note, for sessions/SID/DIR/NAME. */
+void refusal_note_in(const char *sid, const char *dir, const char *name, int err,
+		     const char *why);
 /* The offset of the log's end. */
 uint64_t refusals_end(void);
 

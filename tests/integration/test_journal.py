@@ -351,3 +351,17 @@ def test_a_link_the_sandbox_plants_is_never_watched(sbx, tmp_path):
     sbx.run(s, f": > {d}/real/after")
     wait_until(lambda: fs_events(sbx, start, f"{d}/real/after"), 10, "the file made after")
     assert not [e for e in events(sbx.mnt / "journal", start) if "secret" in json.dumps(e)]
+
+
+def test_a_terminal_past_the_bound_is_refused_with_its_reason():
+    m = ConfMount(tempfile.mkdtemp(prefix="sbxfs-it-jterm-"), "[session]\nterms_max = 1\n")
+    try:
+        m.start(timeout=10)
+        s = m.new_session()
+        os.mkdir(s / "terms" / "one")
+        assert errno_of(os.mkdir, s / "terms" / "two") == errno.ENOSPC
+        ref = one(events(m.mnt / "journal"), "refused", session=s.name)
+        assert ref["path"] == f"sessions/{s.name}/terms/two" and ref["errno"] == "ENOSPC"
+        assert "terms_max" in ref["why"]
+    finally:
+        m.discard()
