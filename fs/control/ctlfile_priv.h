@@ -62,6 +62,11 @@ int ctl_fstat(struct fuse_file_info *fi, struct stat *st);
 /* ctlwrite.c */
 /* fh->h.lock held: adds a write to what the open applies at close (at most max bytes). */
 int ctl_pending_append(struct ctlfh *fh, const char *buf, size_t size, size_t max);
+/* A write to a file of lines that apply whole at close: appends buf (at most max in all) and
+ * checks each line it completes with check; a refused line is said in the errors file with
+ * its number in this open and why. 0 or -errno. */
+int ctl_write_checked_lines(struct ctlfh *fh, const char *buf, size_t size, size_t max,
+			    int (*check)(const char *line, size_t len, char *why, size_t whylen));
 int submit_answer(struct ctlfh *fh);
 int flush_pending(struct ctlfh *fh);
 

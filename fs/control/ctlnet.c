@@ -22,34 +22,11 @@ static char *ctl_render_netpolicy(struct ctlfh *fh, size_t *len)
 	return net_policy_read(len);
 }
 
-/* A refused line is said in the errors file with its number in this open and why. */
+/* Each line checked at its write() (ctl_write_checked_lines). */
 static int ctl_write_netpolicy(fuse_req_t req, struct ctlfh *fh, const char *buf, size_t size)
 {
-	char why[160] = "", line_why[200];
-	unsigned nline = 0;
-	int rc;
-
 	(void)req;
-	pthread_mutex_lock(&fh->h.lock);
-	rc = ctl_pending_append(fh, buf, size, POLICY_TEXT_MAX);
-	while (rc == 0 && fh->wchecked < fh->wlen) {
-		const char *line = fh->wbuf + fh->wchecked;
-		const char *nl = memchr(line, '\n', fh->wlen - fh->wchecked);
-
-		if (!nl)
-			break;
-		nline = 1;
-		for (const char *p = fh->wbuf; p < line; p++)
-			nline += *p == '\n';
-		rc = net_policy_check_line(line, (size_t)(nl - line), why, sizeof(why));
-		fh->wchecked = (size_t)(nl - fh->wbuf) + 1;
-	}
-	pthread_mutex_unlock(&fh->h.lock);
-	if (rc < 0 && why[0]) {
-		snprintf(line_why, sizeof(line_why), "line %u: %s", nline, why);
-		ctl_refuse(fh, -rc, line_why);
-	}
-	return rc;
+	return ctl_write_checked_lines(fh, buf, size, POLICY_TEXT_MAX, net_policy_check_line);
 }
 
 static int ctl_apply_netpolicy(struct ctlfh *fh, const char *text, size_t len, unsigned *n)

@@ -37,25 +37,8 @@ const struct kind_info smetrics_row = {
 
 static int write_limits(fuse_req_t req, struct ctlfh *fh, const char *buf, size_t size)
 {
-	char why[160] = "";
-	int rc;
-
 	(void)req;
-	pthread_mutex_lock(&fh->h.lock);
-	rc = ctl_pending_append(fh, buf, size, LIMITS_TEXT_MAX);
-	while (rc == 0 && fh->wchecked < fh->wlen) {
-		const char *line = fh->wbuf + fh->wchecked;
-		const char *nl = memchr(line, '\n', fh->wlen - fh->wchecked);
-
-		if (!nl)
-			break;
-		rc = live_limits_check(line, (size_t)(nl - line), why, sizeof(why));
-		fh->wchecked = (size_t)(nl - fh->wbuf) + 1;
-	}
-	pthread_mutex_unlock(&fh->h.lock);
-	if (rc < 0 && why[0])
-		ctl_refuse(fh, -rc, why);
-	return rc;
+	return ctl_write_checked_lines(fh, buf, size, LIMITS_TEXT_MAX, live_limits_check);
 }
 
 static int apply_limits(struct ctlfh *fh, const char *text, size_t len, unsigned *n)

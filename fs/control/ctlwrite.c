@@ -46,6 +46,35 @@ int ctl_write_cmd(fuse_req_t req, struct ctlfh *fh, const char *buf, size_t size
 	return rc;
 }
 
+int ctl_write_checked_lines(struct ctlfh *fh, const char *buf, size_t size, size_t max,
+			    int (*check)(const char *line, size_t len, char *why, size_t whylen))
+{
+	char why[160] = "", line_why[200];
+	unsigned nline = 0;
+	int rc;
+
+	pthread_mutex_lock(&fh->h.lock);
+	rc = ctl_pending_append(fh, buf, size, max);
+	while (rc == 0 && fh->wchecked < fh->wlen) {
+		const char *line = fh->wbuf + fh->wchecked;
+		const char *nl = memchr(line, '\n', fh->wlen - fh->wchecked);
+
+		if (!nl)
+			break;
+		nline = 1;
+		for (const char *p = fh->wbuf; p < line; p++)
+			nline += *p == '\n';
+		rc = check(line, (size_t)(nl - line), why, sizeof(why));
+		fh->wchecked = (size_t)(nl - fh->wbuf) + 1;
+	}
+	pthread_mutex_unlock(&fh->h.lock);
+	if (rc < 0 && why[0]) {
+		snprintf(line_why, sizeof(line_why), "line %u: %s", nline, why);
+		ctl_refuse(fh, -rc, line_why);
+	}
+	return rc;
+}
+
 int ctl_pending_append(struct ctlfh *fh, const char *buf, size_t size, size_t max)
 {
 	if (memchr(buf, '\0', size))

@@ -22,7 +22,7 @@
 
 static pthread_mutex_t buf_lock = PTHREAD_MUTEX_INITIALIZER;   /* the two buffers */
 static pthread_mutex_t store_lock = PTHREAD_MUTEX_INITIALIZER; /* the files */
-static pthread_cond_t more; /* on CLOCK_MONOTONIC */
+static pthread_cond_t more;				       /* on CLOCK_MONOTONIC */
 static pthread_t writer;
 static bool running, stopping;
 /* handed over, not yet taken by the writer, from pending_off on; and what the writer is
@@ -201,8 +201,7 @@ void jflush_read(uint64_t *off, char *buf, size_t size, size_t *n)
 	pthread_mutex_unlock(&store_lock);
 }
 
-int jflush_open_store(const char *dir, uint64_t max, uint64_t *last_seq, char *err,
-		      size_t errlen)
+int jflush_open_store(const char *dir, uint64_t max, uint64_t *last_seq, char *err, size_t errlen)
 {
 	int rc;
 

@@ -132,7 +132,8 @@ static uint64_t recover_tail(struct seg *s)
 		free(buf);
 		return 0;
 	}
-	if (nl != buf + len - 1 && ftruncate(s->fd, (off_t)(s->size - len + (size_t)(nl - buf) + 1)) == 0)
+	if (nl != buf + len - 1 &&
+	    ftruncate(s->fd, (off_t)(s->size - len + (size_t)(nl - buf) + 1)) == 0)
 		s->size -= len - (size_t)(nl - buf) - 1;
 	*nl = '\0';
 	line = memrchr(buf, '\n', (size_t)(nl - buf));

@@ -44,7 +44,7 @@ static int parse_value(enum cg_live_key k, char *v, struct cg_live *l)
 			return (l->cpu_quota = 0), 0;
 		if (sscanf(v, "%lu %lu", &l->cpu_quota, &l->cpu_period) == 2)
 			return l->cpu_quota >= 1000 && l->cpu_period >= 1000 &&
-					   l->cpu_period <= 1000000
+				       l->cpu_period <= 1000000
 				   ? 0
 				   : -EINVAL;
 		cpus = strtod(v, &end);
@@ -86,8 +86,10 @@ int cgroup_live_parse(const char *line, size_t len, struct cg_live *l, char *why
 		}
 	}
 	if (k == CGL_N) {
-		snprintf(why, whylen, "%.40s: not a limit that can be set (memory_max, pids_max, "
-				      "cpu_max or cpu_quota_us)", buf);
+		snprintf(why, whylen,
+			 "%.40s: not a limit that can be set (memory_max, pids_max, "
+			 "cpu_max or cpu_quota_us)",
+			 buf);
 		return -EINVAL;
 	}
 	if (!sp || parse_value(k, sp, l) < 0) {
@@ -102,8 +104,8 @@ int cgroup_live_parse(const char *line, size_t len, struct cg_live *l, char *why
 }
 
 /* The sandbox group's file that holds key k, and the value to write there for l. */
-static const char *file_of(enum cg_live_key k, const char **dir, const struct cg_live *l,
-			   char *v, size_t vlen)
+static const char *file_of(enum cg_live_key k, const char **dir, const struct cg_live *l, char *v,
+			   size_t vlen)
 {
 	struct cgroup *root = cgroup_sandbox();
 	bool v1 = cg_is_v1();

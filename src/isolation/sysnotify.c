@@ -102,8 +102,8 @@ static void on_notify(struct loop_fd *lf, uint32_t events, void *arg)
 		return; /* ENOENT: the caller was killed meanwhile */
 	proc_text(req.pid, "comm", comm, sizeof(comm));
 	group_below_sandbox(req.pid, group, sizeof(group));
-	r = (struct sys_refusal){.pid = inner_pid(req.pid), .host_pid = req.pid, .comm = comm,
-				 .group = group};
+	r = (struct sys_refusal){
+	    .pid = inner_pid(req.pid), .host_pid = req.pid, .comm = comm, .group = group};
 	name = seccomp_syscall_resolve_num_arch(req.data.arch, req.data.nr);
 	snprintf(num, sizeof(num), "%d", req.data.nr);
 	r.call = name ? name : num;

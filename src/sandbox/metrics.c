@@ -27,9 +27,9 @@ enum { NET_OUT = CGS_N, NET_IN };
 
 struct family {
 	const char *name, *type, *help;
-	int stat;            /* enum cg_stat, or NET_OUT, NET_IN: the proxy's counts, not a group's stat */
-	bool micro;          /* the stat counts millionths of the family's unit */
-	const char *label;   /* one more label (event="oom"), or NULL */
+	int stat;   /* enum cg_stat, or NET_OUT, NET_IN: the proxy's counts, not a group's stat */
+	bool micro; /* the stat counts millionths of the family's unit */
+	const char *label; /* one more label (event="oom"), or NULL */
 };
 
 static const struct family families[] = {
@@ -44,16 +44,16 @@ static const struct family families[] = {
     {NULL, NULL, NULL, CGS_EV_MAX, false, "event=\"max\""},
     {NULL, NULL, NULL, CGS_EV_OOM, false, "event=\"oom\""},
     {NULL, NULL, NULL, CGS_EV_OOM_KILL, false, "event=\"oom_kill\""},
-    {"sbxfs_io_bytes_total", "counter", "Bytes read and written by the processes.",
-     CGS_IO_READ, false, "direction=\"read\""},
+    {"sbxfs_io_bytes_total", "counter", "Bytes read and written by the processes.", CGS_IO_READ,
+     false, "direction=\"read\""},
     {NULL, NULL, NULL, CGS_IO_WRITE, false, "direction=\"write\""},
     {"sbxfs_pids", "gauge", "Processes now.", CGS_PIDS, false, NULL},
     {"sbxfs_pids_max", "gauge", "The limit on processes.", CGS_PIDS_MAX, false, NULL},
     {"sbxfs_open_files", "gauge", "File descriptors the processes hold.", CGS_OPEN_FILES, false,
      NULL},
     {"sbxfs_network_bytes_total", "counter",
-     "Bytes through the proxy by ended connections, sent (out) and received (in).", NET_OUT,
-     false, "direction=\"out\""},
+     "Bytes through the proxy by ended connections, sent (out) and received (in).", NET_OUT, false,
+     "direction=\"out\""},
     {NULL, NULL, NULL, NET_IN, false, "direction=\"in\""},
 };
 
@@ -62,7 +62,10 @@ static void add_label(FILE *out, const char *name, const char *value)
 {
 	fprintf(out, "%s=\"", name);
 	for (const char *p = value; *p; p++)
-		fputs(*p == '\\' ? "\\\\" : *p == '"' ? "\\\"" : *p == '\n' ? "\\n" : (char[]){*p, 0},
+		fputs(*p == '\\'   ? "\\\\"
+		      : *p == '"'  ? "\\\""
+		      : *p == '\n' ? "\\n"
+				   : (char[]){*p, 0},
 		      out);
 	fputc('"', out);
 }
@@ -119,7 +122,8 @@ static char *render(struct scope *sc, size_t n, size_t *len)
 
 		if (f.name) {
 			name = f.name;
-			fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", f.name, f.help, f.name, f.type);
+			fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", f.name, f.help, f.name,
+				f.type);
 		}
 		f.name = name;
 		for (size_t k = 0; k < n; k++)

@@ -28,7 +28,7 @@
 #include "xmalloc.h"
 
 #define MASK                                                                                       \
-	(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CLOSE_WRITE | IN_DONT_FOLLOW |  \
+	(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CLOSE_WRITE | IN_DONT_FOLLOW |   \
 	 IN_ONLYDIR | IN_EXCL_UNLINK)
 /* Events a second at most, the rest counted (a loop that rewrites a file must not flood). */
 #define PER_S 20000
@@ -148,7 +148,8 @@ static void watch_dir(const char *rel, bool report_contents)
 		if (errno == ENOSPC && !full_said) {
 			full_said = true;
 			log_warnx("workspace changes: no inotify watch left (fs.inotify."
-				  "max_user_watches): changes below %s are not in the journal", rel);
+				  "max_user_watches): changes below %s are not in the journal",
+				  rel);
 			event("fs.unwatched", rel, NULL, true);
 		}
 		close(fd);
@@ -265,7 +266,8 @@ static void handle(const struct inotify_event *ev)
 static void *watch_loop(void *arg)
 {
 	char buf[64 << 10] __attribute__((aligned(__alignof__(struct inotify_event))));
-	struct pollfd p[2] = {{.fd = ino_fd, .events = POLLIN}, {.fd = stop_fd[0], .events = POLLIN}};
+	struct pollfd p[2] = {{.fd = ino_fd, .events = POLLIN},
+			      {.fd = stop_fd[0], .events = POLLIN}};
 
 	(void)arg;
 	for (;;) {
