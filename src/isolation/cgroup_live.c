@@ -23,11 +23,43 @@ static bool is_max(const char *v)
 	return !strcmp(v, "max") || !strcmp(v, "none");
 }
 
-static int parse_value(enum cg_live_key k, char *v, struct cg_live *l)
+/* A count in decimal digits only (no sign, no space), within [min, max]. */
+static bool count(const char *v, uint64_t min, uint64_t max, uint64_t *out)
 {
 	char *end;
+
+	if (*v < '0' || *v > '9')
+		return false;
+	*out = strtoull(v, &end, 10);
+	return !*end && *out >= min && *out <= max;
+}
+
+/* CPUs ("1.5"), v2's "QUOTA PERIOD" (QUOTA "max" for none), or "max". */
+static int parse_cpu(char *v, struct cg_live *l)
+{
+	char *sp = strchr(v, ' '), *end;
 	double cpus;
 
+	l->cpu_period = 100000;
+	l->cpu_quota = 0;
+	if (is_max(v))
+		return 0;
+	if (sp) {
+		*sp = '\0';
+		if (!count(sp + 1, 1000, 1000000, &l->cpu_period))
+			return -EINVAL;
+		return !strcmp(v, "max") || count(v, 1000, UINT64_MAX / 2, &l->cpu_quota) ? 0
+											  : -EINVAL;
+	}
+	cpus = strtod(v, &end);
+	if (end == v || *end || !(cpus >= 0.01 && cpus <= 4096))
+		return -EINVAL;
+	l->cpu_quota = (uint64_t)(cpus * 100000);
+	return 0;
+}
+
+static int parse_value(enum cg_live_key k, char *v, struct cg_live *l)
+{
 	switch (k) {
 	case CGL_MEMORY:
 		if (is_max(v))
@@ -36,22 +68,9 @@ static int parse_value(enum cg_live_key k, char *v, struct cg_live *l)
 	case CGL_PIDS:
 		if (is_max(v))
 			return (l->pids = 0), 0;
-		l->pids = strtoull(v, &end, 10);
-		return end == v || *end || !l->pids || v[0] == '-' ? -EINVAL : 0;
+		return count(v, 1, UINT64_MAX / 2, &l->pids) ? 0 : -EINVAL;
 	case CGL_CPU:
-		l->cpu_period = 100000;
-		if (is_max(v) || !strncmp(v, "max ", 4))
-			return (l->cpu_quota = 0), 0;
-		if (sscanf(v, "%lu %lu", &l->cpu_quota, &l->cpu_period) == 2)
-			return l->cpu_quota >= 1000 && l->cpu_period >= 1000 &&
-				       l->cpu_period <= 1000000
-				   ? 0
-				   : -EINVAL;
-		cpus = strtod(v, &end);
-		if (end == v || *end || !(cpus >= 0.01 && cpus <= 4096))
-			return -EINVAL;
-		l->cpu_quota = (uint64_t)(cpus * 100000);
-		return 0;
+		return parse_cpu(v, l);
 	default:
 		return -EINVAL;
 	}
