@@ -143,6 +143,18 @@ def test_a_dataframe_is_an_html_table(py):
     assert "a  b" in (py / "results" / "0.txt").read_text()
 
 
+def test_a_cell_starts_and_ends_in_the_journal(sbx, py):
+    start = os.stat(sbx.mnt / "journal").st_size
+    n = submit(py, "print('journaled')\n")
+    assert result(py, n)["status"] == "done"
+    evs = [json.loads(line) for line in read_bytes(sbx.mnt / "journal")[start:].splitlines()]
+    mine = [e for e in evs if e["kind"].startswith("cell.") and e.get("context") == "shared"
+            and e["run"] == n]
+    assert [e["kind"] for e in mine] == ["cell.start", "cell.end"], mine
+    assert mine[0]["cmd"] == "print('journaled')\n"
+    assert mine[1]["exit"] == 0 and mine[1]["reason"] == "exit" and mine[1]["stdout_bytes"] == 10
+
+
 def test_stdout_streams_while_the_cell_runs(sbx, py):
     flag = "ctx-stream-flag"
     code = "print('first line')\n" + wait_file(sbx, flag) + "print('second')\n"

@@ -514,6 +514,12 @@ def test_a_log_reads_to_its_end_and_tail_f_follows_it(fm):
     own = log_text(fm, path=s / "network")
     assert own.strip() and all(f" {name} " in line for line in own.splitlines())
     assert any(" default " in line for line in whole.splitlines())
+    # the same connections in the journal, with their session and rule
+    journal = [json.loads(line) for line in (fm.mnt / "journal").read_bytes().splitlines()]
+    conns = [e for e in journal if e["kind"] == "net.connection" and e.get("session") == name]
+    assert any(e["host"] == "a.wild.test" and e["port"] == 80 and e["proto"] == "http"
+               and e["verdict"] in ("allow", "deny") for e in conns), conns
+    assert all("rule" in e for e in conns)
 
 
 @pytest.mark.heavy
