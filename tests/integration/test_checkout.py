@@ -12,6 +12,7 @@ condition (a port that accepts, a progress line, the final line) and bounded.
 """
 
 import base64
+import json
 import os
 import re
 import shutil
@@ -594,6 +595,11 @@ def test_plain_path_clone_of_the_default_branch(sbx, src):
     check_clone(sbx, src, rel, "main", "main", through_mount=True)
     assert sorted(os.listdir(sbx.ws / rel / "files")) == [f"d{d:02}" for d in range(10)]
     assert (sbx.ws / rel / "README").read_text() == "two\n"
+    # the checkout's start and end in the journal, as a command's
+    journal = [json.loads(x) for x in (sbx.mnt / "journal").read_bytes().splitlines()]
+    mine = [e for e in journal if e["kind"].startswith("checkout.") and e["session"] == s.name]
+    assert [e["kind"] for e in mine] == ["checkout.start", "checkout.end"], mine
+    assert mine[0]["cmd"].startswith(str(src.work)) and mine[1]["exit"] == 0
 
 
 def test_file_url_clone_with_progress(sbx, src):

@@ -365,3 +365,17 @@ def test_a_terminal_past_the_bound_is_refused_with_its_reason():
         assert "terms_max" in ref["why"]
     finally:
         m.discard()
+
+
+def test_a_snapshot_restored_and_one_imported(sbx):
+    name, other = uniq("snapr"), uniq("snapi")
+    os.mkdir(sbx.mnt / "snapshots" / name)
+    start = end(sbx)
+    write_bytes(sbx.mnt / "snapshots" / name / "ctl", b"restore force\n")
+    archive = read_bytes(sbx.mnt / "snapshots" / name / "archive")
+    write_bytes(sbx.mnt / "snapshots" / "import" / other, archive)
+    evs = events(sbx.mnt / "journal", start)
+    assert "error" not in one(evs, "snapshot.restore", name=name)
+    assert "error" not in one(evs, "snapshot.import", name=other)
+    for n in (name, other):
+        os.rmdir(sbx.mnt / "snapshots" / n)
