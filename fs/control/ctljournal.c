@@ -2,7 +2,6 @@
  * session reads like a log file on disk (to its current end, then EOF; tail -f follows its
  * size), and poll() on an open of it says when an event lies past its last read, so a
  * follower waits without a read that blocks (a host tool that reads it never waits). */
-#include <pthread.h>
 #include <stdlib.h>
 
 #include "ctl.h"

@@ -93,7 +93,7 @@ static int list_segs(void)
 	struct dirent *e;
 	uint64_t start;
 	struct seg all[64];
-	int n = 0, rc = 0;
+	int n = 0;
 
 	if (!d) {
 		if (fd >= 0)
@@ -110,7 +110,7 @@ static int list_segs(void)
 		if (nsegs > JSTORE_SEGS)
 			drop_oldest();
 	}
-	return rc;
+	return 0;
 }
 
 /* Cuts a last line without its newline (a crash mid-write) and returns the sequence number of
@@ -163,8 +163,8 @@ int jstore_open(const char *dir, uint64_t max, uint64_t *last_seq, char *err, si
 	rc = list_segs();
 	for (int i = nsegs - 1; i >= 0 && !*last_seq && rc == 0; i--)
 		*last_seq = recover_tail(&segs[i]);
-	if (rc == 0 && nsegs == 0)
-		rc = open_seg(0, true, &segs[nsegs++]) == 0 ? 0 : -errno;
+	if (rc == 0 && nsegs == 0 && (rc = open_seg(0, true, &segs[0])) == 0)
+		nsegs = 1;
 	if (rc < 0) {
 		snprintf(err, errlen, "cannot read the journal in %s: %s", dir, strerror(-rc));
 		jstore_close();
