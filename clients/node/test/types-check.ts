@@ -49,7 +49,8 @@ export async function seed(mount: string): Promise<number> {
 		for (const e of await sandbox.getNetworkLog({ session: 'default', limit: 10 })) console.log(e.decision, e.target, e.durationMs, e.address ?? '-');
 		for (const e of await sandbox.getJournal({ since: 1, limit: 10 })) console.log(e.seq, e.kind, e.session ?? '-');
 		for (const s of await sandbox.getMetrics({ session: 'default' })) console.log(s.name, s.labels, s.value);
-		await sandbox.watchJournal({ onEvent: (e) => console.log(e.kind), signal: AbortSignal.timeout(10) });
+		const stop = new AbortController();
+		await sandbox.watchJournal({ onEvent: (e) => { console.log(e.kind); stop.abort(); }, signal: stop.signal });
 		console.log(ctx.cwd.length, JSON.stringify(p));
 		const backup: DirectoryBackup = await sandbox.createBackup({ dir: '/workspace/test', name: 'before' });
 		const restored = await sandbox.restoreBackup(backup, { force: true });
