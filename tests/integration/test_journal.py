@@ -368,8 +368,12 @@ def test_a_terminal_past_the_bound_is_refused_with_its_reason():
 
 
 def test_a_snapshot_restored_and_one_imported(sbx):
-    name, other = uniq("snapr"), uniq("snapi")
-    os.mkdir(sbx.mnt / "snapshots" / name)
+    name, other, d = uniq("snapr"), uniq("snapi"), uniq("snapdir")
+    # of a directory of its own: the workspace holds links other tests planted, which an
+    # import refuses
+    (sbx.ws / d).mkdir()
+    (sbx.ws / d / "f").write_text("x")
+    write_bytes(sbx.mnt / "snapshots" / "ctl", f"take {name} {d}\n".encode())
     start = end(sbx)
     write_bytes(sbx.mnt / "snapshots" / name / "ctl", b"restore force\n")
     archive = read_bytes(sbx.mnt / "snapshots" / name / "archive")
