@@ -3,7 +3,8 @@
  * workspace's root and without following any link (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS),
  * and watched through that descriptor's /proc path: a name the sandbox swaps for a link while
  * it is looked up never has the host watch what the link points at. A directory made is
- * watched, then listed: what was made in it before its watch came is reported too. */
+ * watched, then listed: what was made in it before its watch came is reported too. The
+ * thread's first work is the watches of what is there at start; a stop ends any walk. */
 #include "wswatch.h"
 
 #include <dirent.h>
@@ -41,6 +42,7 @@ struct dirw {
 static int root_fd = -1, ino_fd = -1, stop_fd[2] = {-1, -1};
 static pthread_t thread;
 static bool running;
+static int stopping; /* atomic: the daemon stops; a long scan or backlog ends at once */
 static struct dirw *dirs;
 static size_t ndirs, cap;
 static uint64_t window_ns;
@@ -116,7 +118,7 @@ static void scan(int fd, const char *rel, bool report)
 		close(fd);
 		return;
 	}
-	while ((e = readdir(d))) {
+	while ((e = readdir(d)) && !__atomic_load_n(&stopping, __ATOMIC_RELAXED)) {
 		char *sub;
 
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
@@ -270,6 +272,8 @@ static void *watch_loop(void *arg)
 			      {.fd = stop_fd[0], .events = POLLIN}};
 
 	(void)arg;
+	/* here, not at start: a large workspace takes a while, and the mount serves meanwhile */
+	watch_dir("", false);
 	for (;;) {
 		/* a MOVED_FROM alone for 10 ms: its MOVED_TO is not coming (moved out) */
 		int n = poll(p, 2, pending.path ? 10 : over ? 1000 : -1);
@@ -285,7 +289,8 @@ static void *watch_loop(void *arg)
 		len = read(ino_fd, buf, sizeof(buf));
 		if (len <= 0)
 			continue;
-		for (char *at = buf; at < buf + len;) {
+		for (char *at = buf;
+		     at < buf + len && !__atomic_load_n(&stopping, __ATOMIC_RELAXED);) {
 			const struct inotify_event *ev = (const void *)at;
 
 			if (ev->mask & IN_Q_OVERFLOW) {
@@ -307,6 +312,7 @@ int wswatch_start(const char *workspace)
 	sigset_t all, was;
 	int rc;
 
+	stopping = 0;
 	root_fd = open(workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	ino_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
 	if (root_fd < 0 || ino_fd < 0 || pipe2(stop_fd, O_CLOEXEC) < 0) {
@@ -314,7 +320,6 @@ int wswatch_start(const char *workspace)
 		wswatch_stop();
 		return rc;
 	}
-	watch_dir("", false);
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &was);
 	rc = -pthread_create(&thread, NULL, watch_loop, NULL);
@@ -328,6 +333,7 @@ int wswatch_start(const char *workspace)
 void wswatch_stop(void)
 {
 	if (running) {
+		__atomic_store_n(&stopping, 1, __ATOMIC_RELAXED);
 		if (write(stop_fd[1], "", 1) < 0)
 			log_warn("workspace changes: cannot stop the watcher");
 		pthread_join(thread, NULL);
