@@ -223,12 +223,14 @@ static void __attribute__((noreturn)) fail_git(int rc, const char *url, const st
 	/* A refused connection ends as libgit2's "failed to connect": say why. */
 	if (gitnet_refused())
 		fail("network", "%s refused by policy", gitnet_refused());
-	if (rc == GIT_EAUTH || strstr(msg, "401") || strstr(msg, "authentication"))
+	/* HTTP statuses as libgit2 says them ("unexpected http status code: 401"): a bare "401"
+	 * could be in what the server sent (a content type, a reply), which is anything */
+	if (rc == GIT_EAUTH || strstr(msg, "code: 401") || strstr(msg, "authentication"))
 		fail("auth", "%s", shown);
 	if (strstr(msg, "unsupported URL protocol") || strstr(msg, "invalid url") ||
 	    strstr(msg, "malformed URL") || rc == GIT_EINVALIDSPEC)
 		fail("invalid-url", "%s", shown);
-	if (rc == GIT_ENOTFOUND || strstr(msg, "404") || strstr(msg, "not found") ||
+	if (rc == GIT_ENOTFOUND || strstr(msg, "code: 404") || strstr(msg, "not found") ||
 	    strstr(msg, "failed to resolve path") || strstr(msg, "not exported") ||
 	    strstr(msg, "does not appear to be a git repository") ||
 	    strstr(msg, "could not find repository"))
