@@ -26,7 +26,7 @@ static void check_frame(const char *frame, size_t len)
 	FUZZ_ASSERT(rc == 0 || rc == -EBADMSG);
 	if (rc < 0)
 		return;
-	FUZZ_ASSERT(m.type >= MSG_START && m.type <= MSG_DROP);
+	FUZZ_ASSERT((m.type >= MSG_START && m.type <= MSG_DROP) || m.type == MSG_NOTIFY);
 	if (m.type == MSG_START)
 		FUZZ_ASSERT(m.cwd && m.argv && m.argv[0] && m.envp && m.nfds + m.ncg <= MSG_MAXFDS);
 	reencode(&m, &b);
