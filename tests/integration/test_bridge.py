@@ -40,6 +40,7 @@ pytestmark = [pytest.mark.client,
 
 class Bridge:
     def __init__(self, fleet_mnt, tmp, *args, tls=None, port=0):
+        self.fleet = Path(fleet_mnt)
         self.tmp = Path(tmp)
         self.tmp.mkdir(parents=True, exist_ok=True)
         self.tokens = self.tmp / "tokens"
@@ -259,6 +260,17 @@ def test_exec_streams_both_outputs_then_its_exit_and_refuses_what_the_bridge_ref
     assert bridge.json("DELETE", "/v1/sandbox/ex/session/build") == (200, {"success": True, "sessionId": "build"})
     status, body = bridge.json("DELETE", "/v1/sandbox/ex/session/default")
     assert status == 502 and body["code"] == "session_error"
+
+
+def test_a_sandbox_removed_behind_the_bridges_back_is_made_again_by_the_next_exec(bridge):
+    status, ev = bridge.exec("gone", ["sh", "-c", "echo one > /workspace/mark"])
+    assert status == 200 and ev[-1] == ("exit", '{"exit_code":0}'), ev
+    (bridge.fleet / "gone").rmdir()  # not through the bridge, which still knows the sandbox
+    status, ev = bridge.exec("gone", ["sh", "-c", "cat /workspace/mark 2>&1; echo new"])
+    assert status == 200, ev
+    assert output(ev, "stdout").endswith(b"new\n") and b"one" not in output(ev, "stdout"), ev
+    assert ev[-1] == ("exit", '{"exit_code":0}'), ev
+    assert bridge.json("DELETE", "/v1/sandbox/gone")[0] == 204
 
 
 def test_file_routes_stay_in_the_workspace_and_follow_no_link(bridge):

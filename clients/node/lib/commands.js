@@ -2,7 +2,7 @@
 import { join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { CommandTimeoutError, ValidationError, mapError } from './errors.js';
-import { ENV_NAME, follow, readJSON, readToEnd, shellQuote, submit, writeControl } from './fsio.js';
+import { ENV_NAME, follow, readToEnd, shellQuote, submitAndWait } from './fsio.js';
 import { sseStream } from './sse.js';
 
 /* The command with a per-call env and cwd: in a subshell, so they hold for it alone. */
@@ -31,21 +31,21 @@ export function envCwdPrefix(env, cwd) {
 export async function submitCommand(session, text, timeout) {
 	const cmdPath = join(session.dir, 'cmd');
 	return session._serialize(async () => {
-		let n;
+		let submitted;
 		try {
+			let ctl;
 			if (timeout !== undefined && timeout !== null) {
 				if (!Number.isInteger(timeout) || timeout < 0)
 					throw new ValidationError(`invalid timeout: ${timeout}`);
 				await session._drain();
-				await writeControl(join(session.dir, 'ctl'), `timeout ${timeout}\n`);
+				ctl = `timeout ${timeout}\n`;
 			}
-			n = await submit(cmdPath, text);
+			submitted = await submitAndWait(cmdPath, text, ctl);
 		} catch (err) {
 			throw mapError(err, 'session', `session ${session.id}`);
 		}
-		const runDir = join(session.dir, 'runs', String(n));
-		const raw = session._track(readJSON(join(runDir, 'result')));
-		return { n, runDir, raw };
+		const { n, result } = submitted;
+		return { n, runDir: join(session.dir, 'runs', String(n)), raw: session._track(result) };
 	});
 }
 

@@ -4,7 +4,7 @@
 import { open } from 'node:fs/promises';
 import { writeFile } from './io.js';
 import { remoteOf } from './remote.js';
-import { waitRead } from './waiter.js';
+import { waitRead, waitSubmit } from './waiter.js';
 
 /* One write of `data` (string or bytes) to a control file; its errors come from write or close. */
 export async function writeControl(path, data) {
@@ -75,6 +75,21 @@ export async function submit(path, text) {
 	} finally {
 		await fh.close();
 	}
+}
+
+/* A command on the cmd handle at `path` (after `ctlText` written to the session's ctl, if
+ * given): {n, result} once it is queued; result resolves with its result JSON once it ended. On a
+ * mount this is one worker's calls (waiter.js). */
+export async function submitAndWait(path, text, ctlText) {
+	const dir = path.slice(0, path.lastIndexOf('/'));
+	const at = remoteOf(path);
+	if (at) {
+		if (ctlText !== undefined) await writeControl(`${dir}/ctl`, ctlText);
+		const n = await submit(path, text);
+		return { n, result: readJSON(`${dir}/runs/${n}/result`) };
+	}
+	const { n, result } = await waitSubmit(path, text, ctlText === undefined ? undefined : { path: `${dir}/ctl`, text: ctlText });
+	return { n, result: result.then((bytes) => JSON.parse(bytes.toString('utf8'))) };
 }
 
 /* Calls onChunk(bytes) for everything written to a stream file until it ends (EOF), or until

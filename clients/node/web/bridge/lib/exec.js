@@ -21,7 +21,6 @@ const KEEPALIVE_MS = 15000;
  * that long at most. */
 const FOLLOW_AFTER_MS = 5;
 
-const sleep = (ms) => new Promise((r) => setTimeout(() => r(null), ms));
 
 /* A path as the Bridge takes it (relative ones under /workspace), normalized; null if it is
  * not /workspace or beneath it. */
@@ -65,54 +64,79 @@ function embedded(r, name) {
 	return Buffer.from(v, r[`${name}Encoding`] === 'base64' ? 'base64' : 'utf8');
 }
 
-/* Both output files of runDir to onChunk(stream, bytes), to their ends. A command that ends
- * within FOLLOW_AFTER_MS is answered from its result, which embeds its output whole (no file
- * of it is opened); a longer one is followed, and its result nudges the readers out of their
- * pauses, so the last bytes follow the end without a delay. */
-async function readOutput(runDir, result, onChunk, signal) {
-	const early = await Promise.race([result.then((r) => r, () => null), sleep(FOLLOW_AFTER_MS)]);
-	if (early) {
-		const parts = ['stdout', 'stderr'].map((s) => [s, embedded(early, s)]);
-		if (parts.every(([, b]) => b !== null)) {
-			for (const [s, b] of parts) if (b.length) await onChunk(s, b);
-			return;
-		}
-	}
+/* The result, if the command ends within FOLLOW_AFTER_MS and its result embeds both streams
+ * whole: [result, [[stream, bytes], ...]]; else null. */
+async function endedEarly(result) {
+	let timer;
+	const early = await Promise.race([result.then((r) => r, () => null),
+		new Promise((r) => (timer = setTimeout(r, FOLLOW_AFTER_MS, null)))]);
+	clearTimeout(timer);
+	if (!early) return null;
+	const parts = ['stdout', 'stderr'].map((s) => [s, embedded(early, s)]);
+	return parts.every(([, b]) => b !== null) ? [early, parts] : null;
+}
+
+/* Both output files of runDir to onChunk(stream, bytes), to their ends; the result nudges the
+ * readers out of their pauses, so the last bytes follow the end at once. */
+function followOutput(runDir, result, onChunk, signal) {
 	const nudges = [new Nudge(), new Nudge()];
 	result.then(() => nudges.forEach((n) => n.wake()), () => {});
-	await Promise.all(['stdout', 'stderr'].map((s, i) =>
+	return Promise.all(['stdout', 'stderr'].map((s, i) =>
 		pump(join(runDir, s), (bytes) => onChunk(s, bytes), { signal, nudge: nudges[i] })));
+}
+
+/* The output to onChunk, from the result when the command ends early (no file of it is
+ * opened), else followed. */
+async function readOutput(runDir, result, onChunk) {
+	const early = await endedEarly(result);
+	if (!early) return followOutput(runDir, result, onChunk);
+	for (const [s, b] of early[1]) if (b.length) await onChunk(s, b);
 }
 
 function sse(event, data) {
 	return `event: ${event}\ndata: ${data}\n\n`;
 }
 
+/* latin1: the frame is ASCII, and the base64 of a chunk is not encoded again as UTF-8. */
+const frame = (s, bytes) => [sse(s, bytes.toString('base64')), 'latin1'];
+
 /* POST .../exec (its body checked by commandOf): 200 and the event stream once the command is
- * accepted. */
+ * accepted. A command that ends early is one write: headers, events and end. */
 export async function execStream(session, { text, timeout }, res) {
 	const { runDir, result } = await start(session, text, timeout);
+	res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
+	const early = await endedEarly(result);
+	if (early) {
+		res.cork();
+		for (const [s, b] of early[1]) if (b.length) res.write(...frame(s, b));
+		res.end(ending(early[0], timeout));
+		res.uncork();
+		return;
+	}
+	res.flushHeaders();
 	const ac = new AbortController();
 	res.on('close', () => ac.abort());
-	res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
-	res.flushHeaders();
 	const write = writer(res, ac.signal);
 	/* A command silent for long still moves bytes: the server's idle bound is for stalls. */
 	const keepalive = setInterval(() => res.write(': keepalive\n\n'), KEEPALIVE_MS);
+	let last;
 	try {
-		/* latin1: the frame is ASCII, and the base64 of a chunk is not encoded again as UTF-8. */
-		await readOutput(runDir, result, (s, bytes) => write(sse(s, bytes.toString('base64')), 'latin1'), ac.signal);
-		const r = await result;
-		if (r.timedOut) write(sse('error', JSON.stringify({ error: `command timed out after ${timeout} ms`, code: 'exec_error' })));
-		else if (r.exitCode === null || r.exitCode === undefined)
-			write(sse('error', JSON.stringify({ error: r.error ?? `command ended by ${r.signal ?? 'a signal'}`, code: 'exec_error' })));
-		else write(sse('exit', JSON.stringify({ exit_code: r.exitCode })));
+		await followOutput(runDir, result, (s, bytes) => write(...frame(s, bytes)), ac.signal);
+		last = ending(await result, timeout);
 	} catch (err) {
-		write(sse('error', JSON.stringify({ error: `exec failed: ${err.code ?? err.message}`, code: 'exec_transport_error' })));
+		last = sse('error', JSON.stringify({ error: `exec failed: ${err.code ?? err.message}`, code: 'exec_transport_error' }));
 	} finally {
 		clearInterval(keepalive);
 	}
-	res.end();
+	res.end(last);
+}
+
+/* The last event of a command's stream, from its result. */
+function ending(r, timeout) {
+	if (r.timedOut) return sse('error', JSON.stringify({ error: `command timed out after ${timeout} ms`, code: 'exec_error' }));
+	if (r.exitCode === null || r.exitCode === undefined)
+		return sse('error', JSON.stringify({ error: r.error ?? `command ended by ${r.signal ?? 'a signal'}`, code: 'exec_error' }));
+	return sse('exit', JSON.stringify({ exit_code: r.exitCode }));
 }
 
 /* Runs a command to its end with its stdout spooled to a host file (any size): {file, code,

@@ -8,7 +8,7 @@ import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Fleet } from '../../../lib/fleet.js';
 import { isName } from '../../../lib/names.js';
-import { BridgeError, invalid, toBridgeError } from './errors.js';
+import { BridgeError, errnoOf, invalid, toBridgeError } from './errors.js';
 import { commandOf, execStream, hydrate, inWorkspace, persist } from './exec.js';
 import { OPENAPI } from './openapi.js';
 import { forward, forwardTarget } from './peers.js';
@@ -50,6 +50,21 @@ export class Sandboxes {
 
 	forget(id) {
 		this.boxes.delete(id);
+	}
+
+	/* fn(box) on the sandbox `id`: a known one is used as it is, saving get()'s stat, and
+	 * made again if fn finds it gone (its session's files are not there: fn did nothing). */
+	async use(id, fn) {
+		const known = this.boxes.get(this.checkId(id));
+		if (known) {
+			try {
+				return await fn(known);
+			} catch (err) {
+				if (errnoOf(err) !== 'ENOENT' || (await stat(join(this.root, id)).then(() => true, () => false))) throw err;
+				this.forget(id);
+			}
+		}
+		return fn(await this.get(id));
 	}
 
 	mount(id) {
@@ -163,8 +178,7 @@ async function running({ sb, p }) {
 
 async function exec({ sb, p, req, res }) {
 	const command = commandOf(await jsonBody(req));
-	const box = await sb.get(p.id);
-	await execStream(await sessionOf(box, req), command, res);
+	await sb.use(p.id, async (box) => execStream(await sessionOf(box, req), command, res));
 }
 
 async function readFileRoute({ sb, p, req, res, url }) {
