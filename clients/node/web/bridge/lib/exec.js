@@ -12,7 +12,8 @@ import { submitCommand, wrapCommand } from '../../../lib/commands.js';
 import { shellQuote } from '../../../lib/fsio.js';
 import { at, openDir } from '../../../lib/beneath.js';
 import { BridgeError, invalid, toBridgeError } from './errors.js';
-import { Nudge, pump, receive, writer } from './stream.js';
+import { EventWriter, outputEvent, sse } from './events.js';
+import { Nudge, pump, receive } from './stream.js';
 
 export const WORKSPACE = '/workspace';
 const HYDRATE_MAX = 1 << 30;
@@ -20,7 +21,6 @@ const KEEPALIVE_MS = 15000;
 /* How long a command may take to be answered from its result alone: its first output waits
  * that long at most. */
 const FOLLOW_AFTER_MS = 5;
-
 
 /* A path as the Bridge takes it (relative ones under /workspace), normalized; null if it is
  * not /workspace or beneath it. */
@@ -77,12 +77,13 @@ async function endedEarly(result) {
 }
 
 /* Both output files of runDir to onChunk(stream, bytes), to their ends; the result nudges the
- * readers out of their pauses, so the last bytes follow the end at once. */
+ * readers out of their pauses, so the last bytes follow the end at once. onChunk is done with
+ * the bytes once its promise settles (their buffers are read into again). */
 function followOutput(runDir, result, onChunk, signal) {
 	const nudges = [new Nudge(), new Nudge()];
 	result.then(() => nudges.forEach((n) => n.wake()), () => {});
 	return Promise.all(['stdout', 'stderr'].map((s, i) =>
-		pump(join(runDir, s), (bytes) => onChunk(s, bytes), { signal, nudge: nudges[i] })));
+		pump(join(runDir, s), (bytes) => onChunk(s, bytes), { signal, nudge: nudges[i], reuse: true })));
 }
 
 /* The output to onChunk, from the result when the command ends early (no file of it is
@@ -93,13 +94,6 @@ async function readOutput(runDir, result, onChunk) {
 	for (const [s, b] of early[1]) if (b.length) await onChunk(s, b);
 }
 
-function sse(event, data) {
-	return `event: ${event}\ndata: ${data}\n\n`;
-}
-
-/* latin1: the frame is ASCII, and the base64 of a chunk is not encoded again as UTF-8. */
-const frame = (s, bytes) => [sse(s, bytes.toString('base64')), 'latin1'];
-
 /* POST .../exec (its body checked by commandOf): 200 and the event stream once the command is
  * accepted. A command that ends early is one write: headers, events and end. */
 export async function execStream(session, { text, timeout }, res) {
@@ -108,7 +102,7 @@ export async function execStream(session, { text, timeout }, res) {
 	const early = await endedEarly(result);
 	if (early) {
 		res.cork();
-		for (const [s, b] of early[1]) if (b.length) res.write(...frame(s, b));
+		for (const [s, b] of early[1]) if (b.length) res.write(outputEvent(s, b));
 		res.end(ending(early[0], timeout));
 		res.uncork();
 		return;
@@ -116,12 +110,12 @@ export async function execStream(session, { text, timeout }, res) {
 	res.flushHeaders();
 	const ac = new AbortController();
 	res.on('close', () => ac.abort());
-	const write = writer(res, ac.signal);
+	const events = new EventWriter(res, ac.signal);
 	/* A command silent for long still moves bytes: the server's idle bound is for stalls. */
 	const keepalive = setInterval(() => res.write(': keepalive\n\n'), KEEPALIVE_MS);
 	let last;
 	try {
-		await followOutput(runDir, result, (s, bytes) => write(...frame(s, bytes)), ac.signal);
+		await followOutput(runDir, result, (s, bytes) => events.write(s, bytes), ac.signal);
 		last = ending(await result, timeout);
 	} catch (err) {
 		last = sse('error', JSON.stringify({ error: `exec failed: ${err.code ?? err.message}`, code: 'exec_transport_error' }));

@@ -8,7 +8,8 @@ import { open } from 'node:fs/promises';
 import { drained } from '../../lib/drain.js';
 import { BridgeError } from './errors.js';
 
-const CHUNK = 1 << 20;
+/* The most one read of a command's output answers (the mount's replies are at most 512 KiB). */
+export const CHUNK = 512 << 10;
 const PAUSE_MIN = 2, PAUSE_MAX = 40;
 
 export class Nudge {
@@ -33,28 +34,45 @@ function pause(ms, signal, nudge) {
 	});
 }
 
-/* Reads `fh` from `offset` to EOF, each piece to onChunk (awaited). True at EOF, false if
- * `signal` aborted first. */
-export async function pumpHandle(fh, onChunk, { offset = 0, signal, nudge = new Nudge() } = {}) {
-	let pos = offset, idle = PAUSE_MIN;
-	while (!signal?.aborted) {
-		const buf = Buffer.allocUnsafe(CHUNK);
-		let n;
-		try {
-			({ bytesRead: n } = await fh.read(buf, 0, CHUNK, pos));
-		} catch (e) {
-			if (e.code !== 'EAGAIN') throw e;
-			await pause(idle, signal, nudge);
-			idle = nudge.poked ? PAUSE_MIN : Math.min(idle * 2, PAUSE_MAX);
-			nudge.poked = false;
-			continue;
+/* Reads `fh` from `offset` to EOF, each piece to onChunk (awaited), with the next read under
+ * way while onChunk runs. True at EOF, false if `signal` aborted first. With `reuse`, two
+ * buffers take turns: onChunk is done with a piece once its promise settles. */
+export async function pumpHandle(fh, onChunk, { offset = 0, signal, nudge = new Nudge(), reuse = false } = {}) {
+	const bufs = reuse ? [Buffer.allocUnsafeSlow(CHUNK), Buffer.allocUnsafeSlow(CHUNK)] : null;
+	let turn = 0;
+	/* The bytes read at pos, or null when none are there yet (EAGAIN). */
+	const read = (pos) => {
+		const buf = bufs ? bufs[turn++ & 1] : Buffer.allocUnsafe(CHUNK);
+		return fh.read(buf, 0, CHUNK, pos).then(({ bytesRead }) => buf.subarray(0, bytesRead),
+			(e) => (e.code === 'EAGAIN' ? null : Promise.reject(e)));
+	};
+	let pos = offset, idle = PAUSE_MIN, next = read(pos), ahead = false;
+	try {
+		while (!signal?.aborted) {
+			const bytes = await next;
+			if (bytes === null) {
+				/* A read made before onChunk ran found nothing: what came meanwhile is read
+				 * at once, without a pause. */
+				if (!ahead) {
+					await pause(idle, signal, nudge);
+					idle = nudge.poked ? PAUSE_MIN : Math.min(idle * 2, PAUSE_MAX);
+					nudge.poked = false;
+				}
+				next = read(pos);
+				ahead = false;
+				continue;
+			}
+			if (bytes.length === 0) return true;
+			pos += bytes.length;
+			idle = PAUSE_MIN;
+			next = read(pos);
+			ahead = true;
+			await onChunk(bytes);
 		}
-		if (n === 0) return true;
-		pos += n;
-		idle = PAUSE_MIN;
-		await onChunk(buf.subarray(0, n));
+		return false;
+	} finally {
+		next.catch(() => {}); /* a read still under way when onChunk threw or the signal came */
 	}
-	return false;
 }
 
 /* pumpHandle on the file at `path` (opened without following a link at its last name). */
