@@ -273,6 +273,54 @@ def test_a_sandbox_removed_behind_the_bridges_back_is_made_again_by_the_next_exe
     assert bridge.json("DELETE", "/v1/sandbox/gone")[0] == 204
 
 
+def raw_exec(bridge, id, argv):
+    """A socket with an exec request sent on it, its answer's head read: (socket, file)."""
+    body = json.dumps({"argv": argv}).encode()
+    s = socket.create_connection(("127.0.0.1", bridge.port), timeout=60)
+    s.sendall(f"POST /v1/sandbox/{id}/exec HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+              f"Authorization: Bearer {ADMIN}\r\nContent-Type: application/json\r\n"
+              f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body)
+    f = s.makefile("rb")
+    assert f.readline().startswith(b"HTTP/1.1 200 ")
+    while f.readline() != b"\r\n":
+        pass
+    return s, f
+
+
+def test_a_large_stream_comes_whole_to_a_slow_reader_and_one_that_leaves(bridge):
+    """Random bytes (no buffer of the bridge's that is read or framed again can pass for
+    another's) through a reader slower than the command, byte for byte; then a reader that
+    goes away mid-stream leaves the bridge answering."""
+    size = 48 << 20
+    s, f = raw_exec(bridge, "big", ["sh", "-c", f"head -c {size} /dev/urandom | tee /workspace/rand"])
+    body = bytearray()
+    while True:
+        n = int(f.readline(), 16)  # HTTP chunks, read a little at a time
+        if n == 0:
+            break
+        while n:
+            piece = f.read(min(n, 256 << 10))
+            body += piece
+            n -= len(piece)
+            time.sleep(0.002)
+        f.readline()
+    s.close()
+    events = [block.split(b"\n", 1) for block in bytes(body).split(b"\n\n") if block]
+    assert events[-1] == [b"event: exit", b'data: {"exit_code":0}'], events[-1]
+    out = b"".join(base64.b64decode(data[6:]) for head, data in events if head == b"event: stdout")
+    assert len(out) == size
+    assert hashlib.sha256(out).digest() == hashlib.sha256((bridge.fleet / "big" / "fs" / "workspace" / "rand").read_bytes()).digest()
+    # a reader that takes a little of a long stream and goes
+    s, f = raw_exec(bridge, "big", ["head", "-c", str(1 << 30), "/dev/zero"])
+    assert f.read(1 << 20)
+    s.close()
+    t0 = time.monotonic()
+    status, ev = bridge.exec("big", ["echo", "still here"])
+    assert status == 200 and output(ev, "stdout") == b"still here\n", ev
+    assert time.monotonic() - t0 < 60
+    assert bridge.json("DELETE", "/v1/sandbox/big")[0] == 204
+
+
 def test_file_routes_stay_in_the_workspace_and_follow_no_link(bridge):
     data = os.urandom(3 << 20)
     assert bridge.call("PUT", "/v1/sandbox/fl/file/workspace/blob", data)[0] == 200
