@@ -287,12 +287,13 @@ def raw_exec(bridge, id, argv):
     return s, f
 
 
-def test_a_large_stream_comes_whole_to_a_slow_reader_and_one_that_leaves(bridge):
-    """Random bytes (no buffer of the bridge's that is read or framed again can pass for
-    another's) through a reader slower than the command, byte for byte; then a reader that
-    goes away mid-stream leaves the bridge answering."""
-    size = 48 << 20
-    s, f = raw_exec(bridge, "big", ["sh", "-c", f"head -c {size} /dev/urandom | tee /workspace/rand"])
+def test_large_streams_come_whole_to_a_slow_reader_and_one_that_leaves(bridge):
+    """Random bytes on stdout and stderr at once (no buffer of the bridge's that is read or
+    framed again can pass for another's) through a reader slower than the command, byte for
+    byte; then a reader that goes away mid-stream leaves the bridge answering."""
+    size = 24 << 20
+    s, f = raw_exec(bridge, "big", ["sh", "-c", f"cd /workspace && head -c {size} /dev/urandom > o && "
+                                    f"head -c {size} /dev/urandom > e && {{ cat o & cat e >&2; wait; }}"])
     body = bytearray()
     while True:
         n = int(f.readline(), 16)  # HTTP chunks, read a little at a time
@@ -307,9 +308,10 @@ def test_a_large_stream_comes_whole_to_a_slow_reader_and_one_that_leaves(bridge)
     s.close()
     events = [block.split(b"\n", 1) for block in bytes(body).split(b"\n\n") if block]
     assert events[-1] == [b"event: exit", b'data: {"exit_code":0}'], events[-1]
-    out = b"".join(base64.b64decode(data[6:]) for head, data in events if head == b"event: stdout")
-    assert len(out) == size
-    assert hashlib.sha256(out).digest() == hashlib.sha256((bridge.fleet / "big" / "fs" / "workspace" / "rand").read_bytes()).digest()
+    for stream, name in ((b"stdout", "o"), (b"stderr", "e")):  # both at once, sharing the buffers
+        out = b"".join(base64.b64decode(data[6:]) for head, data in events if head == b"event: " + stream)
+        assert len(out) == size
+        assert hashlib.sha256(out).digest() == hashlib.sha256((bridge.fleet / "big" / "fs" / "workspace" / name).read_bytes()).digest()
     # a reader that takes a little of a long stream and goes
     s, f = raw_exec(bridge, "big", ["head", "-c", str(1 << 30), "/dev/zero"])
     assert f.read(1 << 20)

@@ -39,8 +39,10 @@ export class EventWriter {
 		signal.addEventListener('abort', () => this.waiting.splice(0).forEach((r) => r()), { once: true });
 	}
 
-	/* Resolves once the event is handed to the socket and a buffer is free for the next. */
+	/* Resolves once the event is handed to the socket (its bytes copied): it waits for a free
+	 * buffer first, as stdout's and stderr's pumps share them. */
 	async write(stream, bytes) {
+		while (!this.free.length && !this.signal.aborted) await new Promise((r) => this.waiting.push(r));
 		if (this.signal.aborted) return;
 		if (bytes.length > CHUNK) return void this.res.write(outputEvent(stream, bytes));
 		const buf = this.free.pop();
@@ -48,6 +50,5 @@ export class EventWriter {
 			this.free.push(buf);
 			this.waiting.shift()?.();
 		});
-		while (!this.free.length && !this.signal.aborted) await new Promise((r) => this.waiting.push(r));
 	}
 }
