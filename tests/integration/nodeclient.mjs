@@ -6,8 +6,10 @@
 // calls at once. A call with `watchFor: {ms, touch}` is a watch(): its events are collected
 // for `ms` while the host appends to each path of `touch`, then it stops. An outcome is {ok,
 // value} or {ok: false, error: {name, errno, code, message}}, with `ms`; the last line also
-// gives the process's peak memory (maxRSS, KiB).
-import { appendFileSync } from 'node:fs';
+// gives the process's peak memory (maxRSS, KiB): VmHWM, its own memory's. getrusage's maxrss
+// is the larger of that and the parent's peak at the exec (a vfork's child execs from the
+// parent's memory), so a test runner grown large would pass for this process.
+import { appendFileSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ExecutionSession, getSandbox, parseSSEStream } from '../../clients/node/index.js';
 
@@ -57,4 +59,5 @@ async function call({ on, method, args = [], stream = false, watchFor }) {
 
 const outcomes = [];
 for (const c of input.calls) outcomes.push(c.parallel ? { parallel: await Promise.all(c.parallel.map(call)) } : await call(c));
-process.stdout.write(`${JSON.stringify(outcomes)}\n${JSON.stringify({ maxRSS: process.resourceUsage().maxRSS })}\n`);
+const maxRSS = Number(/^VmHWM:\s+(\d+) kB$/m.exec(readFileSync('/proc/self/status', 'utf8'))[1]);
+process.stdout.write(`${JSON.stringify(outcomes)}\n${JSON.stringify({ maxRSS })}\n`);

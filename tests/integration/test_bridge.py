@@ -294,24 +294,29 @@ def test_large_streams_come_whole_to_a_slow_reader_and_one_that_leaves(bridge):
     size = 24 << 20
     s, f = raw_exec(bridge, "big", ["sh", "-c", f"cd /workspace && head -c {size} /dev/urandom > o && "
                                     f"head -c {size} /dev/urandom > e && {{ cat o & cat e >&2; wait; }}"])
-    body = bytearray()
-    while True:
-        n = int(f.readline(), 16)  # HTTP chunks, read a little at a time
-        if n == 0:
-            break
+    hashes, sizes, last = {b"stdout": hashlib.sha256(), b"stderr": hashlib.sha256()}, {}, None
+    pending = bytearray()
+    while (n := int(f.readline(), 16)) > 0:  # HTTP chunks, read a little at a time
         while n:
             piece = f.read(min(n, 256 << 10))
-            body += piece
+            pending += piece
             n -= len(piece)
             time.sleep(0.002)
         f.readline()
+        while (end := pending.find(b"\n\n")) >= 0:  # events, decoded as they come
+            head, _, data = bytes(pending[:end]).partition(b"\n")
+            del pending[:end + 2]
+            last, stream = (head, data), head.removeprefix(b"event: ")
+            if stream in hashes:
+                out = base64.b64decode(data.removeprefix(b"data: "), validate=True)
+                hashes[stream].update(out)
+                sizes[stream] = sizes.get(stream, 0) + len(out)
     s.close()
-    events = [block.split(b"\n", 1) for block in bytes(body).split(b"\n\n") if block]
-    assert events[-1] == [b"event: exit", b'data: {"exit_code":0}'], events[-1]
+    assert last == (b"event: exit", b'data: {"exit_code":0}') and not pending, last
+    ws = bridge.fleet / "big" / "fs" / "workspace"
     for stream, name in ((b"stdout", "o"), (b"stderr", "e")):  # both at once, sharing the buffers
-        out = b"".join(base64.b64decode(data[6:]) for head, data in events if head == b"event: " + stream)
-        assert len(out) == size
-        assert hashlib.sha256(out).digest() == hashlib.sha256((bridge.fleet / "big" / "fs" / "workspace" / name).read_bytes()).digest()
+        with open(ws / name, "rb") as file:
+            assert (sizes[stream], hashes[stream].digest()) == (size, hashlib.file_digest(file, "sha256").digest())
     # a reader that takes a little of a long stream and goes
     s, f = raw_exec(bridge, "big", ["head", "-c", str(1 << 30), "/dev/zero"])
     assert f.read(1 << 20)
