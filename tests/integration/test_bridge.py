@@ -17,7 +17,6 @@ import ssl
 import subprocess
 import tempfile
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
