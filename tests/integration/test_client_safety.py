@@ -73,13 +73,13 @@ def snapshot(root):
     return out
 
 
-def node(mount, calls, timeout=60):
+def node(mount, calls, timeout=60, node_args=()):
     """The outcomes of `calls` by the Node client (see nodeclient.mjs), and its peak RSS in
     KiB. A node that hangs is killed at `timeout`, which fails the test."""
     if not shutil.which("node"):
         pytest.skip("node is not installed (scripts/bootstrap installs nodejs)")
     try:
-        proc = subprocess.run(["node", str(NODE_CALLS)], capture_output=True, text=True,
+        proc = subprocess.run(["node", *node_args, str(NODE_CALLS)], capture_output=True, text=True,
                               timeout=timeout,
                               input=json.dumps({"mount": str(mount.mnt), "calls": calls}))
     except subprocess.TimeoutExpired:
@@ -454,6 +454,17 @@ def test_node_reads_refuse_what_is_not_a_small_regular_file(mount, sandbox):
         too_small["error"]["message"], too_small
     assert enough["value"]["content"] == "small\n", enough
     assert peak_kib < 300 << 10, f"node's peak RSS: {peak_kib} KiB"
+
+
+def test_node_execs_outlast_signals_to_their_waiting_thread(mount, tmp_path):
+    """A profiler signals every thread of node every 50 µs, the worker parked on a command's
+    result among them: an interrupted parked read answers EINTR, having taken nothing, and is
+    read again, so the exec ends as the command did."""
+    calls = [{"method": "exec", "args": [f"sleep 0.{i}; echo done {i}"]} for i in range(1, 4)]
+    outcomes, _ = node(mount, calls, node_args=["--cpu-prof", "--cpu-prof-dir", str(tmp_path),
+                                                "--cpu-prof-interval", "50"])
+    for i, out in enumerate(outcomes, 1):
+        assert out["ok"] and out["value"]["stdout"] == f"done {i}\n", out
 
 
 def test_errors_name_the_callers_path(mount, sandbox):
