@@ -865,6 +865,15 @@ def host_launcher_pid(m):
     return [p for p in found if proc_parent(p) not in found][0]
 
 
+def replaced_launcher(m, old):
+    """The launcher's host pid once one other than old runs, else None."""
+    try:
+        pid = host_launcher_pid(m)
+    except IndexError:
+        return None
+    return pid if pid != old else None
+
+
 def hijack_launcher(m, s, *args):
     """Runs LAUNCHER_SOCK_PY from a command, which cannot take the launcher's socket (it is not
     dumpable, and pidfd_open of it is refused); then as the host's root, which can, to play a
@@ -902,7 +911,15 @@ def test_garbage_on_the_launcher_socket_does_not_wedge_the_sandbox(fresh_mount):
     m = fresh_mount()
     attacker, victim = m.new_session(), m.new_session()
     assert sh(m, victim, "echo warm") == ("warm\n", "", 0)
+    before = host_launcher_pid(m)
     hijack_launcher(m, attacker, "garbage", "-")
+    # The daemon kills a launcher that says nonsense, and with it what runs (docs/limits.md):
+    # a command sent before it has read the garbage would end 137. Wait for its successor.
+    deadline = time.monotonic() + 15
+    while replaced_launcher(m, before) is None:
+        assert time.monotonic() < deadline, f"the launcher was not replaced\n{m.daemon_log()}"
+        time.sleep(0.05)
+    assert "malformed frame from the launcher" in m.daemon_log()
     assert m.alive()
     # a shell exit is reported by the launcher: the daemon must still hear about it
     m.submit(victim, "exit 3")
