@@ -15,7 +15,6 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +23,7 @@
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -67,14 +67,75 @@ static void notify(uint64_t serial)
 		changed_cb(serial);
 }
 
+/* The child of spawn(): once the gate gives its byte (its parent knows its pid by then), argv
+ * with stdin and stdout on /dev/null and stderr on err. A byte, not the gate's end: a child of
+ * another start may hold the write end until its own exec. Async-signal-safe calls only: the
+ * fleet has threads. */
+static void __attribute__((noreturn)) child(char *const argv[], const int gate[2], int err)
+{
+	const char *name;
+	sigset_t none;
+	ssize_t n;
+	char c;
+	int null;
+
+	close(gate[1]);
+	while ((n = read(gate[0], &c, 1)) < 0 && errno == EINTR)
+		;
+	if (n != 1)
+		_exit(127); /* the fleet went first */
+	if ((null = open("/dev/null", O_RDWR)) < 0 || dup2(null, STDIN_FILENO) < 0 ||
+	    dup2(null, STDOUT_FILENO) < 0 || dup2(err, STDERR_FILENO) < 0)
+		_exit(127);
+	/* This thread blocks the stop signals (new_thread): the program gets them back. */
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	execve(argv[0], argv, environ);
+	name = strerrorname_np(errno) ? strerrorname_np(errno) : "cannot run it";
+	(void)!writev(
+	    STDERR_FILENO,
+	    (struct iovec[]){
+		{argv[0], strlen(argv[0])}, {": ", 2}, {(char *)name, strlen(name)}, {"\n", 1}},
+	    4);
+	_exit(127);
+}
+
+/* Starts argv (child()) with its stderr on the pipe's end err; *spawned, under fleet_lock, is
+ * its pid before it runs: a start's mount asks fleetfs about fs/ as soon as it can, and fleetfs
+ * knows it for the starter's by that pid alone. */
+static int spawn(char *const argv[], int err, pid_t *spawned)
+{
+	int gate[2];
+	pid_t pid;
+
+	if (pipe2(gate, O_CLOEXEC) < 0)
+		return -errno;
+	if ((pid = fork()) < 0) {
+		int rc = -errno;
+
+		close(gate[0]);
+		close(gate[1]);
+		return rc;
+	}
+	if (pid == 0)
+		child(argv, gate, err);
+	close(gate[0]);
+	if (spawned) {
+		pthread_mutex_lock(&fleet_lock);
+		*spawned = pid;
+		pthread_mutex_unlock(&fleet_lock);
+	}
+	while (write(gate[1], "", 1) < 0 && errno == EINTR)
+		;
+	close(gate[1]);
+	return pid;
+}
+
 /* Runs argv to its end, its stdout discarded and its stderr's last line in why: its exit
  * status, or -errno. */
 static int run(char *const argv[], char *why, size_t whylen, pid_t *spawned)
 {
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t sa;
-	sigset_t none;
-	int p[2], status, rc;
+	int p[2], status;
 	char buf[4096], *last;
 	size_t have = 0;
 	ssize_t n;
@@ -82,28 +143,12 @@ static int run(char *const argv[], char *why, size_t whylen, pid_t *spawned)
 
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -errno;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-	posix_spawn_file_actions_adddup2(&fa, p[1], STDERR_FILENO);
-	/* This thread blocks the stop signals (new_thread): the program gets them back. */
-	sigemptyset(&none);
-	posix_spawnattr_init(&sa);
-	posix_spawnattr_setsigmask(&sa, &none);
-	posix_spawnattr_setflags(&sa, POSIX_SPAWN_SETSIGMASK);
-	rc = posix_spawn(&pid, argv[0], &fa, &sa, argv, environ);
-	posix_spawnattr_destroy(&sa);
-	posix_spawn_file_actions_destroy(&fa);
+	pid = spawn(argv, p[1], spawned);
 	close(p[1]);
-	if (rc != 0) {
+	if (pid < 0) {
 		close(p[0]);
-		snprintf(why, whylen, "%s: %s", argv[0], strerror(rc));
-		return -rc;
-	}
-	if (spawned) {
-		pthread_mutex_lock(&fleet_lock);
-		*spawned = pid;
-		pthread_mutex_unlock(&fleet_lock);
+		snprintf(why, whylen, "%s: %s", argv[0], strerror(-pid));
+		return pid;
 	}
 	while ((n = read(p[0], buf + have, sizeof(buf) - 1 - have)) > 0) {
 		have += (size_t)n;

@@ -7,6 +7,7 @@ fleet's status; two sandboxes see nothing of each other."""
 
 import errno
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -27,7 +28,8 @@ N = 50
 
 
 class Fleet:
-    def __init__(self, tmp, *args):
+    def __init__(self, tmp, *args, binary=None):
+        self.binary = binary or sbxfs_binary().parent / "sbxfs-fleet"
         self.tmp = Path(tmp)
         self.mnt = self.tmp / "mnt"
         self.state = self.tmp / "state"
@@ -38,7 +40,7 @@ class Fleet:
     def start(self):
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(
-                [str(sbxfs_binary().parent / "sbxfs-fleet"), "--state-dir", str(self.state),
+                [str(self.binary), "--state-dir", str(self.state),
                  *self.args, str(self.mnt)], stdout=log, stderr=log)
         wait_until(self.answers, 20, "the fleet's mount", show=self.text_log)
 
@@ -93,8 +95,8 @@ def running(pid):
 
 
 @contextmanager
-def fleet(*args):
-    f = Fleet(tempfile.mkdtemp(prefix="sbxfs-it-fleet-"), *args)
+def fleet(*args, binary=None):
+    f = Fleet(tempfile.mkdtemp(prefix="sbxfs-it-fleet-"), *args, binary=binary)
     try:
         f.start()
         yield f
@@ -227,6 +229,24 @@ def test_the_bound_is_enospc_with_the_reason_and_names_are_checked():
             with pytest.raises(OSError) as e:
                 call()
             assert e.value.errno in (errno.EPERM, errno.EACCES), e.value
+
+
+def test_a_daemon_that_cannot_be_run_fails_its_sandbox_with_why(tmp_path):
+    """The fleet runs the sbxfs next to it: one that exec refuses fails the sandbox at once, with
+    exec's word in its status, and the fleet goes on."""
+    shutil.copy2(sbxfs_binary().parent / "sbxfs-fleet", tmp_path / "sbxfs-fleet")
+    (tmp_path / "sbxfs").write_bytes(b"\x7fELF not a program")
+    (tmp_path / "sbxfs").chmod(0o755)
+    with fleet(binary=tmp_path / "sbxfs-fleet") as f:
+        os.mkdir(f.mnt / "broken")
+        # a use of it waits for its start, which fails
+        with pytest.raises(OSError) as e:
+            bounded(os.listdir, f.mnt / "broken" / "fs", what="ls broken/fs")
+        assert e.value.errno == errno.EIO, e.value
+        st = f.status("broken")
+        assert st["state"] == "failed", st
+        assert st["reason"].endswith(f"{tmp_path}/sbxfs: ENOEXEC"), st
+        assert f.status()["failed"] == "1", f.status()
 
 
 def test_mkdirs_at_once_all_come_up():
