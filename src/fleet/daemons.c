@@ -67,13 +67,25 @@ static void notify(uint64_t serial)
 		changed_cb(serial);
 }
 
+/* In child(): `what: ERRNO` on err, the start's reason, then exit 127. */
+static void __attribute__((noreturn)) child_failed(int err, const char *what, int e)
+{
+	const char *name = strerrorname_np(e) ? strerrorname_np(e) : "failed";
+
+	(void)!writev(
+	    err,
+	    (struct iovec[]){
+		{(char *)what, strlen(what)}, {": ", 2}, {(char *)name, strlen(name)}, {"\n", 1}},
+	    4);
+	_exit(127);
+}
+
 /* The child of spawn(): once the gate gives its byte (its parent knows its pid by then), argv
  * with stdin and stdout on /dev/null and stderr on err. A byte, not the gate's end: a child of
  * another start may hold the write end until its own exec. Async-signal-safe calls only: the
  * fleet has threads. */
 static void __attribute__((noreturn)) child(char *const argv[], const int gate[2], int err)
 {
-	const char *name;
 	sigset_t none;
 	ssize_t n;
 	char c;
@@ -83,21 +95,15 @@ static void __attribute__((noreturn)) child(char *const argv[], const int gate[2
 	while ((n = read(gate[0], &c, 1)) < 0 && errno == EINTR)
 		;
 	if (n != 1)
-		_exit(127); /* the fleet went first */
+		_exit(127); /* the fleet went first: nobody reads a reason */
 	if ((null = open("/dev/null", O_RDWR)) < 0 || dup2(null, STDIN_FILENO) < 0 ||
 	    dup2(null, STDOUT_FILENO) < 0 || dup2(err, STDERR_FILENO) < 0)
-		_exit(127);
+		child_failed(err, "/dev/null", errno);
 	/* This thread blocks the stop signals (new_thread): the program gets them back. */
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	execve(argv[0], argv, environ);
-	name = strerrorname_np(errno) ? strerrorname_np(errno) : "cannot run it";
-	(void)!writev(
-	    STDERR_FILENO,
-	    (struct iovec[]){
-		{argv[0], strlen(argv[0])}, {": ", 2}, {(char *)name, strlen(name)}, {"\n", 1}},
-	    4);
-	_exit(127);
+	child_failed(err, argv[0], errno);
 }
 
 /* Starts argv (child()) with its stderr on the pipe's end err; *spawned, under fleet_lock, is
