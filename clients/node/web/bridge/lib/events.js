@@ -39,12 +39,13 @@ export class EventWriter {
 		signal.addEventListener('abort', () => this.waiting.splice(0).forEach((r) => r()), { once: true });
 	}
 
-	/* Resolves once the event is handed to the socket (its bytes copied): it waits for a free
-	 * buffer first, as stdout's and stderr's pumps share them. */
+	/* Resolves once `bytes` is encoded into an event handed to the socket (the caller may read
+	 * into it again). It waits for a free buffer first: stdout's and stderr's pumps share them. */
 	async write(stream, bytes) {
-		while (!this.free.length && !this.signal.aborted) await new Promise((r) => this.waiting.push(r));
 		if (this.signal.aborted) return;
 		if (bytes.length > CHUNK) return void this.res.write(outputEvent(stream, bytes));
+		while (!this.free.length && !this.signal.aborted) await new Promise((r) => this.waiting.push(r));
+		if (this.signal.aborted) return;
 		const buf = this.free.pop();
 		this.res.write(encodeInto(buf, stream, bytes), () => {
 			this.free.push(buf);
